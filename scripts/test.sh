@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test run: system packages, the virtualenv, lint, types, then every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-system-packages.sh
+scripts/setup-venv.sh test
+echo "== ruff"; .venv/bin/ruff check .
+echo "== mypy"; .venv/bin/mypy .
+echo "== pytest"; .venv/bin/python -m pytest "$@"
