@@ -28,8 +28,7 @@ class Subcommand(Protocol):
 
 
 # name -> module; the order is the order of `strata --help`.
-SUBCOMMANDS: dict[str, str] = {
-}
+SUBCOMMANDS: dict[str, str] = {}
 
 
 def _load(module: str) -> Subcommand:
@@ -45,7 +44,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     parser.add_argument("--version", action="version", version=f"strata {__version__}")
     parser.add_argument("--config", help="TOML or JSON settings file (also STRATA_CONFIG)")
     parser.add_argument(
-        "--log-level", default=os.environ.get("STRATA_LOG_LEVEL", "INFO"), help="DEBUG, INFO, WARNING or ERROR"
+        "--log-level",
+        default=os.environ.get("STRATA_LOG_LEVEL", "INFO"),
+        help="DEBUG, INFO, WARNING or ERROR",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     children: dict[str, argparse.ArgumentParser] = {}

@@ -39,7 +39,9 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"config file {p} is not valid {'JSON' if p.suffix == '.json' else 'TOML'}: {e}") from e
+        raise ConfigError(
+            f"config file {p} is not valid {'JSON' if p.suffix == '.json' else 'TOML'}: {e}"
+        ) from e
     if not isinstance(data, dict):
         raise ConfigError(f"config file {p} must hold a table of settings")
     return data

@@ -180,7 +180,19 @@ class MemcachedServer(_ChildServer):
         binary = shutil.which("memcached")
         if binary is None:
             raise ServerStartError("memcached is not installed (apt-get install memcached)")
-        argv = [binary, "-l", "127.0.0.1", "-p", str(self.port), "-U", "0", "-m", str(self.memory_mb), "-t", "2"]
+        argv = [
+            binary,
+            "-l",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "0",
+            "-m",
+            str(self.memory_mb),
+            "-t",
+            "2",
+        ]
         if self.max_item:
             argv += ["-I", self.max_item]
         if os.geteuid() == 0:

@@ -1,0 +1,211 @@
+"""The data node's native query endpoint: `POST /druid/v2/` and `DELETE /druid/v2/{queryId}`.
+
+A plain client gets Druid's merged JSON. The broker asks for `application/vnd.apache.arrow.stream`
+and gets one partial result per segment (column `__segment`) so it can cache and merge each one.
+When the query names segments (`{"type":"segments"}`), those this node does not serve are listed
+in `X-Druid-Response-Context` as `missingSegments`, as Druid does, and the rest are answered.
+
+Query work is CPU-bound DuckDB; it runs in a worker pool, bounded by the query's timeout, and a
+running query can be interrupted by its id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+import pyarrow as pa
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from query import Query, QueryError, SegmentInput, parse_query
+from query.duck import connection
+from query.errors import BadJson, QueryCancelled, QueryTimeout, ResourceLimitExceeded, unknown_exception
+from query.segment_spec import SegmentsSpec
+from timeline import SegmentDescriptor
+
+log = logging.getLogger(__name__)
+
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
+
+class LocalSegments(Protocol):
+    """What this node serves, as the query path needs it."""
+
+    def inputs_for_intervals(self, query: Query) -> list[SegmentInput]: ...
+
+    def input_for_descriptor(
+        self, data_source: str, descriptor: SegmentDescriptor
+    ) -> SegmentInput | None: ...
+
+
+@dataclass
+class _Running:
+    query_id: str
+    started: float
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    conn: Any = None
+
+
+class RunningQueries:
+    """Queries in flight, so `DELETE /druid/v2/{id}` can interrupt their DuckDB work."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[str, _Running] = {}
+
+    def start(self, query_id: str) -> _Running:
+        entry = _Running(query_id, time.monotonic())
+        with self._lock:
+            self._running[query_id] = entry
+        return entry
+
+    def finish(self, entry: _Running) -> None:
+        with self._lock:
+            if self._running.get(entry.query_id) is entry:
+                del self._running[entry.query_id]
+
+    def cancel(self, query_id: str) -> bool:
+        with self._lock:
+            entry = self._running.get(query_id)
+        if entry is None:
+            return False
+        entry.cancelled.set()
+        if entry.conn is not None:
+            entry.conn.interrupt()
+        return True
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+
+def _encode_arrow(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _json_response(body: Any, status: int, pretty: bool, headers: dict[str, str]) -> Response:
+    option = orjson.OPT_INDENT_2 if pretty else 0
+    return Response(
+        orjson.dumps(body, option=option | orjson.OPT_SERIALIZE_NUMPY),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
+    )
+
+
+class QueryEndpoint:
+    def __init__(self, segments: LocalSegments, host: str, pool: ThreadPoolExecutor | None = None):
+        self.segments = segments
+        self.host = host
+        self.pool = pool or ThreadPoolExecutor(max_workers=4, thread_name_prefix="query")
+        self.running = RunningQueries()
+        self.on_query: Callable[[str, float, int, bool], None] | None = None  # metrics hook
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/druid/v2", self.post, methods=["POST"]),
+            Route("/druid/v2/", self.post, methods=["POST"]),
+            Route("/druid/v2/{query_id}", self.delete, methods=["DELETE"]),
+        ]
+
+    async def delete(self, request: Request) -> Response:
+        self.running.cancel(request.path_params["query_id"])
+        return Response(status_code=202)
+
+    def _resolve(self, query: Query) -> tuple[list[SegmentInput], list[SegmentDescriptor]]:
+        spec = query.segment_spec
+        if not isinstance(spec, SegmentsSpec):
+            return self.segments.inputs_for_intervals(query), []
+        inputs, missing = [], []
+        for descriptor in spec.descriptors:
+            found = self.segments.input_for_descriptor(query.data_source, descriptor)
+            if found is None:
+                missing.append(descriptor)
+            else:
+                inputs.append(found)
+        return inputs, missing
+
+    def _execute(self, query: Query, inputs: Sequence[SegmentInput], entry: _Running, arrow: bool) -> Any:
+        if entry.cancelled.is_set():
+            raise QueryCancelled(f"Query [{entry.query_id}] was cancelled")
+        conn = connection()
+        entry.conn = conn
+        try:
+            partials = query.run_partials(conn, inputs)
+        finally:
+            entry.conn = None
+        if arrow:
+            return _encode_arrow(partials)
+        return query.finalize(query.merge([partials]))
+
+    async def post(self, request: Request) -> Response:
+        started = time.monotonic()
+        pretty = "pretty" in request.query_params
+        query_id = ""
+        headers: dict[str, str] = {}
+        try:
+            body = await request.body()
+            if len(body) > MAX_REQUEST_BYTES:
+                raise ResourceLimitExceeded(
+                    f"Request of {len(body)} bytes exceeds the {MAX_REQUEST_BYTES} limit"
+                )
+            try:
+                obj = orjson.loads(body)
+            except orjson.JSONDecodeError as e:
+                raise BadJson(f"Request body is not valid JSON: {e}") from None
+            query = parse_query(obj)
+            query_id = query.context.query_id
+            headers["X-Druid-Query-Id"] = query_id
+            inputs, missing = self._resolve(query)
+            context: dict[str, Any] = {}
+            if missing:
+                context["missingSegments"] = [d.to_json() for d in missing]
+            headers["X-Druid-Response-Context"] = orjson.dumps(context).decode()
+            arrow = ARROW_STREAM in request.headers.get("accept", "")
+            entry = self.running.start(query_id)
+            try:
+                loop = asyncio.get_running_loop()
+                work = loop.run_in_executor(self.pool, self._execute, query, inputs, entry, arrow)
+                timeout = query.context.timeout_ms / 1000 if query.context.timeout_ms else None
+                try:
+                    result = await asyncio.wait_for(asyncio.shield(work), timeout)
+                except TimeoutError:
+                    self.running.cancel(query_id)
+                    raise QueryTimeout(
+                        f"Query [{query_id}] timed out after {query.context.timeout_ms} ms"
+                    ) from None
+            finally:
+                self.running.finish(entry)
+            self._record(query.query_type, started, len(inputs), ok=True)
+            if arrow:
+                return Response(result, media_type=ARROW_STREAM, headers=headers)
+            return _json_response(result, 200, pretty, headers)
+        except QueryError as e:
+            self._record("error", started, 0, ok=False)
+            if e.status >= 500:
+                log.warning("query %s failed: %s", query_id or "?", e.error_message)
+            return _json_response(e.to_body(self.host), e.status, pretty, headers)
+        except Exception as e:  # never a bare 500 with a stack trace
+            if "Interrupt" in type(e).__name__:
+                err: QueryError = QueryCancelled(f"Query [{query_id}] was cancelled")
+            else:
+                log.exception("query %s failed unexpectedly", query_id or "?")
+                err = unknown_exception(e)
+            self._record("error", started, 0, ok=False)
+            return _json_response(err.to_body(self.host), err.status, pretty, headers)
+
+    def _record(self, query_type: str, started: float, segments: int, ok: bool) -> None:
+        if self.on_query is not None:
+            self.on_query(query_type, time.monotonic() - started, segments, ok)

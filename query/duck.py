@@ -1,0 +1,32 @@
+"""DuckDB connections for the per-segment engine: one per worker thread, UTC, bounded threads.
+
+DuckDB connections must not be shared between threads; the engine runs in a worker pool so each
+worker keeps its own connection (cheap to reuse, costly to create per query).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import duckdb
+
+_local = threading.local()
+THREADS = int(os.environ.get("STRATA_DUCKDB_THREADS", "0")) or (os.cpu_count() or 2)
+
+
+def connection() -> duckdb.DuckDBPyConnection:
+    conn: duckdb.DuckDBPyConnection | None = getattr(_local, "conn", None)
+    if conn is None:
+        conn = duckdb.connect(config={"threads": THREADS})
+        conn.execute("SET TimeZone='UTC'")
+        _local.conn = conn
+    return conn
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

@@ -1,0 +1,25 @@
+"""Entry points a data node uses to answer a query over local segment files.
+
+These are CPU-bound and block: services call them from a worker thread, never the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from query.base import Query
+from query.duck import connection
+from query.segment_input import SegmentInput
+
+
+def run_partials(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """Per-segment partial results, labelled by `__segment` (what the broker caches and merges)."""
+    return query.run_partials(connection(), inputs)
+
+
+def run_to_json(query: Query, inputs: Sequence[SegmentInput]) -> list[Any]:
+    """The merged, finalised Druid response over `inputs` (a data node answering a plain client)."""
+    return query.finalize(query.merge([run_partials(query, inputs)]))

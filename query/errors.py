@@ -1,0 +1,144 @@
+"""Query errors with Druid's error bodies and HTTP status codes.
+
+Druid answers failures with a JSON body that legacy clients read as
+`{"error","errorMessage","errorClass","host"}` and newer ones as DruidException's
+`{"error","errorCode","persona","category","errorMessage","context"}`. Druid itself emits a superset
+for legacy errors (see ErrorResponse), so every error here serialises to that superset: pydruid's
+sync client, async client and DB-API all find the keys they need.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class QueryError(Exception):
+    """Base of every error a query can end with; carries what the HTTP layer needs."""
+
+    error: ClassVar[str] = "Unknown exception"
+    error_class: ClassVar[str] = "org.apache.druid.query.QueryException"
+    status: ClassVar[int] = 500
+    category: ClassVar[str] = "UNCATEGORIZED"
+    persona: ClassVar[str] = "OPERATOR"
+    error_code: ClassVar[str] = "legacyQueryException"
+
+    def __init__(self, message: str, *, host: str | None = None, context: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.error_message = message
+        self.host = host
+        self.context = dict(context or {})
+
+    def to_body(self, host: str | None = None) -> dict[str, Any]:
+        host = self.host or host
+        return {
+            "error": self.error,
+            "errorMessage": self.error_message,
+            "errorClass": self.error_class,
+            "host": host,
+            "errorCode": self.error_code,
+            "persona": self.persona,
+            "category": self.category,
+            "context": {
+                "errorClass": self.error_class,
+                "legacyErrorCode": self.error,
+                "host": host,
+                **self.context,
+            },
+        }
+
+
+class InvalidInput(QueryError):
+    """The query is well-formed JSON but not a valid query (Druid's DruidException INVALID_INPUT)."""
+
+    error = "druidException"
+    error_class = "org.apache.druid.error.DruidException"
+    status = 400
+    category = "INVALID_INPUT"
+    persona = "USER"
+    error_code = "invalidInput"
+
+    def to_body(self, host: str | None = None) -> dict[str, Any]:
+        body = super().to_body(host)
+        body["context"] = dict(self.context)
+        return body
+
+
+class BadJson(QueryError):
+    """The request body is not parseable JSON."""
+
+    error = "Json parse failed"
+    error_class = "com.fasterxml.jackson.core.JsonParseException"
+    status = 400
+    category = "INVALID_INPUT"
+    persona = "USER"
+
+
+class ResourceLimitExceeded(QueryError):
+    error = "Resource limit exceeded"
+    error_class = "org.apache.druid.query.ResourceLimitExceededException"
+    status = 400
+    category = "CAPACITY_EXCEEDED"
+    persona = "USER"
+
+
+class QueryCapacityExceeded(QueryError):
+    error = "Query capacity exceeded"
+    error_class = "org.apache.druid.query.QueryCapacityExceededException"
+    status = 429
+    category = "CAPACITY_EXCEEDED"
+
+
+class QueryUnsupported(QueryError):
+    error = "Unsupported operation"
+    error_class = "org.apache.druid.query.QueryUnsupportedException"
+    status = 501
+    category = "UNSUPPORTED"
+    persona = "USER"
+
+
+class QueryTimeout(QueryError):
+    error = "Query timeout"
+    error_class = "org.apache.druid.query.QueryTimeoutException"
+    status = 504
+    category = "TIMEOUT"
+
+
+class QueryInterrupted(QueryError):
+    error = "Query interrupted"
+    error_class = "org.apache.druid.query.QueryInterruptedException"
+    status = 500
+    category = "RUNTIME_FAILURE"
+
+
+class QueryCancelled(QueryInterrupted):
+    error = "Query cancelled"
+    category = "CANCELED"
+
+
+class SegmentsMissing(QueryError):
+    """Some segments could not be read from any server and partial results were not allowed."""
+
+    error = "Unknown exception"
+    error_class = "org.apache.druid.query.SegmentMissingException"
+    status = 500
+    category = "RUNTIME_FAILURE"
+
+
+class QueryNotFound(QueryError):
+    error = "druidException"
+    error_class = "org.apache.druid.error.DruidException"
+    status = 404
+    category = "NOT_FOUND"
+    persona = "USER"
+    error_code = "notFound"
+
+
+def invalid(message: str, *args: object) -> InvalidInput:
+    """Shorthand used by parsers: `raise invalid("Unknown queryType [%s]", t)`."""
+    return InvalidInput(message % args if args else message)
+
+
+def unknown_exception(exc: BaseException, host: str | None = None) -> QueryError:
+    """Wrap an unexpected exception so the HTTP layer never leaks a stack trace."""
+    err = QueryError(f"{type(exc).__name__}: {exc}", host=host)
+    return err

@@ -1,0 +1,123 @@
+"""Instants as epoch milliseconds (UTC): parsing and printing in Druid's ISO-8601 forms.
+
+Printing works for any year, including Druid's "eternity" bounds far outside `datetime`'s range,
+by converting days to civil dates arithmetically.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+MS_PER_DAY = 86_400_000
+
+_INSTANT = re.compile(
+    r"""^(?P<year>[+-]?\d{4,9})
+        (?:-(?P<month>\d{2})
+          (?:-(?P<day>\d{2})
+            (?:[T\s](?P<hour>\d{2})
+              (?::(?P<minute>\d{2})
+                (?::(?P<second>\d{2})(?:[.,](?P<frac>\d{1,9}))?)?
+              )?
+            )?
+          )?
+        )?
+        (?P<zone>Z|[+-]\d{2}(?::?\d{2})?)?$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def civil_from_days(z: int) -> tuple[int, int, int]:
+    z += 719468
+    era = (z if z >= 0 else z - 146096) // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    y = yoe + era * 400
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + (3 if mp < 10 else -9)
+    return y + (m <= 2), m, d
+
+
+def _zone_offset_ms(text: str) -> int:
+    if text.upper() == "Z":
+        return 0
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    return sign * (hours * 3600 + minutes * 60) * 1000
+
+
+def parse_instant(text: str, tz: ZoneInfo | None = None) -> int:
+    """Epoch ms of an ISO-8601 instant; missing fields default to their start, no zone means `tz` (UTC)."""
+    m = _INSTANT.match(text.strip())
+    if m is None:
+        raise ValueError(f"not an ISO-8601 instant: {text!r}")
+    year = int(m["year"])
+    month, day = int(m["month"] or 1), int(m["day"] or 1)
+    hour, minute, second = int(m["hour"] or 0), int(m["minute"] or 0), int(m["second"] or 0)
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 24 and minute < 60 and second < 60):
+        raise ValueError(f"field out of range in instant {text!r}")
+    frac = m["frac"] or ""
+    millis = int((frac + "000")[:3]) if frac else 0
+    local = (days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second) * 1000 + millis
+    if m["zone"]:
+        return local - _zone_offset_ms(m["zone"])
+    if tz is None:
+        return local
+    return local_to_utc(local, tz)
+
+
+def local_to_utc(local_ms: int, tz: ZoneInfo) -> int:
+    """UTC ms of a wall-clock time in `tz` (earlier offset for ambiguous times, shifted past gaps)."""
+    days, ms = divmod(local_ms, MS_PER_DAY)
+    y, mo, d = civil_from_days(days)
+    naive = datetime(y, mo, d) + timedelta(milliseconds=ms)
+    aware = naive.replace(tzinfo=tz, fold=0)
+    offset = aware.utcoffset()
+    assert offset is not None
+    utc = local_ms - int(offset.total_seconds() * 1000)
+    # In a DST gap the wall time does not exist; Joda moves it forward by the gap.
+    check = utc_to_local(utc, tz)
+    if check != local_ms:
+        utc = local_ms - int(aware.replace(fold=1).utcoffset().total_seconds() * 1000)  # type: ignore[union-attr]
+    return utc
+
+
+def utc_offset_ms(utc_ms: int, tz: ZoneInfo) -> int:
+    dt = datetime.fromtimestamp(utc_ms / 1000, tz)
+    off = dt.utcoffset()
+    return int(off.total_seconds() * 1000) if off is not None else 0
+
+
+def utc_to_local(utc_ms: int, tz: ZoneInfo) -> int:
+    return utc_ms + utc_offset_ms(utc_ms, tz)
+
+
+def format_instant(ms: int, tz: ZoneInfo | None = None) -> str:
+    """Druid's print form: `2015-09-12T00:46:58.771Z`, or with the zone's offset `...-07:00`."""
+    offset = 0 if tz is None else utc_offset_ms(ms, tz)
+    days, rem = divmod(ms + offset, MS_PER_DAY)
+    y, mo, d = civil_from_days(days)
+    secs, millis = divmod(rem, 1000)
+    hh, rest = divmod(secs, 3600)
+    mm, ss = divmod(rest, 60)
+    year = f"{y:04d}" if y >= 0 else f"-{-y:04d}"
+    base = f"{year}-{mo:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}.{millis:03d}"
+    if tz is None or (offset == 0 and tz.key in ("UTC", "Etc/UTC", "GMT", "Z")):
+        return base + "Z"
+    sign = "-" if offset < 0 else "+"
+    oh, om = divmod(abs(offset) // 60000, 60)
+    return f"{base}{sign}{oh:02d}:{om:02d}"

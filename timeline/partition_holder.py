@@ -1,0 +1,77 @@
+"""The partitions of one (interval, version): which chunks exist and whether the set is complete."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
+
+from timeline.shard_spec import PartitionChunk
+
+T = TypeVar("T")
+
+
+class PartitionHolder(Generic[T]):
+    """Chunks kept sorted by chunk number; completeness cached until the set changes."""
+
+    __slots__ = ("_chunks", "_complete")
+
+    def __init__(self) -> None:
+        self._chunks: list[PartitionChunk[T]] = []
+        self._complete: bool | None = None
+
+    def add(self, chunk: PartitionChunk[T]) -> bool:
+        """False (and nothing added) when a chunk with that number is already there."""
+        numbers = [c.chunk_number for c in self._chunks]
+        i = bisect.bisect_left(numbers, chunk.chunk_number)
+        if i < len(numbers) and numbers[i] == chunk.chunk_number:
+            return False
+        self._chunks.insert(i, chunk)
+        self._complete = None
+        return True
+
+    def remove(self, chunk: PartitionChunk[T]) -> PartitionChunk[T] | None:
+        for i, existing in enumerate(self._chunks):
+            if existing.chunk_number == chunk.chunk_number and existing.object == chunk.object:
+                del self._chunks[i]
+                self._complete = None
+                return existing
+        return None
+
+    def get(self, chunk_number: int) -> PartitionChunk[T] | None:
+        for c in self._chunks:
+            if c.chunk_number == chunk_number:
+                return c
+        return None
+
+    def is_complete(self) -> bool:
+        if self._complete is None:
+            self._complete = _complete(self._chunks)
+        return self._complete
+
+    def is_empty(self) -> bool:
+        return not self._chunks
+
+    def chunks(self) -> tuple[PartitionChunk[T], ...]:
+        return tuple(self._chunks)
+
+    def __iter__(self) -> Iterator[PartitionChunk[T]]:
+        return iter(self._chunks)
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+
+def _complete(chunks: list[PartitionChunk[Any]]) -> bool:
+    if not chunks or not chunks[0].is_start():
+        return False
+    prev = chunks[0]
+    if prev.is_end():
+        return True
+    for chunk in chunks[1:]:
+        if not prev.abuts(chunk):
+            return False
+        if chunk.is_end():
+            return True
+        prev = chunk
+    return False

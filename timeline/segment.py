@@ -1,0 +1,105 @@
+"""Segment identity in Druid's JSON shapes: `DataSegment` and `SegmentDescriptor`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from timeline.interval import Interval
+from timeline.shard_spec import ShardSpec
+
+_KNOWN = {
+    "dataSource", "interval", "version", "loadSpec", "dimensions", "metrics", "shardSpec",
+    "binaryVersion", "size", "identifier", "id",
+}  # fmt: skip
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """Druid writes dimensions/metrics comma-joined but reads a list too."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return tuple(sys.intern(v) for v in value.split(",") if v)
+    if isinstance(value, Sequence):
+        return tuple(sys.intern(str(v)) for v in value)
+    raise ValueError(f"expected a comma-joined string or a list, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentDescriptor:
+    """What a broker names when it asks a data node for one segment (`itvl`, `ver`, `part`)."""
+
+    interval: Interval
+    version: str
+    partition: int
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> SegmentDescriptor:
+        return cls(Interval.parse(obj["itvl"]), str(obj["ver"]), int(obj.get("part", 0)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"itvl": str(self.interval), "ver": self.version, "part": self.partition}
+
+
+@dataclass(frozen=True, slots=True)
+class DataSegment:
+    data_source: str
+    interval: Interval
+    version: str
+    load_spec: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    dimensions: tuple[str, ...] = field(default=(), compare=False)
+    metrics: tuple[str, ...] = field(default=(), compare=False)
+    shard_spec: ShardSpec = field(default_factory=ShardSpec.none)
+    binary_version: int = field(default=9, compare=False)
+    size: int = field(default=0, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def partition_num(self) -> int:
+        return self.shard_spec.partition_num
+
+    @property
+    def id(self) -> str:
+        """Druid's SegmentId: `dataSource_start_end_version[_partitionNum]` (partition 0 omitted)."""
+        base = f"{self.data_source}_{self.interval.__str__().replace('/', '_')}_{self.version}"
+        return base if self.partition_num == 0 else f"{base}_{self.partition_num}"
+
+    @property
+    def descriptor(self) -> SegmentDescriptor:
+        return SegmentDescriptor(self.interval, self.version, self.partition_num)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> DataSegment:
+        try:
+            return cls(
+                data_source=sys.intern(str(obj["dataSource"])),
+                interval=Interval.parse(obj["interval"]),
+                version=sys.intern(str(obj["version"])),
+                load_spec=obj.get("loadSpec") or {},
+                dimensions=_names(obj.get("dimensions")),
+                metrics=_names(obj.get("metrics")),
+                shard_spec=ShardSpec.from_json(obj.get("shardSpec")),
+                binary_version=int(obj.get("binaryVersion") or 9),
+                size=int(obj.get("size") or 0),
+                extra={k: v for k, v in obj.items() if k not in _KNOWN},
+            )
+        except KeyError as e:
+            raise ValueError(f"DataSegment JSON lacks required field {e.args[0]!r}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "dataSource": self.data_source,
+            "interval": str(self.interval),
+            "version": self.version,
+            "loadSpec": dict(self.load_spec),
+            "dimensions": ",".join(self.dimensions),
+            "metrics": ",".join(self.metrics),
+            "shardSpec": self.shard_spec.to_json(),
+            "binaryVersion": self.binary_version,
+            "size": self.size,
+        }
+        out.update(self.extra)
+        out["identifier"] = self.id
+        return out
