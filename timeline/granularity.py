@@ -179,7 +179,7 @@ class PeriodGranularity(Granularity):
         count = getattr(self.period, unit)
         if count == 1 and self.origin is None:
             return self._round_floor(ms, unit)
-        origin = self.origin or 0
+        origin = self._origin_ms
         diff = self._difference(unit, ms, origin)
         diff -= _java_rem(diff, count)
         candidate = self._add(unit, origin, diff)
@@ -189,6 +189,13 @@ class PeriodGranularity(Granularity):
 
     def bucket_end(self, ms: int) -> int:
         return self.period.add_to(self.bucket_start(ms), self.tz)
+
+    @property
+    def _origin_ms(self) -> int:
+        """The given origin, else 1970-01-01T00:00 wall-clock time in the zone (as Druid)."""
+        if self.origin is not None:
+            return self.origin
+        return 0 if self.tz is None else local_to_utc(0, self.tz)
 
     def buckets(self, interval: Interval) -> Iterator[Interval]:
         start = self.bucket_start(interval.start)
@@ -201,7 +208,7 @@ class PeriodGranularity(Granularity):
         p = self.period
         if p.calendar_free and p.exact_ms % _BLOCK_MS:
             return False
-        return self.origin is None or self.origin % _BLOCK_MS == 0
+        return self._origin_ms % _BLOCK_MS == 0
 
     def bucket_starts(self, times: np.ndarray) -> np.ndarray:
         p = self.period
@@ -211,7 +218,7 @@ class PeriodGranularity(Granularity):
             one_wall_clock_hour = fields[0] == "hours" and p.hours == 1 and self.origin is None
             if not (one_wall_clock_hour and self.tz is not None):
                 # exact durations counted from the origin (Joda does time fields in UTC)
-                size, origin = p.exact_ms, self.origin or 0
+                size, origin = p.exact_ms, self._origin_ms
                 return (t - origin) // size * size + origin
         elif self.tz is None and self.origin is None and len(fields) == 1 and p.days + p.weeks == 1:
             if p.days:
@@ -265,7 +272,7 @@ class PeriodGranularity(Granularity):
         return Period(**{unit: 1}).add_to(ms, self.tz, times=amount)
 
     def _truncate_compound(self, ms: int) -> int:
-        origin = self.origin or 0
+        origin = self._origin_ms
         step_estimate = max(1, Period.add_to(self.period, origin, self.tz) - origin)
         k = (ms - origin) // step_estimate
         current = self.period.add_to(origin, self.tz, times=k)

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints a table and, last, one JSON line of figures."""

@@ -1,0 +1,201 @@
+"""Interval and granularity parsing and bucketing, checked against Python's datetime/zoneinfo."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from timeline import ETERNITY, Granularity, Interval, format_instant, parse_instant
+
+LA = ZoneInfo("America/Los_Angeles")
+KOLKATA = ZoneInfo("Asia/Kolkata")
+
+
+def ms(dt: datetime) -> int:
+    return (dt - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("2015-09-12/2015-09-13", datetime(2015, 9, 12, tzinfo=UTC), datetime(2015, 9, 13, tzinfo=UTC)),
+        (
+            "2015-09-12T00:00:00.000/2015-09-13T00:00:00.000",
+            datetime(2015, 9, 12, tzinfo=UTC),
+            datetime(2015, 9, 13, tzinfo=UTC),
+        ),
+        (
+            "2015-09-12T01:02:03.456Z/2015-09-12T05:00Z",
+            datetime(2015, 9, 12, 1, 2, 3, 456000, tzinfo=UTC),
+            datetime(2015, 9, 12, 5, tzinfo=UTC),
+        ),
+        ("2013-06-14/pt1h", datetime(2013, 6, 14, tzinfo=UTC), datetime(2013, 6, 14, 1, tzinfo=UTC)),
+        ("2015-09-12/P1D", datetime(2015, 9, 12, tzinfo=UTC), datetime(2015, 9, 13, tzinfo=UTC)),
+        ("P1M/2015-03-31", datetime(2015, 2, 28, tzinfo=UTC), datetime(2015, 3, 31, tzinfo=UTC)),
+        (
+            "2015-09-12T00:00:00-07:00/2015-09-12T20:00:00+05:30",
+            datetime(2015, 9, 12, 7, tzinfo=UTC),
+            datetime(2015, 9, 12, 14, 30, tzinfo=UTC),
+        ),
+        ("2015-09/2015-10", datetime(2015, 9, 1, tzinfo=UTC), datetime(2015, 10, 1, tzinfo=UTC)),
+    ],
+)
+def test_interval_parse_forms(text: str, start: datetime, end: datetime) -> None:
+    assert Interval.parse(text) == Interval(ms(start), ms(end))
+
+
+def test_interval_prints_as_druid() -> None:
+    assert str(Interval.parse("2015-09-12/2015-09-13")) == "2015-09-12T00:00:00.000Z/2015-09-13T00:00:00.000Z"
+    assert str(ETERNITY) == "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+    assert Interval.parse(str(ETERNITY)) == ETERNITY
+
+
+@pytest.mark.parametrize("bad", ["", "2015-09-12", "2015-13-01/2015-14-01", "P1D/P2D", "2015-09-13/2015-09-12", "x/y"])
+def test_interval_parse_rejects_bad_input(bad: str) -> None:
+    with pytest.raises(ValueError):
+        Interval.parse(bad)
+
+
+def test_interval_relations() -> None:
+    a, b = Interval(0, 10), Interval(10, 20)
+    assert not a.overlaps(b) and a.abuts(b) and b.abuts(a)
+    assert a.overlap(b) is None and a.gap(b) is None
+    assert Interval(0, 5).gap(Interval(8, 9)) == Interval(5, 8)
+    assert Interval(0, 20).contains(Interval(5, 10)) and not Interval(5, 10).contains(Interval(0, 20))
+    assert Interval(0, 10).overlap(Interval(5, 15)) == Interval(5, 10)
+    assert Interval(0, 10).contains_instant(0) and not Interval(0, 10).contains_instant(10)
+    assert Interval(3, 3).is_empty and Interval(0, 10).overlap(Interval(3, 3)) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)))
+def test_instant_round_trip_matches_datetime(dt: datetime) -> None:
+    dt = dt.replace(microsecond=dt.microsecond // 1000 * 1000, tzinfo=UTC)
+    text = format_instant(ms(dt))
+    assert text == dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    assert parse_instant(text) == ms(dt)
+
+
+def test_format_instant_in_zone() -> None:
+    assert format_instant(ms(datetime(2013, 8, 30, 7, tzinfo=UTC)), LA) == "2013-08-30T00:00:00.000-07:00"
+    assert format_instant(ms(datetime(2013, 1, 30, 8, tzinfo=UTC)), LA) == "2013-01-30T00:00:00.000-08:00"
+    assert format_instant(0, KOLKATA) == "1970-01-01T05:30:00.000+05:30"
+
+
+# -- granularities -----------------------------------------------------------------------------------
+
+
+def floor_wall_clock(t: int, unit: str, tz: ZoneInfo | None) -> int:
+    """Independent reference: floor in the zone's wall clock with datetime arithmetic."""
+    zone = tz or UTC
+    dt = datetime.fromtimestamp(t / 1000, zone)
+    if unit == "hour":
+        # an hour floor keeps the instant's own offset (matters in the repeated DST hour)
+        return t - (dt.minute * 60 + dt.second) * 1000 - dt.microsecond // 1000
+    d = dt.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
+    if unit == "week":
+        d -= timedelta(days=d.weekday())
+    elif unit == "month":
+        d = d.replace(day=1)
+    elif unit == "quarter":
+        d = d.replace(day=1, month=(d.month - 1) // 3 * 3 + 1)
+    elif unit == "year":
+        d = d.replace(day=1, month=1)
+    return ms(d.replace(tzinfo=zone))
+
+
+UNIT_PERIOD = {"hour": "PT1H", "day": "P1D", "week": "P1W", "month": "P1M", "quarter": "P3M", "year": "P1Y"}
+
+
+@pytest.mark.parametrize("unit", list(UNIT_PERIOD))
+@pytest.mark.parametrize("tz", [None, LA, KOLKATA, ZoneInfo("Australia/Lord_Howe")], ids=str)
+def test_period_bucketing_matches_zoneinfo(unit: str, tz: ZoneInfo | None) -> None:
+    rng = np.random.default_rng(7)
+    # a span across several DST changes, plus the exact LA transition instants
+    times = rng.integers(ms(datetime(2014, 1, 1, tzinfo=UTC)), ms(datetime(2017, 1, 1, tzinfo=UTC)), 4000)
+    edges = [datetime(2015, 3, 8, 10, tzinfo=UTC), datetime(2015, 11, 1, 8, 30, tzinfo=UTC)]
+    times = np.concatenate([times, [ms(e) + d for e in edges for d in (-1, 0, 1, 3_599_999)]])
+    spec = {"type": "period", "period": UNIT_PERIOD[unit], "timeZone": tz.key if tz else "UTC"}
+    g = Granularity.parse(spec)
+    want = np.array([floor_wall_clock(int(t), unit, tz) for t in times])
+    assert (g.bucket_starts(times) == want).all()
+    assert [g.bucket_start(int(t)) for t in times[:500]] == list(want[:500])
+
+
+def test_dst_days_are_23_and_25_hours_long() -> None:
+    g = Granularity.parse({"type": "period", "period": "P1D", "timeZone": "America/Los_Angeles"})
+    days = list(g.buckets(Interval.parse("2015-03-07T12:00Z/2015-03-10T00:00Z")))
+    assert [d.duration_ms // 3_600_000 for d in days] == [24, 23, 24]
+    fall = list(g.buckets(Interval.parse("2015-11-01T08:00Z/2015-11-02T07:59Z")))
+    assert [d.duration_ms // 3_600_000 for d in fall] == [25]
+    assert format_instant(days[1].start, LA) == "2015-03-08T00:00:00.000-08:00"
+
+
+@pytest.mark.parametrize(
+    ("name", "size_ms"),
+    [("second", 1000), ("minute", 60_000), ("five_minute", 300_000), ("ten_minute", 600_000),
+     ("fifteen_minute", 900_000), ("thirty_minute", 1_800_000), ("hour", 3_600_000),
+     ("six_hour", 21_600_000), ("eight_hour", 28_800_000), ("day", 86_400_000)],
+)  # fmt: skip
+def test_named_uniform_granularities(name: str, size_ms: int) -> None:
+    g = Granularity.parse(name)
+    t = np.array([0, 1, size_ms - 1, size_ms, 1442016418771, -1], dtype=np.int64)
+    assert list(g.bucket_starts(t)) == [int(x) // size_ms * size_ms for x in t]
+    assert g.bucket_end(1442016418771) - g.bucket_start(1442016418771) == size_ms
+    assert g.to_json() == name
+
+
+def test_week_starts_on_monday_and_quarter_year() -> None:
+    t = ms(datetime(2015, 9, 12, 13, tzinfo=UTC))  # a Saturday
+    assert format_instant(Granularity.parse("week").bucket_start(t)) == "2015-09-07T00:00:00.000Z"
+    assert format_instant(Granularity.parse("quarter").bucket_start(t)) == "2015-07-01T00:00:00.000Z"
+    assert format_instant(Granularity.parse("year").bucket_start(t)) == "2015-01-01T00:00:00.000Z"
+    assert format_instant(Granularity.parse("MONTH").bucket_start(t)) == "2015-09-01T00:00:00.000Z"
+
+
+def test_period_with_origin_and_duration_granularity() -> None:
+    g = Granularity.parse({"type": "period", "period": "PT2H", "origin": "2015-09-12T01:00:00Z"})
+    t = ms(datetime(2015, 9, 12, 6, 20, tzinfo=UTC))
+    assert format_instant(g.bucket_start(t)) == "2015-09-12T05:00:00.000Z"
+    d = Granularity.parse({"type": "duration", "duration": 7_200_000, "origin": "2012-01-01T00:30:00Z"})
+    assert format_instant(d.bucket_start(t)) == "2015-09-12T04:30:00.000Z"
+    arr = np.array([t, t + 3_600_000], dtype=np.int64)
+    assert list(d.bucket_starts(arr)) == [d.bucket_start(int(x)) for x in arr]
+    m3 = Granularity.parse({"type": "period", "period": "P3M", "timeZone": "America/Los_Angeles"})
+    assert format_instant(m3.bucket_start(t), LA) == "2015-07-01T00:00:00.000-07:00"
+    # multi-hour periods count from 1970-01-01T00:00 wall-clock time in the zone, as Druid does
+    six = Granularity.parse({"type": "period", "period": "PT6H", "timeZone": "America/Los_Angeles"})
+    assert format_instant(six.bucket_start(t)) == "2015-09-12T02:00:00.000Z"
+
+
+def test_all_and_none() -> None:
+    a, n = Granularity.parse("all"), Granularity.parse({"type": "none"})
+    iv = Interval.parse("2015-09-12/2015-09-13")
+    assert list(a.buckets(iv)) == [iv] and a.is_all
+    assert n.bucket_start(123) == 123 and n.bucket_end(123) == 124 and n.is_none
+    assert list(n.bucket_starts(np.array([5, 6]))) == [5, 6]
+
+
+def test_buckets_iterate_unclipped_over_interval() -> None:
+    g = Granularity.parse("hour")
+    buckets = list(g.buckets(Interval.parse("2015-09-12T00:30Z/2015-09-12T03:00Z")))
+    assert [str(b) for b in buckets] == [
+        "2015-09-12T00:00:00.000Z/2015-09-12T01:00:00.000Z",
+        "2015-09-12T01:00:00.000Z/2015-09-12T02:00:00.000Z",
+        "2015-09-12T02:00:00.000Z/2015-09-12T03:00:00.000Z",
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["fortnight", {"type": "period"}, {"type": "period", "period": "P1D", "timeZone": "Mars/Olympus"},
+     {"type": "duration", "duration": "x"}, 42, {"type": "period", "period": "PT"}],
+)  # fmt: skip
+def test_bad_granularities_are_rejected(bad: object) -> None:
+    with pytest.raises(ValueError):
+        Granularity.parse(bad)
