@@ -33,7 +33,8 @@ def make_segments(count: int) -> list[DataSegment]:
         parts = 3 if hour % 10 == 0 else 1
         for p in range(parts):
             shard = ShardSpec.numbered(p, parts) if parts > 1 else ShardSpec.none()
-            segments.append(DataSegment("wiki", interval, "2015-01-01T00:00:00.000Z", load_spec, dims, (), shard))
+            version = "2015-01-01T00:00:00.000Z"
+            segments.append(DataSegment("wiki", interval, version, load_spec, dims, (), shard))
         if hour % 50 == 0:
             segments.append(DataSegment("wiki", interval, "2015-06-01T00:00:00.000Z", load_spec, dims, ()))
         hour += 1
