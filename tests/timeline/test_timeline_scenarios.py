@@ -250,8 +250,8 @@ def test_remove_something_dont_have(specific) -> None:
 
 
 def test_find_chunk(specific) -> None:
-    assert specific.find_chunk(iv("04-01/04-09"), "2", 0).object == 1  # type: ignore[union-attr]
-    assert specific.find_chunk(iv("04-02/04-05"), "2", 0).object == 1  # type: ignore[union-attr]
+    assert specific.find_chunk(iv("04-01/04-09"), "2", 0).object == 1
+    assert specific.find_chunk(iv("04-02/04-05"), "2", 0).object == 1
     assert specific.find_chunk(iv("04-01/04-09"), "1", 0) is None
     assert specific.find_chunk(iv("04-01/04-09"), "2", 1) is None
 
