@@ -28,7 +28,10 @@ class Subcommand(Protocol):
 
 
 # name -> module; the order is the order of `strata --help`.
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "ingest": "ingestion.cli",
+    "segments": "storage.cli",
+}
 
 
 def _load(module: str) -> Subcommand:

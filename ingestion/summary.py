@@ -1,0 +1,72 @@
+"""What an ingestion did, for the terminal summary and for programs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ingestion.errors import ParseProblem
+from timeline import DataSegment
+
+
+class Progress(Protocol):
+    """Receives progress; the CLI shows it as a rich progress bar, programs may ignore it."""
+
+    def start(self, total_bytes: int) -> None: ...
+
+    def advance(self, nbytes: int, rows: int) -> None: ...
+
+    def phase(self, name: str) -> None: ...
+
+
+class NoProgress:
+    def start(self, total_bytes: int) -> None:
+        pass
+
+    def advance(self, nbytes: int, rows: int) -> None:
+        pass
+
+    def phase(self, name: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class SegmentWritten:
+    segment: DataSegment
+    rows: int
+
+
+@dataclass
+class IngestionSummary:
+    data_source: str
+    version: str = ""
+    rows_read: int = 0  # input rows, including unparseable and thrown-away ones
+    rows_ingested: int = 0  # rows stored in segments (after rollup)
+    rows_rolled_up: int = 0  # input rows merged into another row by rollup
+    rows_thrown_away: int = 0  # outside granularitySpec.intervals
+    parse_errors: int = 0
+    problems: list[ParseProblem] = field(default_factory=list)
+    segments: list[SegmentWritten] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataSource": self.data_source,
+            "version": self.version,
+            "rowsRead": self.rows_read,
+            "rowsIngested": self.rows_ingested,
+            "rowsRolledUp": self.rows_rolled_up,
+            "rowsThrownAway": self.rows_thrown_away,
+            "parseErrors": self.parse_errors,
+            "parseErrorExamples": [str(p) for p in self.problems[:20]],
+            "segments": [
+                {
+                    "id": s.segment.id,
+                    "interval": str(s.segment.interval),
+                    "rows": s.rows,
+                    "size": s.segment.size,
+                }
+                for s in self.segments
+            ],
+            "seconds": round(self.seconds, 3),
+        }

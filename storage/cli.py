@@ -1,0 +1,66 @@
+"""`strata segments list|drop|restore`: see and change which segments are used."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "List segments in the metadata store, drop (mark unused) or restore them"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["list", "drop", "restore"])
+    parser.add_argument("ids", nargs="*", help="segment ids (drop/restore)")
+    parser.add_argument("--metadata", default="var/metadata.db", help="metadata store (SQLite file)")
+    parser.add_argument("--datasource", help="only this data source")
+    parser.add_argument("--interval", help="only segments overlapping this ISO interval")
+    parser.add_argument("--all", action="store_true", help="list: include unused segments")
+    parser.add_argument("--json", action="store_true", help="list: print descriptor JSON lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    import orjson
+
+    from storage import MetadataStoreError, open_metadata_store
+    from timeline import Interval
+
+    try:
+        interval = Interval.parse(args.interval) if args.interval else None
+        store = open_metadata_store(args.metadata)
+    except (ValueError, MetadataStoreError) as e:
+        print(f"strata segments: error: {e}", file=sys.stderr)
+        return 1
+    try:
+        include_unused = args.all or args.action == "restore"
+        records = [
+            r for r in store.segments(args.datasource, include_unused=include_unused)
+            if interval is None or r.segment.interval.overlaps(interval)
+        ]  # fmt: skip
+        if args.action == "list":
+            if args.json:
+                for r in records:
+                    print(orjson.dumps({**r.segment.to_json(), "used": r.used}).decode())
+                return 0
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table("id", "used", "size", "created", title=f"{len(records)} segments")
+            for r in records:
+                table.add_row(
+                    r.segment.id, "yes" if r.used else "no", f"{r.segment.size:,} B", r.created_date
+                )
+            Console().print(table)
+            return 0
+        if args.ids:
+            ids = list(args.ids)
+        elif args.datasource:
+            ids = [r.segment.id for r in records if r.used == (args.action == "drop")]
+        else:
+            print("strata segments: error: name segment ids or --datasource [--interval]", file=sys.stderr)
+            return 2
+        changed = store.mark_unused(ids) if args.action == "drop" else store.mark_used(ids)
+        verb = "dropped (marked unused)" if args.action == "drop" else "restored (marked used)"
+        print(f"{changed} segment(s) {verb}")
+        return 0
+    finally:
+        store.close()
