@@ -1,3 +1,15 @@
 """Imports every query type module so each registers itself with `query.base.register`."""
 
-# Each query type module registers on import; keep one import per line.
+import importlib
+
+# One module per query type; each registers itself on import.
+QUERY_TYPE_MODULES = (
+    "query.datasource_metadata",
+    "query.scan",
+    "query.search",
+    "query.segment_metadata",
+    "query.time_boundary",
+)
+
+for _module in QUERY_TYPE_MODULES:
+    importlib.import_module(_module)

@@ -20,6 +20,9 @@ def connection() -> duckdb.DuckDBPyConnection:
     if conn is None:
         conn = duckdb.connect(config={"threads": THREADS})
         conn.execute("SET TimeZone='UTC'")
+        from query.sql_functions import install
+
+        install(conn)
         _local.conn = conn
     return conn
 

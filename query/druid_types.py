@@ -1,0 +1,19 @@
+"""Druid's names for column types, as scan row signatures and segmentMetadata report them."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def druid_type(t: pa.DataType) -> str:
+    if pa.types.is_dictionary(t):
+        return druid_type(t.value_type)
+    if pa.types.is_timestamp(t) or pa.types.is_integer(t):
+        return "LONG"
+    if pa.types.is_float32(t):
+        return "FLOAT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "COMPLEX<HLLSketch>"  # the only complex metric segments hold
+    return "STRING"

@@ -1,0 +1,32 @@
+"""Druid's native filters, parsed into immutable trees that render as DuckDB SQL.
+
+`parse_filter(obj)` returns a `Filter` (or None); `Filter.to_sql(types)` gives a boolean
+expression over columns typed as in `types` (DuckDB type names, `__time` BIGINT epoch ms),
+`Filter.columns()` the columns it reads, `Filter.to_json()` its canonical JSON for cache keys.
+"""
+
+from query.filters.base import Filter, parse_filter
+from query.filters.logical import AndFilter, FalseFilter, NotFilter, OrFilter, TrueFilter
+from query.filters.match import EqualsFilter, InFilter, NullFilter, SelectorFilter
+from query.filters.ranges import BoundFilter, IntervalFilter, RangeFilter
+from query.filters.text import LikeFilter, RegexFilter, SearchFilter
+
+__all__ = [
+    "AndFilter",
+    "BoundFilter",
+    "EqualsFilter",
+    "FalseFilter",
+    "Filter",
+    "InFilter",
+    "IntervalFilter",
+    "LikeFilter",
+    "NotFilter",
+    "NullFilter",
+    "OrFilter",
+    "RangeFilter",
+    "RegexFilter",
+    "SearchFilter",
+    "SelectorFilter",
+    "TrueFilter",
+    "parse_filter",
+]

@@ -1,0 +1,151 @@
+"""Value matching filters: selector, equals, null, in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from query.duck import quote_ident
+from query.errors import invalid
+from query.fields import get_list
+from query.filters.base import Filter, column_of, filter_type
+from query.filters.sql import equals_sql, in_sql, java_string
+
+MATCH_VALUE_TYPES = ("STRING", "LONG", "DOUBLE", "FLOAT")
+
+
+def _scalar(value: Any, what: str) -> Any:
+    if value is not None and not isinstance(value, (str, int, float, bool)):
+        raise invalid("%s must be a string, a number or null", what)
+    return value
+
+
+def _value_type(obj: Mapping[str, Any], kind: str) -> str:
+    value = obj.get("matchValueType")
+    if not isinstance(value, str):
+        raise invalid("Filter [%s] needs a [matchValueType]", kind)
+    upper = value.upper()
+    if upper not in MATCH_VALUE_TYPES:
+        raise invalid(
+            "Filter [%s] matchValueType [%s] is not supported; use one of %s",
+            kind,
+            value,
+            ", ".join(MATCH_VALUE_TYPES),
+        )
+    return upper
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorFilter(Filter):
+    """Druid's legacy equality on the string form of a value; a null value matches NULL."""
+
+    filter_type = "selector"
+    dimension: str
+    value: str | None
+
+    def to_sql(self, types: Mapping[str, str]) -> str:
+        if self.value is None:
+            return f"({quote_ident(self.dimension)} IS NULL)"
+        return equals_sql(types, self.dimension, self.value)
+
+    def columns(self) -> set[str]:
+        return {self.dimension}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.filter_type, "dimension": self.dimension, "value": self.value}
+
+
+@dataclass(frozen=True, slots=True)
+class EqualsFilter(Filter):
+    filter_type = "equals"
+    column: str
+    match_value_type: str
+    match_value: Any
+
+    def to_sql(self, types: Mapping[str, str]) -> str:
+        return equals_sql(types, self.column, self.match_value, self.match_value_type)
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.filter_type,
+            "column": self.column,
+            "matchValueType": self.match_value_type,
+            "matchValue": self.match_value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NullFilter(Filter):
+    filter_type = "null"
+    column: str
+
+    def to_sql(self, types: Mapping[str, str]) -> str:
+        return f"({quote_ident(self.column)} IS NULL)"
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.filter_type, "column": self.column}
+
+
+@dataclass(frozen=True, slots=True)
+class InFilter(Filter):
+    """Membership; a null among the values matches NULL rows (Druid's rule, unlike SQL's IN)."""
+
+    filter_type = "in"
+    dimension: str
+    values: tuple[Any, ...]
+    match_value_type: str = "STRING"
+
+    def to_sql(self, types: Mapping[str, str]) -> str:
+        return in_sql(types, self.dimension, list(self.values), self.match_value_type)
+
+    def columns(self) -> set[str]:
+        return {self.dimension}
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.filter_type, "dimension": self.dimension}
+        if self.match_value_type != "STRING":
+            out["matchValueType"] = self.match_value_type
+        out["values"] = list(self.values)
+        return out
+
+
+@filter_type("selector")
+def _parse_selector(obj: Mapping[str, Any]) -> Filter:
+    value = _scalar(obj.get("value"), "Field [value] of selector filter")
+    return SelectorFilter(column_of(obj, "selector"), None if value is None else java_string(value))
+
+
+@filter_type("equals")
+def _parse_equals(obj: Mapping[str, Any]) -> Filter:
+    value = _scalar(obj.get("matchValue"), "Field [matchValue] of equals filter")
+    if value is None:
+        raise invalid("Filter [equals] needs a non-null [matchValue]; use the [null] filter to match nulls")
+    return EqualsFilter(column_of(obj, "equals", "column"), _value_type(obj, "equals"), value)
+
+
+@filter_type("null")
+def _parse_null(obj: Mapping[str, Any]) -> Filter:
+    return NullFilter(column_of(obj, "null", "column"))
+
+
+@filter_type("in")
+def _parse_in(obj: Mapping[str, Any]) -> Filter:
+    if "sortedValues" in obj or "matchValueType" in obj:  # Druid's typed in filter (SQL planner)
+        raw = get_list(obj, "sortedValues" if "sortedValues" in obj else "values", what="in filter")
+        value_type = _value_type(obj, "in")
+    else:
+        raw = get_list(obj, "values", what="in filter")
+        value_type = "STRING"
+    values = [_scalar(v, "Values of in filter") for v in raw]
+    if value_type == "STRING":
+        values = [None if v is None else java_string(v) for v in values]
+    # Order and duplicates do not change the result: a canonical order keeps cache keys stable.
+    unique = sorted(set(values), key=lambda v: (v is not None, str(v)))
+    return InFilter(column_of(obj, "in"), tuple(unique), value_type)

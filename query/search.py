@@ -1,0 +1,192 @@
+"""The search query: dimension values matching a search spec, with row counts, per time bucket.
+
+Partials hold (`__segment`, `__bucket` ms, `dimension`, `value`, `count`) for every matching value,
+not truncated: a segment cannot know the global top `limit`. Merge sums counts per
+(bucket, dimension, value); finalize sorts each bucket's hits by the query's string ordering (then
+dimension name) and applies `limit`, as Druid's SearchBinaryFn does. With granularity `all` the
+bucket is the start of the earliest segment slice read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from query.base import SEGMENT_COLUMN, CommonFields, Query, register
+from query.duck import quote_str
+from query.errors import QueryUnsupported, invalid
+from query.fields import as_object, get_int, get_list
+from query.filters import Filter, parse_filter
+from query.filters.sql import as_text
+from query.relation import filtered_relation
+from query.search_spec import SearchSpec, parse_search_spec
+from query.segment_input import TIME_COLUMN, SegmentInput, read_schema, to_json_bytes
+from query.string_comparators import LEXICOGRAPHIC, parse_ordering, sort_key
+from timeline import Granularity, format_instant
+
+if TYPE_CHECKING:
+    import duckdb
+
+BUCKET = "__bucket"
+DEFAULT_LIMIT = 1000
+_SCHEMA = pa.schema(
+    [
+        (SEGMENT_COLUMN, pa.string()),
+        (BUCKET, pa.int64()),
+        ("dimension", pa.string()),
+        ("value", pa.string()),
+        ("count", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDimension:
+    column: str
+    output_name: str
+
+
+def _parse_dimension(value: Any) -> SearchDimension:
+    if isinstance(value, str):
+        return SearchDimension(value, value)
+    spec = as_object(value, "searchDimensions entry")
+    if spec.get("type", "default") != "default" or spec.get("extractionFn") is not None:
+        raise QueryUnsupported(f"search dimension spec [{spec.get('type')}] is not supported")
+    column = spec.get("dimension")
+    if not isinstance(column, str) or not column:
+        raise invalid("searchDimensions entry needs a [dimension]")
+    output = spec.get("outputName") or column
+    return SearchDimension(column, str(output))
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class SearchQuery(Query):
+    query_type = "search"
+
+    dimensions: tuple[SearchDimension, ...] | None  # None: every dimension of each segment
+    spec: SearchSpec
+    sort: str = LEXICOGRAPHIC
+    limit: int = DEFAULT_LIMIT
+    granularity: Granularity
+    filter: Filter | None = None
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
+        what = "search query"
+        raw_dims = get_list(obj, "searchDimensions", None, what=what)
+        if obj.get("query") is None:
+            raise invalid("Missing required field [query] of search query")
+        sort = obj.get("sort")
+        try:
+            granularity = Granularity.parse(obj.get("granularity", "all"))
+        except ValueError as e:
+            raise invalid("Invalid granularity: %s", e) from None
+        return cls(
+            **common.as_kwargs(),
+            dimensions=None if raw_dims is None else tuple(_parse_dimension(d) for d in raw_dims),
+            spec=parse_search_spec(obj["query"], "search query [query]"),
+            sort=LEXICOGRAPHIC if sort is None else parse_ordering(sort),
+            limit=get_int(obj, "limit", DEFAULT_LIMIT, what=what, minimum=0),
+            granularity=granularity,
+            filter=parse_filter(obj.get("filter")),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.common_json()
+        out.update(self._spec_json())
+        out["sort"] = {"type": self.sort}
+        out["limit"] = self.limit
+        return out
+
+    def _spec_json(self) -> dict[str, Any]:
+        dims = None
+        if self.dimensions is not None:
+            dims = [
+                {"type": "default", "dimension": d.column, "outputName": d.output_name}
+                for d in self.dimensions
+            ]
+        return {
+            "searchDimensions": dims,
+            "query": self.spec.to_json(),
+            "granularity": self.granularity.to_json(),
+            "filter": None if self.filter is None else self.filter.to_json(),
+        }
+
+    def cache_key(self) -> bytes:
+        # Partials are untruncated and unsorted, so sort and limit do not belong in the key.
+        return self.query_type.encode() + b":" + to_json_bytes(self._spec_json())
+
+    # -- data path -------------------------------------------------------------------------------
+    def _dimensions_for(self, inputs: Sequence[SegmentInput]) -> list[SearchDimension]:
+        if self.dimensions is not None:
+            return list(self.dimensions)
+        names: dict[str, None] = {}
+        for inp in inputs:
+            names.update(dict.fromkeys(read_schema(inp.path).dimensions))
+        return [SearchDimension(n, n) for n in names if n != TIME_COLUMN]
+
+    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        dims = self._dimensions_for(inputs)
+        if not inputs or not dims:
+            return _SCHEMA.empty_table()
+        relation, types = filtered_relation(inputs, [d.column for d in dims], self.filter)
+        if self.granularity.is_all:
+            starts = " ".join(f"WHEN {quote_str(i.segment_id)} THEN {i.interval.start}" for i in inputs)
+            time_key = f"CASE {SEGMENT_COLUMN} {starts} END"
+        else:
+            time_key = TIME_COLUMN
+        branches = []
+        for d in dims:
+            text = as_text(types, d.column)
+            branches.append(
+                f"SELECT {SEGMENT_COLUMN}, {time_key} AS {BUCKET}, {quote_str(d.output_name)} AS dimension, "
+                f"{text} AS value, count(*) AS count FROM rows WHERE {self.spec.to_sql(text)} GROUP BY ALL"
+            )
+        sql = f"WITH rows AS ({relation}) " + " UNION ALL ".join(branches)
+        table = conn.sql(sql).to_arrow_table().cast(_SCHEMA)
+        if not self.granularity.is_all and table.num_rows:
+            buckets = self.granularity.bucket_starts(table.column(BUCKET).to_numpy())
+            table = table.set_column(1, BUCKET, pa.array(np.asarray(buckets, np.int64)))
+            table = _sum_counts(table, [SEGMENT_COLUMN, BUCKET, "dimension", "value"])
+        return table
+
+    def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
+        tables = [p.select(_SCHEMA.names).cast(_SCHEMA) for p in partials if p.num_rows]
+        if not tables:
+            return _SCHEMA.empty_table()
+        merged = pa.concat_tables(tables)
+        if self.granularity.is_all:  # one bucket: the earliest start read
+            first = pc.min(merged.column(BUCKET))
+            merged = merged.set_column(1, BUCKET, pa.array([first.as_py()] * merged.num_rows, pa.int64()))
+        summed = _sum_counts(merged, [BUCKET, "dimension", "value"])
+        segment = pa.nulls(summed.num_rows, pa.string())
+        return summed.add_column(0, SEGMENT_COLUMN, segment).select(_SCHEMA.names)
+
+    def finalize(self, merged: pa.Table) -> list[Any]:
+        value_key = sort_key(self.sort)
+        dim_key = sort_key(LEXICOGRAPHIC)
+        by_bucket: dict[int, list[tuple[str, str, int]]] = {}
+        columns = [merged.column(c).to_pylist() for c in (BUCKET, "dimension", "value", "count")]
+        for bucket, dim, value, count in zip(*columns, strict=True):
+            by_bucket.setdefault(bucket, []).append((dim, value, count))
+        out = []
+        for bucket in sorted(by_bucket):
+            hits = sorted(by_bucket[bucket], key=lambda h: (value_key(h[1]), dim_key(h[0])))[: self.limit]
+            out.append(
+                {
+                    "timestamp": format_instant(bucket, self.granularity.tz),
+                    "result": [{"dimension": d, "value": v, "count": c} for d, v, c in hits],
+                }
+            )
+        return out
+
+
+def _sum_counts(table: pa.Table, keys: list[str]) -> pa.Table:
+    summed = table.group_by(keys, use_threads=False).aggregate([("count", "sum")])
+    return summed.rename_columns([*keys, "count"])
