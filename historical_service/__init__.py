@@ -1,0 +1,1 @@
+"""The historical node: loads immutable segments, announces them, answers queries over them."""
