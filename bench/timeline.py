@@ -1,4 +1,4 @@
-"""Timeline benchmark: 100,000 hourly segments, lookups, removals, memory.
+"""Timeline benchmark: 100,000 hourly segments, lookups, removals, memory; bucketing 10M rows.
 
     python -m bench.timeline [--segments 100000] [--lookups 2000]
 
@@ -15,7 +15,9 @@ import statistics
 import time
 import tracemalloc
 
-from timeline import DataSegment, Interval, ShardSpec, VersionedIntervalTimeline
+import numpy as np
+
+from timeline import DataSegment, Granularity, Interval, ShardSpec, VersionedIntervalTimeline
 
 HOUR = 3_600_000
 DAY = 24 * HOUR
@@ -44,6 +46,27 @@ def make_segments(count: int) -> list[DataSegment]:
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
+
+
+BUCKETED_GRANULARITIES = {
+    "hour": "hour",
+    "month": "month",
+    "day_los_angeles": {"type": "period", "period": "P1D", "timeZone": "America/Los_Angeles"},
+    "hour_kolkata": {"type": "period", "period": "PT1H", "timeZone": "Asia/Kolkata"},
+    "quarter_berlin": {"type": "period", "period": "P3M", "timeZone": "Europe/Berlin"},
+}
+
+
+def bucketing_figures(rng: random.Random, rows: int = 10_000_000) -> dict[str, float]:
+    """Milliseconds to bucket 10M timestamps spread over one year (vectorised path)."""
+    times = np.random.default_rng(rng.randrange(2**32)).integers(START, START + 365 * DAY, rows)
+    out = {}
+    for name, spec in BUCKETED_GRANULARITIES.items():
+        granularity = Granularity.parse(spec)
+        t = time.perf_counter()
+        granularity.bucket_starts(times)
+        out[f"bucket_10m_{name}_ms"] = round((time.perf_counter() - t) * 1000, 1)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         tl.remove_segment(seg, seg)
     remove_s = time.perf_counter() - t0
 
+    bucket_ms = bucketing_figures(rng)
     figures = {
         "segments": len(segments),
         "add_total_s": round(add_s, 3),
@@ -108,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
         "remove_1000_s": round(remove_s, 4),
         "timeline_bytes_per_segment": round(timeline_bytes / len(segments)),
         "datasegment_bytes_per_segment": round(segment_bytes),
+        **bucket_ms,
     }
     targets = {"lookup_1d_median_us": 50, "add_total_s": 2.0, "timeline_bytes_per_segment": 1024}
     print(f"{'figure':32} {'value':>12} {'target':>10}")

@@ -16,16 +16,20 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
+from timeline.bucketing import bucket_starts_by_runs, exact_bucket_end, zone_offsets
 from timeline.instant import (
     MS_PER_DAY,
     civil_from_days,
     days_from_civil,
+    format_instant,
     local_to_utc,
     parse_instant,
+    utc_offset_ms,
     utc_to_local,
 )
 from timeline.interval import MAX_INSTANT, MIN_INSTANT, Interval
 from timeline.period import Period
+from timeline.period import days_in_month as _days_in_month
 
 _NAMED: dict[str, str] = {
     "second": "PT1S",
@@ -43,8 +47,8 @@ _NAMED: dict[str, str] = {
     "quarter": "P3M",
     "year": "P1Y",
 }
+_STANDARD_NAME = {Period.parse(text): name for name, text in _NAMED.items()}
 _UNIT_MS = {"hours": 3_600_000, "minutes": 60_000, "seconds": 1000, "millis": 1}
-_BLOCK_MS = 900_000  # every zone offset and DST shift in use is a multiple of 15 minutes
 
 
 class Granularity(ABC):
@@ -71,25 +75,23 @@ class Granularity(ABC):
             start = end
 
     def bucket_starts(self, times: np.ndarray) -> np.ndarray:
-        """Vectorised `bucket_start` over an int64 array of epoch ms."""
+        """Vectorised `bucket_start` over an int64 array of epoch ms (exactly equal to it)."""
         times = np.asarray(times, dtype=np.int64)
         if times.size == 0:
             return times.copy()
-        lo, hi = int(times.min()), int(times.max())
-        first, last = lo // _BLOCK_MS, hi // _BLOCK_MS
-        if self._constant_within_blocks() and last - first < 4_000_000:
-            # one scalar call per 15-minute block present in the range, then a table lookup
-            blocks = np.arange(first, last + 1, dtype=np.int64)
-            table = np.fromiter(
-                (self.bucket_start(int(b) * _BLOCK_MS) for b in blocks), np.int64, blocks.size
-            )
-            return table[times // _BLOCK_MS - first]
-        uniq, inverse = np.unique(times, return_inverse=True)
-        starts = np.fromiter((self.bucket_start(int(t)) for t in uniq), np.int64, uniq.size)
-        return starts[inverse]
+        if not self.monotone:
+            uniq, inverse = np.unique(times, return_inverse=True)
+            starts = np.fromiter((self.bucket_start(int(t)) for t in uniq), np.int64, uniq.size)
+            return starts[inverse]
+        return bucket_starts_by_runs(times, self.bucket_start, self._next_start_guess)
 
-    def _constant_within_blocks(self) -> bool:
-        return False
+    def _next_start_guess(self, start: int) -> int:
+        return self.bucket_end(start)
+
+    @property
+    def monotone(self) -> bool:
+        """Whether bucket_start never decreases as time grows (then buckets tile time exactly)."""
+        return True
 
     @staticmethod
     def parse(value: Any) -> Granularity:
@@ -116,7 +118,7 @@ class AllGranularity(Granularity):
         return np.full(np.shape(times), MIN_INSTANT, dtype=np.int64)
 
     def to_json(self) -> Any:
-        return "all"
+        return {"type": "all"}
 
 
 @dataclass(frozen=True, eq=True)
@@ -133,7 +135,7 @@ class NoneGranularity(Granularity):
         return np.asarray(times, dtype=np.int64).copy()
 
     def to_json(self) -> Any:
-        return "none"
+        return {"type": "none"}
 
 
 @dataclass(frozen=True, eq=True)
@@ -164,7 +166,6 @@ class PeriodGranularity(Granularity):
     period: Period
     tz: ZoneInfo | None = None
     origin: int | None = None
-    name: str | None = None  # the simple name it was given as ("day"), for to_json
 
     def __post_init__(self) -> None:
         if self.period.is_zero:
@@ -188,7 +189,23 @@ class PeriodGranularity(Granularity):
         return candidate
 
     def bucket_end(self, ms: int) -> int:
-        return self.period.add_to(self.bucket_start(ms), self.tz)
+        """Exactly where `bucket_start` next changes (Druid's iterator adds the period instead,
+        which drifts by an hour after a midnight skipped by DST)."""
+        start = self.bucket_start(ms)
+        size = self._uniform_size()
+        if size is not None:
+            return start + size
+        if not self.monotone:
+            return self.period.add_to(start, self.tz)  # Druid's step; no exact end exists
+        return exact_bucket_end(self.bucket_start, self._next_start_guess, ms, start)
+
+    def _uniform_size(self) -> int | None:
+        """Bucket length when every bucket is the same exact duration (time fields in UTC)."""
+        p = self.period
+        wall_clock_hour = p.nonzero_fields() == ["hours"] and p.hours == 1 and self.origin is None
+        if p.calendar_free and len(p.nonzero_fields()) == 1 and not (wall_clock_hour and self.tz):
+            return p.exact_ms
+        return None
 
     @property
     def _origin_ms(self) -> int:
@@ -197,18 +214,16 @@ class PeriodGranularity(Granularity):
             return self.origin
         return 0 if self.tz is None else local_to_utc(0, self.tz)
 
-    def buckets(self, interval: Interval) -> Iterator[Interval]:
-        start = self.bucket_start(interval.start)
-        while start < interval.end:
-            end = self.period.add_to(start, self.tz)
-            yield Interval(start, end)
-            start = end
+    def _next_start_guess(self, start: int) -> int:
+        return self.period.add_to(start, self.tz)
 
-    def _constant_within_blocks(self) -> bool:
-        p = self.period
-        if p.calendar_free and p.exact_ms % _BLOCK_MS:
-            return False
-        return self._origin_ms % _BLOCK_MS == 0
+    @property
+    def monotone(self) -> bool:
+        # Joda counts months from an origin on the 29th-31st with end-of-month clamping, which
+        # before the origin can step back (..., Jan 31, then Jan 28 one ms later): no run walk.
+        if self.origin is None or not (self.period.months or self.period.years):
+            return True
+        return civil_from_days(self._local(self.origin) // MS_PER_DAY)[2] <= 28
 
     def bucket_starts(self, times: np.ndarray) -> np.ndarray:
         p = self.period
@@ -216,10 +231,14 @@ class PeriodGranularity(Granularity):
         t = np.asarray(times, dtype=np.int64)
         if p.calendar_free and len(fields) == 1:
             one_wall_clock_hour = fields[0] == "hours" and p.hours == 1 and self.origin is None
-            if not (one_wall_clock_hour and self.tz is not None):
-                # exact durations counted from the origin (Joda does time fields in UTC)
-                size, origin = p.exact_ms, self._origin_ms
-                return (t - origin) // size * size + origin
+            if one_wall_clock_hour and self.tz is not None and t.size:
+                # floor the wall-clock hour, keeping each instant's own offset (as _round_floor)
+                tz = self.tz
+                offsets = zone_offsets(t, lambda ms: utc_offset_ms(ms, tz))
+                return (t + offsets) // 3_600_000 * 3_600_000 - offsets
+            # exact durations counted from the origin (Joda does time fields in UTC)
+            size, origin = p.exact_ms, self._origin_ms
+            return (t - origin) // size * size + origin
         elif self.tz is None and self.origin is None and len(fields) == 1 and p.days + p.weeks == 1:
             if p.days:
                 return t // MS_PER_DAY * MS_PER_DAY
@@ -231,8 +250,8 @@ class PeriodGranularity(Granularity):
     def _local(self, ms: int) -> int:
         return ms if self.tz is None else utc_to_local(ms, self.tz)
 
-    def _utc(self, local: int) -> int:
-        return local if self.tz is None else local_to_utc(local, self.tz)
+    def _utc(self, local: int, hint: int) -> int:
+        return local if self.tz is None else local_to_utc(local, self.tz, hint)
 
     def _round_floor(self, ms: int, unit: str) -> int:
         local = self._local(ms)
@@ -242,13 +261,13 @@ class PeriodGranularity(Granularity):
             return local // size * size - (local - ms)
         days = local // MS_PER_DAY
         if unit == "days":
-            return self._utc(days * MS_PER_DAY)
+            return self._utc(days * MS_PER_DAY, ms)
         if unit == "weeks":
-            return self._utc((days - (days + 3) % 7) * MS_PER_DAY)  # back to Monday
+            return self._utc((days - (days + 3) % 7) * MS_PER_DAY, ms)  # back to Monday
         y, m, _ = civil_from_days(days)
         if unit == "months":
-            return self._utc(days_from_civil(y, m, 1) * MS_PER_DAY)
-        return self._utc(days_from_civil(y, 1, 1) * MS_PER_DAY)  # years
+            return self._utc(days_from_civil(y, m, 1) * MS_PER_DAY, ms)
+        return self._utc(days_from_civil(y, 1, 1) * MS_PER_DAY, ms)  # years
 
     def _difference(self, unit: str, ms: int, origin: int) -> int:
         if unit in _UNIT_MS:
@@ -258,14 +277,7 @@ class PeriodGranularity(Granularity):
             return _java_div(a - b, MS_PER_DAY)
         if unit == "weeks":
             return _java_div(a - b, 7 * MS_PER_DAY)
-        ad, bd = divmod(a, MS_PER_DAY), divmod(b, MS_PER_DAY)
-        (ay, am, aday), (by, bm, bday) = civil_from_days(ad[0]), civil_from_days(bd[0])
-        months = (ay * 12 + am) - (by * 12 + bm)
-        # not a whole month yet if the day/time of month has not been reached
-        if months > 0 and (aday, ad[1]) < (bday, bd[1]):
-            months -= 1
-        elif months < 0 and (aday, ad[1]) > (bday, bd[1]):
-            months += 1
+        months = _month_difference(a, b)
         return months if unit == "months" else _java_div(months, 12)
 
     def _add(self, unit: str, ms: int, amount: int) -> int:
@@ -286,14 +298,29 @@ class PeriodGranularity(Granularity):
             k, current = k + 1, nxt
 
     def to_json(self) -> Any:
-        if self.name is not None:
-            return self.name
-        out: dict[str, Any] = {"type": "period", "period": str(self.period)}
-        if self.tz is not None:
-            out["timeZone"] = self.tz.key
-        if self.origin is not None:
-            out["origin"] = _origin_text(self.origin)
-        return out
+        """As Druid writes it: a standard granularity (UTC, no origin) as its upper-case name."""
+        if self.tz is None and self.origin is None and self.period in _STANDARD_NAME:
+            return _STANDARD_NAME[self.period].upper()
+        return {
+            "type": "period",
+            "period": str(self.period),
+            "timeZone": "UTC" if self.tz is None else self.tz.key,
+            "origin": None if self.origin is None else format_instant(self.origin, self.tz),
+        }
+
+
+def _month_difference(a: int, b: int) -> int:
+    """Whole months from local time b to a, as Joda counts them (antisymmetric; the last day of a
+    shorter month counts as reaching a later day-of-month)."""
+    if a < b:
+        return -_month_difference(b, a)
+    (ay, am, ad), (by, bm, bd) = civil_from_days(a // MS_PER_DAY), civil_from_days(b // MS_PER_DAY)
+    months = (ay - by) * 12 + am - bm
+    if ad == _days_in_month(ay, am) and bd > ad:
+        bd = ad
+    a_rem = (ad - 1) * MS_PER_DAY + a % MS_PER_DAY
+    b_rem = (bd - 1) * MS_PER_DAY + b % MS_PER_DAY
+    return months - 1 if a_rem < b_rem else months
 
 
 def _java_div(a: int, b: int) -> int:
@@ -306,8 +333,6 @@ def _java_rem(a: int, b: int) -> int:
 
 
 def _origin_text(ms: int) -> str:
-    from timeline.instant import format_instant
-
     return format_instant(ms)
 
 
@@ -345,7 +370,7 @@ def parse_granularity(value: Any) -> Granularity:
         if name == "none":
             return NONE
         if name in _NAMED:
-            return PeriodGranularity(Period.parse(_NAMED[name]), name=name)
+            return PeriodGranularity(Period.parse(_NAMED[name]))
         raise ValueError(f"unknown granularity {value!r}")
     if isinstance(value, Mapping):
         kind = str(value.get("type", "")).lower()

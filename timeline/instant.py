@@ -80,20 +80,21 @@ def parse_instant(text: str, tz: ZoneInfo | None = None) -> int:
     return local_to_utc(local, tz)
 
 
-def local_to_utc(local_ms: int, tz: ZoneInfo) -> int:
-    """UTC ms of a wall-clock time in `tz` (earlier offset for ambiguous times, shifted past gaps)."""
+def local_to_utc(local_ms: int, tz: ZoneInfo, hint_utc: int | None = None) -> int:
+    """UTC ms of a wall-clock time in `tz`, as Joda's convertLocalToUTC (non-strict).
+
+    The offset of `hint_utc` (the instant the local time was derived from) wins when it fits;
+    otherwise an ambiguous time takes the earlier instant and a time inside a DST gap is moved
+    forward by the gap, which is exactly zoneinfo's fold=0 reading.
+    """
+    if hint_utc is not None:
+        offset = utc_offset_ms(hint_utc, tz)
+        if utc_offset_ms(local_ms - offset, tz) == offset:
+            return local_ms - offset
     days, ms = divmod(local_ms, MS_PER_DAY)
     y, mo, d = civil_from_days(days)
-    naive = datetime(y, mo, d) + timedelta(milliseconds=ms)
-    aware = naive.replace(tzinfo=tz, fold=0)
-    offset = aware.utcoffset()
-    assert offset is not None
-    utc = local_ms - int(offset.total_seconds() * 1000)
-    # In a DST gap the wall time does not exist; Joda moves it forward by the gap.
-    check = utc_to_local(utc, tz)
-    if check != local_ms:
-        utc = local_ms - int(aware.replace(fold=1).utcoffset().total_seconds() * 1000)  # type: ignore[union-attr]
-    return utc
+    off = (datetime(y, mo, d) + timedelta(milliseconds=ms)).replace(tzinfo=tz).utcoffset()
+    return local_ms - (0 if off is None else off // timedelta(milliseconds=1))
 
 
 def utc_offset_ms(utc_ms: int, tz: ZoneInfo) -> int:

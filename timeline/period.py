@@ -90,7 +90,7 @@ class Period:
                 total = y * 12 + (m - 1) + times * (self.years * 12 + self.months)
                 y, m = divmod(total, 12)
                 m += 1
-                d = min(d, _days_in_month(y, m))
+                d = min(d, days_in_month(y, m))
                 days = days_from_civil(y, m, d)
             days += times * (self.weeks * 7 + self.days)
             local = days * MS_PER_DAY + tod
@@ -98,7 +98,7 @@ class Period:
         return ms + times * self.exact_ms
 
 
-def _days_in_month(y: int, m: int) -> int:
+def days_in_month(y: int, m: int) -> int:
     if m == 2:
         return 29 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 28
     return 30 if m in (4, 6, 9, 11) else 31

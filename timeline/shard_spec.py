@@ -42,6 +42,20 @@ class PartitionChunk(Generic[T]):
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.chunk_number))
 
+    # Ordered by chunk number (as Druid's compareTo); equality also needs the same object, as in
+    # Druid's equals, so removing a chunk removes only the one holding that object.
+    def __lt__(self, other: PartitionChunk[Any]) -> bool:
+        return self.chunk_number < other.chunk_number
+
+    def __le__(self, other: PartitionChunk[Any]) -> bool:
+        return self.chunk_number <= other.chunk_number
+
+    def __gt__(self, other: PartitionChunk[Any]) -> bool:
+        return self.chunk_number > other.chunk_number
+
+    def __ge__(self, other: PartitionChunk[Any]) -> bool:
+        return self.chunk_number >= other.chunk_number
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.chunk_number}, {self.object!r})"
 

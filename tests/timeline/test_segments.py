@@ -79,3 +79,11 @@ def test_shard_spec_completeness(specs, complete) -> None:
 def test_unknown_shard_spec() -> None:
     with pytest.raises(ValueError, match="unknown shardSpec"):
         ShardSpec.from_json({"type": "nope"})
+
+
+def test_partition_chunks_order_by_chunk_number() -> None:
+    chunks = [ShardSpec.numbered(n, 3).create_chunk(f"seg{n}") for n in (2, 0, 1)]
+    assert [c.chunk_number for c in sorted(chunks)] == [0, 1, 2]
+    assert chunks[1] < chunks[2] < chunks[0] and chunks[0] >= chunks[2]
+    assert chunks[1] == ShardSpec.numbered(0, 3).create_chunk("seg0")
+    assert chunks[1] != ShardSpec.numbered(0, 3).create_chunk("other")
