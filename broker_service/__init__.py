@@ -1,0 +1,1 @@
+"""The broker: server inventory, per-datasource timelines, scatter/gather, merge, the public Druid API."""

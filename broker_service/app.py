@@ -1,0 +1,281 @@
+"""The broker's public HTTP API: Druid's native query endpoint, datasource info, status, metrics.
+
+Errors always carry Druid's JSON body and status code (query.errors); nothing escapes as a stack
+trace, and a failing query never takes the broker down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from broker_service.admission import Admission
+from broker_service.data_node_client import DataNodeClient
+from broker_service.datasource_info import (
+    candidates,
+    datasource_columns,
+    datasource_columns_full,
+    default_interval,
+)
+from broker_service.inventory.base import ServerInventory
+from broker_service.metrics import BrokerMetrics
+from broker_service.query_runner import QueryRunner, RunnerLimits
+from broker_service.response_context import encode_response_context
+from broker_service.server_view import BrokerServerView
+from query import Query, QueryError, parse_query
+from query.errors import BadJson, ResourceLimitExceeded, invalid, unknown_exception
+from query.segment_spec import parse_segment_spec
+from strata import __version__
+from timeline import Interval
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class BrokerSettings:
+    host: str = "127.0.0.1:8082"  # reported in error bodies
+    max_concurrent_queries: int = 32
+    query_queue: int = 64
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    merge_threads: int = 4
+    limits: RunnerLimits = field(default_factory=RunnerLimits)
+
+
+class Broker:
+    """Everything one broker process holds; built once, torn down by the app's lifespan."""
+
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        view: BrokerServerView,
+        inventory: ServerInventory | None,
+        *,
+        cache_policy: Any = None,
+    ):
+        self.settings = settings
+        self.view = view
+        self.inventory = inventory
+        self.metrics = BrokerMetrics()
+        self.client = DataNodeClient()
+        self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
+        self.runner = QueryRunner(
+            view,
+            self.client,
+            merge_pool=self.merge_pool,
+            cache_policy=cache_policy,
+            limits=settings.limits,
+            metrics=self.metrics,
+        )
+        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue)
+        self.metrics.bind_gauges(
+            segments=lambda: view.segment_count,
+            servers=lambda: len(view.servers()),
+            connected=lambda: 1.0 if inventory is None or inventory.status().connected else 0.0,
+            running=lambda: self.admission.running,
+            queued=lambda: self.admission.queued,
+        )
+        stats = getattr(cache_policy, "stats", None)
+        if stats is not None:
+            self.metrics.bind_cache(stats)
+        self.started = time.time()
+
+    async def start(self) -> None:
+        if self.inventory is not None:
+            await self.inventory.start()
+
+    async def stop(self) -> None:
+        if self.inventory is not None:
+            await self.inventory.stop()
+        await self.client.close()
+        self.merge_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _json(
+    body: Any, status: int = 200, *, pretty: bool = False, headers: dict[str, str] | None = None
+) -> Response:
+    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    if pretty:
+        option |= orjson.OPT_INDENT_2
+    return Response(orjson.dumps(body, option=option), status, headers=headers, media_type="application/json")
+
+
+def _error(err: QueryError, host: str, pretty: bool, headers: dict[str, str] | None = None) -> Response:
+    return _json(err.to_body(host), err.status, pretty=pretty, headers=headers)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def create_app(broker: Broker) -> Starlette:
+    host = broker.settings.host
+    metrics = broker.metrics
+
+    async def post_query(request: Request) -> Response:
+        started = time.monotonic()
+        pretty = "pretty" in request.query_params
+        headers: dict[str, str] = {}
+        query_type = "invalid"
+        try:
+            query = await _read_query(request, broker.settings.max_request_bytes)
+            query_type = query.query_type
+            headers["X-Druid-Query-Id"] = query.context.query_id
+            async with broker.admission.admit():
+                result = await broker.runner.run(query)
+            headers["X-Druid-Response-Context"] = encode_response_context(result.response_context)
+            response = _json(result.results, pretty=pretty, headers=headers)
+            metrics.queries.labels(query_type, "200").inc()
+            return response
+        except QueryError as e:
+            if e.status >= 500:
+                log.warning("query failed: %s: %s", e.error, e.error_message)
+            metrics.queries.labels(query_type, str(e.status)).inc()
+            return _error(e, host, pretty, headers)
+        except Exception as e:  # never a stack trace to the client
+            log.exception("unexpected failure answering a query")
+            metrics.queries.labels(query_type, "500").inc()
+            return _error(unknown_exception(e, host), host, pretty, headers)
+        finally:
+            metrics.query_seconds.labels(query_type).observe(time.monotonic() - started)
+
+    async def cancel_query(request: Request) -> Response:
+        broker.runner.cancel(request.path_params["query_id"])
+        return Response(status_code=202)
+
+    async def list_datasources(request: Request) -> Response:
+        return _json(broker.view.data_sources(), pretty="pretty" in request.query_params)
+
+    async def datasource(request: Request) -> Response:
+        pretty = "pretty" in request.query_params
+        try:
+            name = request.path_params["ds"]
+            interval = _interval_param(request)
+            if "full" in request.query_params:
+                return _json(datasource_columns_full(broker.view, name, interval), pretty=pretty)
+            return _json(datasource_columns(broker.view, name, interval), pretty=pretty)
+        except QueryError as e:
+            return _error(e, host, pretty)
+
+    async def datasource_part(request: Request) -> Response:
+        pretty = "pretty" in request.query_params
+        try:
+            part = request.path_params["part"]
+            if part not in ("dimensions", "metrics"):
+                return Response(status_code=404)
+            cols = datasource_columns(broker.view, request.path_params["ds"], _interval_param(request))
+            return _json(cols[part], pretty=pretty)
+        except QueryError as e:
+            return _error(e, host, pretty)
+
+    async def datasource_candidates(request: Request) -> Response:
+        pretty = "pretty" in request.query_params
+        try:
+            name = request.path_params.get("ds") or request.query_params.get("datasource")
+            if not name:
+                raise invalid("Missing [datasource]")
+            raw = request.query_params.get("intervals")
+            if not raw:
+                raise invalid("Missing [intervals]")
+            intervals = list(parse_segment_spec(raw.split(",")).intervals)
+            return _json(candidates(broker.view, name, intervals), pretty=pretty)
+        except QueryError as e:
+            return _error(e, host, pretty)
+
+    async def query_candidates(request: Request) -> Response:
+        pretty = "pretty" in request.query_params
+        try:
+            query = await _read_query(request, broker.settings.max_request_bytes)
+            intervals = list(query.segment_spec.intervals)
+            return _json(candidates(broker.view, query.data_source, intervals), pretty=pretty)
+        except QueryError as e:
+            return _error(e, host, pretty)
+
+    async def status(request: Request) -> Response:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        inventory = broker.inventory.status().to_json() if broker.inventory else None
+        body: dict[str, Any] = {
+            "version": __version__,
+            "modules": [],
+            "memory": {"usedMemory": usage.ru_maxrss * 1024},
+            "inventory": inventory,
+            "servers": len(broker.view.servers()),
+            "segments": broker.view.segment_count,
+            "runningQueries": broker.admission.running,
+            "queuedQueries": broker.admission.queued,
+            "uptimeSeconds": round(time.time() - broker.started, 3),
+        }
+        return _json(body, pretty="pretty" in request.query_params)
+
+    async def health(request: Request) -> Response:
+        return _json(True)
+
+    async def ready(request: Request) -> Response:
+        ok = broker.inventory is None or broker.inventory.status().initialized
+        return _json(ok, 200 if ok else 503)
+
+    async def prometheus(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await broker.start()
+        try:
+            yield
+        finally:
+            await broker.stop()
+
+    routes = [
+        Route("/druid/v2", post_query, methods=["POST"]),
+        Route("/druid/v2/", post_query, methods=["POST"]),
+        Route("/druid/v2/datasources", list_datasources, methods=["GET"]),
+        Route("/druid/v2/datasources/{ds}", datasource, methods=["GET"]),
+        Route("/druid/v2/datasources/{ds}/candidates", datasource_candidates, methods=["GET"]),
+        Route("/druid/v2/datasources/{ds}/{part:str}", datasource_part, methods=["GET"]),
+        Route("/druid/v2/candidates", datasource_candidates, methods=["GET"]),
+        Route("/druid/v2/candidates", query_candidates, methods=["POST"]),
+        Route("/druid/v2/{query_id}", cancel_query, methods=["DELETE"]),
+        Route("/status", status, methods=["GET"]),
+        Route("/status/health", health, methods=["GET"]),
+        Route("/status/ready", ready, methods=["GET"]),
+        Route("/metrics", prometheus, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+async def _read_query(request: Request, max_bytes: int) -> Query:
+    body = await request.body()
+    if len(body) > max_bytes:
+        raise ResourceLimitExceeded(
+            f"Query of {len(body)} bytes is larger than the limit of {max_bytes} bytes"
+        )
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise BadJson(f"Query body is not valid JSON: {e}") from None
+    return await asyncio.to_thread(parse_query, obj) if len(body) > 65536 else parse_query(obj)
+
+
+def _interval_param(request: Request) -> Interval:
+    raw = request.query_params.get("interval")
+    if not raw:
+        return default_interval(_now_ms())
+    try:
+        return Interval.parse(raw.replace("_", "/"))
+    except ValueError as e:
+        raise invalid("Invalid [interval] %s: %s", raw, e) from None

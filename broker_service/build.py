@@ -1,0 +1,47 @@
+"""Assemble a Broker from command-line settings (inventory, cache, limits)."""
+
+from __future__ import annotations
+
+import argparse
+
+from broker_service.app import Broker, BrokerSettings
+from broker_service.inventory.base import ServerInventory
+from broker_service.inventory.http_inventory import HttpInventory, parse_node
+from broker_service.inventory.zk_inventory import ZkInventory
+from broker_service.server_view import BrokerServerView
+
+
+class BrokerConfigError(ValueError):
+    """Settings that cannot make a working broker; reported without a stack trace."""
+
+
+def build_broker(args: argparse.Namespace) -> Broker:
+    view = BrokerServerView()
+    discovery = args.discovery or ("zk" if args.zk else "http")
+    inventory: ServerInventory
+    if discovery == "zk":
+        if not args.zk:
+            raise BrokerConfigError("--discovery zk needs --zk HOST:PORT,...")
+        inventory = ZkInventory(view, args.zk, base_path=args.zk_base)
+    else:
+        if not args.nodes:
+            raise BrokerConfigError("--discovery http needs --nodes HOST:PORT,...")
+        try:
+            nodes = [parse_node(n) for n in args.nodes.split(",") if n.strip()]
+        except ValueError as e:
+            raise BrokerConfigError(str(e)) from None
+        inventory = HttpInventory(view, nodes)
+    if args.max_concurrent_queries < 1 or args.query_queue < 0:
+        raise BrokerConfigError("--max-concurrent-queries must be >= 1 and --query-queue >= 0")
+    settings = BrokerSettings(
+        host=f"{args.host}:{args.port}",
+        max_concurrent_queries=args.max_concurrent_queries,
+        query_queue=args.query_queue,
+        merge_threads=max(1, args.merge_threads),
+    )
+    cache_policy = None
+    if args.cache != "none":
+        from broker_service.segment_cache import build_cache_policy
+
+        cache_policy = build_cache_policy(args.cache, args.cache_size, args.memcached)
+    return Broker(settings, view, inventory, cache_policy=cache_policy)

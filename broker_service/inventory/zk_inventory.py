@@ -1,0 +1,255 @@
+"""Segment inventory from ZooKeeper announcements, laid out as Druid does.
+
+    <base>/announcements/<host:port>          ephemeral, DruidServerMetadata JSON
+    <base>/segments/<host:port>/<batch>       ephemeral, JSON array of DataSegment
+
+kazoo runs watch callbacks on its own thread; they only read ZooKeeper and parse JSON, then hand
+the result to the event loop (`call_soon_threadsafe`), where all view mutations happen. Each
+ChildrenWatch callback is taken as the latest complete state of that level, and each batch's
+array is diffed against what that batch held before (a per-server reference count, so a segment
+moving between batches never blinks out). When the session is lost the last view keeps serving;
+a new session re-reads everything and the view is diffed to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import orjson
+
+from broker_service.data_server import DataServer
+from broker_service.inventory.base import InventoryStatus, ServerInventory
+from broker_service.server_view import BrokerServerView
+from discovery import ZkPaths, make_kazoo_client, parse_batch
+from timeline import DataSegment
+
+log = logging.getLogger(__name__)
+
+
+class ZkInventory(ServerInventory):
+    def __init__(
+        self,
+        view: BrokerServerView,
+        hosts: str,
+        *,
+        base_path: str = "/druid",
+        client_factory: Callable[[str], Any] | None = None,
+        session_timeout_s: float = 10.0,
+    ):
+        self.view = view
+        self.hosts = hosts
+        self.paths = ZkPaths(base_path)
+        self.announcements_path = self.paths.announcements
+        self.segments_path = self.paths.segments
+        self._client_factory = client_factory
+        self._session_timeout_s = session_timeout_s
+        self._zk: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()  # guards the kazoo-thread state below
+        self._generation = 0
+        # each watch carries a token; a watch whose token is no longer current stops itself
+        self._tokens = itertools.count(1)
+        self._server_tokens: dict[str, int] = {}
+        self._batch_tokens: dict[tuple[str, str], int] = {}
+        # loop-thread state: per server, per batch, the segment ids it held; and reference counts
+        self._batches: dict[str, dict[str, dict[str, DataSegment]]] = {}
+        self._refs: dict[str, dict[str, int]] = {}
+        self._status = InventoryStatus(kind="zk")
+        self._lost = False
+        self._stopped = False
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._connect)
+
+    def _connect(self) -> None:
+        if self._client_factory is not None:
+            self._zk = self._client_factory(self.hosts)
+        else:
+            self._zk = make_kazoo_client(self.hosts, session_timeout_s=self._session_timeout_s)
+        self._zk.add_listener(self._on_state)
+        self._zk.start(timeout=30)
+        self._set_status(connected=True)
+        self._watch_all()
+
+    async def stop(self) -> None:
+        self._stopped = True
+        zk = self._zk
+        if zk is not None:
+            self._zk = None
+            await asyncio.to_thread(_close, zk)
+
+    def status(self) -> InventoryStatus:
+        return self._status
+
+    # -- kazoo thread -----------------------------------------------------------------------------
+    def _on_state(self, state: str) -> None:
+        """kazoo connection listener: must not block, so a re-read runs on its own thread."""
+        if state == "LOST":
+            self._lost = True
+            self._set_status(connected=False, error="ZooKeeper session lost", outage=True)
+        elif state == "SUSPENDED":
+            self._set_status(connected=False, error="ZooKeeper connection suspended", outage=True)
+        elif state == "CONNECTED":
+            self._set_status(connected=True)
+            if self._lost and not self._stopped:
+                self._lost = False
+                threading.Thread(target=self._watch_all, name="zk-resync", daemon=True).start()
+
+    def _watch_all(self) -> None:
+        """(Re)start every watch; watches of an older session stop at their next event."""
+        from kazoo.recipe.watchers import ChildrenWatch
+
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+            self._server_tokens.clear()
+            self._batch_tokens.clear()
+        zk = self._zk
+        if zk is None:
+            return
+        zk.ensure_path(self.announcements_path)
+        zk.ensure_path(self.segments_path)
+        ChildrenWatch(zk, self.announcements_path, partial(self._on_servers, generation))
+        self._post(self._mark_initialized)
+
+    def _on_servers(self, generation: int, children: list[str]) -> bool | None:
+        if generation != self._generation or self._stopped:
+            return False
+        from kazoo.exceptions import NoNodeError
+        from kazoo.recipe.watchers import ChildrenWatch
+
+        zk = self._zk
+        present: dict[str, DataServer] = {}
+        for child in children:
+            try:
+                data, _ = zk.get(f"{self.announcements_path}/{child}")
+                present[child] = DataServer.from_json(orjson.loads(data))
+            except NoNodeError:
+                continue
+            except (ValueError, TypeError) as e:
+                log.warning("ignoring malformed announcement %s: %s", child, e)
+        self._post(self._servers_present, present)
+        started: list[tuple[str, int]] = []
+        with self._lock:
+            for name in [n for n in self._server_tokens if n not in present]:
+                del self._server_tokens[name]
+                for key in [k for k in self._batch_tokens if k[0] == name]:
+                    del self._batch_tokens[key]
+            for name in present:
+                if name not in self._server_tokens:
+                    self._server_tokens[name] = token = next(self._tokens)
+                    started.append((name, token))
+        for name, token in started:
+            path = f"{self.segments_path}/{name}"
+            zk.ensure_path(path)
+            ChildrenWatch(zk, path, partial(self._on_batches, token, name))
+        return None
+
+    def _on_batches(self, token: int, server: str, children: list[str]) -> bool | None:
+        started: list[tuple[str, int]] = []
+        with self._lock:
+            if self._server_tokens.get(server) != token or self._stopped:
+                return False
+            for key in [k for k in self._batch_tokens if k[0] == server and k[1] not in children]:
+                del self._batch_tokens[key]
+            for child in children:
+                if (server, child) not in self._batch_tokens:
+                    self._batch_tokens[(server, child)] = batch_token = next(self._tokens)
+                    started.append((child, batch_token))
+        self._post(self._batches_present, server, set(children))
+        from kazoo.recipe.watchers import DataWatch
+
+        for child, batch_token in started:
+            path = f"{self.segments_path}/{server}/{child}"
+            DataWatch(self._zk, path, partial(self._on_batch_data, batch_token, server, child))
+        return None
+
+    def _on_batch_data(
+        self, token: int, server: str, batch: str, data: bytes | None, stat: Any
+    ) -> bool | None:
+        with self._lock:
+            if self._batch_tokens.get((server, batch)) != token or self._stopped:
+                return False
+            if stat is None:  # the batch znode is gone
+                del self._batch_tokens[(server, batch)]
+        if stat is None:
+            self._post(self._apply_batch, server, batch, [])
+            return False
+        try:
+            segments = parse_batch(data)
+        except ValueError as e:
+            log.warning("ignoring malformed segment batch %s/%s: %s", server, batch, e)
+            return None
+        self._post(self._apply_batch, server, batch, segments)
+        return None
+
+    def _post(self, fn: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(fn, *args)
+
+    def _set_status(self, *, connected: bool, error: str | None = None, outage: bool = False) -> None:
+        def apply() -> None:
+            if outage and self._status.connected:
+                self._status.outages += 1
+            self._status.connected = connected
+            if error is not None:
+                self._status.last_error = error
+
+        self._post(apply)
+
+    # -- event loop thread ------------------------------------------------------------------------
+    def _mark_initialized(self) -> None:
+        self._status.initialized = True
+
+    def _servers_present(self, present: dict[str, DataServer]) -> None:
+        for name in [n for n in self._batches if n not in present]:
+            self._batches.pop(name, None)
+            self._refs.pop(name, None)
+            self.view.remove_server(name)
+        for server in present.values():
+            self._batches.setdefault(server.name, {})
+            self.view.add_server(server)
+
+    def _batches_present(self, server: str, children: set[str]) -> None:
+        for batch in [b for b in self._batches.get(server, {}) if b not in children]:
+            self._apply_batch(server, batch, [])
+
+    def _apply_batch(self, server: str, batch: str, segments: list[DataSegment]) -> None:
+        if server not in self._batches or self.view.server(server) is None:
+            return  # server gone (or not announced yet): its segments are not served
+        batches = self._batches[server]
+        refs = self._refs.setdefault(server, {})
+        old = batches.get(batch, {})
+        new = {s.id: s for s in segments}
+        for segment_id, segment in new.items():
+            if segment_id not in old:
+                refs[segment_id] = refs.get(segment_id, 0) + 1
+                if refs[segment_id] == 1:
+                    self.view.add_segment(server, segment)
+        for segment_id in old:
+            if segment_id not in new:
+                refs[segment_id] -= 1
+                if refs[segment_id] <= 0:
+                    del refs[segment_id]
+                    self.view.remove_segment(server, segment_id)
+        if new:
+            batches[batch] = new
+        else:
+            batches.pop(batch, None)
+
+
+def _close(zk: Any) -> None:
+    try:
+        zk.stop()
+        zk.close()
+    except Exception as e:  # closing is best effort
+        log.debug("closing ZooKeeper client: %s", e)

@@ -1,0 +1,78 @@
+"""The broker's Prometheus metrics, in a registry of its own (one per app, so tests can run several)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+class BrokerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.query_seconds = Histogram(
+            "strata_broker_query_seconds",
+            "Query time on the broker",
+            ["type"],
+            buckets=_QUERY_BUCKETS,
+            registry=r,
+        )
+        self.queries = Counter("strata_broker_queries", "Queries answered", ["type", "status"], registry=r)
+        self.segments_queried = Counter(
+            "strata_broker_segments_queried", "Segments read per query (cached or fetched)", registry=r
+        )
+        self.node_request_seconds = Histogram(
+            "strata_broker_node_request_seconds",
+            "Time of one request to a data node",
+            ["server"],
+            buckets=_QUERY_BUCKETS,
+            registry=r,
+        )
+        self.node_failures = Counter(
+            "strata_broker_node_failures", "Data node requests that failed", ["server"], registry=r
+        )
+        self.retries = Counter("strata_broker_retries", "Retry rounds for missing segments", registry=r)
+        self.missing_segments = Counter(
+            "strata_broker_missing_segments", "Segments no server could answer", registry=r
+        )
+        self.cache_hits = Gauge("strata_broker_cache_hits", "Per-segment cache hits so far", registry=r)
+        self.cache_misses = Gauge("strata_broker_cache_misses", "Per-segment cache misses so far", registry=r)
+        self.cache_hit_rate = Gauge("strata_broker_cache_hit_rate", "hits / (hits + misses)", registry=r)
+        self.inventory_segments = Gauge(
+            "strata_broker_inventory_segments", "Segments in the view", registry=r
+        )
+        self.inventory_servers = Gauge(
+            "strata_broker_inventory_servers", "Data servers in the view", registry=r
+        )
+        self.inventory_connected = Gauge(
+            "strata_broker_inventory_connected",
+            "1 when the segment inventory source is reachable",
+            registry=r,
+        )
+        self.running_queries = Gauge("strata_broker_running_queries", "Queries running now", registry=r)
+        self.queued_queries = Gauge("strata_broker_queued_queries", "Queries waiting for a slot", registry=r)
+
+    def bind_cache(self, stats: Mapping[str, int]) -> None:
+        self.cache_hits.set_function(lambda: stats.get("hits", 0))
+        self.cache_misses.set_function(lambda: stats.get("misses", 0))
+        self.cache_hit_rate.set_function(
+            lambda: stats.get("hits", 0) / max(1, stats.get("hits", 0) + stats.get("misses", 0))
+        )
+
+    def bind_gauges(
+        self,
+        segments: Callable[[], float],
+        servers: Callable[[], float],
+        connected: Callable[[], float],
+        running: Callable[[], float],
+        queued: Callable[[], float],
+    ) -> None:
+        """Gauges read live values at scrape time."""
+        self.inventory_segments.set_function(segments)
+        self.inventory_servers.set_function(servers)
+        self.inventory_connected.set_function(connected)
+        self.running_queries.set_function(running)
+        self.queued_queries.set_function(queued)

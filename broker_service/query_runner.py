@@ -1,0 +1,240 @@
+"""The broker's query path: plan -> per-segment cache -> scatter/gather with retries -> merge -> finalize.
+
+Everything up to the gather runs on the event loop; merging and finalizing are CPU work and run
+in a worker pool. The answer is never silently incomplete: segments no server could read end the
+query with Druid's SegmentMissing error, or, with `returnPartialResults`, are listed in the
+response context's `missingSegments`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from broker_service.cache_policy import NoSegmentCache, SegmentCachePolicy
+from broker_service.data_node_client import DataNodeClient
+from broker_service.data_server import DataServer
+from broker_service.metrics import BrokerMetrics
+from broker_service.scatter import Scatter
+from broker_service.segment_plan import SegmentTask, plan_segments
+from broker_service.server_view import BrokerServerView
+from query import SEGMENT_COLUMN, Query
+from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
+from timeline import format_instant
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class QueryResult:
+    results: list[Any]
+    response_context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Running:
+    task: asyncio.Task[QueryResult]
+    servers: dict[str, DataServer] = field(default_factory=dict)
+    cancelled: bool = False
+
+
+@dataclass(frozen=True)
+class RunnerLimits:
+    max_gathered_rows: int = 10_000_000  # partial rows received from data nodes for one query
+    max_result_rows: int = 5_000_000  # rows of the merged result
+
+
+class QueryRunner:
+    def __init__(
+        self,
+        view: BrokerServerView,
+        client: DataNodeClient,
+        *,
+        merge_pool: Executor | None = None,
+        cache_policy: SegmentCachePolicy | None = None,
+        limits: RunnerLimits | None = None,
+        metrics: BrokerMetrics | None = None,
+    ):
+        self.view = view
+        self.client = client
+        self.merge_pool = merge_pool
+        self.cache_policy: SegmentCachePolicy = cache_policy or NoSegmentCache()
+        self.limits = limits or RunnerLimits()
+        self.metrics = metrics
+        self._running: dict[str, _Running] = {}
+
+    # -- public -----------------------------------------------------------------------------------
+    async def run(self, query: Query) -> QueryResult:
+        """Run `query`; raises QueryError subclasses (timeout, cancelled, missing segments, limits)."""
+        query_id = query.context.query_id
+        task = asyncio.create_task(self._run_with_timeout(query))
+        entry = _Running(task)
+        self._running[query_id] = entry
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if entry.cancelled and not _current_task_cancelling():
+                raise QueryCancelled(f"Query [{query_id}] was cancelled") from None
+            raise
+        finally:
+            if self._running.get(query_id) is entry:
+                del self._running[query_id]
+            if not task.done():
+                task.cancel()
+            if task.cancelled() or entry.cancelled:
+                self._forward_cancel(query_id, entry)
+
+    def cancel(self, query_id: str) -> bool:
+        """Stop a running query here and on every data node it reached."""
+        entry = self._running.get(query_id)
+        if entry is None:
+            return False
+        entry.cancelled = True
+        entry.task.cancel()
+        return True
+
+    def running_query_ids(self) -> list[str]:
+        return list(self._running)
+
+    # -- internals --------------------------------------------------------------------------------
+    async def _run_with_timeout(self, query: Query) -> QueryResult:
+        timeout_ms = query.context.timeout_ms
+        if not timeout_ms:
+            return await self._run(query, None)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await self._run(query, deadline)
+        except TimeoutError:
+            entry = self._running.get(query.context.query_id)
+            if entry is not None:
+                self._forward_cancel(query.context.query_id, entry)
+            raise QueryTimeout(f"Query [{query.context.query_id}] timed out after {timeout_ms} ms") from None
+
+    async def _run(self, query: Query, deadline: float | None) -> QueryResult:
+        loop = asyncio.get_running_loop()
+        plan = plan_segments(self.view, query)
+        context: dict[str, Any] = {}
+        if query.context.uncovered_intervals_limit > 0:
+            context["uncoveredIntervals"] = [str(i) for i in plan.uncovered]
+            context["uncoveredIntervalsOverflowed"] = plan.uncovered_overflowed
+        by_segment = query.context.by_segment
+        if by_segment:
+            hits, to_fetch, to_populate = [], list(plan.tasks), []
+        else:
+            lookup = await self.cache_policy.lookup(query, plan.tasks)
+            hits, to_fetch, to_populate = lookup.hits, lookup.to_fetch, lookup.to_populate
+
+        def time_left() -> float | None:
+            return None if deadline is None else max(0.001, deadline - loop.time())
+
+        entry = self._running.get(query.context.query_id)
+        scatter = Scatter(
+            self.view,
+            self.client,
+            on_server_contacted=(lambda s: entry.servers.setdefault(s.name, s)) if entry else None,
+            on_response=self._record_node,
+        )
+        gathered = await scatter.gather(query, to_fetch, time_left)
+        if self.metrics is not None:
+            self.metrics.segments_queried.inc(len(plan.tasks))
+            self.metrics.retries.inc(gathered.retries)
+            self.metrics.missing_segments.inc(len(gathered.missing))
+        if gathered.missing:
+            self._handle_missing(query, gathered.missing, gathered.last_remote_error, context)
+        rows = sum(t.num_rows for t in gathered.tables) + sum(t.num_rows for t in hits)
+        if rows > self.limits.max_gathered_rows:
+            raise ResourceLimitExceeded(
+                f"Query [{query.context.query_id}] gathered {rows} partial rows from data nodes, over the "
+                f"limit of {self.limits.max_gathered_rows}; narrow the intervals or filter"
+            )
+        if to_populate and gathered.tables:
+            fetched = {t.segment_id for t in gathered.fetched}
+            await self.cache_policy.populate(
+                query, [t for t in to_populate if t.segment_id in fetched], gathered.tables
+            )
+        partials = [*hits, *gathered.tables]
+        if by_segment:
+            results = await loop.run_in_executor(
+                self.merge_pool, _by_segment_results, query, gathered.fetched, partials
+            )
+        else:
+            results = await loop.run_in_executor(
+                self.merge_pool, _merge_and_finalize, query, partials, self.limits.max_result_rows
+            )
+        return QueryResult(results, context)
+
+    def _handle_missing(
+        self, query: Query, missing: Sequence[SegmentTask], remote: Exception | None, context: dict[str, Any]
+    ) -> None:
+        descriptors = [t.descriptor.to_json() for t in missing]
+        if query.context.return_partial_results:
+            context["missingSegments"] = descriptors
+            return
+        if remote is not None:
+            raise remote
+        listed = ", ".join(t.segment_id for t in missing[:20])
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        raise SegmentsMissing(
+            f"No results found for segments[{listed}{more}]",
+            context={"missingSegments": descriptors[:100]},
+        )
+
+    def _record_node(self, server: DataServer, seconds: float, ok: bool) -> None:
+        if self.metrics is None:
+            return
+        self.metrics.node_request_seconds.labels(server.name).observe(seconds)
+        if not ok:
+            self.metrics.node_failures.labels(server.name).inc()
+
+    def _forward_cancel(self, query_id: str, entry: _Running) -> None:
+        servers = list(entry.servers.values())
+        entry.servers.clear()
+        for server in servers:
+            asyncio.get_running_loop().create_task(self.client.cancel(server, query_id))
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -> list[Any]:
+    merged = query.merge(partials)
+    if merged.num_rows > max_rows:
+        raise ResourceLimitExceeded(
+            f"Query [{query.context.query_id}] result has {merged.num_rows} rows, "
+            f"over the limit of {max_rows}"
+        )
+    return query.finalize(merged)
+
+
+def _by_segment_results(query: Query, fetched: Sequence[SegmentTask], partials: list[pa.Table]) -> list[Any]:
+    """Druid's bySegment shape: one entry per segment with its own finalized results."""
+    table = pa.concat_tables(partials, promote_options="permissive") if partials else None
+    out = []
+    for task in fetched:
+        if table is not None and SEGMENT_COLUMN in table.column_names:
+            part = table.filter(pc.equal(table[SEGMENT_COLUMN], task.segment_id))
+            results = query.finalize(query.merge([part]))
+        else:
+            results = query.finalize(query.merge([]))
+        out.append(
+            {
+                "timestamp": format_instant(task.descriptor.interval.start),
+                "result": {
+                    "results": results,
+                    "segment": task.segment_id,
+                    "interval": str(task.descriptor.interval),
+                },
+            }
+        )
+    return out

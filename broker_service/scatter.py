@@ -1,0 +1,122 @@
+"""Scatter a query over data servers and gather partials, retrying on replicas.
+
+Each round groups segments by the server picked for them (one request per server naming exactly
+its segments) and runs the requests concurrently. Segments a server reported missing, and all
+segments of a server that failed (refused, died mid-response, 5xx), go to another replica in the
+next round, up to `numRetriesOnMissingSegments` extra rounds. Whatever is still unread at the end
+is returned as missing; the caller decides between an error and a flagged partial answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from broker_service.data_node_client import DataNodeClient, NodeResponse
+from broker_service.data_server import DataServer
+from broker_service.errors import NodeFailure
+from broker_service.segment_plan import SegmentTask
+from broker_service.server_view import BrokerServerView
+from query import Query
+from query.errors import QueryError
+
+
+@dataclass
+class GatherResult:
+    tables: list[pa.Table] = field(default_factory=list)
+    fetched: list[SegmentTask] = field(default_factory=list)  # segments some server answered
+    missing: list[SegmentTask] = field(default_factory=list)
+    last_remote_error: QueryError | None = None
+    retries: int = 0
+    node_failures: list[NodeFailure] = field(default_factory=list)
+
+
+class Scatter:
+    def __init__(
+        self,
+        view: BrokerServerView,
+        client: DataNodeClient,
+        *,
+        on_server_contacted: Callable[[DataServer], object] | None = None,
+        on_response: Callable[[DataServer, float, bool], None] | None = None,
+    ):
+        self.view = view
+        self.client = client
+        self.on_server_contacted = on_server_contacted
+        self.on_response = on_response
+
+    async def gather(
+        self, query: Query, tasks: Sequence[SegmentTask], time_left: Callable[[], float | None]
+    ) -> GatherResult:
+        out = GatherResult()
+        tried: dict[tuple[str, SegmentTaskKey], set[str]] = {}
+        pending = list(tasks)
+        retries_left = query.context.num_retries_on_missing_segments
+        while pending:
+            groups: dict[str, tuple[DataServer, list[SegmentTask]]] = {}
+            unread: list[SegmentTask] = []
+            for task in pending:
+                key = (task.segment_id, _key(task))
+                server = task.selector.pick(self.client, exclude=tried.get(key, ()))
+                if server is None:
+                    unread.append(task)
+                    continue
+                tried.setdefault(key, set()).add(server.name)
+                groups.setdefault(server.name, (server, []))[1].append(task)
+            calls = [self._call(server, query, group, time_left()) for server, group in groups.values()]
+            responses = await asyncio.gather(*calls, return_exceptions=True)
+            for (_server, group), response in zip(groups.values(), responses, strict=True):
+                if isinstance(response, NodeFailure):
+                    out.node_failures.append(response)
+                    if response.remote is not None:
+                        out.last_remote_error = response.remote
+                    unread.extend(group)
+                elif isinstance(response, BaseException):
+                    raise response
+                else:
+                    missing = set(response.missing)
+                    for task in group:
+                        (unread if task.descriptor in missing else out.fetched).append(task)
+                    if response.table is not None and response.table.num_rows:
+                        out.tables.append(response.table)
+            if not unread or retries_left <= 0:
+                out.missing = unread
+                break
+            retries_left -= 1
+            out.retries += 1
+            pending = [self._current(task) for task in unread]
+        return out
+
+    def _current(self, task: SegmentTask) -> SegmentTask:
+        """The view may have changed since planning: a re-announced segment has a new selector."""
+        selector = self.view.selector(task.segment_id)
+        if selector is None or selector is task.selector:
+            return task
+        return SegmentTask(selector, task.descriptor)
+
+    async def _call(
+        self, server: DataServer, query: Query, group: list[SegmentTask], timeout_s: float | None
+    ) -> NodeResponse:
+        if self.on_server_contacted is not None:
+            self.on_server_contacted(server)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        ok = False
+        try:
+            response = await self.client.run(server, query, [t.descriptor for t in group], timeout_s)
+            ok = True
+            return response
+        finally:
+            if self.on_response is not None:
+                self.on_response(server, loop.time() - started, ok)
+
+
+SegmentTaskKey = tuple[int, int, str, int]
+
+
+def _key(task: SegmentTask) -> SegmentTaskKey:
+    d = task.descriptor
+    return (d.interval.start, d.interval.end, d.version, d.partition)

@@ -1,0 +1,78 @@
+"""Which segments a query reads: timeline lookup per query interval, descriptors clipped as Druid does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker_service.server_view import BrokerServerView, ServerSelector
+from query import Query
+from query.segment_spec import SegmentsSpec
+from timeline import Interval, SegmentDescriptor, VersionedIntervalTimeline
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentTask:
+    """One segment to read: its selector and the descriptor (interval clipped to the query)."""
+
+    selector: ServerSelector
+    descriptor: SegmentDescriptor
+
+    @property
+    def segment_id(self) -> str:
+        return self.selector.segment.id
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentPlan:
+    tasks: tuple[SegmentTask, ...]
+    uncovered: tuple[Interval, ...] = ()
+    uncovered_overflowed: bool = False
+
+
+def plan_segments(view: BrokerServerView, query: Query) -> SegmentPlan:
+    timeline = view.timeline(query.data_source)
+    if timeline is None:
+        intervals = query.segment_spec.intervals
+        return _with_uncovered(SegmentPlan(()), list(intervals), query.context.uncovered_intervals_limit)
+    if isinstance(query.segment_spec, SegmentsSpec):
+        return SegmentPlan(tuple(_specific(timeline, query.segment_spec)))
+    tasks: list[SegmentTask] = []
+    uncovered: list[Interval] = []
+    want_uncovered = query.context.uncovered_intervals_limit > 0
+    for interval in query.segment_spec.intervals:
+        holders = timeline.lookup(interval)
+        cursor = interval.start
+        for holder in holders:
+            if want_uncovered and holder.interval.start > cursor:
+                uncovered.append(Interval(cursor, holder.interval.start))
+            cursor = max(cursor, holder.interval.end)
+            for chunk in holder.chunks:
+                selector = chunk.object
+                if not selector.segment.shard_spec.has_data:
+                    continue  # tombstones cover time without data
+                descriptor = SegmentDescriptor(holder.interval, holder.version, chunk.chunk_number)
+                tasks.append(SegmentTask(selector, descriptor))
+        if want_uncovered and cursor < interval.end:
+            uncovered.append(Interval(cursor, interval.end))
+    return _with_uncovered(SegmentPlan(tuple(tasks)), uncovered, query.context.uncovered_intervals_limit)
+
+
+def _specific(timeline: VersionedIntervalTimeline[ServerSelector], spec: SegmentsSpec) -> list[SegmentTask]:
+    """A query naming exact segments (Druid's MultipleSpecificSegmentSpec): incomplete sets allowed."""
+    tasks = []
+    for descriptor in spec.descriptors:
+        for holder in timeline.lookup_with_incomplete_partitions(descriptor.interval):
+            if holder.version != descriptor.version:
+                continue
+            for chunk in holder.chunks:
+                if chunk.chunk_number == descriptor.partition:
+                    tasks.append(SegmentTask(chunk.object, descriptor))
+                    break
+            break
+    return tasks
+
+
+def _with_uncovered(plan: SegmentPlan, uncovered: list[Interval], limit: int) -> SegmentPlan:
+    if limit <= 0:
+        return plan
+    return SegmentPlan(plan.tasks, tuple(uncovered[:limit]), len(uncovered) > limit)

@@ -1,0 +1,178 @@
+"""The broker's view of the cluster: which server serves which segment, one timeline per datasource.
+
+A timeline chunk is a `ServerSelector`: one segment plus every server announcing it. A segment
+enters its timeline when the first server announces it and leaves when the last one drops it.
+Every mutation and every read happens on the event loop thread (inventories marshal their
+callbacks there), so a query always sees a consistent timeline without locks — the global lock
+of Druid's BrokerServerView is what stalled its queries during segment churn.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Protocol
+
+from broker_service.data_server import DataServer
+from timeline import DataSegment, VersionedIntervalTimeline
+
+
+class LoadGauge(Protocol):
+    def open_connections(self, server_name: str) -> int: ...
+
+
+class _NoLoad:
+    def open_connections(self, server_name: str) -> int:
+        return 0
+
+
+NO_LOAD: LoadGauge = _NoLoad()
+
+
+class ServerSelector:
+    """One segment and the servers announcing it; picks one server per query."""
+
+    __slots__ = ("segment", "servers")
+
+    def __init__(self, segment: DataSegment):
+        self.segment = segment
+        self.servers: dict[str, DataServer] = {}
+
+    @property
+    def is_historical(self) -> bool:
+        """Served by at least one historical: its partial results are immutable and cacheable."""
+        return any(s.is_historical for s in self.servers.values())
+
+    def pick(
+        self,
+        load: LoadGauge = NO_LOAD,
+        exclude: Collection[str] = (),
+        rng: random.Random | None = None,
+    ) -> DataServer | None:
+        """Historicals before realtime, highest tier priority, fewest open connections, random tie."""
+        pool = [s for s in self.servers.values() if s.name not in exclude]
+        if not pool:
+            return None
+        historicals = [s for s in pool if s.is_historical]
+        pool = historicals or pool
+        top = max(s.priority for s in pool)
+        pool = [s for s in pool if s.priority == top]
+        if len(pool) > 1:
+            counts = [load.open_connections(s.name) for s in pool]
+            least = min(counts)
+            pool = [s for s, c in zip(pool, counts, strict=True) if c == least]
+        return (rng or random).choice(pool) if len(pool) > 1 else pool[0]
+
+    def __repr__(self) -> str:
+        return f"ServerSelector({self.segment.id}, {sorted(self.servers)})"
+
+
+SegmentRemovedListener = Callable[[DataSegment], None]
+
+
+class BrokerServerView:
+    def __init__(self) -> None:
+        self._servers: dict[str, DataServer] = {}
+        self._served: dict[str, dict[str, DataSegment]] = {}  # server name -> segment id -> segment
+        self._selectors: dict[str, ServerSelector] = {}  # segment id -> selector
+        self._timelines: dict[str, VersionedIntervalTimeline[ServerSelector]] = {}
+        self._removal_listeners: list[SegmentRemovedListener] = []
+        self.version = 0  # bumped on every change, for cheap "did anything change" checks
+
+    # -- servers ----------------------------------------------------------------------------------
+    def add_server(self, server: DataServer) -> None:
+        """Register (or re-describe) a server; its segments keep being served."""
+        self._servers[server.name] = server
+        served = self._served.setdefault(server.name, {})
+        for segment_id in served:
+            self._selectors[segment_id].servers[server.name] = server
+        self.version += 1
+
+    def remove_server(self, name: str) -> None:
+        for segment_id in list(self._served.get(name, ())):
+            self.remove_segment(name, segment_id)
+        self._served.pop(name, None)
+        self._servers.pop(name, None)
+        self.version += 1
+
+    def server(self, name: str) -> DataServer | None:
+        return self._servers.get(name)
+
+    def servers(self) -> list[DataServer]:
+        return list(self._servers.values())
+
+    # -- segments ---------------------------------------------------------------------------------
+    def add_segment(self, server_name: str, segment: DataSegment) -> None:
+        server = self._servers.get(server_name)
+        if server is None:
+            server = self._servers[server_name] = DataServer(server_name, server_name)
+        served = self._served.setdefault(server_name, {})
+        if segment.id in served:
+            return
+        served[segment.id] = segment
+        selector = self._selectors.get(segment.id)
+        if selector is None:
+            selector = self._selectors[segment.id] = ServerSelector(segment)
+            timeline = self._timelines.get(segment.data_source)
+            if timeline is None:
+                timeline = self._timelines[segment.data_source] = VersionedIntervalTimeline()
+            timeline.add_segment(segment, selector)
+        selector.servers[server_name] = server
+        self.version += 1
+
+    def remove_segment(self, server_name: str, segment_id: str) -> None:
+        served = self._served.get(server_name)
+        if not served or served.pop(segment_id, None) is None:
+            return
+        selector = self._selectors.get(segment_id)
+        if selector is None:
+            return
+        selector.servers.pop(server_name, None)
+        if not selector.servers:
+            del self._selectors[segment_id]
+            segment = selector.segment
+            timeline = self._timelines.get(segment.data_source)
+            if timeline is not None:
+                timeline.remove_segment(segment, selector)
+                if timeline.is_empty():
+                    del self._timelines[segment.data_source]
+            for listener in self._removal_listeners:
+                listener(segment)
+        self.version += 1
+
+    def sync_server(self, server_name: str, segments: Iterable[DataSegment]) -> None:
+        """Make `server_name` serve exactly `segments` (a full snapshot), touching only the difference."""
+        wanted = {s.id: s for s in segments}
+        current = self._served.get(server_name, {})
+        for segment_id in [i for i in current if i not in wanted]:
+            self.remove_segment(server_name, segment_id)
+        for segment_id, segment in wanted.items():
+            if segment_id not in current:
+                self.add_segment(server_name, segment)
+        if server_name not in self._servers:
+            self._servers[server_name] = DataServer(server_name, server_name)
+            self._served.setdefault(server_name, {})
+
+    def segments_of(self, server_name: str) -> dict[str, DataSegment]:
+        return dict(self._served.get(server_name, {}))
+
+    def on_segment_removed(self, listener: SegmentRemovedListener) -> None:
+        """Called when the last server drops a segment (e.g. to close its cache namespace)."""
+        self._removal_listeners.append(listener)
+
+    # -- reads ------------------------------------------------------------------------------------
+    def timeline(self, data_source: str) -> VersionedIntervalTimeline[ServerSelector] | None:
+        return self._timelines.get(data_source)
+
+    def data_sources(self) -> list[str]:
+        return sorted(self._timelines)
+
+    def selector(self, segment_id: str) -> ServerSelector | None:
+        return self._selectors.get(segment_id)
+
+    def selectors(self) -> Iterator[ServerSelector]:
+        return iter(self._selectors.values())
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._selectors)
