@@ -31,6 +31,7 @@ class Subcommand(Protocol):
 SUBCOMMANDS: dict[str, str] = {
     "ingest": "ingestion.cli",
     "segments": "storage.cli",
+    "historical": "historical_service.cli",
     "broker": "broker_service.cli",
 }
 

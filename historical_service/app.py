@@ -1,0 +1,191 @@
+"""The historical's HTTP app: status, readiness, metrics, the segment change feed, the query API.
+
+The lifespan wires the pieces: metadata store, loader, announcers (HTTP change feed always,
+ZooKeeper when configured), cluster view and the control loop; on shutdown it stops the loop and
+closes the ZooKeeper session, which removes every announcement of this node at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import resource
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from discovery import ServerMetadata, ServerType, ZkPaths
+from historical_service.announcer import CompositeAnnouncer, SegmentAnnouncer, ZkAnnouncer
+from historical_service.change_feed import ChangeHistory, change_feed_route
+from historical_service.cluster_view import ClusterView, StaticClusterView, ZkClusterView
+from historical_service.control_loop import ControlLoop
+from historical_service.loader import SegmentLoader
+from historical_service.metrics import HistoricalMetrics
+from historical_service.query_routes import add_query_routes
+from historical_service.served import ServedSegments
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HistoricalConfig:
+    name: str  # host:port this node is reached at and announced as
+    deep_storage: Path
+    metadata: str
+    segment_cache: Path
+    zk: str | None = None
+    zk_base: str = "/druid"
+    tier: str = "_default_tier"
+    priority: int = 0
+    max_size: int = 0
+    replicas: int = 2
+    poll_period_s: float = 5.0
+    zk_session_timeout_s: float = 10.0
+
+
+@dataclass
+class HistoricalState:
+    config: HistoricalConfig
+    metrics: HistoricalMetrics = field(default_factory=HistoricalMetrics)
+    served: ServedSegments = field(default_factory=ServedSegments)
+    history: ChangeHistory = field(default_factory=ChangeHistory)
+    zk_announcer: ZkAnnouncer | None = None
+    control: ControlLoop | None = None
+    query_endpoint: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def server(self) -> ServerMetadata:
+        c = self.config
+        return ServerMetadata(c.name, c.name, ServerType.HISTORICAL, c.tier, c.priority, c.max_size)
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+def _memory() -> dict[str, int]:
+    used = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"maxMemory": total, "totalMemory": total, "freeMemory": total - used, "usedMemory": used,
+            "directMemory": 0}  # fmt: skip
+
+
+def _status_routes(state: HistoricalState) -> list[BaseRoute]:
+    from strata import __version__
+
+    async def status(request: Request) -> Response:
+        control = state.control
+        body = {
+            "version": __version__,
+            "modules": [],
+            "memory": _memory(),
+            "strata": {
+                "name": state.name,
+                "type": "historical",
+                "segments": len(state.served),
+                "assigned": len(control.assigned) if control else 0,
+                "failedLoads": len(control.loader.failures) if control else 0,
+                "members": sorted(control.members) if control else [],
+                "zookeeper": state.config.zk is not None,
+                "zkReannouncements": state.zk_announcer.resyncs if state.zk_announcer else 0,
+            },
+        }
+        return _json(body)
+
+    async def health(request: Request) -> Response:
+        return _json(True)
+
+    async def ready(request: Request) -> Response:
+        ok = state.control is not None and state.control.ready
+        return _json(ok, 200 if ok else 503)
+
+    async def load_status(request: Request) -> Response:
+        return _json({"cacheInitialized": state.control is not None and state.control.passes > 0})
+
+    async def metrics(request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Route("/status", status),
+        Route("/status/health", health),
+        Route("/status/ready", ready),
+        Route("/druid/historical/v1/loadstatus", load_status),
+        Route("/druid/historical/v1/readiness", ready),
+        Route("/metrics", metrics),
+    ]
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
+    from storage import LocalDeepStorage, open_metadata_store
+
+    c = state.config
+    metadata = await asyncio.to_thread(open_metadata_store, c.metadata)
+    loader = SegmentLoader(c.segment_cache, LocalDeepStorage(c.deep_storage))
+    targets: list[SegmentAnnouncer] = [state.history]
+    cluster: ClusterView = StaticClusterView({c.name})
+    zk_view: ZkClusterView | None = None
+    if c.zk:
+        paths = ZkPaths(c.zk_base)
+        announcer = ZkAnnouncer(c.zk, paths, state.server, session_timeout_s=c.zk_session_timeout_s)
+        await announcer.start()
+        state.zk_announcer = announcer
+        targets.append(announcer)
+        zk_view = ZkClusterView(lambda: announcer.zk, paths)
+        cluster = zk_view
+    control = ControlLoop(
+        name=c.name, metadata=metadata, loader=loader, announcer=CompositeAnnouncer(targets),
+        served=state.served, cluster=cluster, metrics=state.metrics, replicas=c.replicas,
+        poll_period_s=c.poll_period_s,
+    )  # fmt: skip
+    state.control = control
+    task = asyncio.create_task(control.run(), name="historical-control-loop")
+    if zk_view is not None:
+        await asyncio.sleep(0)  # let run() record its loop before watch callbacks arrive
+        await asyncio.to_thread(zk_view.watch, control.wake_threadsafe)
+    reconcile = asyncio.create_task(_reconcile_forever(state), name="zk-reconcile")
+    log.info("historical %s started (zk=%s, replicas=%d)", c.name, c.zk or "off", c.replicas)
+    try:
+        yield
+    finally:
+        for t in (task, reconcile):
+            t.cancel()
+        await asyncio.gather(task, reconcile, return_exceptions=True)
+        if state.zk_announcer is not None:
+            await state.zk_announcer.stop()
+        loader.close()
+        await asyncio.to_thread(metadata.close)
+        log.info("historical %s stopped", c.name)
+
+
+async def _reconcile_forever(state: HistoricalState) -> None:
+    while state.zk_announcer is not None:
+        await asyncio.sleep(2.0)
+        try:
+            await state.zk_announcer.reconcile()
+        except Exception as e:
+            log.warning("ZooKeeper reconcile failed: %s", e)
+
+
+def create_app(config: HistoricalConfig) -> Starlette:
+    state = HistoricalState(config)
+    routes: list[BaseRoute] = [*_status_routes(state), change_feed_route(state.history)]
+    add_query_routes(routes, state)
+    app = Starlette(routes=routes, lifespan=lambda _app: _lifespan(state))
+    app.state.historical = state
+    return app

@@ -1,0 +1,191 @@
+"""The historical's control loop: desired segments from the metadata store, actual from disk.
+
+Every poll period (or at once when membership changes) it reads the used segments and the live
+historicals, computes this node's share (rendezvous hashing, R replicas), loads and then announces
+what is new, and removes what is gone. A segment that is still used but now belongs to other
+nodes is dropped only after every one of its new owners announces it, so a rebalance never leaves
+a segment unserved; without ZooKeeper there are no other owners and nothing is handed off.
+A segment marked unused is unannounced and deleted at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+from historical_service.announcer import SegmentAnnouncer
+from historical_service.assignment import assigned_to, owners
+from historical_service.cluster_view import ClusterView
+from historical_service.loader import LoadFailed, SegmentLoader
+from historical_service.metrics import HistoricalMetrics
+from historical_service.served import ServedSegments
+from timeline import DataSegment
+
+log = logging.getLogger(__name__)
+
+LOAD_CHUNK = 16  # segments loaded concurrently before one announcement of the batch
+
+
+class UsedSegments(Protocol):
+    def used_segments(self, data_source: str | None = None) -> list[DataSegment]: ...
+
+
+class ControlLoop:
+    def __init__(
+        self,
+        *,
+        name: str,
+        metadata: UsedSegments,
+        loader: SegmentLoader,
+        announcer: SegmentAnnouncer,
+        served: ServedSegments,
+        cluster: ClusterView,
+        metrics: HistoricalMetrics,
+        replicas: int = 2,
+        poll_period_s: float = 5.0,
+        handoff_check_s: float = 0.5,
+    ):
+        if replicas < 1:
+            raise ValueError("replicas must be at least 1")
+        self.name = name
+        self.metadata = metadata
+        self.loader = loader
+        self.announcer = announcer
+        self.served = served
+        self.cluster = cluster
+        self.metrics = metrics
+        self.replicas = replicas
+        self.poll_period_s = poll_period_s
+        self.handoff_check_s = handoff_check_s
+        self.loaded: dict[str, DataSegment] = {}
+        self.assigned: set[str] = set()
+        self.members: set[str] = {name}
+        self.passes = 0
+        self.pending_handoff: set[str] = set()
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- readiness -------------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """Every assigned segment is loaded, or has failed (retried in the background, never announced)."""
+        if self.passes == 0:
+            return False
+        return all(sid in self.loaded or self.loader.has_failed(sid) for sid in self.assigned)
+
+    # -- waking ----------------------------------------------------------------------------------
+    def wake(self) -> None:
+        self._wake.set()
+
+    def wake_threadsafe(self) -> None:
+        """For kazoo watch callbacks."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        while True:
+            self._wake.clear()
+            try:
+                await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("control loop pass failed; retrying next period")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._next_pass_in())
+
+    def _next_pass_in(self) -> float:
+        """Soon while a hand-off waits or a failed load is due for retry, else the poll period."""
+        if self.pending_handoff:
+            return self.handoff_check_s
+        retry_in = self.loader.next_retry_in()
+        return self.poll_period_s if retry_in is None else min(self.poll_period_s, max(retry_in, 0.05))
+
+    # -- one pass --------------------------------------------------------------------------------
+    async def run_once(self) -> None:
+        used = {s.id: s for s in await asyncio.to_thread(self.metadata.used_segments)}
+        try:
+            self.members = await self.cluster.live_historicals() | {self.name}
+        except Exception as e:  # ZooKeeper unreachable: keep the last membership
+            log.warning("cannot read live historicals (%s); keeping the last known set", e)
+        self.assigned = assigned_to(self.name, used, self.members, self.replicas)
+        self.metrics.segments_assigned.set(len(self.assigned))
+        self.loader.forget_failures(keep=self.assigned)
+
+        await self._drop([self.loaded[sid] for sid in self.loaded if sid not in used], reason="unused")
+        wanted = [used[sid] for sid in sorted(self.assigned) if sid not in self.loaded]
+        await self._load([s for s in wanted if self.loader.may_try(s.id)])
+        await self._hand_off(used)
+        if self.passes == 0:
+            await self._clean_cache(used)
+        self.passes += 1
+
+    async def _load(self, segments: Sequence[DataSegment]) -> None:
+        for start in range(0, len(segments), LOAD_CHUNK):
+            chunk = segments[start : start + LOAD_CHUNK]
+            results = await asyncio.gather(*(self.loader.load(s) for s in chunk), return_exceptions=True)
+            ready = []
+            for segment, result in zip(chunk, results, strict=True):
+                if isinstance(result, LoadFailed):
+                    self.metrics.load_failures.inc()
+                    continue
+                if isinstance(result, BaseException):
+                    raise result
+                self.served.add(segment, str(result.path))
+                self.loaded[segment.id] = segment
+                ready.append(segment)
+                self.metrics.loads.labels("cache" if result.reused else "deep_storage").inc()
+                if not result.reused:
+                    self.metrics.bytes_copied.inc(result.bytes)
+                self.metrics.load_seconds.observe(result.seconds)
+            if ready:
+                await self.announcer.announce(ready)
+                log.info("loaded and announced %d segments", len(ready))
+            self._update_gauges()
+
+    async def _hand_off(self, used: dict[str, DataSegment]) -> None:
+        leaving = [sid for sid in self.loaded if sid in used and sid not in self.assigned]
+        self.pending_handoff = set(leaving)
+        if not leaving:
+            return
+        try:
+            served = await self.cluster.served_by()
+        except Exception as e:
+            log.warning("cannot read who serves what (%s); keeping %d segments for now", e, len(leaving))
+            return
+        done = []
+        for sid in leaving:
+            new_owners = [o for o in owners(sid, self.members, self.replicas) if o != self.name]
+            if served is None or all(sid in served.get(o, ()) for o in new_owners):
+                done.append(self.loaded[sid])
+        await self._drop(done, reason="reassigned")
+        self.pending_handoff -= {s.id for s in done}
+
+    async def _drop(self, segments: Sequence[DataSegment], *, reason: str) -> None:
+        if not segments:
+            return
+        await self.announcer.unannounce(segments)
+        for segment in segments:
+            self.served.remove(segment)
+            del self.loaded[segment.id]
+            await self.loader.delete(segment.id)
+        self.metrics.drops.labels(reason).inc(len(segments))
+        log.info("dropped %d segments (%s)", len(segments), reason)
+        self._update_gauges()
+
+    async def _clean_cache(self, used: dict[str, DataSegment]) -> None:
+        """Remove cached segments of an earlier run that are no longer used at all."""
+        for sid in self.loader.cached_ids():
+            if sid not in used:
+                await self.loader.delete(sid)
+
+    def _update_gauges(self) -> None:
+        self.metrics.segments_loaded.set(len(self.loaded))
+        self.metrics.segment_bytes.set(sum(s.size for s in self.loaded.values()))
+
+    async def unannounce_all(self) -> None:
+        await self.announcer.unannounce(list(self.loaded.values()))

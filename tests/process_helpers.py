@@ -1,0 +1,119 @@
+"""Start and stop real `strata` server processes in tests.
+
+Each process gets a free loopback port, logs to a file (shown when it fails to start), is
+awaited on `/status/health`, and is stopped by its pid: SIGTERM, then SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from strata.local_servers import free_port
+
+
+class ProcessStartError(RuntimeError):
+    pass
+
+
+@dataclass
+class StrataProcess:
+    subcommand: str
+    args: list[str]
+    log_path: Path
+    port: int = field(default_factory=free_port)
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "strata.cli", self.subcommand, "--host", "127.0.0.1",
+                "--port", str(self.port), *self.args]  # fmt: skip
+
+    def start(self, *, wait: str | None = "/status/health", timeout: float = 30.0) -> StrataProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.env}
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         stdin=subprocess.DEVNULL)  # fmt: skip
+        if wait is not None:
+            self.wait_http(wait, timeout=timeout)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_http(self, path: str, *, timeout: float = 30.0, status: int = 200) -> httpx.Response:
+        deadline = time.monotonic() + timeout
+        last: str = "no answer"
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise ProcessStartError(f"strata {self.subcommand} exited:\n{self.log_text()[-4000:]}")
+            try:
+                response = httpx.get(self.url + path, timeout=2.0)
+                if response.status_code == status:
+                    return response
+                last = f"HTTP {response.status_code}"
+            except httpx.HTTPError as e:
+                last = type(e).__name__
+            time.sleep(0.1)
+        raise ProcessStartError(f"{self.url}{path} not {status} within {timeout}s ({last}):\n"
+                                f"{self.log_text()[-4000:]}")  # fmt: skip
+
+    def stop(self, grace: float = 15.0) -> int | None:
+        """SIGTERM, then SIGKILL after `grace` seconds; returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@contextmanager
+def running(processes: Sequence[StrataProcess]) -> Iterator[Sequence[StrataProcess]]:
+    """Stop every process on exit, whatever happened."""
+    try:
+        yield processes
+    finally:
+        for p in processes:
+            try:
+                p.stop()
+            except Exception:
+                p.kill()
