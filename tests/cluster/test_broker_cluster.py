@@ -1,0 +1,160 @@
+"""A real cluster: ZooKeeper, two `strata historical` processes and `strata broker` processes.
+
+Answers through the broker are checked against DuckDB over the raw wikipedia rows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+
+from ingestion.api import ingest
+from tests.process_helpers import StrataProcess
+
+pytestmark = pytest.mark.integration
+
+HOURS = 24
+
+
+def raw(sql: str, sample: Path) -> list[tuple[Any, ...]]:
+    rel = f"read_json('{sample}', format='newline_delimited')"
+    return duckdb.execute(sql.replace("RAW", rel)).fetchall()
+
+
+def query(broker: StrataProcess, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=60)
+
+
+def served_segments(broker: StrataProcess) -> int:
+    resp = query(broker, {"queryType": "segmentMetadata", "dataSource": "wikipedia",
+                          "intervals": ["2015-09-12/2015-09-13"], "analysisTypes": []})  # fmt: skip
+    return len(resp.json()) if resp.status_code == 200 else -1
+
+
+def wait_for_segments(broker: StrataProcess, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while served_segments(broker) != count:
+        assert time.monotonic() < deadline, f"broker never saw {count} segments:\n{broker.log_text()[-3000:]}"
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path,
+            wikipedia_index_spec: Path) -> Iterator[dict[str, Any]]:  # fmt: skip
+    root = tmp_path_factory.mktemp("cluster")
+    spec = json.loads(wikipedia_index_spec.read_text())
+    spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(wikipedia_sample.parent)
+    spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "hour"
+    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
+    base = f"/strata-e2e-{uuid.uuid4().hex[:8]}"
+    common = ["--zk", zk_hosts, "--zk-base", base, "--deep-storage", str(root / "deep"),
+              "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1"]  # fmt: skip
+    historicals = [
+        StrataProcess("historical", [*common, "--segment-cache", str(root / f"cache{i}")], root / f"hist{i}.log")
+        for i in range(2)
+    ]
+    started: list[StrataProcess] = []
+    try:
+        for h in historicals:
+            started.append(h.start())
+        broker = StrataProcess("broker", ["--zk", zk_hosts, "--zk-base", base], root / "broker.log").start()
+        started.append(broker)
+        wait_for_segments(broker, HOURS)
+        yield {"broker": broker, "historicals": historicals, "root": root, "base": base}
+    finally:
+        for p in reversed(started):
+            p.stop()
+
+
+def test_scan_with_filter_through_the_broker(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
+    body = {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015-09-12/2015-09-13",
+            "columns": ["page", "added"], "filter": {"type": "and", "fields": [
+                {"type": "selector", "dimension": "channel", "value": "#en.wikipedia"},
+                {"type": "bound", "dimension": "added", "lower": "100", "ordering": "numeric"}]}}  # fmt: skip
+    resp = query(cluster["broker"], body)
+    assert resp.status_code == 200, resp.text
+    events = [e for batch in resp.json() for e in batch["events"]]
+    (count, total), = raw("SELECT count(*), sum(added) FROM RAW WHERE channel = '#en.wikipedia' AND added >= 100",
+                          wikipedia_sample)  # fmt: skip
+    assert len(events) == count and sum(e["added"] for e in events) == total
+    assert resp.headers["X-Druid-Query-Id"]
+
+
+def test_time_boundary_and_segment_metadata(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
+    broker = cluster["broker"]
+    (lo, hi, rows), = raw("SELECT strftime(min(time::TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%gZ'), "
+                          "strftime(max(time::TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%gZ'), count(*) FROM RAW",
+                          wikipedia_sample)  # fmt: skip
+    tb = query(broker, {"queryType": "timeBoundary", "dataSource": "wikipedia"}).json()
+    assert tb == [{"timestamp": lo, "result": {"minTime": lo, "maxTime": hi}}]
+    meta = query(broker, {"queryType": "segmentMetadata", "dataSource": "wikipedia",
+                          "intervals": ["2015-09-12/2015-09-13"], "merge": True}).json()  # fmt: skip
+    assert len(meta) == 1 and meta[0]["numRows"] == rows
+
+
+def test_http_discovery_gives_the_same_answers(cluster: dict[str, Any]) -> None:
+    nodes = ",".join(h.address for h in cluster["historicals"])
+    broker = StrataProcess("broker", ["--discovery", "http", "--nodes", nodes], cluster["root"] / "broker-http.log")
+    broker.start()
+    try:
+        wait_for_segments(broker, HOURS)
+        body = {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015-09-12/2015-09-13",
+                "columns": ["user"], "filter": {"type": "like", "dimension": "page", "pattern": "%Talk%"}}  # fmt: skip
+        zk_answer = query(cluster["broker"], body).json()
+        http_answer = query(broker, body).json()
+        flatten = lambda answer: sorted(e["user"] for b in answer for e in b["events"])  # noqa: E731
+        assert flatten(http_answer) == flatten(zk_answer) and len(flatten(zk_answer)) > 0
+    finally:
+        broker.stop()
+
+
+def test_malformed_queries_get_druid_errors_and_the_broker_keeps_serving(cluster: dict[str, Any]) -> None:
+    broker = cluster["broker"]
+    bad = httpx.post(f"{broker.url}/druid/v2/", content=b"{nope", timeout=10,
+                     headers={"Content-Type": "application/json"})  # fmt: skip
+    assert bad.status_code == 400 and bad.json()["error"] == "Json parse failed"
+    unknown = query(broker, {"queryType": "nope", "dataSource": "wikipedia", "intervals": "2015/2016"})
+    assert unknown.status_code == 400 and unknown.json()["errorMessage"]
+    negative = query(broker, {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015/2016", "limit": -5})
+    assert negative.status_code == 400
+    assert served_segments(broker) == HOURS
+
+
+def test_losing_a_historical_never_gives_a_wrong_total(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
+    """replicas=1: while the survivor takes over, answers are complete, an error, or flagged partial."""
+    broker = cluster["broker"]
+    (rows,), = raw("SELECT count(*) FROM RAW", wikipedia_sample)
+    body = {"queryType": "segmentMetadata", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
+            "merge": True, "analysisTypes": [], "context": {"returnPartialResults": True}}  # fmt: skip
+    victim = cluster["historicals"][0]
+    victim.kill()
+    outcomes = {"complete": 0, "partial": 0, "error": 0}
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        resp = query(broker, body)
+        if resp.status_code != 200:
+            assert resp.json()["error"]  # a Druid error body, never a silent wrong answer
+            outcomes["error"] += 1
+            continue
+        missing = json.loads(resp.headers.get("X-Druid-Response-Context", "{}")).get("missingSegments", [])
+        total = sum(entry["numRows"] for entry in resp.json())
+        if missing:
+            assert total < rows
+            outcomes["partial"] += 1
+        else:
+            assert total == rows, "an unflagged answer must be complete"
+            outcomes["complete"] += 1
+            if outcomes["complete"] >= 3:
+                break
+        time.sleep(0.1)
+    assert outcomes["complete"] >= 3, outcomes
+    victim.start()
+    wait_for_segments(broker, HOURS)
