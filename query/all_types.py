@@ -4,6 +4,9 @@ import importlib
 
 # One module per query type; each registers itself on import.
 QUERY_TYPE_MODULES = (
+    "query.timeseries",
+    "query.topn",
+    "query.groupby",
     "query.datasource_metadata",
     "query.scan",
     "query.search",

@@ -10,6 +10,7 @@ import os
 import threading
 
 import duckdb
+import pyarrow as pa
 
 _local = threading.local()
 THREADS = int(os.environ.get("STRATA_DUCKDB_THREADS", "0")) or (os.cpu_count() or 2)
@@ -20,9 +21,10 @@ def connection() -> duckdb.DuckDBPyConnection:
     if conn is None:
         conn = duckdb.connect(config={"threads": THREADS})
         conn.execute("SET TimeZone='UTC'")
-        from query.sql_functions import install
+        from query import sketch_functions, sql_functions
 
-        install(conn)
+        sql_functions.install(conn)
+        sketch_functions.install(conn)
         _local.conn = conn
     return conn
 
@@ -33,3 +35,11 @@ def quote_ident(name: str) -> str:
 
 def quote_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+def query_arrow(conn: duckdb.DuckDBPyConnection, table: pa.Table, name: str, sql: str) -> pa.Table:
+    """Run `sql` over an Arrow table visible as `name`; the result as an Arrow table."""
+    relation = conn.from_arrow(table).query(name, sql)
+    if relation is None:
+        raise ValueError("query over an Arrow table returned no relation")
+    return relation.to_arrow_table()

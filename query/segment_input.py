@@ -93,6 +93,9 @@ def _duck_type(t: pa.DataType) -> str:
     return "VARCHAR"
 
 
+duck_type = _duck_type  # public name for other modules (results typed for SQL, e.g. having filters)
+
+
 def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> dict[str, str]:
     """DuckDB type per column across segments: numeric types widen, anything else mixed -> VARCHAR."""
     rank = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}

@@ -1,0 +1,175 @@
+"""The grouped-aggregation core shared by timeseries, topN and groupBy.
+
+Per segment, one DuckDB pass over all inputs groups rows by (`__segment`, `__bucket`, dimensions)
+and computes each aggregator's intermediates. Merging concatenates partials and groups again by
+(`__bucket`, dimensions) with each aggregator's merge expressions, in DuckDB over Arrow, so a
+broker combining a hundred segments' partials never loops over rows in Python.
+
+Partial columns: `__segment`, `__bucket` (bucket start, epoch ms), `d0..dn` (dimension values),
+`a0..am` plus aggregator suffixes (intermediates). With granularity `all`, `__bucket` holds the
+start of the segment's cursor window and merging keeps the earliest, which is the timestamp Druid
+stamps on an `all` row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from query.aggregators import Aggregator
+from query.base import SEGMENT_COLUMN
+from query.data_window import cursor_window
+from query.dimensions import DimensionSpec
+from query.duck import query_arrow, quote_ident
+from query.filters import Filter
+from query.granularity_sql import bucket_sql
+from query.post_aggregators import PostAggEnv
+from query.relation import filtered_relation
+from query.segment_input import SegmentInput
+from timeline import Granularity
+
+BUCKET = "__bucket"
+_DUCK_TO_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
+
+
+def agg_col(i: int) -> str:
+    return f"a{i}"
+
+
+def dim_col(i: int) -> str:
+    return f"d{i}"
+
+
+@dataclass(frozen=True)
+class GroupingPlan:
+    granularity: Granularity
+    dimensions: tuple[DimensionSpec, ...]
+    aggregators: tuple[Aggregator, ...]
+    filter: Filter | None
+
+    # -- per segment -------------------------------------------------------------------------------
+    def input_columns(self) -> list[str]:
+        cols: list[str] = [d.dimension for d in self.dimensions]
+        for a in self.aggregators:
+            cols += sorted(a.columns())
+        return list(dict.fromkeys(cols))
+
+    def run(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        """Intermediates per (segment, bucket, dimensions) over the rows of `inputs`."""
+        relation, types = filtered_relation(inputs, self.input_columns(), self.filter)
+        keys = [f"{SEGMENT_COLUMN}", f"{bucket_sql(self.granularity, conn)} AS {BUCKET}"]
+        keys += [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(self.dimensions)]
+        aggs = [e for i, a in enumerate(self.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+        sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY ALL"
+        table = conn.sql(sql).to_arrow_table()
+        table = self._conform(table)
+        if self.granularity.is_all and table.num_rows:
+            table = stamp_window_starts(table, inputs)
+        return table
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        """Cast to the declared intermediate types (DuckDB may widen, e.g. BLOB lists)."""
+        schema = self.schema(
+            dim_types=[table.schema.field(dim_col(i)).type for i in range(len(self.dimensions))]
+        )
+        return table.select(schema.names).cast(schema)
+
+    def schema(self, dim_types: Sequence[pa.DataType] | None = None) -> pa.Schema:
+        fields = [pa.field(SEGMENT_COLUMN, pa.string()), pa.field(BUCKET, pa.int64())]
+        for i, d in enumerate(self.dimensions):
+            t = dim_types[i] if dim_types is not None else _DUCK_TO_ARROW[_sql_type(d.output_type)]
+            fields.append(pa.field(dim_col(i), t))
+        for i, a in enumerate(self.aggregators):
+            fields += a.intermediate_fields(agg_col(i))
+        return pa.schema(fields)
+
+    def empty(self) -> pa.Table:
+        return self.schema().empty_table()
+
+    # -- merge -------------------------------------------------------------------------------------
+    def merge(self, conn: duckdb.DuckDBPyConnection, partials: Sequence[pa.Table]) -> pa.Table:
+        """Combine intermediates of equal (bucket, dimensions) across segments."""
+        tables = [p for p in partials if p.num_rows]
+        if not tables:
+            return self.empty()
+        combined = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+        dims = [dim_col(i) for i in range(len(self.dimensions))]
+        keys = dims if self.granularity.is_all else [BUCKET, *dims]
+        # `all`: one timestamp for every row, the earliest segment window start
+        bucket = f"min(min({BUCKET})) OVER () AS {BUCKET}" if self.granularity.is_all else BUCKET
+        aggs = [e for i, a in enumerate(self.aggregators) for e in a.merge_sql(agg_col(i))]
+        select = [f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}", bucket, *dims, *aggs]
+        group = f" GROUP BY {', '.join(keys)}" if keys else ""
+        merged = (
+            query_arrow(conn, combined, "p", f"SELECT {', '.join(select)} FROM p{group}")
+        )
+        return self._conform(merged)
+
+    # -- finalize ----------------------------------------------------------------------------------
+    def env(self, table: pa.Table) -> PostAggEnv:
+        env = PostAggEnv(length=table.num_rows)
+        for i, a in enumerate(self.aggregators):
+            env.raw[a.name] = a.raw(table, agg_col(i))
+            env.final[a.name] = a.finalize(table, agg_col(i))
+        return env
+
+    def aggregator_json(self, table: pa.Table, env: PostAggEnv, finalize: bool) -> dict[str, list[Any]]:
+        """Each aggregator's printed values (finalized, or Druid's raw intermediates)."""
+        from query.aggregators import json_values
+
+        out: dict[str, list[Any]] = {}
+        for i, a in enumerate(self.aggregators):
+            out[a.name] = (
+                json_values(env.final[a.name]) if finalize else a.unfinalized_json(table, agg_col(i))
+            )
+        return out
+
+
+def _sql_type(output_type: str) -> str:
+    return {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}[output_type]
+
+
+def stamp_window_starts(table: pa.Table, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """Set `__bucket` of `all`-granularity rows to their segment's cursor window start."""
+    starts: dict[str, int] = {}
+    for inp in inputs:
+        window = cursor_window(inp)
+        if window is not None:
+            starts[inp.segment_id] = min(window.start, starts.get(inp.segment_id, window.start))
+    ids = pa.array(list(starts), pa.string())
+    positions = pc.index_in(table.column(SEGMENT_COLUMN), value_set=ids)
+    stamped = pc.take(pa.array(list(starts.values()), pa.int64()), positions)
+    return table.set_column(table.schema.get_field_index(BUCKET), BUCKET, stamped)
+
+
+def quote_all(names: Sequence[str]) -> str:
+    return ", ".join(quote_ident(n) for n in names)
+
+
+def total(conn: duckdb.DuckDBPyConnection, plan: GroupingPlan, table: pa.Table) -> pa.Table:
+    """One row combining every row of a merged table (timeseries grand totals)."""
+    if table.num_rows == 0:
+        return null_row(
+            plan.schema(dim_types=[table.schema.field(dim_col(i)).type for i in range(len(plan.dimensions))])
+        )
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.merge_sql(agg_col(i))]
+    select = [f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}", f"CAST(NULL AS BIGINT) AS {BUCKET}", *aggs]
+    out = query_arrow(conn, table, "p", f"SELECT {', '.join(select)} FROM p")
+    return out.cast(
+        pa.schema(
+            [
+                out.schema.field(0),
+                out.schema.field(1),
+                *[f for i, a in enumerate(plan.aggregators) for f in a.intermediate_fields(agg_col(i))],
+            ]
+        )
+    )
+
+
+def null_row(schema: pa.Schema) -> pa.Table:
+    return pa.table({f.name: pa.nulls(1, f.type) for f in schema}, schema=schema)

@@ -1,0 +1,171 @@
+"""The groupBy query: aggregates per (time bucket, dimension values), then having and limitSpec.
+
+Per-segment partials group by segment too; merging combines equal keys across segments. Druid's
+broker never caches groupBy per segment (apache/druid#3820), so `segment_cacheable` is False, but
+partials still come back per segment for the merge. Rows print as
+`{"version":"v1","timestamp","event":{dims..., aggs..., postAggs...}}`, or as arrays with context
+`resultAsArray` (the timestamp first unless granularity is `all`). With granularity `all` every
+row is stamped with the first query interval's start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Self
+
+import numpy as np
+import pyarrow as pa
+
+from query.aggregation_engine import BUCKET, GroupingPlan, dim_col
+from query.aggregators import Aggregator, json_values, parse_aggregators
+from query.base import CommonFields, Query, register
+from query.cache_key import digest_key
+from query.dimensions import DimensionSpec, parse_dimension_spec
+from query.duck import connection
+from query.errors import QueryUnsupported, invalid
+from query.fields import get_bool, get_list
+from query.filters import Filter, parse_filter
+from query.granularity_sql import parse_query_granularity
+from query.having import Having, parse_having
+from query.limit_spec import LimitSpec, parse_limit_spec
+from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
+from query.segment_input import SegmentInput
+from query.timeseries import reject_virtual_columns
+from timeline import Granularity, format_instant
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class GroupByQuery(Query):
+    query_type = "groupBy"
+    segment_cacheable = False
+
+    dimensions: tuple[DimensionSpec, ...]
+    granularity: Granularity
+    filter: Filter | None = None
+    aggregations: tuple[Aggregator, ...] = ()
+    post_aggregations: tuple[PostAggregator, ...] = ()
+    having: Having | None = None
+    limit_spec: LimitSpec = field(default_factory=LimitSpec)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
+        what = "groupBy query"
+        reject_virtual_columns(obj, what)
+        if obj.get("subtotalsSpec") is not None:
+            raise QueryUnsupported("subtotalsSpec is not supported")
+        dims = tuple(
+            parse_dimension_spec(d, "dimension of groupBy query")
+            for d in get_list(obj, "dimensions", [], what=what)
+        )
+        aggs = parse_aggregators(obj)
+        posts = parse_post_aggregators(obj, [a.name for a in aggs])
+        names = [d.output_name for d in dims] + [a.name for a in aggs] + [p.name for p in posts]
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise invalid("Duplicate output name [%s] in groupBy query", n)
+        return cls(
+            **common.as_kwargs(),
+            dimensions=dims,
+            granularity=parse_query_granularity(obj.get("granularity")),
+            filter=parse_filter(obj.get("filter")),
+            aggregations=aggs,
+            post_aggregations=posts,
+            having=parse_having(obj.get("having")),
+            limit_spec=parse_limit_spec(obj.get("limitSpec")),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.common_json()
+        out.update(
+            {
+                "dimensions": [d.to_json() for d in self.dimensions],
+                "granularity": self.granularity.to_json(),
+                "filter": None if self.filter is None else self.filter.to_json(),
+                "aggregations": [a.to_json() for a in self.aggregations],
+                "postAggregations": [p.to_json() for p in self.post_aggregations],
+                "having": None if self.having is None else self.having.to_json(),
+                "limitSpec": self.limit_spec.to_json(),
+            }
+        )
+        return out
+
+    def cache_key(self) -> bytes:
+        return digest_key(
+            self.query_type,
+            {
+                "dimensions": [d.to_json() for d in self.dimensions],
+                "granularity": self.granularity.to_json(),
+                "filter": None if self.filter is None else self.filter.to_json(),
+                "aggregations": [a.to_json() for a in self.aggregations],
+            },
+        )
+
+    @property
+    def plan(self) -> GroupingPlan:
+        return GroupingPlan(self.granularity, self.dimensions, self.aggregations, self.filter)
+
+    # -- data path ---------------------------------------------------------------------------------
+    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        return self.plan.run(conn, inputs)
+
+    def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
+        return self.plan.merge(connection(), partials)
+
+    def finalize(self, merged: pa.Table) -> list[Any]:
+        plan = self.plan
+        env = plan.env(merged)
+        posts = compute_all(self.post_aggregations, env)
+        columns: dict[str, pa.Array] = {}
+        for i, d in enumerate(self.dimensions):
+            columns[d.output_name] = merged.column(dim_col(i)).combine_chunks()
+        for a in self.aggregations:
+            columns[a.name] = env.final[a.name]
+        columns.update(posts)
+        if self.granularity.is_all:
+            start = self.segment_spec.intervals[0].start if self.segment_spec.intervals else 0
+            times = np.full(merged.num_rows, start, dtype=np.int64)
+        else:
+            times = np.asarray(merged.column(BUCKET).to_numpy(), dtype=np.int64)
+        if self.having is not None:
+            keep = self.having.mask({**columns, "__time": pa.array(times)}, merged.num_rows)
+            idx = np.flatnonzero(keep)
+            columns = {k: v.take(pa.array(idx)) for k, v in columns.items()}
+            merged, times = merged.take(pa.array(idx)), times[idx]
+        order = self.limit_spec.order(
+            None if self.granularity.is_all else times,
+            columns,
+            [d.output_name for d in self.dimensions],
+            dims_first=get_bool(self.context.raw, "sortByDimsFirst", False, what="context"),
+        )
+        picked = pa.array(order, pa.int64())
+        merged, times = merged.take(picked), times[order]
+        values: dict[str, list[Any]] = {}
+        for i, d in enumerate(self.dimensions):
+            values[d.output_name] = json_values(merged.column(dim_col(i)))
+        sub_env = plan.env(merged)
+        values.update(plan.aggregator_json(merged, sub_env, self.context.finalize))
+        for name in posts:
+            values[name] = json_values(columns[name].take(picked))
+        return self._rows(times, values)
+
+    def _rows(self, times: np.ndarray, values: dict[str, list[Any]]) -> list[Any]:
+        names = list(values)
+        tuples = list(zip(*values.values(), strict=True)) if names else [() for _ in range(len(times))]
+        if self.context.result_as_array:
+            if self.granularity.is_all:
+                return [list(t) for t in tuples]
+            return [[int(ms), *t] for ms, t in zip(times.tolist(), tuples, strict=True)]
+        tz = self.granularity.tz
+        stamps: dict[int, str] = {}
+        out = []
+        for ms, t in zip(times.tolist(), tuples, strict=True):
+            stamp = stamps.get(ms)
+            if stamp is None:
+                stamp = stamps[ms] = format_instant(ms, tz)
+            out.append({"version": "v1", "timestamp": stamp, "event": dict(zip(names, t, strict=True))})
+        return out

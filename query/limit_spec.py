@@ -1,0 +1,120 @@
+"""groupBy `limitSpec` (type `default`): ordering columns, offset and limit.
+
+Rows sort by time first (unless context `sortByDimsFirst`), then by the listed columns, each with
+its direction and, for strings, its Druid string ordering; remaining ties break on the dimensions
+so the order is deterministic. Sorting is a numpy lexsort over per-column ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from query.errors import QueryUnsupported, invalid
+from query.fields import as_object, get_int, get_list
+from query.orderings import ordinal
+from query.string_comparators import LEXICOGRAPHIC, parse_ordering
+
+
+@dataclass(frozen=True, slots=True)
+class OrderByColumn:
+    column: str
+    descending: bool = False
+    ordering: str = LEXICOGRAPHIC
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dimension": self.column,
+            "direction": "descending" if self.descending else "ascending",
+            "dimensionOrder": self.ordering,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LimitSpec:
+    columns: tuple[OrderByColumn, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "default",
+            "columns": [c.to_json() for c in self.columns],
+            "limit": self.limit,
+            "offset": self.offset,
+        }
+
+    def order(
+        self,
+        times: np.ndarray | None,
+        columns: Mapping[str, pa.Array],
+        tiebreak: Sequence[str],
+        dims_first: bool = False,
+    ) -> np.ndarray:
+        """Row indices in result order, offset and limit applied."""
+        n = len(times) if times is not None else (len(next(iter(columns.values()))) if columns else 0)
+        keys: list[np.ndarray] = []  # most significant first
+        spec_keys = []
+        for c in self.columns:
+            if c.column not in columns:
+                raise invalid(
+                    "limitSpec column [%s] is not a dimension, aggregator or post-aggregator", c.column
+                )
+            rank = ordinal(columns[c.column], c.ordering)
+            spec_keys.append(-rank if c.descending else rank)
+        if times is not None and not dims_first:
+            keys.append(times)
+        keys += spec_keys
+        if times is not None and dims_first:
+            keys.append(times)
+        keys += [ordinal(columns[d]) for d in tiebreak]
+        idx = np.lexsort(keys[::-1]) if keys else np.arange(n)
+        end = None if self.limit is None else self.offset + self.limit
+        return idx[self.offset : end]
+
+
+def _direction(value: Any) -> bool:
+    if value is None:
+        return False
+    text = str(value).lower()
+    if text in ("ascending", "asc"):
+        return False
+    if text in ("descending", "desc"):
+        return True
+    raise invalid("Unknown limitSpec direction [%s]; expected ascending or descending", value)
+
+
+def parse_limit_spec(value: Any) -> LimitSpec:
+    if value is None:
+        return LimitSpec()
+    obj = as_object(value, "limitSpec")
+    kind = obj.get("type", "default")
+    if kind == "NoopLimitSpec" or kind == "noop":
+        return LimitSpec()
+    if kind != "default":
+        raise QueryUnsupported(f"limitSpec type [{kind}] is not supported")
+    columns = []
+    for c in get_list(obj, "columns", [], what="limitSpec"):
+        if isinstance(c, str):
+            columns.append(OrderByColumn(c))
+            continue
+        c = as_object(c, "limitSpec column")
+        name = c.get("dimension")
+        if not isinstance(name, str) or not name:
+            raise invalid("limitSpec column needs a [dimension]")
+        order = c.get("dimensionOrder")
+        columns.append(
+            OrderByColumn(
+                name,
+                _direction(c.get("direction")),
+                LEXICOGRAPHIC if order is None else parse_ordering(order),
+            )
+        )
+    limit = get_int(obj, "limit", None, what="limitSpec")
+    if limit is not None and limit <= 0:
+        raise invalid("Field [limit] of limitSpec must be greater than 0, got %d", limit)
+    return LimitSpec(tuple(columns), limit, get_int(obj, "offset", 0, what="limitSpec", minimum=0))

@@ -1,0 +1,176 @@
+"""The timeseries query: aggregates per time bucket, zero-filled, with optional grand total.
+
+Zero-filling follows Druid's engine: each segment's cursor walks the buckets of its window (the
+read interval clipped to the segment's first..last row time), emitting aggregator defaults for
+buckets without matching rows unless `skipEmptyBuckets`. Gaps where no segment exists are not
+filled. On the broker the merged rows are ordered, limited, post-aggregated; `grandTotal`
+appends a row with `"timestamp": null` combining the (limited) rows, as Druid's toolchest.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from query.aggregation_engine import BUCKET, GroupingPlan, null_row, total
+from query.aggregators import Aggregator, parse_aggregators
+from query.aggregators.base import json_values
+from query.base import SEGMENT_COLUMN, CommonFields, Query, register
+from query.cache_key import digest_key
+from query.data_window import cursor_window
+from query.duck import connection
+from query.errors import QueryUnsupported, ResourceLimitExceeded, invalid
+from query.fields import get_bool, get_int, get_list
+from query.filters import Filter, parse_filter
+from query.granularity_sql import parse_query_granularity
+from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
+from query.segment_input import SegmentInput
+from timeline import Granularity, format_instant
+
+if TYPE_CHECKING:
+    import duckdb
+
+MAX_FILLED_BUCKETS = 1_000_000
+
+
+def reject_virtual_columns(obj: Mapping[str, Any], what: str) -> None:
+    if get_list(obj, "virtualColumns", [], what=what):
+        raise QueryUnsupported("virtualColumns are not supported")
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class TimeseriesQuery(Query):
+    query_type = "timeseries"
+
+    granularity: Granularity
+    filter: Filter | None = None
+    aggregations: tuple[Aggregator, ...] = ()
+    post_aggregations: tuple[PostAggregator, ...] = ()
+    descending: bool = False
+    limit: int | None = None
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
+        what = "timeseries query"
+        reject_virtual_columns(obj, what)
+        aggs = parse_aggregators(obj)
+        limit = get_int(obj, "limit", None, what=what)
+        if limit is not None and limit <= 0:
+            raise invalid("Field [limit] of timeseries query must be greater than 0, got %d", limit)
+        return cls(
+            **common.as_kwargs(),
+            granularity=parse_query_granularity(obj.get("granularity")),
+            filter=parse_filter(obj.get("filter")),
+            aggregations=aggs,
+            post_aggregations=parse_post_aggregators(obj, [a.name for a in aggs]),
+            descending=get_bool(obj, "descending", False, what=what),
+            limit=limit,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.common_json()
+        out.update(
+            {
+                "granularity": self.granularity.to_json(),
+                "filter": None if self.filter is None else self.filter.to_json(),
+                "aggregations": [a.to_json() for a in self.aggregations],
+                "postAggregations": [p.to_json() for p in self.post_aggregations],
+                "descending": self.descending,
+                "limit": self.limit,
+            }
+        )
+        return out
+
+    def cache_key(self) -> bytes:
+        return digest_key(
+            self.query_type,
+            {
+                "granularity": self.granularity.to_json(),
+                "filter": None if self.filter is None else self.filter.to_json(),
+                "aggregations": [a.to_json() for a in self.aggregations],
+                "skipEmptyBuckets": self.context.skip_empty_buckets,
+            },
+        )
+
+    @property
+    def plan(self) -> GroupingPlan:
+        return GroupingPlan(self.granularity, (), self.aggregations, self.filter)
+
+    # -- data path ---------------------------------------------------------------------------------
+    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        table = self.plan.run(conn, inputs)
+        if self.context.skip_empty_buckets or self.granularity.is_none:
+            return table  # `none` would fill every millisecond: only buckets with rows
+        frame = self._frame(inputs)
+        if frame.num_rows == 0:
+            return table
+        filled = frame.join(table.drop_columns([]), keys=[SEGMENT_COLUMN, BUCKET], join_type="full outer")
+        schema = self.plan.schema()
+        return filled.select(schema.names).cast(schema)
+
+    def _frame(self, inputs: Sequence[SegmentInput]) -> pa.Table:
+        """Every (segment, bucket) the segments' cursors walk."""
+        segments: list[str] = []
+        starts: list[int] = []
+        for inp in inputs:
+            window = cursor_window(inp)
+            if window is None:
+                continue
+            if self.granularity.is_all:
+                buckets = [window.start]
+            else:
+                buckets = [
+                    b.start
+                    for b in itertools.islice(self.granularity.buckets(window), MAX_FILLED_BUCKETS + 1)
+                ]
+            if len(starts) + len(buckets) > MAX_FILLED_BUCKETS:
+                raise ResourceLimitExceeded(
+                    f"Zero-filling would emit more than {MAX_FILLED_BUCKETS} buckets; "
+                    "use a coarser granularity or context skipEmptyBuckets"
+                )
+            segments += [inp.segment_id] * len(buckets)
+            starts += buckets
+        return pa.table(
+            {SEGMENT_COLUMN: pa.array(segments, pa.string()), BUCKET: pa.array(starts, pa.int64())}
+        )
+
+    def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
+        return self.plan.merge(connection(), partials)
+
+    def finalize(self, merged: pa.Table) -> list[Any]:
+        plan = self.plan
+        if merged.num_rows == 0 and self.granularity.is_all and not self.context.skip_empty_buckets:
+            row = null_row(plan.schema())
+            start = self.segment_spec.intervals[0].start if self.segment_spec.intervals else 0
+            merged = row.set_column(row.schema.get_field_index(BUCKET), BUCKET, pa.array([start], pa.int64()))
+        order = "descending" if self.descending else "ascending"
+        merged = merged.take(pc.sort_indices(merged, [(BUCKET, order)]))
+        if self.limit is not None:
+            merged = merged.slice(0, self.limit)
+        tz = self.granularity.tz
+        rows = [
+            {"timestamp": None if ms is None else format_instant(ms, tz), "result": result}
+            for ms, result in zip(merged.column(BUCKET).to_pylist(), self._results(merged), strict=True)
+        ]
+        if self.context.grand_total:
+            rows.append({"timestamp": None, "result": self._results(total(connection(), plan, merged))[0]})
+        return rows
+
+    def _results(self, table: pa.Table) -> list[dict[str, Any]]:
+        plan = self.plan
+        env = plan.env(table)
+        columns = plan.aggregator_json(table, env, self.context.finalize)
+        for name, values in compute_all(self.post_aggregations, env).items():
+            columns[name] = json_values(values)
+        names = list(columns)
+        return (
+            [dict(zip(names, vals, strict=True)) for vals in zip(*columns.values(), strict=True)]
+            if names
+            else [{} for _ in range(table.num_rows)]
+        )
