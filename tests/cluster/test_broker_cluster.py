@@ -158,3 +158,39 @@ def test_losing_a_historical_never_gives_a_wrong_total(cluster: dict[str, Any], 
     assert outcomes["complete"] >= 3, outcomes
     victim.start()
     wait_for_segments(broker, HOURS)
+
+
+def test_druid_tutorial_top_pages(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
+    body = {"queryType": "topN", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
+            "granularity": "all", "dimension": "page", "metric": "count", "threshold": 10,
+            "aggregations": [{"type": "count", "name": "count"}],
+            # Druid publishes this answer over one DAY segment; over 24 hourly segments topN keeps
+            # minTopNThreshold pages per segment and is approximate, so widen it to be exact here.
+            "context": {"minTopNThreshold": 100000}}  # fmt: skip
+    resp = query(cluster["broker"], body)
+    assert resp.status_code == 200, resp.text
+    (result,) = resp.json()
+    # Druid's published answer: the top page and the timestamp of the first event
+    assert result["timestamp"] == "2015-09-12T00:46:58.771Z"
+    assert result["result"][0] == {"count": 33, "page": "Wikipedia:Vandalismusmeldung"}
+    want = raw("SELECT page, count(*) c FROM RAW GROUP BY page ORDER BY c DESC, page LIMIT 10", wikipedia_sample)
+    assert [(r["page"], r["count"]) for r in result["result"]] == [tuple(w) for w in want]
+
+
+def test_timeseries_and_groupby_through_the_broker(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
+    broker = cluster["broker"]
+    ts = query(broker, {"queryType": "timeseries", "dataSource": "wikipedia", "granularity": "hour",
+                        "intervals": ["2015-09-12/2015-09-13"],
+                        "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"},
+                                         {"type": "count", "name": "rows"}]}).json()  # fmt: skip
+    want = raw("SELECT strftime(date_trunc('hour', time::TIMESTAMP), '%Y-%m-%dT%H:00:00.000Z'), sum(added), count(*) "
+               "FROM RAW GROUP BY 1 ORDER BY 1", wikipedia_sample)  # fmt: skip
+    assert [(r["timestamp"], r["result"]["added"], r["result"]["rows"]) for r in ts] == [tuple(w) for w in want]
+    gb = query(broker, {"queryType": "groupBy", "dataSource": "wikipedia", "granularity": "all",
+                        "intervals": ["2015-09-12/2015-09-13"], "dimensions": ["channel"],
+                        "aggregations": [{"type": "doubleSum", "name": "delta", "fieldName": "delta"}],
+                        "limitSpec": {"type": "default", "limit": 5,
+                                      "columns": [{"dimension": "delta", "direction": "descending"}]}}).json()  # fmt: skip
+    want = raw("SELECT channel, sum(delta)::DOUBLE d FROM RAW GROUP BY channel ORDER BY d DESC LIMIT 5", wikipedia_sample)
+    assert [(r["event"]["channel"], r["event"]["delta"]) for r in gb] == [tuple(w) for w in want]
+    assert all(r["version"] == "v1" and r["timestamp"] == "2015-09-12T00:00:00.000Z" for r in gb)
