@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, str] = {
     "segments": "storage.cli",
     "historical": "historical_service.cli",
     "broker": "broker_service.cli",
+    "quickstart": "strata.quickstart",
 }
 
 

@@ -1,0 +1,173 @@
+"""`strata quickstart`: a whole cluster on one machine over Druid's wikipedia sample.
+
+Ingests the sample into day segments (once; later runs reuse the data), starts ZooKeeper from
+Debian's package when it is installed (otherwise the broker follows the historicals' HTTP change
+feeds and says so), two historicals and a broker as child processes logging into the working
+directory, waits until the broker sees every segment, runs Druid's tutorial "top 10 pages by
+edits" query, prints the table, and serves on 127.0.0.1:8082 until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HELP = "Run a local cluster (ZooKeeper, two historicals, a broker) on Druid's wikipedia sample"
+
+TOP_PAGES = {
+    "queryType": "topN",
+    "dataSource": "wikipedia",
+    "intervals": ["2015-09-12/2015-09-13"],
+    "granularity": "all",
+    "dimension": "page",
+    "metric": "count",
+    "threshold": 10,
+    "aggregations": [{"type": "count", "name": "count"}],
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", default="quickstart", help="working directory (data, logs)")
+    parser.add_argument("--port", type=int, default=8082, help="broker port")
+    parser.add_argument("--historical-ports", default="8083,8084", help="two historical ports")
+    parser.add_argument("--exit-after-query", action="store_true", help="stop after printing the table")
+
+
+def _ingest(work: Path) -> None:
+    from ingestion.api import ingest
+    from storage import open_metadata_store
+    from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
+
+    store = open_metadata_store(str(work / "metadata.db"))
+    try:
+        if store.used_segments("wikipedia"):
+            print("wikipedia already ingested: reusing it")
+            return
+    finally:
+        store.close()
+    spec = json.loads(WIKIPEDIA_INDEX_SPEC.read_text())
+    spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(WIKIPEDIA_SAMPLE.parent)
+    summary = ingest(spec, deep_storage=work / "deep-storage", metadata=work / "metadata.db")
+    print(f"ingested {summary.rows_ingested:,} rows into {len(summary.segments)} segment(s)")
+
+
+def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-P", "-m", "strata.cli", *argv],  # -P: no cwd on sys.path
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches us; we stop the children in order
+        )
+
+
+def _wait_for_segments(
+    url: str, expected: int, children: list[subprocess.Popen[bytes]], timeout: float
+) -> None:
+    import httpx
+
+    body = {"queryType": "segmentMetadata", "dataSource": "wikipedia", "analysisTypes": []}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in children:
+            if child.poll() is not None:
+                raise RuntimeError(f"a child process exited (code {child.returncode}); see the logs")
+        try:
+            resp = httpx.post(f"{url}/druid/v2/", json=body, timeout=5)
+            if resp.status_code == 200 and len(resp.json()) >= expected:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"the broker did not see all {expected} segment(s) within {timeout:.0f}s")
+
+
+def _print_top_pages(result: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Top 10 pages by edits, 2015-09-12 (Druid's tutorial query)")
+    table.add_column("page")
+    table.add_column("edits", justify="right")
+    for row in result[0]["result"] if result else []:
+        table.add_row(str(row["page"]), str(row["count"]))
+    Console().print(table)
+
+
+def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+    for child in reversed(children):
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in reversed(children):
+        try:
+            child.wait(15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(5)
+
+
+def run(args: argparse.Namespace) -> int:
+    import httpx
+
+    from storage import open_metadata_store
+    from strata.local_servers import ServerStartError, ZooKeeperServer, free_port
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    work = Path(args.dir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    _ingest(work)
+    store = open_metadata_store(str(work / "metadata.db"))
+    expected = len(store.used_segments("wikipedia"))
+    store.close()
+
+    zk: ZooKeeperServer | None = None
+    children: list[subprocess.Popen[bytes]] = []
+    ports = [int(p) for p in args.historical_ports.split(",")]
+    try:
+        if ZooKeeperServer.available():
+            zk = ZooKeeperServer(port=free_port(), data_dir=work / "zookeeper").start()
+            discovery = ["--zk", zk.address]
+            print(f"ZooKeeper on {zk.address}")
+        else:
+            discovery = []
+            print("ZooKeeper is not installed: the broker follows the historicals' HTTP change feeds")
+        for i, port in enumerate(ports):
+            argv = [
+                "historical", "--port", str(port), *discovery,
+                "--deep-storage", str(work / "deep-storage"), "--metadata", str(work / "metadata.db"),
+                "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2",
+            ]  # fmt: skip
+            children.append(_spawn(argv, work / f"historical-{i}.log"))
+        nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
+        broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
+        children.append(_spawn(["broker", "--port", str(args.port), *broker_discovery], work / "broker.log"))
+        url = f"http://127.0.0.1:{args.port}"
+        _wait_for_segments(url, expected, children, timeout=120)
+        result = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60).json()
+        _print_top_pages(result)
+        print(f"Broker serving Druid's API on {url}/druid/v2/ ; logs in {work}. Ctrl-C to stop.")
+        sys.stdout.flush()
+        if args.exit_after_query:
+            return 0
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
+        print("a child process exited; shutting down", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nshutting down")
+        return 0
+    except (RuntimeError, ServerStartError, httpx.HTTPError) as e:
+        print(f"quickstart failed: {e} (logs in {work})", file=sys.stderr)
+        return 1
+    finally:
+        _stop(children)
+        if zk is not None:
+            zk.stop()
