@@ -1,0 +1,102 @@
+"""In-process LRU bounded by bytes held, not by entry count: partial results vary from bytes to MiB.
+
+An entry is charged its value plus its key, so many tiny entries with long keys still respect the
+bound. Entries larger than `max_entry_size` are not cached at all (Druid's maxEntrySize): one huge
+partial would otherwise flush many small, hot ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+
+from cachetools import LRUCache
+
+from cache.base import CacheKey, ResultCache
+from cache.stats import CacheStats, StatsCounter
+
+DEFAULT_MAX_ENTRY_SIZE = 1_000_000
+
+
+def charged_size(key: CacheKey, value: bytes) -> int:
+    return len(value) + len(key.key) + len(key.namespace)
+
+
+class _EvictingLRU(LRUCache[CacheKey, tuple[bytes, int]]):
+    """cachetools' LRU, telling its owner about each entry pushed out to make room."""
+
+    def __init__(self, maxsize: int, on_evict: Callable[[CacheKey], None]):
+        super().__init__(maxsize, getsizeof=lambda entry: entry[1])
+        self._on_evict = on_evict
+
+    def popitem(self) -> tuple[CacheKey, tuple[bytes, int]]:
+        key, entry = super().popitem()
+        self._on_evict(key)
+        return key, entry
+
+
+class LruCache(ResultCache):
+    blocking = False
+
+    def __init__(self, max_bytes: int, max_entry_size: int = DEFAULT_MAX_ENTRY_SIZE):
+        if max_bytes <= 0:
+            raise ValueError(f"LRU cache size must be positive, got {max_bytes} bytes")
+        if max_entry_size <= 0:
+            raise ValueError(f"max entry size must be positive, got {max_entry_size}")
+        self.max_bytes = max_bytes
+        self.max_entry_size = min(max_entry_size, max_bytes)
+        self._lock = threading.Lock()
+        self._counters = StatsCounter()
+        self._by_namespace: defaultdict[str, set[CacheKey]] = defaultdict(set)
+        self._lru = _EvictingLRU(max_bytes, self._evicted)
+
+    def _evicted(self, key: CacheKey) -> None:
+        self._counters.add("evictions")
+        self._forget_in_namespace(key)
+
+    def _forget_in_namespace(self, key: CacheKey) -> None:
+        members = self._by_namespace.get(key.namespace)
+        if members is not None:
+            members.discard(key)
+            if not members:
+                del self._by_namespace[key.namespace]
+
+    def get_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, bytes]:
+        found: dict[CacheKey, bytes] = {}
+        with self._lock:
+            for key in keys:
+                entry = self._lru.get(key)
+                if entry is not None:
+                    found[key] = entry[0]
+        self._counters.add("hits", len(found))
+        self._counters.add("misses", len(keys) - len(found))
+        return found
+
+    def put_many(self, items: Mapping[CacheKey, bytes]) -> None:
+        skipped = 0
+        with self._lock:
+            for key, value in items.items():
+                size = charged_size(key, value)
+                if size > self.max_entry_size:
+                    skipped += 1
+                    continue
+                self._lru[key] = (bytes(value), size)
+                self._by_namespace[key.namespace].add(key)
+        self._counters.add("put_skipped_too_large", skipped)
+
+    def close_namespace(self, namespace: str) -> None:
+        with self._lock:
+            for key in self._by_namespace.pop(namespace, ()):
+                self._lru.pop(key, None)
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            entries, size = len(self._lru), int(self._lru.currsize)
+        return self._counters.snapshot(entries=entries, size_bytes=size)
+
+    def close(self) -> None:
+        with self._lock:
+            self._lru.clear()
+            self._by_namespace.clear()
+        super().close()

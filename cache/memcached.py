@@ -1,0 +1,254 @@
+"""Memcached backend shared by every broker: keys spread over several servers, failing open.
+
+A cache must never make a query fail or wait long: when a server is slow or gone, its keys read as
+misses and its puts are dropped; errors and timeouts are counted and logged at most once per
+interval. A failed server is skipped (no network at all) for `retry_interval` seconds and then
+tried again, so the cache recovers by itself when memcached comes back.
+
+Why not pymemcache's HashClient: with `ignore_exc=True` it hides every error (nothing to count);
+with `ignore_exc=False` one failing server throws away the other servers' answers for the whole
+call, it only marks a server failed on OSError, and it visits the servers one after the other. Here
+each server gets its own PooledClient, keys are placed by rendezvous hashing as HashClient does
+(see `placement`; independent of server order, so brokers listing the servers differently still
+agree), and the async path can ask all servers in parallel (`parallel_fanout`: it pays off when the
+network round trip outweighs a thread hop, i.e. servers on other hosts; on loopback one hop that
+visits the servers in turn measured faster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from pymemcache.client.base import PooledClient
+from pymemcache.exceptions import MemcacheServerError
+
+from cache.base import CacheKey, ResultCache
+from cache.memcached_format import frame, memcached_key, unframe, validate_prefix
+from cache.placement import RendezvousPlacement
+from cache.stats import CacheStats, StatsCounter
+
+log = logging.getLogger(__name__)
+
+ITEM_SIZE_MAX = 1024 * 1024  # memcached's default -I
+ITEM_OVERHEAD = 1024  # header + key + suffix, rounded up generously
+DEFAULT_EXPIRE_S = 2_592_000  # 30 days, as Druid
+
+
+def parse_servers(spec: str | Sequence[str]) -> list[tuple[str, int]]:
+    """`"h:p,h:p"` (or a list of `"h:p"`) into (host, port) pairs; the port defaults to 11211."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    servers: list[tuple[str, int]] = []
+    for raw in (s.strip() for s in items):
+        if not raw:
+            continue
+        host, sep, port_text = raw.rpartition(":")
+        if not sep or host.endswith(":"):  # no port, or a bare IPv6 address
+            host, port_text = raw, "11211"
+        host = host.strip("[]")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"bad memcached server {raw!r}; expected HOST:PORT")
+        servers.append((host, int(port_text)))
+    if not servers:
+        raise ValueError("no memcached servers given; expected HOST:PORT[,HOST:PORT...]")
+    return sorted(set(servers))
+
+
+class _ThrottledLog:
+    """A warning at most once per interval, saying how many were suppressed since the last one."""
+
+    def __init__(self, interval_s: float):
+        self.interval_s = interval_s
+        self._last = -float("inf")
+        self._suppressed = 0
+        self._lock = threading.Lock()
+
+    def warning(self, message: str) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last < self.interval_s:
+                self._suppressed += 1
+                return
+            suppressed, self._suppressed, self._last = self._suppressed, 0, now
+        more = f" ({suppressed} similar suppressed)" if suppressed else ""
+        log.warning("%s%s", message, more)
+
+
+class _Server:
+    """One memcached server: its connection pool and when it may be tried again after a failure."""
+
+    def __init__(self, address: tuple[str, int], timeout_s: float, pool_size: int):
+        self.address = address
+        self.name = f"{address[0]}:{address[1]}"
+        self._timeout_s = timeout_s
+        self._pool_size = pool_size
+        self.down_until = 0.0
+        self.client = self._connect()
+
+    def _connect(self) -> PooledClient:
+        return PooledClient(
+            self.address,
+            connect_timeout=self._timeout_s,
+            timeout=self._timeout_s,
+            no_delay=True,
+            max_pool_size=self._pool_size,
+            default_noreply=False,
+        )
+
+    def available(self) -> bool:
+        return time.monotonic() >= self.down_until
+
+    def mark_down(self, retry_interval_s: float) -> None:
+        """Skip it for a while and drop its pooled sockets: after a restart they are all stale."""
+        self.down_until = time.monotonic() + retry_interval_s
+        old, self.client = self.client, self._connect()
+        old.close()
+
+
+class MemcachedCache(ResultCache):
+    blocking = True
+
+    def __init__(
+        self,
+        servers: str | Sequence[str],
+        prefix: str = "strata",
+        timeout_s: float = 0.5,
+        retry_interval_s: float = 1.0,
+        expire_s: int = DEFAULT_EXPIRE_S,
+        max_value_size: int = ITEM_SIZE_MAX - ITEM_OVERHEAD,
+        log_interval_s: float = 30.0,
+        io_threads: int = 4,
+        parallel_fanout: bool = False,
+    ):
+        if timeout_s <= 0 or retry_interval_s < 0 or max_value_size <= 0 or io_threads <= 0:
+            raise ValueError("memcached timeout, value size and io_threads must be positive")
+        self.prefix = validate_prefix(prefix)
+        self.retry_interval_s = retry_interval_s
+        self.expire_s = expire_s
+        self.max_value_size = max_value_size
+        self.io_threads = io_threads
+        self.parallel_fanout = parallel_fanout
+        self._servers = {
+            s.name: s for s in (_Server(a, timeout_s, io_threads) for a in parse_servers(servers))
+        }
+        self._placement = RendezvousPlacement(list(self._servers))
+        self._counters = StatsCounter()
+        self._error_log = _ThrottledLog(log_interval_s)
+
+    @property
+    def server_names(self) -> list[str]:
+        return list(self._servers)
+
+    def _server_for(self, mkey: str) -> _Server:
+        return self._servers[self._placement.node_for(mkey)]
+
+    def _by_server(self, keys: Sequence[CacheKey]) -> dict[str, dict[str, CacheKey]]:
+        batches: defaultdict[str, dict[str, CacheKey]] = defaultdict(dict)
+        for key in keys:
+            mkey = memcached_key(self.prefix, key)
+            batches[self._server_for(mkey).name][mkey] = key
+        return batches
+
+    def _failed(self, server: _Server, action: str, error: Exception) -> None:
+        self._counters.add("timeouts" if isinstance(error, TimeoutError) else "errors")
+        server.mark_down(self.retry_interval_s)
+        self._error_log.warning(
+            f"memcached {server.name} {action} failed ({type(error).__name__}: {error}); "
+            f"serving misses, retrying in {self.retry_interval_s:g}s"
+        )
+
+    def _fetch(self, server_name: str, wanted: dict[str, CacheKey]) -> dict[CacheKey, bytes]:
+        server = self._servers[server_name]
+        if not server.available():
+            return {}
+        try:
+            stored = server.client.get_many(list(wanted))
+        except Exception as e:  # fail open: any failure of the cache is a miss
+            self._failed(server, "get", e)
+            return {}
+        found: dict[CacheKey, bytes] = {}
+        collisions = 0
+        for mkey, data in stored.items():
+            key = wanted.get(mkey)
+            value = None if key is None else unframe(key, data)
+            if key is None or value is None:
+                collisions += 1
+            else:
+                found[key] = value
+        self._counters.add("collisions", collisions)
+        return found
+
+    def _store(self, server_name: str, framed: dict[str, bytes]) -> None:
+        server = self._servers[server_name]
+        if not server.available():
+            return
+        try:
+            not_stored = server.client.set_many(framed, expire=self.expire_s, noreply=False)
+        except MemcacheServerError as e:
+            if "too large" in str(e):
+                self._counters.add("put_skipped_too_large")  # the server's -I is below our limit
+                return
+            self._failed(server, "set", e)
+            return
+        except Exception as e:
+            self._failed(server, "set", e)
+            return
+        self._counters.add("errors", len(not_stored))
+
+    def _count_lookup(self, asked: int, found: int) -> None:
+        self._counters.add("hits", found)
+        self._counters.add("misses", asked - found)
+
+    def get_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, bytes]:
+        found: dict[CacheKey, bytes] = {}
+        for server_name, wanted in self._by_server(keys).items():
+            found.update(self._fetch(server_name, wanted))
+        self._count_lookup(len(keys), len(found))
+        return found
+
+    def _framed_by_server(self, items: Mapping[CacheKey, bytes]) -> dict[str, dict[str, bytes]]:
+        batches: defaultdict[str, dict[str, bytes]] = defaultdict(dict)
+        too_large = 0
+        for key, value in items.items():
+            framed = frame(key, value)
+            if len(framed) > self.max_value_size:
+                too_large += 1
+                continue
+            mkey = memcached_key(self.prefix, key)
+            batches[self._server_for(mkey).name][mkey] = framed
+        self._counters.add("put_skipped_too_large", too_large)
+        return batches
+
+    def put_many(self, items: Mapping[CacheKey, bytes]) -> None:
+        for server_name, framed in self._framed_by_server(items).items():
+            self._store(server_name, framed)
+
+    async def aget_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, bytes]:
+        if not self.parallel_fanout:
+            return await self.run_blocking(self.get_many, list(keys))
+        batches = self._by_server(keys)
+        jobs = (self.run_blocking(self._fetch, s, w) for s, w in batches.items())
+        found = {k: v for part in await asyncio.gather(*jobs) for k, v in part.items()}
+        self._count_lookup(len(keys), len(found))
+        return found
+
+    async def aput_many(self, items: Mapping[CacheKey, bytes]) -> None:
+        if not self.parallel_fanout:
+            return await self.run_blocking(self.put_many, dict(items))
+        batches = self._framed_by_server(items)
+        await asyncio.gather(*(self.run_blocking(self._store, s, f) for s, f in batches.items()))
+
+    def close_namespace(self, namespace: str) -> None:
+        """Memcached cannot enumerate a namespace; entries of a removed segment just age out (LRU)."""
+
+    def stats(self) -> CacheStats:
+        return self._counters.snapshot()
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.client.close()
+        super().close()
