@@ -122,15 +122,10 @@ class SegmentCache:
 
 def build_cache_policy(kind: str, size_bytes: int, memcached: str | None) -> SegmentCache:
     """A policy over the `cache` package's backend of that kind."""
-    import importlib
-
     from broker_service.build import BrokerConfigError
+    from cache import CacheKey as cache_key
+    from cache import create_cache
 
-    try:  # looked up at run time: the cache package is optional for a broker without --cache
-        cache_module = importlib.import_module("cache")
-        cache_key, create_cache = cache_module.CacheKey, cache_module.create_cache
-    except (ImportError, AttributeError) as e:
-        raise BrokerConfigError(f"--cache {kind} needs the cache package: {e}") from None
     servers = [s for s in (memcached or "").split(",") if s.strip()]
     try:
         backend = create_cache(kind, size_bytes, servers)

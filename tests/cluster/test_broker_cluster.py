@@ -194,3 +194,31 @@ def test_timeseries_and_groupby_through_the_broker(cluster: dict[str, Any], wiki
     want = raw("SELECT channel, sum(delta)::DOUBLE d FROM RAW GROUP BY channel ORDER BY d DESC LIMIT 5", wikipedia_sample)
     assert [(r["event"]["channel"], r["event"]["delta"]) for r in gb] == [tuple(w) for w in want]
     assert all(r["version"] == "v1" and r["timestamp"] == "2015-09-12T00:00:00.000Z" for r in gb)
+
+
+def historical_queries(node: StrataProcess) -> float:
+    text = httpx.get(f"{node.url}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("strata_historical_queries_total{"))  # fmt: skip
+
+
+def test_lru_cache_answers_a_repeated_query_without_the_data_nodes(cluster: dict[str, Any]) -> None:
+    """Repeated timeseries through a broker with --cache lru: same answer, no data-node request."""
+    broker = StrataProcess("broker", ["--zk", cluster["historicals"][0].args[1], "--zk-base", cluster["base"],
+                                      "--cache", "lru", "--cache-size", "100000000"],
+                           cluster["root"] / "broker-cache.log").start()  # fmt: skip
+    try:
+        wait_for_segments(broker, HOURS)
+        body = {"queryType": "timeseries", "dataSource": "wikipedia", "granularity": "hour",
+                "intervals": ["2015-09-12/2015-09-13"],
+                "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}],
+                "context": {"queryId": "cold"}}  # fmt: skip
+        cold = query(broker, body).json()
+        before = sum(historical_queries(h) for h in cluster["historicals"])
+        body["context"] = {"queryId": "warm"}  # a different query id shares the cache entries
+        warm = query(broker, body).json()
+        after = sum(historical_queries(h) for h in cluster["historicals"])
+        assert warm == cold and len(cold) == HOURS
+        assert after == before
+    finally:
+        broker.stop()
