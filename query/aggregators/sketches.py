@@ -84,19 +84,13 @@ def _build_sql(
 
 
 @dataclass(frozen=True)
-class HllBuildAggregator(SketchAggregator):
-    type_name = "HLLSketchBuild"
+class _HllFieldAggregator(SketchAggregator):
+    """HLLSketchBuild and HLLSketchMerge: one input column, Druid's HLL sketch JSON."""
+
     field: str = ""
 
     def columns(self) -> set[str]:
         return {self.field}
-
-    def partial_sql(self, col: str, types: Mapping[str, str], cond: str | None) -> list[str]:
-        if types.get(self.field) == "BLOB":
-            raise invalid(
-                "Aggregator [%s]: column [%s] holds sketches; use HLLSketchMerge", self.name, self.field
-            )
-        return [aliased(_build_sql([self.field], types, cond, self.lg_k, self.tgt_type), col)]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,12 +104,20 @@ class HllBuildAggregator(SketchAggregator):
 
 
 @dataclass(frozen=True)
-class HllMergeAggregator(SketchAggregator):
-    type_name = "HLLSketchMerge"
-    field: str = ""
+class HllBuildAggregator(_HllFieldAggregator):
+    type_name = "HLLSketchBuild"
 
-    def columns(self) -> set[str]:
-        return {self.field}
+    def partial_sql(self, col: str, types: Mapping[str, str], cond: str | None) -> list[str]:
+        if types.get(self.field) == "BLOB":
+            raise invalid(
+                "Aggregator [%s]: column [%s] holds sketches; use HLLSketchMerge", self.name, self.field
+            )
+        return [aliased(_build_sql([self.field], types, cond, self.lg_k, self.tgt_type), col)]
+
+
+@dataclass(frozen=True)
+class HllMergeAggregator(_HllFieldAggregator):
+    type_name = "HLLSketchMerge"
 
     def partial_sql(self, col: str, types: Mapping[str, str], cond: str | None) -> list[str]:
         source = types.get(self.field, "VARCHAR")
@@ -123,17 +125,6 @@ class HllMergeAggregator(SketchAggregator):
             # no segment has this sketch column: every group's sketch is empty
             return [aliased(self._union(filtered("list(CAST(NULL AS BLOB))", cond)), col)]
         return [aliased(self._union(filtered(f"list({quote_ident(self.field)})", cond)), col)]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "name": self.name,
-            "fieldName": self.field,
-            "lgK": self.lg_k,
-            "tgtHllType": self.tgt_type,
-            "round": self.round,
-        }
-
 
 @dataclass(frozen=True)
 class CardinalityAggregator(SketchAggregator):
