@@ -37,7 +37,8 @@ from broker_service.query_runner import QueryRunner, RunnerLimits
 from broker_service.response_context import encode_response_context
 from broker_service.server_view import BrokerServerView
 from query import Query, QueryError, parse_query
-from query.errors import BadJson, ResourceLimitExceeded, invalid, unknown_exception
+from query.errors import invalid, unknown_exception
+from query.request_body import decode_query_body
 from query.segment_spec import parse_segment_spec
 from strata import __version__
 from timeline import Interval
@@ -260,14 +261,7 @@ def create_app(broker: Broker) -> Starlette:
 
 async def _read_query(request: Request, max_bytes: int) -> Query:
     body = await request.body()
-    if len(body) > max_bytes:
-        raise ResourceLimitExceeded(
-            f"Query of {len(body)} bytes is larger than the limit of {max_bytes} bytes"
-        )
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        raise BadJson(f"Query body is not valid JSON: {e}") from None
+    obj = decode_query_body(body, max_bytes)
     return await asyncio.to_thread(parse_query, obj) if len(body) > 65536 else parse_query(obj)
 
 

@@ -28,7 +28,8 @@ from starlette.routing import Route
 
 from query import Query, QueryError, SegmentInput, parse_query
 from query.duck import connection
-from query.errors import BadJson, QueryCancelled, QueryTimeout, ResourceLimitExceeded, unknown_exception
+from query.errors import QueryCancelled, QueryTimeout, unknown_exception
+from query.request_body import decode_query_body
 from query.segment_spec import SegmentsSpec
 from timeline import SegmentDescriptor
 
@@ -157,14 +158,7 @@ class QueryEndpoint:
         headers: dict[str, str] = {}
         try:
             body = await request.body()
-            if len(body) > MAX_REQUEST_BYTES:
-                raise ResourceLimitExceeded(
-                    f"Request of {len(body)} bytes exceeds the {MAX_REQUEST_BYTES} limit"
-                )
-            try:
-                obj = orjson.loads(body)
-            except orjson.JSONDecodeError as e:
-                raise BadJson(f"Request body is not valid JSON: {e}") from None
+            obj = decode_query_body(body, MAX_REQUEST_BYTES)
             query = parse_query(obj)
             query_id = query.context.query_id
             headers["X-Druid-Query-Id"] = query_id
