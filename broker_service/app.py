@@ -90,6 +90,7 @@ class Broker:
             connected=lambda: 1.0 if inventory is None or inventory.status().connected else 0.0,
             running=lambda: self.admission.running,
             queued=lambda: self.admission.queued,
+            lost=lambda: view.lost_segment_count,
         )
         stats = getattr(cache_policy, "stats", None)
         if stats is not None:
@@ -217,6 +218,7 @@ def create_app(broker: Broker) -> Starlette:
             "inventory": inventory,
             "servers": len(broker.view.servers()),
             "segments": broker.view.segment_count,
+            "lostSegments": broker.view.lost_segment_count,
             "runningQueries": broker.admission.running,
             "queuedQueries": broker.admission.queued,
             "uptimeSeconds": round(time.time() - broker.started, 3),

@@ -16,7 +16,7 @@ class BrokerConfigError(ValueError):
 
 
 def build_broker(args: argparse.Namespace) -> Broker:
-    view = BrokerServerView()
+    view = BrokerServerView(lost_segment_grace_s=max(0.0, args.lost_segment_grace))
     discovery = args.discovery or ("zk" if args.zk else "http")
     inventory: ServerInventory
     if discovery == "zk":

@@ -26,6 +26,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memcached", default=None, help="memcached HOST:PORT,...")
     parser.add_argument("--max-concurrent-queries", type=int, default=32)
     parser.add_argument("--query-queue", type=int, default=64, help="queries waiting beyond the running ones")
+    parser.add_argument(
+        "--lost-segment-grace",
+        type=float,
+        default=300.0,
+        help="seconds a segment whose every server vanished is still reported missing (0: forget at once)",
+    )
     parser.add_argument("--merge-threads", type=int, default=4, help="worker threads merging partials")
 
 

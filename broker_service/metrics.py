@@ -44,6 +44,11 @@ class BrokerMetrics:
         self.inventory_segments = Gauge(
             "strata_broker_inventory_segments", "Segments in the view", registry=r
         )
+        self.lost_segments = Gauge(
+            "strata_broker_lost_segments",
+            "Segments whose every server vanished and no other server announced yet",
+            registry=r,
+        )
         self.inventory_servers = Gauge(
             "strata_broker_inventory_servers", "Data servers in the view", registry=r
         )
@@ -69,9 +74,11 @@ class BrokerMetrics:
         connected: Callable[[], float],
         running: Callable[[], float],
         queued: Callable[[], float],
+        lost: Callable[[], float] = lambda: 0.0,
     ) -> None:
         """Gauges read live values at scrape time."""
         self.inventory_segments.set_function(segments)
+        self.lost_segments.set_function(lost)
         self.inventory_servers.set_function(servers)
         self.inventory_connected.set_function(connected)
         self.running_queries.set_function(running)

@@ -2,6 +2,12 @@
 
 A timeline chunk is a `ServerSelector`: one segment plus every server announcing it. A segment
 enters its timeline when the first server announces it and leaves when the last one drops it.
+
+A segment whose last server *vanished* (died, lost its session, stopped answering) is different
+from one its server dropped on purpose: the data still exists and another node is about to load
+it. Such a segment stays in its timeline as *lost* (a selector with no server) for a grace
+period, so queries over it report it missing (an error, or a flagged partial answer) instead of
+silently answering without it. It is served again as soon as any server announces it.
 Every mutation and every read happens on the event loop thread (inventories marshal their
 callbacks there), so a query always sees a consistent timeline without locks — the global lock
 of Druid's BrokerServerView is what stalled its queries during segment churn.
@@ -10,6 +16,7 @@ of Druid's BrokerServerView is what stalled its queries during segment churn.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Protocol
 
@@ -71,7 +78,10 @@ SegmentRemovedListener = Callable[[DataSegment], None]
 
 
 class BrokerServerView:
-    def __init__(self) -> None:
+    def __init__(self, *, lost_segment_grace_s: float = 300.0, clock: Callable[[], float] = time.monotonic):
+        self.lost_segment_grace_s = lost_segment_grace_s
+        self._clock = clock
+        self._lost: dict[str, float] = {}  # segment id -> when its last server vanished (insertion-ordered)
         self._servers: dict[str, DataServer] = {}
         self._served: dict[str, dict[str, DataSegment]] = {}  # server name -> segment id -> segment
         self._selectors: dict[str, ServerSelector] = {}  # segment id -> selector
@@ -89,8 +99,9 @@ class BrokerServerView:
         self.version += 1
 
     def remove_server(self, name: str) -> None:
+        """The server vanished: segments it alone served become lost, not gone (see module doc)."""
         for segment_id in list(self._served.get(name, ())):
-            self.remove_segment(name, segment_id)
+            self.remove_segment(name, segment_id, vanished=True)
         self._served.pop(name, None)
         self._servers.pop(name, None)
         self.version += 1
@@ -110,6 +121,7 @@ class BrokerServerView:
         if segment.id in served:
             return
         served[segment.id] = segment
+        self._lost.pop(segment.id, None)
         selector = self._selectors.get(segment.id)
         if selector is None:
             selector = self._selectors[segment.id] = ServerSelector(segment)
@@ -120,7 +132,7 @@ class BrokerServerView:
         selector.servers[server_name] = server
         self.version += 1
 
-    def remove_segment(self, server_name: str, segment_id: str) -> None:
+    def remove_segment(self, server_name: str, segment_id: str, *, vanished: bool = False) -> None:
         served = self._served.get(server_name)
         if not served or served.pop(segment_id, None) is None:
             return
@@ -129,16 +141,46 @@ class BrokerServerView:
             return
         selector.servers.pop(server_name, None)
         if not selector.servers:
-            del self._selectors[segment_id]
-            segment = selector.segment
-            timeline = self._timelines.get(segment.data_source)
-            if timeline is not None:
-                timeline.remove_segment(segment, selector)
-                if timeline.is_empty():
-                    del self._timelines[segment.data_source]
-            for listener in self._removal_listeners:
-                listener(segment)
+            if vanished and self.lost_segment_grace_s > 0:
+                self._lost[segment_id] = self._clock()
+            else:
+                self._forget(selector)
         self.version += 1
+
+    def _forget(self, selector: ServerSelector) -> None:
+        segment = selector.segment
+        del self._selectors[segment.id]
+        self._lost.pop(segment.id, None)
+        timeline = self._timelines.get(segment.data_source)
+        if timeline is not None:
+            timeline.remove_segment(segment, selector)
+            if timeline.is_empty():
+                del self._timelines[segment.data_source]
+        for listener in self._removal_listeners:
+            listener(segment)
+
+    def expire_lost_segments(self) -> int:
+        """Forget lost segments older than the grace period; cheap when there is nothing to do."""
+        if not self._lost:
+            return 0
+        deadline = self._clock() - self.lost_segment_grace_s
+        expired = []
+        for segment_id, since in self._lost.items():
+            if since > deadline:
+                break  # insertion order is time order
+            expired.append(segment_id)
+        for segment_id in expired:
+            selector = self._selectors.get(segment_id)
+            if selector is not None and not selector.servers:
+                self._forget(selector)
+            self._lost.pop(segment_id, None)
+        if expired:
+            self.version += 1
+        return len(expired)
+
+    @property
+    def lost_segment_count(self) -> int:
+        return len(self._lost)
 
     def sync_server(self, server_name: str, segments: Iterable[DataSegment]) -> None:
         """Make `server_name` serve exactly `segments` (a full snapshot), touching only the difference."""
@@ -162,9 +204,11 @@ class BrokerServerView:
 
     # -- reads ------------------------------------------------------------------------------------
     def timeline(self, data_source: str) -> VersionedIntervalTimeline[ServerSelector] | None:
+        self.expire_lost_segments()
         return self._timelines.get(data_source)
 
     def data_sources(self) -> list[str]:
+        self.expire_lost_segments()
         return sorted(self._timelines)
 
     def selector(self, segment_id: str) -> ServerSelector | None:
@@ -175,4 +219,5 @@ class BrokerServerView:
 
     @property
     def segment_count(self) -> int:
-        return len(self._selectors)
+        """Segments some server serves now (lost ones are counted apart)."""
+        return len(self._selectors) - len(self._lost)

@@ -164,7 +164,7 @@ class ZkInventory(ServerInventory):
                 if (server, child) not in self._batch_tokens:
                     self._batch_tokens[(server, child)] = batch_token = next(self._tokens)
                     started.append((child, batch_token))
-        self._post(self._batches_present, server, set(children))
+        self._post(self._batches_present, server, set(children), self._vanished(server))
         from kazoo.recipe.watchers import DataWatch
 
         for child, batch_token in started:
@@ -181,7 +181,7 @@ class ZkInventory(ServerInventory):
             if stat is None:  # the batch znode is gone
                 del self._batch_tokens[(server, batch)]
         if stat is None:
-            self._post(self._apply_batch, server, batch, [])
+            self._post(self._apply_batch, server, batch, [], self._vanished(server))
             return False
         try:
             segments = parse_batch(data)
@@ -190,6 +190,18 @@ class ZkInventory(ServerInventory):
             return None
         self._post(self._apply_batch, server, batch, segments)
         return None
+
+    def _vanished(self, server: str) -> bool:
+        """Is the server's announcement gone? Then its batches went with its session, not on purpose.
+
+        A session's ephemeral znodes are deleted in one transaction, so once a batch deletion is
+        seen, this client's next read already misses the announcement too.
+        """
+        zk = self._zk
+        try:
+            return zk is None or zk.exists(f"{self.announcements_path}/{server}") is None
+        except Exception:  # cannot tell: treat as vanished, which errs towards reporting missing data
+            return True
 
     def _post(self, fn: Callable[..., None], *args: Any) -> None:
         loop = self._loop
@@ -219,11 +231,13 @@ class ZkInventory(ServerInventory):
             self._batches.setdefault(server.name, {})
             self.view.add_server(server)
 
-    def _batches_present(self, server: str, children: set[str]) -> None:
+    def _batches_present(self, server: str, children: set[str], vanished: bool = False) -> None:
         for batch in [b for b in self._batches.get(server, {}) if b not in children]:
-            self._apply_batch(server, batch, [])
+            self._apply_batch(server, batch, [], vanished)
 
-    def _apply_batch(self, server: str, batch: str, segments: list[DataSegment]) -> None:
+    def _apply_batch(
+        self, server: str, batch: str, segments: list[DataSegment], vanished: bool = False
+    ) -> None:
         if server not in self._batches or self.view.server(server) is None:
             return  # server gone (or not announced yet): its segments are not served
         batches = self._batches[server]
@@ -240,7 +254,7 @@ class ZkInventory(ServerInventory):
                 refs[segment_id] -= 1
                 if refs[segment_id] <= 0:
                     del refs[segment_id]
-                    self.view.remove_segment(server, segment_id)
+                    self.view.remove_segment(server, segment_id, vanished=vanished)
         if new:
             batches[batch] = new
         else:

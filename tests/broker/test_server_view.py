@@ -82,8 +82,8 @@ def test_segment_enters_with_first_server_and_leaves_with_last():
     assert removed == [seg]
 
 
-def test_remove_server_drops_only_its_segments():
-    view = BrokerServerView()
+def test_remove_server_drops_only_its_segments_when_lost_segments_are_not_kept():
+    view = BrokerServerView(lost_segment_grace_s=0)
     a, b = segment(interval="2015-09-12/2015-09-13"), segment(interval="2015-09-13/2015-09-14")
     view.add_server(H1)
     view.add_server(H2)
@@ -93,8 +93,65 @@ def test_remove_server_drops_only_its_segments():
     view.remove_server("h1:8083")
     holders = view.timeline("wiki").lookup(Interval.parse("2015-09-01/2015-10-01"))
     assert [h.interval for h in holders] == [b.interval]
-    assert view.segment_count == 1
+    assert view.segment_count == 1 and view.lost_segment_count == 0
     assert view.server("h1:8083") is None
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_segments_of_a_vanished_server_stay_visible_as_lost_until_reannounced():
+    clock = FakeClock()
+    view = BrokerServerView(lost_segment_grace_s=60, clock=clock)
+    a, b = segment(interval="2015-09-12/2015-09-13"), segment(interval="2015-09-13/2015-09-14")
+    view.add_segment("h1:8083", a)
+    view.add_segment("h1:8083", b)
+    view.add_segment("h2:8083", b)
+    view.remove_server("h1:8083")
+    holders = view.timeline("wiki").lookup(Interval.parse("2015-09-01/2015-10-01"))
+    assert [h.interval for h in holders] == [a.interval, b.interval]  # a is still there, unserved
+    lost = holders[0].objects[0]
+    assert lost.servers == {} and lost.pick() is None
+    assert view.segment_count == 1 and view.lost_segment_count == 1
+    clock.now += 30
+    view.add_segment("h2:8083", a)  # the survivor loaded it
+    assert view.selector(a.id) is lost and set(lost.servers) == {"h2:8083"}
+    assert view.segment_count == 2 and view.lost_segment_count == 0
+    clock.now += 1000
+    assert view.expire_lost_segments() == 0 and view.selector(a.id) is lost
+
+
+def test_lost_segments_are_forgotten_after_the_grace_period():
+    clock = FakeClock()
+    view = BrokerServerView(lost_segment_grace_s=60, clock=clock)
+    removed = []
+    view.on_segment_removed(removed.append)
+    a, b = segment(interval="2015-09-12/2015-09-13"), segment(interval="2015-09-13/2015-09-14")
+    view.add_segment("h1:8083", a)
+    view.remove_server("h1:8083")
+    clock.now += 30
+    view.add_segment("h2:8083", b)
+    view.remove_server("h2:8083")
+    clock.now += 45  # a lost 75 s ago, b 45 s ago
+    assert [h.interval for h in view.timeline("wiki").lookup(Interval.parse("2015-09-01/2015-10-01"))] == [
+        b.interval
+    ]
+    assert removed == [a] and view.lost_segment_count == 1
+    clock.now += 20
+    assert view.timeline("wiki") is None and removed == [a, b]
+
+
+def test_a_segment_dropped_on_purpose_is_gone_at_once():
+    view = BrokerServerView(lost_segment_grace_s=60)
+    a = segment()
+    view.add_segment("h1:8083", a)
+    view.remove_segment("h1:8083", a.id)
+    assert view.timeline("wiki") is None and view.lost_segment_count == 0
 
 
 def test_newer_version_overshadows_older_across_servers():
