@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker_service.cache_policy import NoSegmentCache, SegmentCachePolicy
+from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
 from broker_service.data_server import DataServer
 from broker_service.metrics import BrokerMetrics
@@ -127,11 +127,9 @@ class QueryRunner:
             context["uncoveredIntervals"] = [str(i) for i in plan.uncovered]
             context["uncoveredIntervalsOverflowed"] = plan.uncovered_overflowed
         by_segment = query.context.by_segment
-        if by_segment:
-            hits, to_fetch, to_populate = [], list(plan.tasks), []
-        else:
-            lookup = await self.cache_policy.lookup(query, plan.tasks)
-            hits, to_fetch, to_populate = lookup.hits, lookup.to_fetch, lookup.to_populate
+        lookup = CacheLookup(to_fetch=list(plan.tasks)) if by_segment else await self.cache_policy.lookup(
+            query, plan.tasks
+        )
 
         def time_left() -> float | None:
             return None if deadline is None else max(0.001, deadline - loop.time())
@@ -143,7 +141,16 @@ class QueryRunner:
             on_server_contacted=(lambda s: entry.servers.setdefault(s.name, s)) if entry else None,
             on_response=self._record_node,
         )
-        gathered = await scatter.gather(query, to_fetch, time_left)
+        try:
+            gathered = await scatter.gather(query, lookup.to_fetch, time_left)
+            # hand our partials to the queries waiting on them before waiting on others' (no cycles)
+            await self.cache_policy.complete(query, lookup, gathered.fetched, gathered.tables)
+            shared, unshared = await _wait_shared(lookup.waiting)
+            if unshared:  # the query fetching them failed or was cancelled: read them ourselves
+                gathered.add(await scatter.gather(query, unshared, time_left))
+        finally:
+            self.cache_policy.release(lookup)
+        hits = [*lookup.hits, *shared]
         if self.metrics is not None:
             self.metrics.segments_queried.inc(len(plan.tasks))
             self.metrics.retries.inc(gathered.retries)
@@ -155,11 +162,6 @@ class QueryRunner:
             raise ResourceLimitExceeded(
                 f"Query [{query.context.query_id}] gathered {rows} partial rows from data nodes, over the "
                 f"limit of {self.limits.max_gathered_rows}; narrow the intervals or filter"
-            )
-        if to_populate and gathered.tables:
-            fetched = {t.segment_id for t in gathered.fetched}
-            await self.cache_policy.populate(
-                query, [t for t in to_populate if t.segment_id in fetched], gathered.tables
             )
         partials = [*hits, *gathered.tables]
         if by_segment:
@@ -200,6 +202,19 @@ class QueryRunner:
         entry.servers.clear()
         for server in servers:
             asyncio.get_running_loop().create_task(self.client.cancel(server, query_id))
+
+
+async def _wait_shared(
+    waiting: Sequence[tuple[SegmentTask, SharedPartial]],
+) -> tuple[list[pa.Table], list[SegmentTask]]:
+    """Partials fetched for us by other queries, and the segments whose fetch came to nothing."""
+    if not waiting:
+        return [], []
+    # shield: this query being cancelled must not cancel a future other queries wait on too
+    parts = await asyncio.gather(*(asyncio.shield(future) for _, future in waiting))
+    shared = [p for p in parts if p is not None]
+    unshared = [task for (task, _), p in zip(waiting, parts, strict=True) if p is None]
+    return shared, unshared
 
 
 def _current_task_cancelling() -> bool:

@@ -33,6 +33,15 @@ class GatherResult:
     retries: int = 0
     node_failures: list[NodeFailure] = field(default_factory=list)
 
+    def add(self, other: GatherResult) -> None:
+        """Fold a later gather (e.g. segments another query failed to share) into this one."""
+        self.tables += other.tables
+        self.fetched += other.fetched
+        self.missing += other.missing
+        self.last_remote_error = other.last_remote_error or self.last_remote_error
+        self.retries += other.retries
+        self.node_failures += other.node_failures
+
 
 class Scatter:
     def __init__(

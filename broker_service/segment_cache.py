@@ -9,15 +9,16 @@ segment's partial table as a compressed Arrow IPC stream.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker_service.cache_policy import CacheLookup
+from broker_service.cache_policy import CacheLookup, SharedPartial
 from broker_service.segment_plan import SegmentTask
 from query import SEGMENT_COLUMN, Query
 
@@ -69,6 +70,7 @@ class SegmentCache:
         self.cache = cache
         self.make_key = make_key
         self.stats: Counter[str] = stats if stats is not None else Counter()
+        self._flights: dict[Hashable, SharedPartial] = {}  # cache key -> partial being fetched now
 
     def _cacheable(
         self, query: Query, tasks: Sequence[SegmentTask]
@@ -84,11 +86,12 @@ class SegmentCache:
         if query_key is None or not cacheable:
             return CacheLookup(to_fetch=list(tasks))
         keys = {t.segment_id: self.make_key(t.segment_id, segment_cache_key(t, query_key)) for t in cacheable}
-        found = await self.cache.aget_many(list(keys.values())) if query.context.use_cache else {}
+        use_cache = query.context.use_cache
+        found = await self.cache.aget_many(list(keys.values())) if use_cache else {}
         out = CacheLookup()
-        cacheable_ids = set(keys)
         for task in tasks:
-            payload = found.get(keys[task.segment_id]) if task.segment_id in keys else None
+            key = keys.get(task.segment_id)
+            payload = found.get(key) if key is not None else None
             if payload is not None:
                 try:
                     out.hits.append(decode_partial(payload))
@@ -96,28 +99,78 @@ class SegmentCache:
                     continue
                 except (pa.ArrowInvalid, OSError):
                     self.stats["errors"] += 1
-            if task.segment_id in cacheable_ids:
-                self.stats["misses"] += 1
-                if query.context.populate_cache:
-                    out.to_populate.append(task)
+            if key is None:
+                out.to_fetch.append(task)
+                continue
+            self.stats["misses"] += 1
+            flight = self._flights.get(key) if use_cache else None
+            if flight is not None:
+                out.waiting.append((task, flight))
+                self.stats["shared"] += 1
+                continue
+            if use_cache:
+                # checked and registered with no await in between: one leader per key
+                out.leading[task.segment_id] = (key, self._flights.setdefault(key, _new_flight()))
+            if query.context.populate_cache:
+                out.to_populate.append(task)
             out.to_fetch.append(task)
         return out
 
-    async def populate(
-        self, query: Query, tasks: Sequence[SegmentTask], partials: Sequence[pa.Table]
+    async def complete(
+        self, query: Query, lookup: CacheLookup, fetched: Sequence[SegmentTask], partials: Sequence[pa.Table]
     ) -> None:
+        """Hand each fetched partial to the queries waiting for it, then store the cacheable ones."""
+        wanted = {t.segment_id for t in fetched} & (
+            set(lookup.leading) | {t.segment_id for t in lookup.to_populate}
+        )
+        parts = _split_by_segment(partials, wanted)
+        for segment_id, part in parts.items():
+            leading = lookup.leading.pop(segment_id, None)
+            if leading is not None:
+                self._land(*leading, part)
+        self.release(lookup)
+        populate = [t for t in lookup.to_populate if t.segment_id in parts]
+        if not populate:
+            return
         query_key = _query_key(query)
-        if query_key is None or not tasks or not partials:
+        if query_key is None:
             return
-        table = pa.concat_tables(partials, promote_options="permissive")
-        if SEGMENT_COLUMN not in table.column_names:
-            return
-        items = {}
-        for task in tasks:
-            part = table.filter(pc.equal(table[SEGMENT_COLUMN], task.segment_id))
-            items[self.make_key(task.segment_id, segment_cache_key(task, query_key))] = encode_partial(part)
+        items = {
+            self.make_key(t.segment_id, segment_cache_key(t, query_key)): encode_partial(parts[t.segment_id])
+            for t in populate
+        }
         await self.cache.aput_many(items)
         self.stats["puts"] += len(items)
+
+    def release(self, lookup: CacheLookup) -> None:
+        """Flights this query led but could not complete: waiters fetch those segments themselves."""
+        for key, future in lookup.leading.values():
+            self._land(key, future, None)
+        lookup.leading.clear()
+
+    def _land(self, key: Hashable, future: SharedPartial, part: pa.Table | None) -> None:
+        if self._flights.get(key) is future:
+            del self._flights[key]
+        if not future.done():
+            future.set_result(part)
+
+    @property
+    def flights(self) -> int:
+        return len(self._flights)
+
+
+def _new_flight() -> SharedPartial:
+    return asyncio.get_running_loop().create_future()
+
+
+def _split_by_segment(partials: Sequence[pa.Table], segment_ids: set[str]) -> dict[str, pa.Table]:
+    """Each wanted segment's rows (possibly none) of the fetched partial tables."""
+    if not segment_ids or not partials:
+        return {}
+    table = pa.concat_tables(partials, promote_options="permissive")
+    if SEGMENT_COLUMN not in table.column_names:
+        return {}
+    return {sid: table.filter(pc.equal(table[SEGMENT_COLUMN], sid)) for sid in segment_ids}
 
 
 def build_cache_policy(kind: str, size_bytes: int, memcached: str | None) -> SegmentCache:

@@ -12,7 +12,6 @@ from cache.hybrid import HybridCache
 from cache.lru import LruCache
 from cache.memcached import MemcachedCache, parse_servers
 from cache.null import NullCache
-from cache.single_flight import SingleFlight
 from cache.stats import CacheStats
 
 __all__ = [
@@ -26,7 +25,6 @@ __all__ = [
     "MemcachedCache",
     "NullCache",
     "ResultCache",
-    "SingleFlight",
     "ValueCodec",
     "create_cache",
     "parse_servers",

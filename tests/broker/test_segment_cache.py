@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -95,3 +96,67 @@ def test_cache_key_layout_is_druids():
 def test_partial_codec_round_trip():
     t = pa.table({"__segment": ["a", "b"], "x": [1, 2]})
     assert decode_partial(encode_partial(t)).equals(t)
+
+
+async def burst(runner, queries):
+    return [r.results for r in await asyncio.gather(*(runner.run(q) for q in queries))]
+
+
+def test_a_burst_of_identical_cold_queries_fetches_each_segment_once():
+    with ExitStack() as stack:
+        c = Cluster(stack)
+        _, node = c.node(serves=DAYS)
+        node.delay_s = 0.3  # the first query's fetch is still running when the others arrive
+        cache = DictCache()
+        policy = SegmentCache(cache, Key)
+        runner = c.runner(cache_policy=policy)
+        answers = run(burst(runner, [sum_query(WEEK, queryId=f"q{i}") for i in range(50)]))
+        assert answers == [[oracle(DAYS)]] * 50
+        assert len(node.requests) == 1  # one request naming every segment, for all fifty queries
+        assert policy.stats["shared"] == 49 * len(DAYS)
+        assert policy.flights == 0
+
+
+def test_queries_overlapping_in_both_directions_share_without_deadlock():
+    """A leads day 1-3 and waits for 4-7; B leads 4-7 and waits for 1-3 (complete before waiting)."""
+    with ExitStack() as stack:
+        c = Cluster(stack)
+        _, node = c.node(serves=DAYS)
+        node.delay_s = 0.3
+        policy = SegmentCache(DictCache(), Key)
+        runner = c.runner(cache_policy=policy)
+        first_half, second_half = "2015-09-01/2015-09-04", "2015-09-04/2015-09-07"
+
+        async def scenario():
+            a = asyncio.create_task(runner.run(sum_query(first_half, queryId="a", timeout=20000)))
+            b = asyncio.create_task(runner.run(sum_query(second_half, queryId="b", timeout=20000)))
+            await asyncio.sleep(0.05)  # both lead their half; now the whole week waits on both
+            whole = await runner.run(sum_query(WEEK, queryId="w", timeout=20000))
+            return (await a).results, (await b).results, whole.results
+
+        a, b, whole = run(scenario())
+        assert a == [oracle(DAYS[:3])] and b == [oracle(DAYS[3:])] and whole == [oracle(DAYS)]
+        assert len(node.requests) == 2 and policy.stats["shared"] == len(DAYS)
+
+
+def test_waiters_fetch_for_themselves_when_the_leading_query_fails():
+    with ExitStack() as stack:
+        c = Cluster(stack)
+        _, node = c.node(serves=DAYS)
+        node.delay_s = 0.3
+        policy = SegmentCache(DictCache(), Key)
+        runner = c.runner(cache_policy=policy)
+
+        async def scenario():
+            leader = asyncio.create_task(runner.run(sum_query(WEEK, queryId="leader")))
+            await asyncio.sleep(0.05)
+            follower = asyncio.create_task(runner.run(sum_query(WEEK, queryId="follower")))
+            await asyncio.sleep(0.05)
+            leader.cancel()  # e.g. the user went away
+            node.delay_s = 0
+            return (await follower).results, leader
+
+        follower, leader = run(scenario())
+        assert leader.cancelled()
+        assert follower == [oracle(DAYS)]
+        assert len(node.requests) == 2 and policy.flights == 0
