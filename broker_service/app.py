@@ -24,6 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from broker_service.admission import Admission
+from broker_service.cache_status import CacheCollector, cache_status
 from broker_service.data_node_client import DataNodeClient
 from broker_service.datasource_info import (
     candidates,
@@ -35,6 +36,7 @@ from broker_service.inventory.base import ServerInventory
 from broker_service.metrics import BrokerMetrics
 from broker_service.query_runner import QueryRunner, RunnerLimits
 from broker_service.response_context import encode_response_context
+from broker_service.segment_cache import SegmentCache
 from broker_service.server_view import BrokerServerView
 from query import Query, QueryError, parse_query
 from query.errors import invalid, unknown_exception
@@ -68,6 +70,7 @@ class Broker:
         inventory: ServerInventory | None,
         *,
         cache_policy: Any = None,
+        cache_kind: str = "none",
     ):
         self.settings = settings
         self.view = view
@@ -92,9 +95,11 @@ class Broker:
             queued=lambda: self.admission.queued,
             lost=lambda: view.lost_segment_count,
         )
-        stats = getattr(cache_policy, "stats", None)
-        if stats is not None:
-            self.metrics.bind_cache(stats)
+        self.cache_kind = cache_kind
+        self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
+        if self.segment_cache is not None:
+            self.metrics.bind_cache(CacheCollector(self.segment_cache))
+            view.on_segment_removed(self.segment_cache.forget_segment)
         self.started = time.time()
 
     async def start(self) -> None:
@@ -225,6 +230,10 @@ def create_app(broker: Broker) -> Starlette:
         }
         return _json(body, pretty="pretty" in request.query_params)
 
+    async def status_cache(request: Request) -> Response:
+        body = cache_status(broker.cache_kind, broker.segment_cache)
+        return _json(body, pretty="pretty" in request.query_params)
+
     async def health(request: Request) -> Response:
         return _json(True)
 
@@ -254,6 +263,7 @@ def create_app(broker: Broker) -> Starlette:
         Route("/druid/v2/candidates", query_candidates, methods=["POST"]),
         Route("/druid/v2/{query_id}", cancel_query, methods=["DELETE"]),
         Route("/status", status, methods=["GET"]),
+        Route("/status/cache", status_cache, methods=["GET"]),
         Route("/status/health", health, methods=["GET"]),
         Route("/status/ready", ready, methods=["GET"]),
         Route("/metrics", prometheus, methods=["GET"]),

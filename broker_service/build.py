@@ -44,4 +44,4 @@ def build_broker(args: argparse.Namespace) -> Broker:
         from broker_service.segment_cache import build_cache_policy
 
         cache_policy = build_cache_policy(args.cache, args.cache_size, args.memcached)
-    return Broker(settings, view, inventory, cache_policy=cache_policy)
+    return Broker(settings, view, inventory, cache_policy=cache_policy, cache_kind=args.cache)

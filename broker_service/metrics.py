@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.registry import Collector
 
 _QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
@@ -38,9 +39,6 @@ class BrokerMetrics:
         self.missing_segments = Counter(
             "strata_broker_missing_segments", "Segments no server could answer", registry=r
         )
-        self.cache_hits = Gauge("strata_broker_cache_hits", "Per-segment cache hits so far", registry=r)
-        self.cache_misses = Gauge("strata_broker_cache_misses", "Per-segment cache misses so far", registry=r)
-        self.cache_hit_rate = Gauge("strata_broker_cache_hit_rate", "hits / (hits + misses)", registry=r)
         self.inventory_segments = Gauge(
             "strata_broker_inventory_segments", "Segments in the view", registry=r
         )
@@ -60,12 +58,8 @@ class BrokerMetrics:
         self.running_queries = Gauge("strata_broker_running_queries", "Queries running now", registry=r)
         self.queued_queries = Gauge("strata_broker_queued_queries", "Queries waiting for a slot", registry=r)
 
-    def bind_cache(self, stats: Mapping[str, int]) -> None:
-        self.cache_hits.set_function(lambda: stats.get("hits", 0))
-        self.cache_misses.set_function(lambda: stats.get("misses", 0))
-        self.cache_hit_rate.set_function(
-            lambda: stats.get("hits", 0) / max(1, stats.get("hits", 0) + stats.get("misses", 0))
-        )
+    def bind_cache(self, collector: Collector) -> None:
+        self.registry.register(collector)
 
     def bind_gauges(
         self,

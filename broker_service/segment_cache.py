@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from broker_service.cache_policy import CacheLookup, SharedPartial
 from broker_service.segment_plan import SegmentTask
 from query import SEGMENT_COLUMN, Query
+from timeline import DataSegment
 
 
 class AsyncBulkCache(Protocol):
@@ -153,6 +154,12 @@ class SegmentCache:
             del self._flights[key]
         if not future.done():
             future.set_result(part)
+
+    def forget_segment(self, segment: DataSegment) -> None:
+        """The last server dropped the segment: free its entries (memcached lets them age out)."""
+        close_namespace = getattr(self.cache, "close_namespace", None)
+        if close_namespace is not None:
+            close_namespace(segment.id)
 
     @property
     def flights(self) -> int:
