@@ -50,6 +50,7 @@ class HistoricalConfig:
     replicas: int = 2
     poll_period_s: float = 5.0
     zk_session_timeout_s: float = 10.0
+    server_type: ServerType = ServerType.HISTORICAL
 
 
 @dataclass
@@ -69,7 +70,7 @@ class HistoricalState:
     @property
     def server(self) -> ServerMetadata:
         c = self.config
-        return ServerMetadata(c.name, c.name, ServerType.HISTORICAL, c.tier, c.priority, c.max_size)
+        return ServerMetadata(c.name, c.name, c.server_type, c.tier, c.priority, c.max_size)
 
 
 def _json(body: Any, status: int = 200) -> Response:

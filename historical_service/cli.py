@@ -24,6 +24,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--priority", type=int, default=0, help="priority announced for this node")
     parser.add_argument("--max-size", type=int, default=0, help="announced capacity in bytes")
     parser.add_argument("--replicas", type=int, default=2, help="copies of each segment across historicals")
+    parser.add_argument(
+        "--server-type",
+        choices=["historical", "realtime"],
+        default="historical",
+        help=argparse.SUPPRESS,  # tests only: stands in for a real-time node until `strata realtime` exists
+    )
     parser.add_argument("--poll-period", type=float, default=5.0, help="seconds between metadata polls")
 
 
@@ -40,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from discovery import ZkPaths
+    from discovery import ServerType, ZkPaths
     from historical_service.app import HistoricalConfig, create_app
 
     if args.replicas < 1 or args.poll_period <= 0 or not 0 < args.port < 65536:
@@ -64,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         max_size=args.max_size,
         replicas=args.replicas,
         poll_period_s=args.poll_period,
+        server_type=ServerType(args.server_type),
     )
     app = create_app(config)
     # uvicorn turns SIGTERM/SIGINT into a graceful shutdown: the lifespan then closes the ZK session

@@ -1,0 +1,227 @@
+"""The per-segment cache through real processes: ZooKeeper, memcached, historicals, brokers.
+
+Answers are checked against DuckDB over the raw rows; "answered from the cache" is checked by
+counting the queries each data node received (its Prometheus counter).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+
+from ingestion.api import ingest
+from strata.local_servers import MemcachedServer, free_port
+from tests.process_helpers import StrataProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+DAY1, DAY2 = "2015-09-12/2015-09-13", "2015-09-13/2015-09-14"
+
+
+def rows(sql: str, source: Path) -> list[tuple[Any, ...]]:
+    rel = f"read_json('{source}', format='newline_delimited')"
+    return duckdb.execute(sql.replace("RAW", rel)).fetchall()
+
+
+def hourly_added(source: Path) -> list[tuple[str, int]]:
+    return [
+        (ts, total)
+        for ts, total in rows(
+            "SELECT strftime(date_trunc('hour', time::TIMESTAMP), '%Y-%m-%dT%H:00:00.000Z') h, sum(added) "
+            "FROM RAW GROUP BY h ORDER BY h",
+            source,
+        )
+    ]
+
+
+def timeseries(interval: str, data_source: str = "wikipedia", **context: Any) -> dict[str, Any]:
+    return {"queryType": "timeseries", "dataSource": data_source, "granularity": "hour", "intervals": [interval],
+            "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}],
+            "context": {"queryId": uuid.uuid4().hex, **context}}  # fmt: skip
+
+
+def post(broker: StrataProcess, body: dict[str, Any]) -> Any:
+    resp = httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=60)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def as_pairs(answer: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    return [(r["timestamp"], r["result"]["added"]) for r in answer]
+
+
+def node_queries(node: StrataProcess) -> float:
+    text = httpx.get(f"{node.url}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("strata_historical_queries_total{"))  # fmt: skip
+
+
+def cache_status(broker: StrataProcess) -> dict[str, Any]:
+    return httpx.get(f"{broker.url}/status/cache", timeout=10).json()
+
+
+def wait_until(predicate: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+def segments_seen(broker: StrataProcess, interval: str, data_source: str = "wikipedia") -> int:
+    body = {"queryType": "segmentMetadata", "dataSource": data_source, "intervals": [interval],
+            "analysisTypes": []}  # fmt: skip
+    resp = httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=30)
+    return len(resp.json()) if resp.status_code == 200 else -1
+
+
+def hour_spec(source: Path, data_source: str = "wikipedia") -> dict[str, Any]:
+    return {"type": "index_parallel", "spec": {
+        "dataSchema": {"dataSource": data_source, "timestampSpec": {"column": "time", "format": "iso"},
+                       "dimensionsSpec": {"dimensions": ["channel", "page", "user", {"type": "long", "name": "added"}]},
+                       "metricsSpec": [], "granularitySpec": {"segmentGranularity": "hour", "rollup": False}},
+        "ioConfig": {"type": "index_parallel", "inputFormat": {"type": "json"},
+                     "inputSource": {"type": "local", "baseDir": str(source.parent), "filter": source.name}}}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path) -> Iterator[dict[str, Any]]:
+    """Two historicals serving 2015-09-12 by the hour, and a node announcing itself as `realtime`
+    serving the same edits moved to 2015-09-13 (a stand-in until `strata realtime` exists)."""
+    root = tmp_path_factory.mktemp("cache-cluster")
+    day1 = root / "day1.json"
+    duckdb.execute(f"COPY (SELECT time, channel, page, \"user\", added FROM read_json('{wikipedia_sample}', "
+                   f"format='newline_delimited')) TO '{day1}' (FORMAT json)")  # fmt: skip
+    day2 = root / "day2.json"
+    duckdb.execute(f"COPY (SELECT strftime(time::TIMESTAMP + INTERVAL 1 DAY, '%Y-%m-%dT%H:%M:%S.%gZ') AS time, "
+                   f"channel, page, \"user\", added * 2 AS added FROM read_json('{day1}', format='newline_delimited')) "
+                   f"TO '{day2}' (FORMAT json)")  # fmt: skip
+    ingest(hour_spec(day1), deep_storage=root / "deep", metadata=root / "meta.db")
+    ingest(hour_spec(day2), deep_storage=root / "deep-rt", metadata=root / "meta-rt.db")
+    base = f"/strata-cache-{uuid.uuid4().hex[:8]}"
+    common = ["--zk", zk_hosts, "--zk-base", base, "--poll-period", "1"]
+    historicals = [
+        StrataProcess("historical", [*common, "--deep-storage", str(root / "deep"), "--metadata", str(root / "meta.db"),
+                                     "--replicas", "1", "--segment-cache", str(root / f"cache{i}")],
+                      root / f"hist{i}.log")
+        for i in range(2)
+    ]  # fmt: skip
+    realtime = StrataProcess("historical", [*common, "--deep-storage", str(root / "deep-rt"),
+                                            "--metadata", str(root / "meta-rt.db"), "--replicas", "3",
+                                            "--segment-cache", str(root / "cache-rt"), "--server-type", "realtime"],
+                             root / "realtime.log")  # fmt: skip
+    started: list[StrataProcess] = []
+    try:
+        for node in [*historicals, realtime]:
+            started.append(node.start())
+        yield {"zk": zk_hosts, "base": base, "root": root, "historicals": historicals, "realtime": realtime,
+               "day1": day1, "day2": day2, "started": started}  # fmt: skip
+    finally:
+        for p in reversed(started):
+            p.stop()
+
+
+def start_broker(cluster: dict[str, Any], name: str, *cache_args: str) -> StrataProcess:
+    broker = StrataProcess("broker", ["--zk", cluster["zk"], "--zk-base", cluster["base"], *cache_args],
+                           cluster["root"] / f"{name}.log").start()  # fmt: skip
+    cluster["started"].append(broker)
+    wait_until(lambda: segments_seen(broker, DAY1) == 24 and segments_seen(broker, DAY2) == 24, "all segments")
+    return broker
+
+
+def historical_queries(cluster: dict[str, Any]) -> float:
+    return sum(node_queries(h) for h in cluster["historicals"])
+
+
+def test_two_brokers_share_memcached_and_the_hybrid_promotes_to_memory(
+    cluster: dict[str, Any], memcached_server: MemcachedServer
+) -> None:
+    want = hourly_added(cluster["day1"])
+    plain = start_broker(cluster, "broker-mc", "--cache", "memcached", "--memcached", memcached_server.address)
+    hybrid = start_broker(cluster, "broker-hybrid", "--cache", "hybrid", "--memcached", memcached_server.address)
+    misses = cache_status(plain)["backend"]["misses"]
+    assert as_pairs(post(plain, timeseries(DAY1))) == want
+    assert cache_status(plain)["backend"]["misses"] == misses + 24
+    before, levels = historical_queries(cluster), cache_status(hybrid)["levels"]
+    assert as_pairs(post(hybrid, timeseries(DAY1))) == want  # the other broker's entries, from memcached
+    assert historical_queries(cluster) == before
+    after = cache_status(hybrid)["levels"]
+    assert after["l2"]["hits"] == levels["l2"]["hits"] + 24 and after["l1"]["hits"] == levels["l1"]["hits"]
+    assert as_pairs(post(hybrid, timeseries(DAY1))) == want  # now from its own memory
+    assert historical_queries(cluster) == before
+    final = cache_status(hybrid)["levels"]
+    assert final["l1"]["hits"] == after["l1"]["hits"] + 24 and final["l2"]["hits"] == after["l2"]["hits"]
+
+
+def test_a_query_spanning_realtime_and_historical_caches_only_the_historical_part(cluster: dict[str, Any]) -> None:
+    want = hourly_added(cluster["day1"]) + hourly_added(cluster["day2"])
+    broker = start_broker(cluster, "broker-lru", "--cache", "lru")
+    span = "2015-09-12/2015-09-14"
+    entries = cache_status(broker)["backend"]["entries"]
+    assert as_pairs(post(broker, timeseries(span))) == want
+    hist, rt = historical_queries(cluster), node_queries(cluster["realtime"])
+    assert as_pairs(post(broker, timeseries(span))) == want
+    assert historical_queries(cluster) == hist  # the historical half came from the cache
+    assert node_queries(cluster["realtime"]) == rt + 1  # the realtime half was asked again
+    assert cache_status(broker)["backend"]["entries"] == entries + 24  # 48 segments read, 24 cached
+
+
+def test_memcached_dying_mid_run_costs_speed_not_answers(cluster: dict[str, Any]) -> None:
+    want = hourly_added(cluster["day1"])
+    server = MemcachedServer(port=free_port()).start()
+    try:
+        broker = start_broker(cluster, "broker-mc-dies", "--cache", "memcached", "--memcached", server.address)
+        post(broker, timeseries(DAY1))
+        server.stop()
+        for _ in range(3):
+            assert as_pairs(post(broker, timeseries(DAY1))) == want
+        assert cache_status(broker)["backend"]["errors"] + cache_status(broker)["backend"]["timeouts"] > 0
+        server.start()  # same port, empty
+
+        def caching_again() -> bool:
+            before = historical_queries(cluster)
+            assert as_pairs(post(broker, timeseries(DAY1))) == want
+            return historical_queries(cluster) == before
+
+        wait_until(caching_again, "the broker to use memcached again", timeout=30)
+    finally:
+        server.stop()
+
+
+def test_a_new_version_replaces_a_cached_segment(cluster: dict[str, Any]) -> None:
+    root = cluster["root"]
+    first, second = root / "v1.json", root / "v2.json"
+    for path, channel in ((first, "#en.wikipedia"), (second, "#de.wikipedia")):
+        duckdb.execute(f"COPY (SELECT * FROM read_json('{cluster['day1']}', format='newline_delimited') "
+                       f"WHERE channel = '{channel}') TO '{path}' (FORMAT json)")  # fmt: skip
+    spec = hour_spec(first, "versions")
+    spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "day"
+    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
+    broker = start_broker(cluster, "broker-versions", "--cache", "lru")
+    wait_until(lambda: segments_seen(broker, DAY1, "versions") == 1, "the first version")
+    query = timeseries(DAY1, "versions")
+    query["granularity"] = "all"
+    (cold,) = post(broker, query)
+    (warm,) = post(broker, query)
+    old_total, new_total = (rows("SELECT sum(added) FROM RAW", p)[0][0] for p in (first, second))
+    assert cold["result"]["added"] == warm["result"]["added"] == old_total
+    spec["spec"]["ioConfig"]["inputSource"]["filter"] = second.name
+    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")  # overwrite: a newer version
+
+    def answer() -> int:
+        (result,) = post(broker, query)
+        total: int = result["result"]["added"]
+        assert total in (old_total, new_total), "never a mix or a stale partial of both"
+        return total
+
+    wait_until(lambda: answer() == new_total, "the new version", timeout=60)
+    for _ in range(3):
+        assert answer() == new_total
+    assert json.dumps(cache_status(broker))  # still healthy
