@@ -225,3 +225,21 @@ def test_a_new_version_replaces_a_cached_segment(cluster: dict[str, Any]) -> Non
     for _ in range(3):
         assert answer() == new_total
     assert json.dumps(cache_status(broker))  # still healthy
+
+
+def test_fifty_identical_cold_queries_reach_each_historical_once(
+    cluster: dict[str, Any], memcached_server: MemcachedServer
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    want = hourly_added(cluster["day1"])
+    broker = start_broker(cluster, "broker-burst", "--cache", "memcached", "--memcached", memcached_server.address)
+    body = timeseries(DAY1)
+    # a filter that keeps every row: the same answer, but a query no other test has cached
+    body["filter"] = {"type": "not", "field": {"type": "selector", "dimension": "page", "value": "no such page"}}
+    before = historical_queries(cluster)
+    with ThreadPoolExecutor(50) as pool:
+        answers = list(pool.map(lambda _: as_pairs(post(broker, body)), range(50)))
+    assert answers == [want] * 50
+    assert historical_queries(cluster) - before <= len(cluster["historicals"])  # one request per node
+    assert cache_status(broker)["query"]["shared"] + cache_status(broker)["query"]["hits"] >= 49 * 24
