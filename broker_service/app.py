@@ -34,8 +34,9 @@ from broker_service.datasource_info import (
 )
 from broker_service.inventory.base import ServerInventory
 from broker_service.metrics import BrokerMetrics
-from broker_service.query_runner import QueryRunner, RunnerLimits
+from broker_service.query_runner import QueryResult, QueryRunner, RunnerLimits
 from broker_service.response_context import encode_response_context
+from broker_service.result_cache import ResultLevelCache
 from broker_service.segment_cache import SegmentCache
 from broker_service.server_view import BrokerServerView
 from query import Query, QueryError, parse_query
@@ -71,6 +72,7 @@ class Broker:
         *,
         cache_policy: Any = None,
         cache_kind: str = "none",
+        result_cache: ResultLevelCache | None = None,
     ):
         self.settings = settings
         self.view = view
@@ -83,6 +85,7 @@ class Broker:
             self.client,
             merge_pool=self.merge_pool,
             cache_policy=cache_policy,
+            result_cache=result_cache,
             limits=settings.limits,
             metrics=self.metrics,
         )
@@ -98,7 +101,7 @@ class Broker:
         self.cache_kind = cache_kind
         self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
         if self.segment_cache is not None:
-            self.metrics.bind_cache(CacheCollector(self.segment_cache))
+            self.metrics.bind_cache(CacheCollector(self.segment_cache, result_cache))
             view.on_segment_removed(self.segment_cache.forget_segment)
         self.started = time.time()
 
@@ -120,6 +123,13 @@ def _json(
     if pretty:
         option |= orjson.OPT_INDENT_2
     return Response(orjson.dumps(body, option=option), status, headers=headers, media_type="application/json")
+
+
+def _answer(result: QueryResult, pretty: bool, headers: dict[str, str]) -> Response:
+    if result.body is None or pretty:
+        results = result.results if result.results is not None else orjson.loads(result.body or b"null")
+        return _json(results, pretty=pretty, headers=headers)
+    return Response(result.body, headers=headers, media_type="application/json")
 
 
 def _error(err: QueryError, host: str, pretty: bool, headers: dict[str, str] | None = None) -> Response:
@@ -146,7 +156,12 @@ def create_app(broker: Broker) -> Starlette:
             async with broker.admission.admit():
                 result = await broker.runner.run(query)
             headers["X-Druid-Response-Context"] = encode_response_context(result.response_context)
-            response = _json(result.results, pretty=pretty, headers=headers)
+            if result.etag is not None:
+                headers["ETag"] = result.etag
+                if request.headers.get("If-None-Match") == result.etag:
+                    metrics.queries.labels(query_type, "304").inc()
+                    return Response(status_code=304, headers=headers)
+            response = _answer(result, pretty, headers)
             metrics.queries.labels(query_type, "200").inc()
             return response
         except QueryError as e:
@@ -231,7 +246,7 @@ def create_app(broker: Broker) -> Starlette:
         return _json(body, pretty="pretty" in request.query_params)
 
     async def status_cache(request: Request) -> Response:
-        body = cache_status(broker.cache_kind, broker.segment_cache)
+        body = cache_status(broker.cache_kind, broker.segment_cache, broker.runner.result_cache)
         return _json(body, pretty="pretty" in request.query_params)
 
     async def health(request: Request) -> Response:

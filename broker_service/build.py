@@ -39,9 +39,15 @@ def build_broker(args: argparse.Namespace) -> Broker:
         query_queue=args.query_queue,
         merge_threads=max(1, args.merge_threads),
     )
-    cache_policy = None
+    cache_policy = result_cache = None
     if args.cache != "none":
+        from broker_service.result_cache import ResultLevelCache
         from broker_service.segment_cache import build_cache_policy
+        from cache import CacheKey
 
         cache_policy = build_cache_policy(args.cache, args.cache_size, args.memcached)
-    return Broker(settings, view, inventory, cache_policy=cache_policy, cache_kind=args.cache)
+        if args.result_cache == "on":
+            result_cache = ResultLevelCache(cache_policy.cache, CacheKey)
+    return Broker(
+        settings, view, inventory, cache_policy=cache_policy, cache_kind=args.cache, result_cache=result_cache
+    )

@@ -14,6 +14,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from broker_service.result_cache import ResultLevelCache
 from broker_service.segment_cache import SegmentCache
 from cache import CacheStats
 from cache.stats import COUNTER_NAMES as _BACKEND_COUNTERS
@@ -31,7 +32,9 @@ def backend_levels(policy: SegmentCache) -> dict[str, CacheStats]:
     return levels
 
 
-def cache_status(kind: str, policy: SegmentCache | None) -> dict[str, Any]:
+def cache_status(
+    kind: str, policy: SegmentCache | None, results: ResultLevelCache | None = None
+) -> dict[str, Any]:
     if policy is None:
         return {"kind": "none"}
     hits, misses = policy.stats["hits"], policy.stats["misses"]
@@ -42,6 +45,8 @@ def cache_status(kind: str, policy: SegmentCache | None) -> dict[str, Any]:
     body: dict[str, Any] = {"kind": kind, "query": query_view, "backend": _camel(levels.pop("all").as_dict())}
     if levels:
         body["levels"] = {name: _camel(stats.as_dict()) for name, stats in levels.items()}
+    if results is not None:
+        body["resultLevel"] = {"hits": results.hits, "misses": results.misses}
     return body
 
 
@@ -56,8 +61,9 @@ def _camel(d: dict[str, Any]) -> dict[str, Any]:
 class CacheCollector(Collector):
     """Prometheus families `strata_broker_cache_*`, read from the policy and backend at scrape time."""
 
-    def __init__(self, policy: SegmentCache):
+    def __init__(self, policy: SegmentCache, results: ResultLevelCache | None = None):
         self.policy = policy
+        self.results = results
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         stats = self.policy.stats
@@ -71,6 +77,13 @@ class CacheCollector(Collector):
         rate = GaugeMetricFamily("strata_broker_cache_hit_rate", "Per-segment hits / (hits + misses)")
         rate.add_metric([], hits / (hits + misses) if hits + misses else 0.0)
         yield rate
+        if self.results is not None:
+            for name in ("hits", "misses"):
+                family = CounterMetricFamily(
+                    f"strata_broker_cache_result_{name}", f"Whole-answer (result-level) cache {name}"
+                )
+                family.add_metric([], getattr(self.results, name))
+                yield family
         levels = backend_levels(self.policy)
         for name in _BACKEND_COUNTERS:
             family = CounterMetricFamily(

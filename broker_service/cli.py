@@ -24,6 +24,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", choices=["none", "lru", "memcached", "hybrid"], default="none")
     parser.add_argument("--cache-size", type=int, default=256 * 1024 * 1024, help="LRU cache bytes")
     parser.add_argument("--memcached", default=None, help="memcached HOST:PORT,...")
+    parser.add_argument(
+        "--result-cache",
+        choices=["on", "off"],
+        default="on",
+        help="with --cache: also keep whole answers, valid while the query reads the same segments",
+    )
     parser.add_argument("--max-concurrent-queries", type=int, default=32)
     parser.add_argument("--query-queue", type=int, default=64, help="queries waiting beyond the running ones")
     parser.add_argument(

@@ -22,6 +22,7 @@ from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCach
 from broker_service.data_node_client import DataNodeClient
 from broker_service.data_server import DataServer
 from broker_service.metrics import BrokerMetrics
+from broker_service.result_cache import ResultLevelCache, encode_results, result_cacheable, segments_etag
 from broker_service.scatter import Scatter
 from broker_service.segment_plan import SegmentTask, plan_segments
 from broker_service.server_view import BrokerServerView
@@ -34,8 +35,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class QueryResult:
-    results: list[Any]
+    results: list[Any] | None  # None when answered from the result-level cache: `body` holds it
     response_context: dict[str, Any] = field(default_factory=dict)
+    body: bytes | None = None  # the JSON answer, encoded off the event loop
+    etag: str | None = None  # of the segments read, when the answer may be cached whole
 
 
 @dataclass
@@ -59,6 +62,7 @@ class QueryRunner:
         *,
         merge_pool: Executor | None = None,
         cache_policy: SegmentCachePolicy | None = None,
+        result_cache: ResultLevelCache | None = None,
         limits: RunnerLimits | None = None,
         metrics: BrokerMetrics | None = None,
     ):
@@ -66,6 +70,7 @@ class QueryRunner:
         self.client = client
         self.merge_pool = merge_pool
         self.cache_policy: SegmentCachePolicy = cache_policy or NoSegmentCache()
+        self.result_cache = result_cache
         self.limits = limits or RunnerLimits()
         self.metrics = metrics
         self._running: dict[str, _Running] = {}
@@ -126,6 +131,13 @@ class QueryRunner:
         if query.context.uncovered_intervals_limit > 0:
             context["uncoveredIntervals"] = [str(i) for i in plan.uncovered]
             context["uncoveredIntervalsOverflowed"] = plan.uncovered_overflowed
+        etag = None
+        if self.result_cache is not None and result_cacheable(query):
+            etag = segments_etag(plan)
+            if etag is not None and query.context.use_result_level_cache:
+                cached = await self.result_cache.get(query, etag)
+                if cached is not None:
+                    return QueryResult(None, context, body=cached, etag=etag)
         by_segment = query.context.by_segment
         lookup = CacheLookup(to_fetch=list(plan.tasks)) if by_segment else await self.cache_policy.lookup(
             query, plan.tasks
@@ -165,14 +177,18 @@ class QueryRunner:
             )
         partials = [*hits, *gathered.tables]
         if by_segment:
-            results = await loop.run_in_executor(
+            results, body = await loop.run_in_executor(
                 self.merge_pool, _by_segment_results, query, gathered.fetched, partials
             )
         else:
-            results = await loop.run_in_executor(
+            results, body = await loop.run_in_executor(
                 self.merge_pool, _merge_and_finalize, query, partials, self.limits.max_result_rows
             )
-        return QueryResult(results, context)
+        if etag is not None and "missingSegments" in context:
+            etag = None  # a partial answer is neither cached nor tagged
+        if etag is not None and self.result_cache is not None and query.context.populate_result_level_cache:
+            await self.result_cache.put(query, etag, body)
+        return QueryResult(results, context, body=body, etag=etag)
 
     def _handle_missing(
         self, query: Query, missing: Sequence[SegmentTask], remote: Exception | None, context: dict[str, Any]
@@ -222,17 +238,20 @@ def _current_task_cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def _merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -> list[Any]:
+def _merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -> tuple[list[Any], bytes]:
     merged = query.merge(partials)
     if merged.num_rows > max_rows:
         raise ResourceLimitExceeded(
             f"Query [{query.context.query_id}] result has {merged.num_rows} rows, "
             f"over the limit of {max_rows}"
         )
-    return query.finalize(merged)
+    results = query.finalize(merged)
+    return results, encode_results(results)
 
 
-def _by_segment_results(query: Query, fetched: Sequence[SegmentTask], partials: list[pa.Table]) -> list[Any]:
+def _by_segment_results(
+    query: Query, fetched: Sequence[SegmentTask], partials: list[pa.Table]
+) -> tuple[list[Any], bytes]:
     """Druid's bySegment shape: one entry per segment with its own finalized results."""
     table = pa.concat_tables(partials, promote_options="permissive") if partials else None
     out = []
@@ -252,4 +271,4 @@ def _by_segment_results(query: Query, fetched: Sequence[SegmentTask], partials: 
                 },
             }
         )
-    return out
+    return out, encode_results(out)

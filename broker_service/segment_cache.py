@@ -125,20 +125,28 @@ class SegmentCache:
             set(lookup.leading) | {t.segment_id for t in lookup.to_populate}
         )
         parts = _split_by_segment(partials, wanted)
+        landed: list[tuple[Hashable, SharedPartial]] = []
         for segment_id, part in parts.items():
             leading = lookup.leading.pop(segment_id, None)
-            if leading is not None:
-                self._land(*leading, part)
+            if leading is not None and not leading[1].done():
+                leading[1].set_result(part)
+                landed.append(leading)
         self.release(lookup)
-        populate = [t for t in lookup.to_populate if t.segment_id in parts]
-        if not populate:
-            return
+        try:
+            await self._populate(query, [t for t in lookup.to_populate if t.segment_id in parts], parts)
+        finally:
+            # the flights stay findable (already answered) until the cache holds the partials, so no
+            # query arriving in between misses both and fetches again
+            for key, future in landed:
+                self._land(key, future, None)
+
+    async def _populate(self, query: Query, tasks: Sequence[SegmentTask], parts: dict[str, pa.Table]) -> None:
         query_key = _query_key(query)
-        if query_key is None:
+        if not tasks or query_key is None:
             return
         items = {
             self.make_key(t.segment_id, segment_cache_key(t, query_key)): encode_partial(parts[t.segment_id])
-            for t in populate
+            for t in tasks
         }
         await self.cache.aput_many(items)
         self.stats["puts"] += len(items)

@@ -128,8 +128,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_s
             p.stop()
 
 
-def start_broker(cluster: dict[str, Any], name: str, *cache_args: str) -> StrataProcess:
-    broker = StrataProcess("broker", ["--zk", cluster["zk"], "--zk-base", cluster["base"], *cache_args],
+def start_broker(cluster: dict[str, Any], name: str, *cache_args: str, result_cache: str = "off") -> StrataProcess:
+    """A broker; the whole-answer cache is off unless asked for, so the per-segment cache is what is seen."""
+    args = ["--zk", cluster["zk"], "--zk-base", cluster["base"], *cache_args, "--result-cache", result_cache]
+    broker = StrataProcess("broker", args,
                            cluster["root"] / f"{name}.log").start()  # fmt: skip
     cluster["started"].append(broker)
     wait_until(lambda: segments_seen(broker, DAY1) == 24 and segments_seen(broker, DAY2) == 24, "all segments")
@@ -204,7 +206,7 @@ def test_a_new_version_replaces_a_cached_segment(cluster: dict[str, Any]) -> Non
     spec = hour_spec(first, "versions")
     spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "day"
     ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
-    broker = start_broker(cluster, "broker-versions", "--cache", "lru")
+    broker = start_broker(cluster, "broker-versions", "--cache", "lru", result_cache="on")
     wait_until(lambda: segments_seen(broker, DAY1, "versions") == 1, "the first version")
     query = timeseries(DAY1, "versions")
     query["granularity"] = "all"
@@ -243,3 +245,30 @@ def test_fifty_identical_cold_queries_reach_each_historical_once(
     assert answers == [want] * 50
     assert historical_queries(cluster) - before <= len(cluster["historicals"])  # one request per node
     assert cache_status(broker)["query"]["shared"] + cache_status(broker)["query"]["hits"] >= 49 * 24
+
+
+def test_whole_answers_are_reused_while_the_segments_stay_the_same(cluster: dict[str, Any]) -> None:
+    broker = start_broker(cluster, "broker-results", "--cache", "lru", result_cache="on")
+    want = hourly_added(cluster["day1"])
+    body = timeseries(DAY1)
+    body["postAggregations"] = [{"type": "arithmetic", "name": "twice", "fn": "*",
+                                 "fields": [{"type": "fieldAccess", "fieldName": "added"},
+                                            {"type": "constant", "value": 2}]}]  # fmt: skip
+    first = httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=60)
+    assert as_pairs(first.json()) == want and all(r["result"]["twice"] == 2 * r["result"]["added"]
+                                                  for r in first.json())  # fmt: skip
+    etag = first.headers["ETag"]
+    before, hits = historical_queries(cluster), cache_status(broker)["resultLevel"]["hits"]
+    body["context"]["queryId"] = "another-id"
+    again = httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=60)
+    assert again.content == first.content and again.headers["ETag"] == etag
+    assert historical_queries(cluster) == before and cache_status(broker)["query"]["hits"] == 0
+    assert cache_status(broker)["resultLevel"]["hits"] == hits + 1
+    unchanged = httpx.post(f"{broker.url}/druid/v2/", json=body, headers={"If-None-Match": etag}, timeout=60)
+    assert unchanged.status_code == 304 and not unchanged.content
+    body["postAggregations"][0]["fields"][1]["value"] = 3  # a different answer: its own entry
+    thrice = httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=60).json()
+    assert [r["result"]["twice"] for r in thrice] == [3 * added for _, added in want]
+    # a query reading a real-time segment is neither tagged nor stored whole
+    span = httpx.post(f"{broker.url}/druid/v2/", json=timeseries("2015-09-12/2015-09-14"), timeout=60)
+    assert span.status_code == 200 and "ETag" not in span.headers
