@@ -190,7 +190,8 @@ class SketchEstimate(PostAggregator):
 
 
 # -- parsing -------------------------------------------------------------------------------------
-def parse_post_aggregator(obj: Any) -> PostAggregator:
+def parse_post_aggregator(obj: Any, nested: bool = False) -> PostAggregator:
+    """One post-aggregator; as in Druid, those nested in another's fields may go without a name."""
     obj = as_object(obj, "postAggregator")
     kind = obj.get("type")
     name = obj.get("name")
@@ -198,6 +199,8 @@ def parse_post_aggregator(obj: Any) -> PostAggregator:
     if kind in ("fieldAccess", "finalizingFieldAccess"):
         fname = get_str(obj, "fieldName", what=what)
         return FieldAccess(name if isinstance(name, str) else fname, fname, kind == "finalizingFieldAccess")
+    if nested and name is None:
+        name = f"<{kind}>"
     if not isinstance(name, str) or not name:
         raise invalid("Missing required field [name] of postAggregator (type %s)", kind)
     if kind == "constant":
@@ -220,7 +223,7 @@ def parse_post_aggregator(obj: Any) -> PostAggregator:
             name, kind.removesuffix("Greatest").removesuffix("Least"), greatest, _fields(obj, what, minimum=1)
         )
     if kind == "HLLSketchEstimate":
-        inner = parse_post_aggregator(as_object(obj.get("field"), f"field of {what}"))
+        inner = parse_post_aggregator(as_object(obj.get("field"), f"field of {what}"), nested=True)
         return SketchEstimate(name, inner, get_bool(obj, "round", False, what=what))
     if kind == "hyperUniqueCardinality":
         fname = get_str(obj, "fieldName", what=what)
@@ -242,7 +245,7 @@ def _fields(obj: Mapping[str, Any], what: str, minimum: int) -> tuple[PostAggreg
     raw = get_list(obj, "fields", what=what)
     if len(raw) < minimum:
         raise invalid("Field [fields] of %s needs at least %d entries, got %d", what, minimum, len(raw))
-    return tuple(parse_post_aggregator(f) for f in raw)
+    return tuple(parse_post_aggregator(f, nested=True) for f in raw)
 
 
 def parse_post_aggregators(obj: Mapping[str, Any], known: Sequence[str]) -> tuple[PostAggregator, ...]:

@@ -1,0 +1,107 @@
+"""The wikipedia sample served by an in-process historical query app, and a DuckDB oracle over the raw rows.
+
+The segments are ingested with HOUR segment granularity so every query merges many partials. The
+oracle reads the gz sample itself with plain SQL (view `raw`), typed as the tutorial spec ingests it:
+booleans and metroCode as strings, `ms` the event time in epoch milliseconds, `t` a UTC timestamp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import duckdb
+import httpx
+import orjson
+from starlette.applications import Starlette
+
+from historical_service.query_api import QueryEndpoint
+from historical_service.served import ServedSegments
+from ingestion.api import ingest
+from storage import open_metadata_store
+
+RAW_VIEW = """
+CREATE VIEW raw AS SELECT
+    epoch_ms(time::TIMESTAMP) AS ms, time::TIMESTAMP AS t,
+    channel, cityName, comment, countryIsoCode, countryName,
+    isAnonymous::VARCHAR AS isAnonymous, isMinor::VARCHAR AS isMinor, isNew::VARCHAR AS isNew,
+    isRobot::VARCHAR AS isRobot, isUnpatrolled::VARCHAR AS isUnpatrolled,
+    metroCode::VARCHAR AS metroCode, namespace, page, regionIsoCode, regionName, "user",
+    delta::BIGINT AS delta, added::BIGINT AS added, deleted::BIGINT AS deleted
+FROM read_json('{sample}', format='newline_delimited', columns={{
+    time: 'VARCHAR', channel: 'VARCHAR', cityName: 'VARCHAR', comment: 'VARCHAR',
+    countryIsoCode: 'VARCHAR', countryName: 'VARCHAR', isAnonymous: 'BOOLEAN', isMinor: 'BOOLEAN',
+    isNew: 'BOOLEAN', isRobot: 'BOOLEAN', isUnpatrolled: 'BOOLEAN', metroCode: 'BIGINT',
+    namespace: 'VARCHAR', page: 'VARCHAR', regionIsoCode: 'VARCHAR', regionName: 'VARCHAR',
+    "user": 'VARCHAR', delta: 'BIGINT', added: 'BIGINT', deleted: 'BIGINT'}})
+"""
+
+
+def ingest_hourly(root: Path, sample: Path, index_spec: Path) -> ServedSegments:
+    """Ingest the sample into HOUR segments under `root` and serve every used segment."""
+    spec = json.loads(index_spec.read_text())
+    spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(sample.parent)
+    spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "hour"
+    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
+    data_source = spec["spec"]["dataSchema"]["dataSource"]
+    store = open_metadata_store(str(root / "meta.db"))
+    try:
+        served = ServedSegments()
+        for seg in store.used_segments(data_source):
+            served.add(seg, seg.load_spec["path"])
+    finally:
+        store.close()
+    return served
+
+
+def query_app(served: ServedSegments) -> Starlette:
+    return Starlette(routes=QueryEndpoint(served, "test-host:8083").routes())
+
+
+def post(app: Starlette, body: Any) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.post("/druid/v2/", content=orjson.dumps(body))
+
+    return asyncio.run(go())
+
+
+def druid_json(app: Starlette, body: Any) -> Any:
+    """POST a native query and return its JSON, failing with the error body on a non-200."""
+    resp = post(app, body)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+class RawRows:
+    """SQL over the raw sample rows; independent of the engine under test."""
+
+    def __init__(self, sample: Path):
+        self.conn = duckdb.connect()
+        self.conn.execute("SET TimeZone='UTC'")
+        self.conn.execute(RAW_VIEW.format(sample=sample))
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql).fetchall()
+
+    def one(self, sql: str) -> tuple[Any, ...]:
+        (row,) = self.rows(sql)
+        return row
+
+    def scalar(self, sql: str) -> Any:
+        return self.one(sql)[0]
+
+
+def iso_utc(ms: int) -> str:
+    """Druid's UTC instant: 2015-09-12T00:46:58.771Z."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def iso_zoned(ms: int, zone: str) -> str:
+    """Druid's zoned instant: 2015-09-11T17:00:00.000-07:00."""
+    return datetime.fromtimestamp(ms / 1000, ZoneInfo(zone)).isoformat(timespec="milliseconds")
