@@ -1,0 +1,280 @@
+"""Broker benchmark (issue 5) against real processes: ZooKeeper, two historicals, `strata broker`.
+
+    python -m bench.broker [--rows 3000000] [--segments 100] [--many 1000] [--repeat 7] [--seconds 8]
+                           [--profile]
+
+1. End to end: timeseries (hour), topN (page by added, 10) and groupBy (country x channel) over
+   `--rows` rows in `--segments` hourly segments, through the broker (no cache), vs DuckDB running
+   the same SQL over the same Parquet files in this process. Target: within 2x of DuckDB.
+2. Broker overhead per segment at `--many` small segments: the same timeseries through the broker,
+   minus the same per-segment requests sent straight to the historicals (each node asked for
+   exactly the segments it announces, Arrow partials, in parallel, as the broker does), divided by
+   the segment count. Target: < 50 us per segment.
+3. Throughput with 16 concurrent clients (one httpx.AsyncClient): timeBoundary through the broker
+   without cache, and an hourly timeseries served from the cache of a `--cache lru` broker.
+   Target: > 300 queries/s.
+With --profile, the 1,000-segment query is also run through an in-process broker (same code, HTTP
+discovery of the same historicals) under cProfile, and the top functions are printed.
+Every figure is a median over `--repeat` runs with [min-max]; ratios come from the same run.
+Nothing is asserted: the figures are printed, then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+import duckdb
+import httpx
+import pyarrow as pa
+
+from bench.cluster_setup import (
+    HOUR_MS,
+    START_MS,
+    Cluster,
+    Dataset,
+    cluster,
+    cpu_seconds,
+    load_test,
+    log,
+    post_query,
+    served_segments,
+    spread,
+    time_calls,
+    wait_for_segments,
+    write_dataset,
+)
+from timeline import format_instant
+
+AGGS = [
+    {"type": "count", "name": "rows"},
+    {"type": "longSum", "name": "added", "fieldName": "added"},
+    {"type": "doubleSum", "name": "score", "fieldName": "score"},
+]
+NO_CACHE = {"useCache": False, "populateCache": False}
+
+
+def workloads(ds: Dataset) -> dict[str, tuple[dict[str, Any], str]]:
+    """Native query and the equivalent DuckDB SQL over the dataset's Parquet files."""
+    src = f"read_parquet({ds.parquet_list()})"
+    base = {"dataSource": ds.name, "intervals": [ds.interval], "context": NO_CACHE}
+    return {
+        "timeseries hour": (
+            {**base, "queryType": "timeseries", "granularity": "hour", "aggregations": AGGS},
+            "SELECT epoch_ms(time_bucket(INTERVAL 1 HOUR, __time)) t, count(*), sum(added), sum(score) "
+            f"FROM {src} GROUP BY t ORDER BY t",
+        ),
+        "topN page x10": (
+            {**base, "queryType": "topN", "granularity": "all", "dimension": "page", "metric": "added",
+             "threshold": 10, "aggregations": AGGS},
+            f"SELECT page, sum(added) a, count(*), sum(score) FROM {src} "
+            "GROUP BY page ORDER BY a DESC LIMIT 10",
+        ),
+        "groupBy country,channel": (
+            {**base, "queryType": "groupBy", "granularity": "all", "dimensions": ["country", "channel"],
+             "aggregations": AGGS},
+            f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} "
+            "GROUP BY ALL ORDER BY ALL",
+        ),
+    }
+
+
+def same_answer(name: str, druid: Any, rows: list[tuple[Any, ...]]) -> bool:
+    """A cheap independent check that both sides computed the same thing (totals, top keys)."""
+    if name.startswith("timeseries"):
+        return len(druid) == len(rows) and [r["result"]["added"] for r in druid] == [int(r[2]) for r in rows]
+    if name.startswith("topN"):
+        return [r["page"] for r in druid[0]["result"]] == [r[0] for r in rows]
+    ours = sorted((e["event"]["country"], e["event"]["channel"], e["event"]["added"]) for e in druid)
+    return ours == sorted((r[0], r[1], int(r[3])) for r in rows)
+
+
+def end_to_end(url: str, ds: Dataset, repeat: int) -> list[dict[str, Any]]:
+    conn = duckdb.connect()
+    out = []
+    with httpx.Client() as client:
+        for name, (body, sql) in workloads(ds).items():
+            answer = post_query(client, url, body)
+            rows = conn.execute(sql).fetchall()
+            broker: list[float] = []
+            duck: list[float] = []
+            for _ in range(repeat):  # interleaved: load from other work hits both sides alike
+                broker += time_calls(lambda body=body: post_query(client, url, body), 1, warmup=0)
+                duck += time_calls(lambda sql=sql: conn.execute(sql).fetchall(), 1, warmup=0)
+            ratio = statistics.median(broker) / statistics.median(duck)
+            same = same_answer(name, answer, rows)
+            out.append({"query": name, "broker_ms": spread(broker), "duckdb_ms": spread(duck),
+                        "ratio": round(ratio, 2), "same_answer": same})  # fmt: skip
+            log(f"  {name:26s} broker {spread(broker):>22s} ms  duckdb {spread(duck):>22s} ms  "
+                f"ratio {ratio:5.2f}  same answer: {out[-1]['same_answer']}")  # fmt: skip
+    return out
+
+
+async def _direct(client: httpx.AsyncClient, nodes: list[tuple[str, list[dict[str, Any]]]],
+                  body: dict[str, Any]) -> int:  # fmt: skip
+    """The broker's fan-out without the broker: each node gets its own segments, Arrow partials back."""
+    headers = {"Accept": "application/vnd.apache.arrow.stream"}
+
+    async def one(url: str, descriptors: list[dict[str, Any]]) -> int:
+        req = {**body, "intervals": {"type": "segments", "segments": descriptors}}
+        resp = await client.post(url + "/druid/v2/", json=req, headers=headers)
+        resp.raise_for_status()
+        return pa.ipc.open_stream(resp.content).read_all().num_rows
+
+    counts = await asyncio.gather(*(one(url, d) for url, d in nodes if d))
+    return sum(counts)
+
+
+def _descriptor(segment: dict[str, Any]) -> dict[str, Any]:
+    return {"itvl": segment["interval"], "ver": segment["version"],
+            "part": segment["shardSpec"].get("partitionNum", 0)}  # fmt: skip
+
+
+def overhead(c: Cluster, url: str, broker_pid: int, many: Dataset, repeat: int) -> dict[str, Any]:
+    body = {"queryType": "timeseries", "dataSource": many.name, "intervals": [many.interval],
+            "granularity": "all", "aggregations": AGGS, "context": NO_CACHE}  # fmt: skip
+    nodes = [(h.url, [_descriptor(s) for s in served_segments(h) if s["dataSource"] == many.name])
+             for h in c.historicals]  # fmt: skip
+    covered = sum(len(d) for _, d in nodes)
+    broker_cpu: list[float] = []
+
+    async def measure() -> tuple[list[float], list[float], Any]:
+        broker: list[float] = []
+        direct: list[float] = []
+        async with httpx.AsyncClient(timeout=120) as client:
+            answer = (await client.post(url + "/druid/v2/", json=body)).json()
+            await _direct(client, nodes, body)
+            # interleaved, so load from other work on the machine hits both sides alike
+            for _ in range(repeat):
+                t, cpu = time.perf_counter(), cpu_seconds(broker_pid)
+                (await client.post(url + "/druid/v2/", json=body)).raise_for_status()
+                broker.append(time.perf_counter() - t)
+                broker_cpu.append(cpu_seconds(broker_pid) - cpu)
+                t = time.perf_counter()
+                await _direct(client, nodes, body)
+                direct.append(time.perf_counter() - t)
+        return broker, direct, answer
+
+    broker, direct, answer = asyncio.run(measure())
+    diff = statistics.median(broker) - statistics.median(direct)
+    per_segment_us = diff / many.segments * 1e6
+    cpu_us = statistics.median(broker_cpu) / many.segments * 1e6
+    log(f"  {many.segments} segments ({covered} announced, rows {answer[0]['result']['rows']}): broker "
+        f"{spread(broker)} ms, historicals direct {spread(direct)} ms -> wall difference "
+        f"{per_segment_us:.1f} us/segment; broker process CPU {spread(broker_cpu)} ms/query -> "
+        f"{cpu_us:.1f} us/segment")  # fmt: skip
+    return {"segments": many.segments, "broker_ms": spread(broker), "direct_ms": spread(direct),
+            "wall_overhead_us_per_segment": round(per_segment_us, 1), "broker_cpu_ms": spread(broker_cpu),
+            "broker_cpu_us_per_segment": round(cpu_us, 1)}  # fmt: skip
+
+
+def throughput(url: str, cached_url: str, ds: Dataset, seconds: float, concurrency: int) -> dict[str, Any]:
+    out = {}
+    tb = {"queryType": "timeBoundary", "dataSource": ds.name, "context": NO_CACHE}
+    ts = {"queryType": "timeseries", "dataSource": ds.name, "intervals": [ds.interval], "granularity": "hour",
+          "aggregations": AGGS}  # fmt: skip
+    cases = (("timeBoundary (no cache)", url, tb), ("timeseries hour (LRU cached)", cached_url, ts))
+    for name, target, body in cases:
+        with httpx.Client() as client:
+            post_query(client, target, body)  # fills the cache for the cached case
+        result = load_test(target, body, concurrency, seconds)
+        log(f"  {name:30s} {result.row()}")
+        out[name] = result.summary()
+    return out
+
+
+def profile_in_process(c: Cluster, label: str, body: dict[str, Any], segments: int, repeat: int,
+                       *cache_args: str) -> None:  # fmt: skip
+    """cProfile of the real broker code (app + runner) in this process, HTTP discovery of the nodes."""
+    import cProfile
+    import pstats
+
+    from broker_service.app import create_app
+    from broker_service.build import build_broker
+    from broker_service.cli import configure
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    nodes = ",".join(h.address for h in c.historicals)
+    args = parser.parse_args(["--discovery", "http", "--nodes", nodes, *cache_args])
+    broker = build_broker(args)
+    app = create_app(broker)
+
+    async def run() -> None:
+        await broker.start()
+        try:
+            deadline = time.monotonic() + 60
+            while broker.view.segment_count < segments and time.monotonic() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.2)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://broker") as client:
+                await client.post("/druid/v2/", json=body)
+                profiler = cProfile.Profile()
+                began = time.perf_counter()
+                profiler.enable()
+                for _ in range(repeat):
+                    resp = await client.post("/druid/v2/", json=body)
+                    resp.raise_for_status()
+                profiler.disable()
+                per_query_ms = (time.perf_counter() - began) / repeat * 1e3
+                log(f"  in-process broker, {label}: {per_query_ms:.2f} ms/query "
+                    f"(under cProfile, {repeat} queries)")  # fmt: skip
+                stats = pstats.Stats(profiler)
+                stats.sort_stats("tottime").print_stats(18)
+                stats.sort_stats("cumulative").print_stats(30)
+        finally:
+            await broker.stop()
+
+    asyncio.run(run())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=3_000_000)
+    parser.add_argument("--segments", type=int, default=100)
+    parser.add_argument("--many", type=int, default=1000, help="segments of the small-segment datasource")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--seconds", type=float, default=8.0, help="length of each throughput run")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+
+    report: dict[str, Any] = {"rows": args.rows, "segments": args.segments}
+    with cluster() as c:
+        began = time.monotonic()
+        ds = write_dataset(c.root, "bench", args.rows, args.segments)
+        many = write_dataset(c.root, "many", args.many * 200, args.many, seed=11)
+        log(f"data: {args.rows:,} rows in {args.segments} segments + {many.rows:,} rows in {many.segments} "
+            f"segments, written in {time.monotonic() - began:.1f}s under {c.root}")  # fmt: skip
+        c.start_data_nodes(2)
+        broker = c.start_broker("--cache", "none")
+        cached = c.start_broker("--cache", "lru", "--cache-size", str(512 * 1024 * 1024))
+        for b in (broker, cached):
+            wait_for_segments(b, args.segments + args.many)
+        log(f"cluster up: ZooKeeper, 2 historicals, 2 brokers after {time.monotonic() - began:.1f}s")
+        log(f"end to end vs DuckDB over the same Parquet files (median [min-max] of {args.repeat}):")
+        report["end_to_end"] = end_to_end(broker.url, ds, args.repeat)
+        log("broker overhead per segment:")
+        report["overhead"] = overhead(c, broker.url, broker.pid, many, args.repeat)
+        log(f"throughput, {args.concurrency} concurrent clients, {args.seconds:.0f}s each:")
+        report["throughput"] = throughput(broker.url, cached.url, ds, args.seconds, args.concurrency)
+        if args.profile:
+            total = args.segments + args.many
+            body = {"queryType": "timeseries", "dataSource": many.name, "intervals": [many.interval],
+                    "granularity": "all", "aggregations": AGGS, "context": NO_CACHE}  # fmt: skip
+            profile_in_process(c, f"{many.segments} segments, no cache", body, total, args.repeat)
+            one_hour = f"{format_instant(START_MS)}/{format_instant(START_MS + HOUR_MS)}"
+            small = {"queryType": "timeseries", "dataSource": ds.name, "intervals": [one_hour],
+                     "granularity": "all", "aggregations": AGGS}  # fmt: skip
+            profile_in_process(c, "1 segment, LRU cached", small, total, 300, "--cache", "lru")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

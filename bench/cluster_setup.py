@@ -1,0 +1,292 @@
+"""Shared by bench.broker and bench.cache: synthetic segments, a real cluster, and timing helpers.
+
+The data is written straight into deep storage in the segment layout and published in a SQLite
+metadata store, so the benchmarks spend their time on queries, not on ingestion. The cluster is
+real processes: ZooKeeper, two `strata historical` (replicas 1, so each serves about half the
+segments) and as many `strata broker` processes as a benchmark asks for, all stopped by pid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pyarrow as pa
+
+from storage import open_metadata_store
+from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
+from storage.segment_file import write_segment_file
+from strata.local_servers import MemcachedServer, ZooKeeperServer, free_port
+from tests.process_helpers import StrataProcess
+from timeline import DataSegment, Interval, ShardSpec, format_instant
+
+HOUR_MS = 3_600_000
+START_MS = 1_577_836_800_000  # 2020-01-01T00:00:00Z
+VERSION = "2020-06-01T00:00:00.000Z"
+METRICS = [
+    {"type": "longSum", "name": "added", "fieldName": "added"},
+    {"type": "doubleSum", "name": "score", "fieldName": "score"},
+]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    rows: int
+    segments: int
+    files: list[str]
+
+    @property
+    def interval(self) -> str:
+        return f"{format_instant(START_MS)}/{format_instant(START_MS + self.segments * HOUR_MS)}"
+
+    def parquet_list(self) -> str:
+        """The files as a DuckDB list literal, for `read_parquet([...])`."""
+        return "[" + ", ".join(f"'{f}'" for f in self.files) + "]"
+
+
+def synthetic_rows(rows: int, hours: int, seed: int) -> pa.Table:
+    """Rows spread over `hours` hours: low (country, channel) and zipf-skewed (page) dimensions."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(START_MS + rng.integers(0, hours * HOUR_MS, rows))
+    countries = np.array([f"country{i:02d}" for i in range(50)])
+    channels = np.array([f"#ch{i}" for i in range(20)])
+    pages = np.array([f"page{i}" for i in range(5000)])
+    return pa.table(
+        {
+            "__time": pa.array(times, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            "country": pa.array(countries[rng.integers(0, 50, rows)]),
+            "channel": pa.array(channels[rng.integers(0, 20, rows)]),
+            "page": pa.array(pages[(rng.zipf(1.2, rows) - 1) % 5000]),
+            "added": pa.array(rng.integers(0, 1000, rows), pa.int64()),
+            "score": pa.array(rng.random(rows), pa.float64()),
+        }
+    )
+
+
+def write_dataset(root: Path, name: str, rows: int, segments: int, seed: int = 7) -> Dataset:
+    """`segments` hourly segments of `rows` rows in total, pushed to `root/deep` and published."""
+    table = synthetic_rows(rows, segments, seed)
+    millis = table.column("__time").cast(pa.int64()).to_numpy()
+    bounds = np.searchsorted(millis, START_MS + np.arange(segments + 1) * HOUR_MS)
+    deep = LocalDeepStorage(root / "deep")
+    dims = [{"name": d, "type": "string"} for d in ("country", "channel", "page")]
+    pushed: list[DataSegment] = []
+    for h in range(segments):
+        part = table.slice(int(bounds[h]), int(bounds[h + 1] - bounds[h]))
+        part = part.sort_by([("__time", "ascending"), ("country", "ascending"), ("channel", "ascending")])
+        interval = Interval(START_MS + h * HOUR_MS, START_MS + (h + 1) * HOUR_MS)
+        staging = deep.staging_dir()
+        facts = {"dataSource": name, "interval": str(interval), "version": VERSION, "partitionNum": 0,
+                 "dimensions": dims, "metrics": METRICS, "queryGranularity": {"type": "none"},
+                 "rollup": False, "numRows": part.num_rows}  # fmt: skip
+        write_segment_file(part, staging / SEGMENT_FILE, facts)
+        segment = DataSegment(name, interval, VERSION, dimensions=("country", "channel", "page"),
+                              metrics=("added", "score"), shard_spec=ShardSpec.numbered(0, 1))  # fmt: skip
+        pushed.append(deep.push(staging, segment))
+    store = open_metadata_store(root / "meta.db")
+    try:
+        store.publish(pushed, overwrite=False)
+    finally:
+        store.close()
+    return Dataset(name, rows, segments, [str(s.load_spec["path"]) for s in pushed])
+
+
+class BenchProcess(StrataProcess):
+    """`python -P`: the child imports the installed packages, never a same-named folder of the cwd."""
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-P", *super().argv()[1:]]
+
+
+@dataclass
+class Cluster:
+    """ZooKeeper + two historicals + brokers, all real processes under `root`."""
+
+    root: Path
+    zk: ZooKeeperServer | None = None
+    historicals: list[StrataProcess] = field(default_factory=list)
+    brokers: list[StrataProcess] = field(default_factory=list)
+    memcached: list[MemcachedServer] = field(default_factory=list)
+    base: str = field(default_factory=lambda: f"/strata-bench-{uuid.uuid4().hex[:8]}")
+
+    @property
+    def zk_hosts(self) -> str:
+        assert self.zk is not None
+        return self.zk.address
+
+    def start_data_nodes(self, count: int = 2) -> None:
+        self.zk = ZooKeeperServer(port=free_port(), data_dir=self.root / "zk").start()
+        common = ["--zk", self.zk_hosts, "--zk-base", self.base, "--deep-storage", str(self.root / "deep"),
+                  "--metadata", str(self.root / "meta.db"), "--replicas", "1",
+                  "--poll-period", "1"]  # fmt: skip
+        for i in range(count):
+            node = BenchProcess("historical", [*common, "--segment-cache", str(self.root / f"segcache{i}")],
+                                 self.root / f"historical{i}.log")  # fmt: skip
+            self.historicals.append(node)
+            node.start(timeout=60)
+
+    def start_memcached(self) -> str:
+        server = MemcachedServer(port=free_port(), memory_mb=256).start()
+        self.memcached.append(server)
+        return server.address
+
+    def start_broker(self, *args: str) -> StrataProcess:
+        broker = BenchProcess("broker", ["--zk", self.zk_hosts, "--zk-base", self.base, *args],
+                               self.root / f"broker{len(self.brokers)}.log")  # fmt: skip
+        self.brokers.append(broker)
+        broker.start(timeout=60)
+        return broker
+
+    def stop_broker(self, broker: StrataProcess) -> None:
+        broker.stop()
+        self.brokers.remove(broker)
+
+    def stop(self) -> None:
+        for p in [*self.brokers, *self.historicals]:
+            try:
+                p.stop()
+            except Exception:
+                p.kill()
+        for m in self.memcached:
+            m.stop()
+        if self.zk is not None:
+            self.zk.stop()
+
+
+@contextmanager
+def cluster(root: Path | None = None) -> Iterator[Cluster]:
+    """A cluster that is stopped (by pid) whatever happens; a directory made here is removed after."""
+    c = Cluster(root or Path(tempfile.mkdtemp(prefix="strata-bench-")))
+    try:
+        yield c
+    finally:
+        c.stop()
+        if root is None:
+            shutil.rmtree(c.root, ignore_errors=True)
+
+
+def wait_for_segments(process: StrataProcess, count: int, timeout: float = 180.0) -> None:
+    """Until the broker's view (`/status` segments) holds at least `count` segments."""
+    deadline = time.monotonic() + timeout
+    seen = -1
+    while time.monotonic() < deadline:
+        seen = httpx.get(process.url + "/status", timeout=5).json().get("segments", -1)
+        if seen >= count:
+            return
+        time.sleep(0.5)
+    tail = process.log_text()[-3000:]
+    raise RuntimeError(f"broker saw {seen} of {count} segments after {timeout:.0f}s:\n{tail}")
+
+
+def served_segments(node: StrataProcess) -> list[dict[str, Any]]:
+    """The segments a historical announces, from its HTTP change feed (full snapshot)."""
+    params = {"counter": -1, "timeout": 1000}
+    body = httpx.get(node.url + "/druid-internal/v1/segments", params=params, timeout=30).json()
+    loads = [r for r in body["requests"] if r.get("action") == "load"]
+    return [{k: v for k, v in r.items() if k != "action"} for r in loads]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- timing -----------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def spread(samples: Sequence[float]) -> str:
+    """`median [min-max]` in ms."""
+    return f"{statistics.median(samples) * 1e3:.1f} [{min(samples) * 1e3:.1f}-{max(samples) * 1e3:.1f}]"
+
+
+def post_query(client: httpx.Client, url: str, body: dict[str, Any]) -> Any:
+    resp = client.post(url + "/druid/v2/", json=body, timeout=300)
+    if resp.status_code != 200:
+        raise RuntimeError(f"query failed ({resp.status_code}): {resp.text[:500]}")
+    return resp.json()
+
+
+def time_calls(fn: Any, repeat: int, warmup: int = 1) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t)
+    return samples
+
+
+@dataclass
+class LoadResult:
+    queries: int
+    errors: int
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def qps(self) -> float:
+        return self.queries / self.seconds
+
+    def summary(self) -> dict[str, float]:
+        return {"qps": round(self.qps), "p50_ms": round(percentile(self.latencies, 0.5) * 1e3, 1),
+                "p99_ms": round(percentile(self.latencies, 0.99) * 1e3, 1),
+                "errors": self.errors}  # fmt: skip
+
+    def row(self) -> str:
+        s = self.summary()
+        return (f"{s['qps']:7.0f} qps  p50 {s['p50_ms']:6.1f} ms  p99 {s['p99_ms']:6.1f} ms  "
+                f"errors {s['errors']:.0f}")  # fmt: skip
+
+
+def load_test(url: str, body: dict[str, Any], concurrency: int = 16, seconds: float = 8.0) -> LoadResult:
+    """`concurrency` clients on one httpx.AsyncClient sending `body` back to back for `seconds`."""
+
+    async def run() -> LoadResult:
+        latencies: list[float] = []
+        errors = 0
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+            for _ in range(concurrency):  # open the connections before the clock starts
+                await client.post(url + "/druid/v2/", json=body)
+            stop_at = time.perf_counter() + seconds
+
+            async def worker() -> None:
+                nonlocal errors
+                while time.perf_counter() < stop_at:
+                    t = time.perf_counter()
+                    resp = await client.post(url + "/druid/v2/", json=body)
+                    if resp.status_code == 200:
+                        latencies.append(time.perf_counter() - t)
+                    else:
+                        errors += 1
+
+            began = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return LoadResult(len(latencies), errors, time.perf_counter() - began, latencies)
+
+    return asyncio.run(run())
+
+
+def log(*parts: object) -> None:
+    print(*parts, flush=True, file=sys.stderr)
