@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from timeline.instant import format_instant, parse_instant
@@ -48,9 +49,7 @@ class Interval:
         return cls(parse_instant(start), parse_instant(end))
 
     def __str__(self) -> str:
-        if self == ETERNITY:
-            return _ETERNITY_TEXT
-        return f"{format_instant(self.start)}/{format_instant(self.end)}"
+        return _interval_text(self.start, self.end)
 
     def __repr__(self) -> str:
         return f"Interval({self})"
@@ -102,3 +101,12 @@ def _instant(part: str, whole: str) -> int:
 
 
 ETERNITY = Interval(MIN_INSTANT, MAX_INSTANT)
+
+
+@functools.lru_cache(maxsize=65536)
+def _interval_text(start: int, end: int) -> str:
+    """Printing is hot on the broker (every segment of every query names its interval); the same
+    few thousand segment intervals recur, so their text is kept."""
+    if (start, end) == (ETERNITY.start, ETERNITY.end):
+        return _ETERNITY_TEXT
+    return f"{format_instant(start)}/{format_instant(end)}"
