@@ -93,9 +93,13 @@ def test_cache_key_layout_is_druids():
     assert key[16:18] == b"v7" and key[18:22] == (0).to_bytes(4, "big") and key[22:] == b"Q"
 
 
-def test_partial_codec_round_trip():
+def test_partial_codec_round_trip_small_plain_large_compressed():
     t = pa.table({"__segment": ["a", "b"], "x": [1, 2]})
     assert decode_partial(encode_partial(t)).equals(t)
+    big = pa.table({"__segment": ["s"] * 50_000, "x": list(range(50_000))})
+    payload = encode_partial(big)
+    assert decode_partial(payload).equals(big)
+    assert len(payload) < big.nbytes / 4  # compressed: repeated strings, small ints
 
 
 async def burst(runner, queries):
