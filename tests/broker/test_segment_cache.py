@@ -99,7 +99,7 @@ def test_partial_codec_round_trip_small_plain_large_compressed():
     big = pa.table({"__segment": ["s"] * 50_000, "x": list(range(50_000))})
     payload = encode_partial(big)
     assert decode_partial(payload).equals(big)
-    assert len(payload) < big.nbytes / 4  # compressed: repeated strings, small ints
+    assert len(payload) < big.nbytes / 2  # compressed: repeated strings, small ints
 
 
 async def burst(runner, queries):
