@@ -1,7 +1,10 @@
 """Ingestion throughput of the local engine beside DuckDB writing the same rows to Parquet.
 
-    python -m bench.ingest [--rows 10000000]
+    python -m bench.ingest [--rows 10000000] [--repeat 3]
 
+Each dataset runs `--repeat` times, Strata and DuckDB alternating so both see the same machine
+load; the ratio is of the two medians, and min/max show the spread. One untimed warm-up of each
+side on the wikipedia sample pays the one-off imports and DuckDB's JSON extension load.
 Prints a table and, last, one JSON line. Target: the local engine within 2x of DuckDB's time.
 """
 
@@ -9,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -49,83 +55,112 @@ def _synthetic(path: Path, rows: int) -> None:
         TO '{path}' (FORMAT parquet)""")
 
 
+def _rounds(
+    repeat: int, strata: Callable[[int], tuple[float, int]], duck: Callable[[int], float]
+) -> tuple[int, list[float], list[float]]:
+    """Alternate Strata and DuckDB `repeat` times; (rows ingested, Strata times, DuckDB times)."""
+    t_strata: list[float] = []
+    t_duck: list[float] = []
+    rows = 0
+    for i in range(repeat):
+        took, rows = strata(i)
+        t_strata.append(took)
+        t_duck.append(duck(i))
+    return rows, t_strata, t_duck
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=10_000_000, help="synthetic dataset size")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per dataset (medians are compared)")
     args = ap.parse_args(argv)
-    results = []
+    repeat = max(1, args.repeat)
+    results: list[tuple[str, int, list[float], list[float]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        spec = json.loads(WIKIPEDIA_INDEX_SPEC.read_text())
-        spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(WIKIPEDIA_SAMPLE.parent)
-        # best of 3 each: the first run also pays one-off imports
-        t_strata, n = min(_strata(spec, work / f"wiki{i}") for i in range(3))
-        t_duck = min(
-            _duckdb_copy(
-                f"SELECT * FROM read_json('{WIKIPEDIA_SAMPLE}', format='newline_delimited')",
-                work / f"wiki_duck{i}.parquet",
-            )
-            for i in range(3)
+        wiki_spec = json.loads(WIKIPEDIA_INDEX_SPEC.read_text())
+        wiki_spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(WIKIPEDIA_SAMPLE.parent)
+        wiki_sql = f"SELECT * FROM read_json('{WIKIPEDIA_SAMPLE}', format='newline_delimited')"
+        _strata(wiki_spec, work / "warmup")
+        _duckdb_copy(wiki_sql, work / "warmup.parquet")
+        n, ts, td = _rounds(
+            repeat,
+            lambda i: _strata(wiki_spec, work / f"wiki{i}"),
+            lambda i: _duckdb_copy(wiki_sql, work / f"wiki_duck{i}.parquet"),
         )
-        results.append(("wikipedia (json.gz)", n, t_strata, t_duck))
+        results.append(("wikipedia (json.gz)", n, ts, td))
 
         synth = work / "synthetic.parquet"
         _synthetic(synth, args.rows)
-        spec = {
-            "type": "index_parallel",
-            "spec": {
-                "dataSchema": {
-                    "dataSource": "synthetic",
-                    "timestampSpec": {"column": "ts", "format": "auto"},
-                    "dimensionsSpec": {
-                        "dimensions": [
-                            "country",
-                            "device",
-                            "page",
-                            "user_id",
-                            {"name": "bytes", "type": "long"},
-                            {"name": "latency", "type": "double"},
-                        ]
-                    },
-                    "granularitySpec": {
-                        "segmentGranularity": "day",
-                        "queryGranularity": "none",
-                        "rollup": False,
-                    },
-                },
-                "ioConfig": {
-                    "inputSource": {"type": "local", "files": [str(synth)]},
-                    "inputFormat": {"type": "parquet"},
-                },
-                "tuningConfig": {"partitionsSpec": {"type": "dynamic", "maxRowsPerSegment": 5_000_000}},
-            },
-        }
-        t_strata, n = _strata(spec, work / "synth")
-        t_duck = _duckdb_copy(f"SELECT * FROM read_parquet('{synth}')", work / "synth_duck.parquet")
-        results.append((f"synthetic {args.rows:,} (parquet)", n, t_strata, t_duck))
+        spec = _synthetic_spec(synth)
+        n, ts, td = _rounds(
+            repeat,
+            lambda i: _strata(spec, work / f"synth{i}"),
+            lambda i: _duckdb_copy(f"SELECT * FROM read_parquet('{synth}')", work / f"synth_duck{i}.parquet"),
+        )
+        results.append((f"synthetic {args.rows:,} (parquet)", n, ts, td))
 
     print(
-        f"{'dataset':<32}{'rows':>12}{'strata s':>10}{'rows/s':>12}{'duckdb s':>10}{'rows/s':>12}{'ratio':>7}"
+        f"{'dataset':<32}{'rows':>12}{'strata s':>10}{'(min-max)':>13}{'rows/s':>12}"
+        f"{'duckdb s':>10}{'(min-max)':>13}{'rows/s':>12}{'ratio':>7}"
     )
+    out_rows = []
     for name, n, ts, td in results:
-        print(f"{name:<32}{n:>12,}{ts:>10.2f}{n / ts:>12,.0f}{td:>10.2f}{n / td:>12,.0f}{ts / td:>7.2f}")
-    out = {
-        "bench": "ingest",
-        "results": [
-            {
-                "dataset": name,
-                "rows": n,
-                "strata_s": round(ts, 3),
-                "strata_rows_per_s": round(n / ts),
-                "duckdb_s": round(td, 3),
-                "duckdb_rows_per_s": round(n / td),
-                "ratio": round(ts / td, 2),
-            }
-            for name, n, ts, td in results
-        ],
-    }
-    print(json.dumps(out))
+        ms, md = statistics.median(ts), statistics.median(td)
+        print(
+            f"{name:<32}{n:>12,}{ms:>10.2f}{_spread(ts):>13}{n / ms:>12,.0f}"
+            f"{md:>10.2f}{_spread(td):>13}{n / md:>12,.0f}{ms / md:>7.2f}"
+        )
+        out_rows.append({
+            "dataset": name,
+            "rows": n,
+            "rounds": len(ts),
+            "strata_s": round(ms, 3),
+            "strata_s_all": [round(t, 3) for t in ts],
+            "strata_rows_per_s": round(n / ms),
+            "duckdb_s": round(md, 3),
+            "duckdb_s_all": [round(t, 3) for t in td],
+            "duckdb_rows_per_s": round(n / md),
+            "ratio": round(ms / md, 2),
+        })  # fmt: skip
+    print(json.dumps({"bench": "ingest", "results": out_rows}))
     return 0
+
+
+def _spread(times: list[float]) -> str:
+    return f"({min(times):.2f}-{max(times):.2f})"
+
+
+def _synthetic_spec(path: Path) -> dict[str, Any]:
+    return {
+        "type": "index_parallel",
+        "spec": {
+            "dataSchema": {
+                "dataSource": "synthetic",
+                "timestampSpec": {"column": "ts", "format": "auto"},
+                "dimensionsSpec": {
+                    "dimensions": [
+                        "country",
+                        "device",
+                        "page",
+                        "user_id",
+                        {"name": "bytes", "type": "long"},
+                        {"name": "latency", "type": "double"},
+                    ]
+                },
+                "granularitySpec": {
+                    "segmentGranularity": "day",
+                    "queryGranularity": "none",
+                    "rollup": False,
+                },
+            },
+            "ioConfig": {
+                "inputSource": {"type": "local", "files": [str(path)]},
+                "inputFormat": {"type": "parquet"},
+            },
+            "tuningConfig": {"partitionsSpec": {"type": "dynamic", "maxRowsPerSegment": 5_000_000}},
+        },
+    }
 
 
 if __name__ == "__main__":

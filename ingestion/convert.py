@@ -167,9 +167,9 @@ def parse_timestamps(
     if pa.types.is_null(t):
         ms = pa.nulls(n, pa.int64())
     elif pa.types.is_timestamp(t):
-        if t.tz is None:
-            arr = pc.assume_timezone(arr, "UTC")
-        ms = pc.cast(pc.cast(arr, pa.timestamp("ms", tz="UTC")), pa.int64())
+        # a naive timestamp is read as UTC: its stored count already is the UTC instant, so cast
+        # it as it is (assume_timezone would look up the zone per value for no change)
+        ms = pc.cast(pc.cast(arr, pa.timestamp("ms", tz=t.tz)), pa.int64())
     elif pa.types.is_integer(t) or pa.types.is_floating(t):
         ms, bad = _numeric_ms(arr, fmt)
     elif pa.types.is_string(t) or pa.types.is_large_string(t):

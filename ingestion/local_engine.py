@@ -19,16 +19,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingestion.errors import IngestionError, SpecError, TooManyParseExceptions
+from ingestion.memory_pool import INGEST_POOL
 from ingestion.normalize import MAX_KEPT_PROBLEMS, TIME, discover_dimensions, normalize_block
 from ingestion.partitioning import PartitionPlan, plan_partitions
 from ingestion.readers import read_blocks, resolve_inputs
-from ingestion.rollup import CHUNK, build_segment_rows
-from ingestion.spec import DimensionSpec, IngestionSpec
+from ingestion.rollup import CHUNK, segment_order, segment_rows
+from ingestion.spec import DimensionSpec, HashedPartitions, IngestionSpec, PartitionsSpec, RangePartitions
 from ingestion.summary import IngestionSummary, NoProgress, Progress, SegmentWritten
 from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
 from storage.metadata_store import MetadataStore
-from storage.segment_file import write_segment_file
+from storage.segment_file import ROW_GROUP_ROWS, write_segment_pieces
 from timeline import DataSegment, Interval, format_instant, parse_instant
+
+_WORKERS = min(4, os.cpu_count() or 1)
 
 
 def new_version(existing: Sequence[DataSegment]) -> str:
@@ -82,7 +85,16 @@ def _read(
             f"nothing to ingest: {summary.rows_read} rows read, {summary.parse_errors} unparseable, "
             f"{summary.rows_thrown_away} outside granularitySpec.intervals"
         )
-    return pa.concat_tables(parts, promote_options="default").combine_chunks(), dims
+    return pa.concat_tables(parts, promote_options="default"), dims
+
+
+def _combined_and_ordered(rows: pa.Table, dims: list[DimensionSpec]) -> tuple[pa.Table, pa.UInt64Array]:
+    """`rows` with one contiguous array per column (gathering segments from one is ~3x faster than
+    from chunks), and their segment order; the sort runs while the columns are copied."""
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        order = pool.submit(segment_order, rows, dims)
+        columns = list(pool.map(lambda c: c.combine_chunks(INGEST_POOL), rows.columns))
+        return pa.Table.from_arrays(columns, schema=rows.schema), order.result()
 
 
 def _chunk_targets(
@@ -123,13 +135,20 @@ def run_local(
     summary = IngestionSummary(spec.data_source)
     table, dims = _read(spec, summary, progress)
     progress.phase("rollup" if spec.granularity.rollup else "sort")
-    rows = build_segment_rows(table, dims, spec.metrics, spec.granularity.rollup)
+    rows = segment_rows(table, dims, spec.metrics, spec.granularity.rollup)
     summary.rows_ingested = rows.num_rows
     summary.rows_rolled_up = table.num_rows - rows.num_rows
     del table
+    rows, order = _combined_and_ordered(rows, dims)
     progress.phase("partition")
     dim_names = [d.name for d in dims]
-    plans = plan_partitions(rows.column(CHUNK).to_numpy(), rows, spec.tuning.partitions, dim_names)
+    order_np = order.to_numpy()
+    chunks = rows.column(CHUNK).to_numpy()[order_np]
+    partitions = spec.tuning.partitions
+    needed = _partition_columns(partitions, dim_names)
+    keyed = pc.take(rows.select(needed), order, memory_pool=INGEST_POOL) if needed else rows.select([])
+    plans = plan_partitions(chunks, keyed, partitions, dim_names)
+    del keyed, chunks
     rows = rows.drop_columns([CHUNK])
     rows = rows.set_column(0, TIME, pc.cast(rows.column(TIME), pa.timestamp("ms", tz="UTC")))
     existing = store.used_segments(spec.data_source)
@@ -155,12 +174,15 @@ def run_local(
         def write(i: int) -> int:
             seg_dir = staging / str(i)
             seg_dir.mkdir()
-            part = _take(rows, plans[i].rows)
-            write_segment_file(part, seg_dir / SEGMENT_FILE, _facts(spec, segments[i], dims, part.num_rows))
-            return part.num_rows
+            idx = order_np[plans[i].rows]
+            # gathered one row group at a time: small buffers the allocator reuses, not fresh pages
+            pieces = (_take(rows, idx[lo : lo + ROW_GROUP_ROWS]) for lo in range(0, idx.size, ROW_GROUP_ROWS))
+            facts = _facts(spec, segments[i], dims, idx.size)
+            write_segment_pieces(rows.schema, pieces, seg_dir / SEGMENT_FILE, facts)
+            return int(idx.size)
 
-        # Parquet encoding releases the GIL: write segments side by side
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        # gathering rows and Parquet encoding release the GIL: build segments side by side
+        with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
             counts = list(pool.map(write, range(len(plans))))
         for i, (seg, n) in enumerate(zip(segments, counts, strict=True)):
             pushed.append(deep.push(staging / str(i), seg))
@@ -177,10 +199,20 @@ def run_local(
     return summary
 
 
+def _partition_columns(partitions: PartitionsSpec, dimensions: list[str]) -> list[str]:
+    """The columns `plan_partitions` reads, so only they are gathered in sort order up front."""
+    if isinstance(partitions, HashedPartitions):
+        return list(partitions.partition_dimensions) or [TIME, *dimensions]
+    if isinstance(partitions, RangePartitions):
+        return list(partitions.dimensions)
+    return []
+
+
 def _take(rows: pa.Table, idx: np.ndarray) -> pa.Table:
-    if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
+    """The rows at `idx`; a zero-copy slice when they are a run already in order (e.g. presorted input)."""
+    if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size and bool((np.diff(idx) == 1).all()):
         return rows.slice(int(idx[0]), idx.size)
-    return rows.take(pa.array(idx))
+    return pc.take(rows, pa.array(idx), memory_pool=INGEST_POOL)
 
 
 def _facts(

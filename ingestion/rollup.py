@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingestion.memory_pool import INGEST_POOL
 from ingestion.normalize import TIME, metric_input
 from ingestion.spec import DimensionSpec, MetricSpec
 
@@ -41,9 +42,23 @@ def build_segment_rows(
     table: pa.Table, dimensions: Sequence[DimensionSpec], metrics: Sequence[MetricSpec], rollup: bool
 ) -> pa.Table:
     """Columns: `__chunk`, `__time` (int64 ms), dimensions, metrics; sorted for segment writing."""
-    keys = [CHUNK, TIME, *(d.name for d in dimensions)]
+    rows = segment_rows(table, dimensions, metrics, rollup)
+    return rows.take(segment_order(rows, dimensions))
+
+
+def segment_rows(
+    table: pa.Table, dimensions: Sequence[DimensionSpec], metrics: Sequence[MetricSpec], rollup: bool
+) -> pa.Table:
+    """The segment rows, not yet sorted: `segment_order` gives their order.
+
+    Kept apart so the caller can sort while it copies columns, and gather each segment's rows in
+    its own writer thread instead of copying the whole table once in sort order first.
+    """
+    keys = _sort_keys(dimensions)
     if rollup:
-        out = _group(table, keys, metrics)
+        # one chunk, as before: scanning chunks in parallel lets the order of LIST() (sketch inputs)
+        # and so the sketch bytes vary from run to run
+        out = _group(table.combine_chunks(INGEST_POOL), keys, metrics)
     else:
         out = table.select(keys)
         for m in metrics:
@@ -53,14 +68,35 @@ def build_segment_rows(
                 else table.column(metric_input(m))
             )
             out = out.append_column(m.name, col)
-    # Arrow's multi-key sort compares later keys only on ties: far cheaper than a full SQL ORDER BY
-    order = pc.sort_indices(out, sort_keys=[(k, "ascending", "at_start") for k in keys])
-    out = out.take(order)
-    for m in metrics:
+    for m in metrics:  # one sketch per row, so building them before sorting changes nothing
         if m.is_sketch:
             i = out.column_names.index(m.name)
             out = out.set_column(i, m.name, sketch_column(out.column(m.name), m, rollup))
     return out
+
+
+def _sort_keys(dimensions: Sequence[DimensionSpec]) -> list[str]:
+    return [CHUNK, TIME, *(d.name for d in dimensions)]
+
+
+def segment_order(rows: pa.Table, dimensions: Sequence[DimensionSpec]) -> pa.UInt64Array:
+    """Stable order by chunk, `__time`, dimensions, nulls first (as Druid orders a segment).
+
+    A time chunk usually grows with `__time`, and then sorting without the chunk key already yields
+    the same order (stable sorts on keys that agree): checked, and sorted again with it otherwise.
+    Arrow's multi-key sort compares later keys only on ties: far cheaper than a full SQL ORDER BY.
+    It reads chunked columns as fast as contiguous ones.
+    """
+    keys = _sort_keys(dimensions)
+    order = pc.sort_indices(
+        rows, sort_keys=[(k, "ascending", "at_start") for k in keys[1:]], memory_pool=INGEST_POOL
+    )
+    chunks = rows.column(CHUNK).to_numpy()[order.to_numpy()]
+    if bool((chunks[1:] >= chunks[:-1]).all()):
+        return order
+    return pc.sort_indices(
+        rows, sort_keys=[(k, "ascending", "at_start") for k in keys], memory_pool=INGEST_POOL
+    )
 
 
 def _group(table: pa.Table, keys: list[str], metrics: Sequence[MetricSpec]) -> pa.Table:
