@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from query import Query, QueryError, SegmentInput, parse_query
 from query.duck import connection
+from query.engine import run_for_broker
 from query.errors import QueryCancelled, QueryTimeout, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import SegmentsSpec
@@ -144,12 +145,12 @@ class QueryEndpoint:
         conn = connection()
         entry.conn = conn
         try:
-            partials = query.run_partials(conn, inputs)
+            if arrow:  # a broker: partials it can cache and merge
+                return _encode_arrow(run_for_broker(query, inputs))
+            merged = query.run_merged(conn, inputs)
         finally:
             entry.conn = None
-        if arrow:
-            return _encode_arrow(partials)
-        return query.finalize(query.merge([partials]))
+        return query.finalize(merged)
 
     async def post(self, request: Request) -> Response:
         started = time.monotonic()

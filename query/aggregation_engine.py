@@ -5,6 +5,11 @@ and computes each aggregator's intermediates. Merging concatenates partials and 
 (`__bucket`, dimensions) with each aggregator's merge expressions, in DuckDB over Arrow, so a
 broker combining a hundred segments' partials never loops over rows in Python.
 
+When nobody needs each segment's part (a data node answering a plain client, or a broker that
+will not cache it), `run_merged` groups across segments in that one pass instead: the same merged
+intermediates from far fewer groups. Sketch unions depend on how rows were split, so aggregators
+that are not `split_invariant` keep the per-segment path and agree with a broker's answer.
+
 Partial columns: `__segment`, `__bucket` (bucket start, epoch ms), `d0..dn` (dimension values),
 `a0..am` plus aggregator suffixes (intermediates). With granularity `all`, `__bucket` holds the
 start of the segment's cursor window and merging keeps the earliest, which is the timestamp Druid
@@ -23,14 +28,14 @@ import pyarrow.compute as pc
 
 from query.aggregators import Aggregator
 from query.base import SEGMENT_COLUMN
-from query.data_window import cursor_window
+from query.data_window import cursor_window, reads_whole
 from query.dimensions import DimensionSpec
 from query.duck import query_arrow, quote_ident
 from query.filters import Filter
 from query.granularity_sql import bucket_sql
 from query.post_aggregators import PostAggEnv
 from query.relation import filtered_relation
-from query.segment_input import SegmentInput
+from query.segment_input import SEGMENT_INDEX, WINDOW_START, SegmentInput, segment_labels
 from timeline import Granularity
 
 BUCKET = "__bucket"
@@ -59,18 +64,60 @@ class GroupingPlan:
             cols += sorted(a.columns())
         return list(dict.fromkeys(cols))
 
-    def run(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        """Intermediates per (segment, bucket, dimensions) over the rows of `inputs`."""
-        relation, types = filtered_relation(inputs, self.input_columns(), self.filter)
-        keys = [f"{SEGMENT_COLUMN}", f"{bucket_sql(self.granularity, conn)} AS {BUCKET}"]
-        keys += [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(self.dimensions)]
+    def run(
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        inputs: Sequence[SegmentInput],
+        *,
+        per_segment: bool = True,
+        qualify: str | None = None,
+    ) -> pa.Table:
+        """Intermediates per (segment, bucket, dimensions) over the rows of `inputs`.
+
+        `per_segment=False` groups across segments in the same pass and returns what `merge`
+        would make of the per-segment table (`__segment` null): far fewer groups to build when
+        nobody needs each segment's part (a data node answering a plain client). `qualify` is a
+        SQL condition over the grouped rows (e.g. a per-segment rank cut) applied in the same pass.
+        """
+        starts, bucket = None, bucket_sql(self.granularity, conn)
+        if self.granularity.is_all and not per_segment:
+            # `all` stamps the earliest window start among segments with matching rows: known up
+            # front when every segment is read whole and unfiltered, else tracked per row
+            starts = window_starts(inputs)
+            if self.filter is None and all(reads_whole(i) for i in inputs):
+                bucket, starts = f"CAST({min(starts.values(), default=0)} AS BIGINT)", None
+        relation, types = filtered_relation(inputs, self.input_columns(), self.filter, starts)
+        dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(self.dimensions)]
         aggs = [e for i, a in enumerate(self.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
-        sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY ALL"
+        # per segment, group by the segment's small integer index, not its long id string
+        segment = SEGMENT_INDEX if per_segment else f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}"
+        keys = [segment, f"{bucket} AS {BUCKET}", *dims]
+        if starts is not None:  # `all`: one timestamp, the earliest window start of segments with rows
+            keys = [segment, *dims]
+            aggs.insert(0, f"min(min({WINDOW_START})) OVER () AS {BUCKET}")
+        group = ", ".join(str(i + 1) for i in range(len(keys)))
+        sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {group}"
+        if qualify:  # outside, so its names are the output's, never a same-named input column
+            sql = f"SELECT * FROM ({sql}) QUALIFY {qualify}"
         table = conn.sql(sql).to_arrow_table()
+        if per_segment:
+            labels = pa.array(segment_labels(inputs), pa.string()).take(table.column(SEGMENT_INDEX))
+            table = table.append_column(SEGMENT_COLUMN, labels)
         table = self._conform(table)
-        if self.granularity.is_all and table.num_rows:
+        if self.granularity.is_all and table.num_rows and per_segment:
             table = stamp_window_starts(table, inputs)
         return table
+
+    def run_merged(
+        self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput], qualify: str | None = None
+    ) -> pa.Table:
+        """The merged intermediates of `inputs`: one grouping across segments when that is exact.
+
+        `qualify` (a condition over the merged groups) applies only on that one-grouping path.
+        """
+        if all(a.split_invariant() for a in self.aggregators):
+            return self.run(conn, inputs, per_segment=False, qualify=qualify)
+        return self.merge(conn, [self.run(conn, inputs)])
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """Cast to the declared intermediate types (DuckDB may widen, e.g. BLOB lists)."""
@@ -105,9 +152,7 @@ class GroupingPlan:
         aggs = [e for i, a in enumerate(self.aggregators) for e in a.merge_sql(agg_col(i))]
         select = [f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}", bucket, *dims, *aggs]
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
-        merged = (
-            query_arrow(conn, combined, "p", f"SELECT {', '.join(select)} FROM p{group}")
-        )
+        merged = query_arrow(conn, combined, "p", f"SELECT {', '.join(select)} FROM p{group}")
         return self._conform(merged)
 
     # -- finalize ----------------------------------------------------------------------------------
@@ -134,17 +179,41 @@ def _sql_type(output_type: str) -> str:
     return {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}[output_type]
 
 
-def stamp_window_starts(table: pa.Table, inputs: Sequence[SegmentInput]) -> pa.Table:
-    """Set `__bucket` of `all`-granularity rows to their segment's cursor window start."""
+def window_starts(inputs: Sequence[SegmentInput]) -> dict[str, int]:
+    """Each segment's cursor window start (segments without rows in their window are left out)."""
     starts: dict[str, int] = {}
     for inp in inputs:
         window = cursor_window(inp)
         if window is not None:
             starts[inp.segment_id] = min(window.start, starts.get(inp.segment_id, window.start))
+    return starts
+
+
+def stamp_window_starts(table: pa.Table, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """Set `__bucket` of `all`-granularity rows to their segment's cursor window start."""
+    starts = window_starts(inputs)
     ids = pa.array(list(starts), pa.string())
     positions = pc.index_in(table.column(SEGMENT_COLUMN), value_set=ids)
     stamped = pc.take(pa.array(list(starts.values()), pa.int64()), positions)
     return table.set_column(table.schema.get_field_index(BUCKET), BUCKET, stamped)
+
+
+def rank_value_sql(aggregators: Sequence[Aggregator], name: str) -> str | None:
+    """SQL over a grouped row ranking as the numpy orderings rank aggregator `name`'s final value.
+
+    Only for count and long/double sum/min/max, whose finalized value is the intermediate itself;
+    NaN ranks as null there, so it does here. None otherwise (post-aggregators, sketches, floats).
+    """
+    from query.aggregators.simple import CountAggregator, NumericAggregator
+
+    found = [i for i, a in enumerate(aggregators) if a.name == name]
+    if not found:
+        return None
+    agg = aggregators[found[0]]
+    if not (isinstance(agg, CountAggregator) or (isinstance(agg, NumericAggregator) and agg.kind != "float")):
+        return None
+    value = f"CAST({quote_ident(agg_col(found[0]))} AS DOUBLE)"
+    return f"CASE WHEN isnan({value}) THEN NULL ELSE {value} END"
 
 
 def quote_all(names: Sequence[str]) -> str:

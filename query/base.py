@@ -37,6 +37,9 @@ class Query(ABC):
     query_type: ClassVar[str]
     # Druid caches per-segment results for most types; scan is in Druid's unCacheable list.
     segment_cacheable: ClassVar[bool] = True
+    # A type whose partials merge associatively in `run_merged` may answer a broker that does not
+    # cache them per segment with one merged partial (`__segment` null): far less to ship and merge.
+    node_may_merge: ClassVar[bool] = False
     # timeBoundary, segmentMetadata and dataSourceMetadata default to eternity in Druid.
     intervals_required: ClassVar[bool] = True
 
@@ -56,6 +59,13 @@ class Query(ABC):
     @abstractmethod
     def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
         """Per-segment partial results over `inputs` in one pass, labelled by `__segment`."""
+
+    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        """What `merge` makes of the partials of `inputs`, for a caller that needs no per-segment parts.
+
+        Types that can group across segments in the same DuckDB pass override this.
+        """
+        return self.merge([self.run_partials(conn, inputs)])
 
     @abstractmethod
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:

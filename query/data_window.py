@@ -50,6 +50,12 @@ def data_interval(path: str) -> Interval | None:
     return None if bounds is None else Interval(bounds[0], bounds[1] + 1)
 
 
+def reads_whole(inp: SegmentInput) -> bool:
+    """Whether the read window holds every row of the segment (no time filter needed)."""
+    data = data_interval(inp.path)
+    return data is None or inp.interval.contains(data)
+
+
 def cursor_window(inp: SegmentInput) -> Interval | None:
     """The part of the read window that holds data, as Druid's cursor sees it (None: nothing)."""
     data = data_interval(inp.path)

@@ -20,6 +20,15 @@ def run_partials(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     return query.run_partials(connection(), inputs)
 
 
+def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """What a broker gets: per-segment partials where it may cache them or asked for bySegment,
+    else (a type that allows it) one merged partial with `__segment` null, far less to ship and merge.
+    """
+    if query.node_may_merge and not query.segment_cacheable and not query.context.by_segment:
+        return query.run_merged(connection(), inputs)
+    return run_partials(query, inputs)
+
+
 def run_to_json(query: Query, inputs: Sequence[SegmentInput]) -> list[Any]:
     """The merged, finalised Druid response over `inputs` (a data node answering a plain client)."""
-    return query.finalize(query.merge([run_partials(query, inputs)]))
+    return query.finalize(query.run_merged(connection(), inputs))

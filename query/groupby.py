@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 class GroupByQuery(Query):
     query_type = "groupBy"
     segment_cacheable = False
+    node_may_merge = True
 
     dimensions: tuple[DimensionSpec, ...]
     granularity: Granularity
@@ -112,6 +113,9 @@ class GroupByQuery(Query):
     # -- data path ---------------------------------------------------------------------------------
     def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
         return self.plan.run(conn, inputs)
+
+    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        return self.plan.run_merged(conn, inputs)
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)

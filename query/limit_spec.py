@@ -55,26 +55,59 @@ class LimitSpec:
         tiebreak: Sequence[str],
         dims_first: bool = False,
     ) -> np.ndarray:
-        """Row indices in result order, offset and limit applied."""
+        """Row indices in result order, offset and limit applied.
+
+        With a limit far below the row count, only rows that can make the cut by the most
+        significant key (ties included) are ranked on every key: ranking a million groups' strings
+        to print a hundred is what a groupBy with a limitSpec would otherwise spend its time on.
+        """
         n = len(times) if times is not None else (len(next(iter(columns.values()))) if columns else 0)
-        keys: list[np.ndarray] = []  # most significant first
-        spec_keys = []
         for c in self.columns:
             if c.column not in columns:
                 raise invalid(
                     "limitSpec column [%s] is not a dimension, aggregator or post-aggregator", c.column
                 )
-            rank = ordinal(columns[c.column], c.ordering)
-            spec_keys.append(-rank if c.descending else rank)
+        end = None if self.limit is None else self.offset + self.limit
+        if end is not None and 0 < end < n // 4:
+            first = self._keys(times, columns, tiebreak, dims_first, first_only=True)
+            if first:
+                cut = np.partition(first[0], end - 1)[end - 1]
+                rows = np.flatnonzero(first[0] <= cut)
+                if len(rows) < n:
+                    taken = pa.array(rows, pa.int64())
+                    sub = {name: col.take(taken) for name, col in columns.items()}
+                    within = self._sorted(None if times is None else times[rows], sub, tiebreak, dims_first)
+                    return rows[within][self.offset : end]
+        return self._sorted(times, columns, tiebreak, dims_first)[self.offset : end]
+
+    def _sorted(
+        self, times: np.ndarray | None, columns: Mapping[str, pa.Array], tiebreak: Sequence[str],
+        dims_first: bool,
+    ) -> np.ndarray:  # fmt: skip
+        keys = self._keys(times, columns, tiebreak, dims_first)
+        n = len(times) if times is not None else (len(next(iter(columns.values()))) if columns else 0)
+        return np.lexsort(keys[::-1]) if keys else np.arange(n)
+
+    def _keys(
+        self, times: np.ndarray | None, columns: Mapping[str, pa.Array], tiebreak: Sequence[str],
+        dims_first: bool, first_only: bool = False,
+    ) -> list[np.ndarray]:  # fmt: skip
+        """Sort keys, most significant first (only that one with `first_only`)."""
+        keys: list[np.ndarray] = []
         if times is not None and not dims_first:
             keys.append(times)
-        keys += spec_keys
+        for c in self.columns:
+            if first_only and keys:
+                return keys
+            rank = ordinal(columns[c.column], c.ordering)
+            keys.append(-rank if c.descending else rank)
         if times is not None and dims_first:
             keys.append(times)
-        keys += [ordinal(columns[d]) for d in tiebreak]
-        idx = np.lexsort(keys[::-1]) if keys else np.arange(n)
-        end = None if self.limit is None else self.offset + self.limit
-        return idx[self.offset : end]
+        for d in tiebreak:
+            if first_only and keys:
+                return keys
+            keys.append(ordinal(columns[d]))
+        return keys[:1] if first_only else keys
 
 
 def _direction(value: Any) -> bool:

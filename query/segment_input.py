@@ -1,10 +1,11 @@
 """The engine's view of segments: which file, which part of it, and what columns it has.
 
-`scan_relation` builds one SQL relation over every segment of a request (UNION ALL of one SELECT
-per segment), labelled by `__segment`, with `__time` as epoch milliseconds, restricted to each
+`scan_relation` builds one SQL relation over every segment of a request, labelled by `__segment`
+(and its small integer `__segment_index`), with `__time` as epoch milliseconds, restricted to each
 segment's read window, and with columns a segment lacks filled with NULL (Druid treats a missing
-column as all-null). Query types aggregate over this relation, grouping by `__segment`, so a
-whole request runs in one DuckDB pass yet yields one partial per segment.
+column as all-null). Segments read whole share one multi-file Parquet scan; the others get a
+SELECT each, joined by UNION ALL. Query types aggregate over this relation, grouping by segment,
+so a whole request runs in one DuckDB pass yet yields one partial per segment.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ from query.duck import quote_ident, quote_str
 from timeline import Interval, SegmentDescriptor
 
 TIME_COLUMN = "__time"
+WINDOW_START = "__window_start"
+SEGMENT_INDEX = "__segment_index"  # position of the row's segment id in segment_labels(inputs)
+
+
+def segment_labels(inputs: Sequence[SegmentInput]) -> list[str]:
+    """Distinct segment ids of a request, in order: what `__segment_index` points into."""
+    return list(dict.fromkeys(i.segment_id for i in inputs))
+
+
 METADATA_KEY = b"strata"
 
 
@@ -115,23 +125,44 @@ def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> d
 
 
 def scan_relation(
-    inputs: Sequence[SegmentInput], columns: Iterable[str], where: str | None = None
+    inputs: Sequence[SegmentInput],
+    columns: Iterable[str],
+    where: str | None = None,
+    window_starts: Mapping[str, int] | None = None,
 ) -> tuple[str, dict[str, str]]:
     """SQL for the union of all inputs with `__segment`, `__time` (ms) and `columns`.
 
     Returns the SQL text and the DuckDB type of each column. `where` is a per-row predicate over
     the projected columns, applied inside each branch so DuckDB can push it into the Parquet scan.
+    `window_starts` (segment id -> ms) adds a constant `__window_start` column per branch, so a
+    query grouping across segments can still take the earliest start among segments with rows.
+
+    Segments read whole and already of the unified types share one multi-file `read_parquet`
+    (DuckDB parallelises one big scan far better than a hundred small ones); the rest (partly
+    overshadowed or clipped by the query, missing or differently typed columns) get a branch each.
     """
     wanted = [c for c in dict.fromkeys(columns) if c not in (TIME_COLUMN, "__segment")]
     schemas = [read_schema(i.path) for i in inputs]
     types = unified_types(schemas, wanted)
     types[TIME_COLUMN] = "BIGINT"
+    labels = {label: i for i, label in enumerate(segment_labels(inputs))}
+    shared = _shared_scan_positions(inputs, schemas, wanted, types)
     branches = []
-    for inp, schema in zip(inputs, schemas, strict=True):
+    if len(shared) > 1:
+        shared_inputs = [inputs[i] for i in shared]
+        branches.append(_multi_file_scan(shared_inputs, labels, wanted, where, window_starts))
+    skip = set(shared) if len(shared) > 1 else set()
+    for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
+        if pos in skip:
+            continue
         projections = [
             f"{quote_str(inp.segment_id)} AS __segment",
+            f"CAST({labels[inp.segment_id]} AS BIGINT) AS {SEGMENT_INDEX}",
             f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
         ]
+        if window_starts is not None:
+            start = window_starts.get(inp.segment_id)
+            projections.append(f"CAST({_sql_int(start)} AS BIGINT) AS {WINDOW_START}")
         for col in wanted:
             if col in schema.columns:
                 expr = quote_ident(col)
@@ -152,11 +183,65 @@ def scan_relation(
         branches.append(inner)
     if not branches:
         cols = ", ".join(
-            ["CAST(NULL AS VARCHAR) AS __segment", f"CAST(NULL AS BIGINT) AS {TIME_COLUMN}"]
+            ["CAST(NULL AS VARCHAR) AS __segment", f"CAST(NULL AS BIGINT) AS {SEGMENT_INDEX}"]
+            + [f"CAST(NULL AS BIGINT) AS {TIME_COLUMN}"]
+            + ([f"CAST(NULL AS BIGINT) AS {WINDOW_START}"] if window_starts is not None else [])
             + [f"CAST(NULL AS {types[c]}) AS {quote_ident(c)}" for c in wanted]
         )
         return f"SELECT {cols} WHERE false", types
     return "\nUNION ALL\n".join(branches), types
+
+
+_VIRTUAL_COLUMNS = ("file_index", "filename", "file_row_number")
+
+
+def _shared_scan_positions(
+    inputs: Sequence[SegmentInput], schemas: Sequence[SegmentSchema], wanted: Sequence[str],
+    types: Mapping[str, str],
+) -> list[int]:  # fmt: skip
+    """Inputs readable without a time filter or casts, each file once."""
+    from query.data_window import reads_whole  # data_window builds on this module
+
+    positions: list[int] = []
+    paths: set[str] = set()
+    for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
+        if inp.path in paths or TIME_COLUMN not in schema.columns:
+            continue
+        if any(v in schema.columns for v in _VIRTUAL_COLUMNS):
+            return []  # a real column would shadow DuckDB's file_index
+        if not all(c in schema.columns and _duck_type(schema.columns[c]) == types[c] for c in wanted):
+            continue
+        if not reads_whole(inp):
+            continue
+        positions.append(pos)
+        paths.add(inp.path)
+    return positions
+
+
+def _multi_file_scan(
+    inputs: Sequence[SegmentInput], labels: Mapping[str, int], wanted: Sequence[str], where: str | None,
+    window_starts: Mapping[str, int] | None,
+) -> str:  # fmt: skip
+    """One `read_parquet` over whole files; per-file values are looked up by DuckDB's file_index."""
+    index = "CAST(file_index AS BIGINT) + 1"
+    ids = ", ".join(quote_str(i.segment_id) for i in inputs)
+    positions = ", ".join(str(labels[i.segment_id]) for i in inputs)
+    projections = [
+        f"[{ids}][{index}] AS __segment",
+        f"CAST([{positions}] AS BIGINT[])[{index}] AS {SEGMENT_INDEX}",
+        f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
+    ]
+    if window_starts is not None:
+        starts = ", ".join(_sql_int(window_starts.get(i.segment_id)) for i in inputs)
+        projections.append(f"CAST([{starts}] AS BIGINT[])[{index}] AS {WINDOW_START}")
+    projections += [quote_ident(c) for c in wanted]
+    files = ", ".join(quote_str(i.path) for i in inputs)
+    inner = f"SELECT {', '.join(projections)} FROM read_parquet([{files}], union_by_name = true)"
+    return f"SELECT * FROM ({inner}) WHERE {where}" if where else inner
+
+
+def _sql_int(value: int | None) -> str:
+    return "NULL" if value is None else str(int(value))
 
 
 def segment_facts(inputs: Sequence[SegmentInput]) -> Mapping[str, SegmentSchema]:

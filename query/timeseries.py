@@ -114,6 +114,23 @@ class TimeseriesQuery(Query):
         schema = self.plan.schema()
         return filled.select(schema.names).cast(schema)
 
+    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        table = self.plan.run_merged(conn, inputs)
+        if self.context.skip_empty_buckets or self.granularity.is_none:
+            return table
+        frame = self._frame(inputs)
+        if frame.num_rows == 0:
+            return table
+        # every bucket a segment's cursor walks, as null intermediates: merge fills them as it
+        # fills the per-segment partials' empty buckets
+        schema = self.plan.schema()
+        buckets = pc.unique(frame.column(BUCKET))
+        empty = pa.table(
+            {f.name: buckets if f.name == BUCKET else pa.nulls(len(buckets), f.type) for f in schema},
+            schema=schema,
+        )
+        return self.plan.merge(conn, [table, empty])
+
     def _frame(self, inputs: Sequence[SegmentInput]) -> pa.Table:
         """Every (segment, bucket) the segments' cursors walk."""
         segments: list[str] = []

@@ -3,7 +3,9 @@
 As Druid, it is approximate across segments: each segment keeps its best
 max(threshold, minTopNThreshold) values per bucket, the broker combines equal values, re-ranks
 and trims. Ties rank by the dimension value (lexicographic, nulls first) so results are stable.
-Buckets with no rows produce no result entry.
+Buckets with no rows produce no result entry. A data node answering a client directly ranks
+over all its segments at once (`run_merged`), which is exact: Druid's per-segment trimming only
+ever loses accuracy, and a broker (which caches per segment) still gets the trimmed partials.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 import pyarrow as pa
 
-from query.aggregation_engine import BUCKET, GroupingPlan, dim_col
+from query.aggregation_engine import BUCKET, GroupingPlan, dim_col, rank_value_sql
 from query.aggregators import Aggregator, json_values, parse_aggregators
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from query.cache_key import digest_key
@@ -27,9 +29,16 @@ from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
 from query.orderings import group_positions, ordinal, segment_codes
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
-from query.segment_input import SegmentInput
+from query.segment_input import SEGMENT_INDEX, SegmentInput
 from query.timeseries import reject_virtual_columns
-from query.topn_metric import TopNMetric, after_previous_stop, metric_name, parse_topn_metric, rank_key
+from query.topn_metric import (
+    InvertedMetric,
+    TopNMetric,
+    after_previous_stop,
+    metric_name,
+    parse_topn_metric,
+    rank_key,
+)
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
@@ -117,7 +126,31 @@ class TopNQuery(Query):
 
     # -- data path ---------------------------------------------------------------------------------
     def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        return self._top(self.plan.run(conn, inputs), self.segment_keep, per_segment=True)
+        cut = self._segment_cut_sql()
+        return self._top(self.plan.run(conn, inputs, qualify=cut), self.segment_keep, per_segment=True)
+
+    def _segment_cut_sql(self) -> str | None:
+        """Each segment's best `segment_keep` rows per bucket as a DuckDB QUALIFY, when SQL ranks
+        exactly as `_top` does: a count or long/double sum/min/max metric over a string dimension.
+
+        The grouping then ships only what survives, and `_top` re-ranks that small remainder.
+        """
+        name = metric_name(self.metric)
+        if name is None or self.dimension.output_type != "STRING":
+            return None
+        value = rank_value_sql(self.aggregations, name)
+        if value is None:
+            return None  # ranked by a post-aggregator, or a value SQL would rank differently
+        direction = "ASC NULLS FIRST" if isinstance(self.metric, InvertedMetric) else "DESC NULLS LAST"
+        return (
+            f"row_number() OVER (PARTITION BY {SEGMENT_INDEX}, {BUCKET} "
+            f"ORDER BY {value} {direction}, {dim_col(0)} ASC NULLS FIRST) <= {self.segment_keep}"
+        )
+
+    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+        """Ranks over all of `inputs` at once: exact, where per-segment trimming may drop values."""
+        merged = self.plan.run_merged(conn, inputs)
+        return self._top(merged, self.segment_keep, per_segment=False)
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         merged = self.plan.merge(connection(), partials)

@@ -33,6 +33,14 @@ class Aggregator(ABC):
     def columns(self) -> set[str]:
         """Input columns read from the segment rows."""
 
+    def split_invariant(self) -> bool:
+        """Whether grouping all rows at once gives exactly what merging per-segment partials gives.
+
+        False for sketches: an HLL union's estimate depends on how the rows were split, so a
+        data node answering directly keeps the per-segment path and agrees with a broker's answer.
+        """
+        return True
+
     @abstractmethod
     def intermediate_fields(self, col: str) -> list[pa.Field]:
         """Names and Arrow types of the intermediate columns, the first named `col`."""

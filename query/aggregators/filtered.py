@@ -24,6 +24,9 @@ class FilteredAggregator(Aggregator):
     def columns(self) -> set[str]:
         return self.inner.columns() | self.filter.columns()
 
+    def split_invariant(self) -> bool:
+        return self.inner.split_invariant()
+
     def intermediate_fields(self, col: str) -> list[pa.Field]:
         return self.inner.intermediate_fields(col)
 

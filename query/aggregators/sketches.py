@@ -48,6 +48,9 @@ class SketchAggregator(Aggregator):
     def intermediate_fields(self, col: str) -> list[pa.Field]:
         return [pa.field(col, pa.binary())]
 
+    def split_invariant(self) -> bool:
+        return False
+
     def _union(self, list_sql: str) -> str:
         return f"{HLL_UNION}({list_sql}, {self.lg_k}, {quote_str(self.tgt_type)})"
 
@@ -125,6 +128,7 @@ class HllMergeAggregator(_HllFieldAggregator):
             # no segment has this sketch column: every group's sketch is empty
             return [aliased(self._union(filtered("list(CAST(NULL AS BLOB))", cond)), col)]
         return [aliased(self._union(filtered(f"list({quote_ident(self.field)})", cond)), col)]
+
 
 @dataclass(frozen=True)
 class CardinalityAggregator(SketchAggregator):
