@@ -77,10 +77,17 @@ class DataNodeClient:
         query: Query,
         descriptors: Sequence[SegmentDescriptor],
         timeout_s: float | None,
+        *,
+        per_segment: bool = True,
     ) -> NodeResponse:
-        """Run `query` on `server` for exactly `descriptors`; raise NodeFailure when it can't answer."""
+        """Run `query` on `server` for exactly `descriptors`; raise NodeFailure when it can't answer.
+
+        `per_segment=False`: the broker caches none of these partials, so the node may merge them.
+        """
         downstream = query.with_segment_spec(SegmentsSpec(tuple(descriptors)))
         context: dict[str, object] = {"queryId": query.context.query_id}
+        if not per_segment:
+            context["perSegmentPartials"] = False
         if timeout_s is not None:
             context["timeout"] = max(1, int(timeout_s * 1000))
         downstream = downstream.with_context(query.context.with_values(**context))

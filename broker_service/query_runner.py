@@ -154,12 +154,14 @@ class QueryRunner:
             on_response=self._record_node,
         )
         try:
-            gathered = await scatter.gather(query, lookup.to_fetch, time_left)
+            # per-segment partials only where they are cached, shared with waiters, or asked for
+            per_segment = by_segment or bool(lookup.to_populate or lookup.leading)
+            gathered = await scatter.gather(query, lookup.to_fetch, time_left, per_segment=per_segment)
             # hand our partials to the queries waiting on them before waiting on others' (no cycles)
             await self.cache_policy.complete(query, lookup, gathered.fetched, gathered.tables)
             shared, unshared = await _wait_shared(lookup.waiting)
             if unshared:  # the query fetching them failed or was cancelled: read them ourselves
-                gathered.add(await scatter.gather(query, unshared, time_left))
+                gathered.add(await scatter.gather(query, unshared, time_left, per_segment=False))
         finally:
             self.cache_policy.release(lookup)
         hits = [*lookup.hits, *shared]

@@ -58,7 +58,12 @@ class Scatter:
         self.on_response = on_response
 
     async def gather(
-        self, query: Query, tasks: Sequence[SegmentTask], time_left: Callable[[], float | None]
+        self,
+        query: Query,
+        tasks: Sequence[SegmentTask],
+        time_left: Callable[[], float | None],
+        *,
+        per_segment: bool = True,
     ) -> GatherResult:
         out = GatherResult()
         tried: dict[tuple[str, SegmentTaskKey], set[str]] = {}
@@ -75,7 +80,10 @@ class Scatter:
                     continue
                 tried.setdefault(key, set()).add(server.name)
                 groups.setdefault(server.name, (server, []))[1].append(task)
-            calls = [self._call(server, query, group, time_left()) for server, group in groups.values()]
+            calls = [
+                self._call(server, query, group, time_left(), per_segment)
+                for server, group in groups.values()
+            ]
             responses = await asyncio.gather(*calls, return_exceptions=True)
             for (_server, group), response in zip(groups.values(), responses, strict=True):
                 if isinstance(response, NodeFailure):
@@ -107,7 +115,12 @@ class Scatter:
         return SegmentTask(selector, task.descriptor)
 
     async def _call(
-        self, server: DataServer, query: Query, group: list[SegmentTask], timeout_s: float | None
+        self,
+        server: DataServer,
+        query: Query,
+        group: list[SegmentTask],
+        timeout_s: float | None,
+        per_segment: bool,
     ) -> NodeResponse:
         if self.on_server_contacted is not None:
             self.on_server_contacted(server)
@@ -115,7 +128,8 @@ class Scatter:
         started = loop.time()
         ok = False
         try:
-            response = await self.client.run(server, query, [t.descriptor for t in group], timeout_s)
+            descriptors = [t.descriptor for t in group]
+            response = await self.client.run(server, query, descriptors, timeout_s, per_segment=per_segment)
             ok = True
             return response
         finally:

@@ -35,6 +35,9 @@ class QueryContext:
     uncovered_intervals_limit: int = 0
     serialize_date_time_as_long: bool = False
     result_as_array: bool = False
+    # broker -> data node: False when the broker caches none of the segments it asks for, so the
+    # node may send one partial merged over them (Druid's historicals merge unless bySegment)
+    per_segment_partials: bool = True
 
     @classmethod
     def parse(cls, value: Any) -> QueryContext:
@@ -63,6 +66,7 @@ class QueryContext:
             uncovered_intervals_limit=get_int(raw, "uncoveredIntervalsLimit", 0, what="context", minimum=0),
             serialize_date_time_as_long=get_bool(raw, "serializeDateTimeAsLong", False, what="context"),
             result_as_array=get_bool(raw, "resultAsArray", False, what="context"),
+            per_segment_partials=get_bool(raw, "perSegmentPartials", True, what="context"),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -24,7 +24,8 @@ def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """What a broker gets: per-segment partials where it may cache them or asked for bySegment,
     else (a type that allows it) one merged partial with `__segment` null, far less to ship and merge.
     """
-    if query.node_may_merge and not query.segment_cacheable and not query.context.by_segment:
+    wanted = query.segment_cacheable and query.context.per_segment_partials
+    if query.node_may_merge and not wanted and not query.context.by_segment:
         return query.run_merged(connection(), inputs)
     return run_partials(query, inputs)
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, kw_only=True)
 class TopNQuery(Query):
     query_type = "topN"
+    node_may_merge = True  # when the broker caches nothing: one partial, trimmed as Druid's historicals do
 
     dimension: DimensionSpec
     metric: TopNMetric

@@ -164,3 +164,15 @@ def test_waiters_fetch_for_themselves_when_the_leading_query_fails():
         assert leader.cancelled()
         assert follower == [oracle(DAYS)]
         assert len(node.requests) == 2 and policy.flights == 0
+
+
+def test_nodes_may_merge_only_what_the_broker_does_not_cache():
+    with ExitStack() as stack:
+        c = Cluster(stack)
+        _, node = c.node(serves=DAYS)
+        policy = SegmentCache(DictCache(), Key)
+        cached, plain = c.runner(cache_policy=policy), c.runner()
+        run(runs(cached, sum_query(WEEK), sum_query(WEEK, useCache=False, populateCache=False)))
+        run(runs(plain, sum_query(WEEK)))
+        flags = [r["context"].get("perSegmentPartials", True) for r in node.requests]
+        assert flags == [True, False, False]  # populating / not caching / no cache at all
