@@ -7,8 +7,9 @@ One cluster (ZooKeeper, two historicals) and three brokers: `--cache lru`, `--ca
 For timeseries (hour) and topN (page by added, 10) over every segment, per broker:
 - cold: context useCache=false, populateCache=false -- every segment read by the historicals
   (the cache key leaves out queryId, so a new queryId alone would still hit);
-- warm: the default context after one populating query -- every segment from the cache (checked
-  with the broker's /status/cache hit counter);
+- warm: after one populating query, every segment from the per-segment cache (checked with the
+  broker's /status/cache hit counter; useResultLevelCache=false);
+- whole: the default context -- the whole answer from the result-level cache;
 - DuckDB over the same Parquet files in this process, the baseline for "faster than DuckDB".
 Targets: LRU warm >= 20x faster than cold and faster than DuckDB; memcached warm >= 5x faster than
 cold and > 1000 queries/s warm with 16 clients. Throughput is measured for a one-segment
@@ -46,7 +47,8 @@ AGGS = [
     {"type": "longSum", "name": "added", "fieldName": "added"},
     {"type": "doubleSum", "name": "score", "fieldName": "score"},
 ]
-COLD = {"useCache": False, "populateCache": False}
+SEGMENT_LEVEL = {"useResultLevelCache": False, "populateResultLevelCache": False}  # per-segment partials only
+COLD = {"useCache": False, "populateCache": False, **SEGMENT_LEVEL}
 
 
 def workloads(ds: Dataset) -> dict[str, tuple[dict[str, Any], str]]:
@@ -100,18 +102,27 @@ def cold_warm(
     with httpx.Client() as client:
         for name, (body, sql) in workloads(ds).items():
             cold_body = {**body, "context": COLD}
-            first, _ = timed(client, url, body)  # misses every segment and populates the cache
+            segment_body = {**body, "context": SEGMENT_LEVEL}
+            first, _ = timed(client, url, segment_body)  # misses every segment and populates the cache
+            timed(client, url, body)  # stores the whole answer too
             before = cache_hits(url)
             cold: list[float] = []
             warm: list[float] = []
+            whole: list[float] = []
             duck: list[float] = []
             difference: str | None = None
             for _ in range(repeat):
                 seconds, cold_answer = timed(client, url, cold_body)
                 cold.append(seconds)
-                seconds, warm_answer = timed(client, url, body)
+                seconds, warm_answer = timed(client, url, segment_body)
                 warm.append(seconds)
-                difference = difference or first_difference(cold_answer, warm_answer)
+                seconds, whole_answer = timed(client, url, body)
+                whole.append(seconds)
+                difference = (
+                    difference
+                    or first_difference(cold_answer, warm_answer)
+                    or first_difference(cold_answer, whole_answer)
+                )
                 t = time.perf_counter()
                 conn.execute(sql).fetchall()
                 duck.append(time.perf_counter() - t)
@@ -122,11 +133,13 @@ def cold_warm(
             speedup = statistics.median(cold) / statistics.median(warm)
             vs_duck = statistics.median(duck) / statistics.median(warm)
             out.append({"cache": kind, "query": name, "first_ms": round(first * 1e3, 1),
-                        "cold_ms": spread(cold), "warm_ms": spread(warm), "duckdb_ms": spread(duck),
+                        "cold_ms": spread(cold), "warm_ms": spread(warm), "whole_answer_ms": spread(whole),
+                        "duckdb_ms": spread(duck),
                         "warm_speedup": round(speedup, 1), "warm_vs_duckdb": round(vs_duck, 2),
                         "hits_per_warm_query": hits, "same_answer": same})  # fmt: skip
             log(f"  {kind:9s} {name:16s} first {first * 1e3:7.1f}  cold {spread(cold):>20s}  "
-                f"warm {spread(warm):>18s}  duckdb {spread(duck):>18s} ms  warm {speedup:5.1f}x faster "
+                f"warm {spread(warm):>18s}  whole {spread(whole):>16s}  duckdb {spread(duck):>18s} ms  "
+                f"warm {speedup:5.1f}x faster "
                 f"than cold, {vs_duck:4.2f}x DuckDB's speed, {hits:.0f} hits/query, same: {same}")
     return out
 
@@ -169,12 +182,14 @@ def main(argv: list[str] | None = None) -> None:
         log(f"warm throughput, {args.concurrency} concurrent clients, {args.seconds:.0f}s each:")
         for kind, broker in brokers.items():
             for label, body in (("1 segment", small), (f"{args.segments} segments", full)):
-                with httpx.Client() as client:
-                    post_query(client, broker.url, body)  # populate
-                result = load_test(broker.url, body, args.concurrency, args.seconds)
-                log(f"  {kind:9s} timeseries {label:13s} {result.row()}")
-                entry = {"cache": kind, "query": f"timeseries {label}", **result.summary()}
-                report["throughput"].append(entry)
+                for level, context in (("segment", SEGMENT_LEVEL), ("whole", {})):
+                    level_body = {**body, "context": context}
+                    with httpx.Client() as client:
+                        post_query(client, broker.url, level_body)  # populate
+                    result = load_test(broker.url, level_body, args.concurrency, args.seconds)
+                    log(f"  {kind:9s} timeseries {label:13s} {level:7s} {result.row()}")
+                    entry = {"cache": kind, "query": f"timeseries {label}", "level": level}
+                    report["throughput"].append({**entry, **result.summary()})
     print(json.dumps(report))
 
 

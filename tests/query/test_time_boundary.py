@@ -77,3 +77,22 @@ def test_cache_key_and_errors() -> None:
     assert a.cache_key() == b.cache_key() != c.cache_key()
     with pytest.raises(InvalidInput):
         parse_query({"queryType": "timeBoundary", "dataSource": "wiki", "bound": "middle"})
+
+
+def test_footer_statistics_give_each_segments_extremes(segments: list[SegmentInput]) -> None:
+    from query.time_boundary import footer_time_span
+
+    conn = duckdb.connect()
+    for s in segments:
+        want = conn.execute(f"SELECT min(epoch_ms(__time)), max(epoch_ms(__time)) FROM '{s.path}'").fetchone()
+        assert footer_time_span(s.path) == want
+
+
+def test_a_clipped_segment_is_scanned_not_answered_from_its_footer(segments: list[SegmentInput]) -> None:
+    # half of each hourly segment: the footer's extremes may lie outside it
+    halves = [h for s in segments for h in clip([s], Interval(s.interval.start, s.interval.start + 1_800_000))]
+    ends = " OR ".join(
+        f"(epoch_ms(__time) >= {h.interval.start} AND epoch_ms(__time) < {h.interval.end})" for h in halves
+    )
+    low, high = extremes(ends)
+    assert tb(halves) == [{"timestamp": low, "result": {"minTime": low, "maxTime": high}}]
