@@ -50,6 +50,9 @@ def dim_col(i: int) -> str:
     return f"d{i}"
 
 
+ARROW_MERGE_MAX_ROWS = 200_000  # beyond this DuckDB's parallel aggregation wins
+
+
 @dataclass(frozen=True)
 class GroupingPlan:
     granularity: Granularity
@@ -147,6 +150,10 @@ class GroupingPlan:
         combined = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
         dims = [dim_col(i) for i in range(len(self.dimensions))]
         keys = dims if self.granularity.is_all else [BUCKET, *dims]
+        if combined.num_rows <= ARROW_MERGE_MAX_ROWS and keys:
+            merged_in_arrow = self._merge_in_arrow(combined, keys)
+            if merged_in_arrow is not None:
+                return merged_in_arrow
         # `all`: one timestamp for every row, the earliest segment window start
         bucket = f"min(min({BUCKET})) OVER () AS {BUCKET}" if self.granularity.is_all else BUCKET
         aggs = [e for i, a in enumerate(self.aggregators) for e in a.merge_sql(agg_col(i))]
@@ -154,6 +161,31 @@ class GroupingPlan:
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
         merged = query_arrow(conn, combined, "p", f"SELECT {', '.join(select)} FROM p{group}")
         return self._conform(merged)
+
+    def _merge_in_arrow(self, combined: pa.Table, keys: list[str]) -> pa.Table | None:
+        """The same merge as the SQL one, by Arrow's hash aggregation, when every aggregator has one."""
+        functions = [a.merge_arrow() for a in self.aggregators]
+        if any(f is None for f in functions):
+            return None
+        cols = [agg_col(i) for i in range(len(self.aggregators))]
+        for c in cols:  # NaN orders differently in DuckDB's min/max and sum: leave those to it
+            column = combined.column(c)
+            if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+                return None
+        grouped = combined.group_by(keys, use_threads=False).aggregate(
+            [(c, f) for c, f in zip(cols, functions, strict=True)]
+        )
+        out = {SEGMENT_COLUMN: pa.nulls(grouped.num_rows, pa.string())}
+        if self.granularity.is_all:  # one timestamp for every row: the earliest window start
+            first = pc.min(combined.column(BUCKET))
+            out[BUCKET] = pa.array([first.as_py()] * grouped.num_rows, pa.int64())
+        else:
+            out[BUCKET] = grouped.column(BUCKET)
+        for d in keys:
+            out.setdefault(d, grouped.column(d))
+        for c, f in zip(cols, functions, strict=True):
+            out[c] = grouped.column(f"{c}_{f}")
+        return self._conform(pa.table(out))
 
     # -- finalize ----------------------------------------------------------------------------------
     def env(self, table: pa.Table) -> PostAggEnv:

@@ -45,6 +45,9 @@ class CountAggregator(Aggregator):
     def merge_sql(self, col: str) -> list[str]:
         return [aliased(f"CAST(sum({quote_ident(col)}) AS BIGINT)", col)]
 
+    def merge_arrow(self) -> str | None:
+        return "sum"
+
     def finalize(self, table: pa.Table, col: str) -> pa.Array:
         return pc.fill_null(as_array(table.column(col)), 0)
 
@@ -87,6 +90,9 @@ class NumericAggregator(Aggregator):
 
     def merge_sql(self, col: str) -> list[str]:
         return [aliased(f"CAST({self.op}({quote_ident(col)}) AS {self._sql_type()})", col)]
+
+    def merge_arrow(self) -> str | None:
+        return self.op
 
     def finalize(self, table: pa.Table, col: str) -> pa.Array:
         values = as_array(table.column(col))
