@@ -33,6 +33,7 @@ import httpx
 import pyarrow as pa
 
 from bench.cluster_setup import (
+    AGGS,
     HOUR_MS,
     START_MS,
     Cluster,
@@ -46,41 +47,12 @@ from bench.cluster_setup import (
     spread,
     time_calls,
     wait_for_segments,
+    workloads,
     write_dataset,
 )
 from timeline import format_instant
 
-AGGS = [
-    {"type": "count", "name": "rows"},
-    {"type": "longSum", "name": "added", "fieldName": "added"},
-    {"type": "doubleSum", "name": "score", "fieldName": "score"},
-]
 NO_CACHE = {"useCache": False, "populateCache": False}
-
-
-def workloads(ds: Dataset) -> dict[str, tuple[dict[str, Any], str]]:
-    """Native query and the equivalent DuckDB SQL over the dataset's Parquet files."""
-    src = f"read_parquet({ds.parquet_list()})"
-    base = {"dataSource": ds.name, "intervals": [ds.interval], "context": NO_CACHE}
-    return {
-        "timeseries hour": (
-            {**base, "queryType": "timeseries", "granularity": "hour", "aggregations": AGGS},
-            "SELECT epoch_ms(time_bucket(INTERVAL 1 HOUR, __time)) t, count(*), sum(added), sum(score) "
-            f"FROM {src} GROUP BY t ORDER BY t",
-        ),
-        "topN page x10": (
-            {**base, "queryType": "topN", "granularity": "all", "dimension": "page", "metric": "added",
-             "threshold": 10, "aggregations": AGGS},
-            f"SELECT page, sum(added) a, count(*), sum(score) FROM {src} "
-            "GROUP BY page ORDER BY a DESC LIMIT 10",
-        ),
-        "groupBy country,channel": (
-            {**base, "queryType": "groupBy", "granularity": "all", "dimensions": ["country", "channel"],
-             "aggregations": AGGS},
-            f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} "
-            "GROUP BY ALL ORDER BY ALL",
-        ),
-    }
 
 
 def same_answer(name: str, druid: Any, rows: list[tuple[Any, ...]]) -> bool:
@@ -97,7 +69,7 @@ def end_to_end(url: str, ds: Dataset, repeat: int) -> list[dict[str, Any]]:
     conn = duckdb.connect()
     out = []
     with httpx.Client() as client:
-        for name, (body, sql) in workloads(ds).items():
+        for name, (body, sql) in workloads(ds, NO_CACHE).items():
             answer = post_query(client, url, body)
             rows = conn.execute(sql).fetchall()
             broker: list[float] = []

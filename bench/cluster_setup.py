@@ -290,3 +290,35 @@ def load_test(url: str, body: dict[str, Any], concurrency: int = 16, seconds: fl
 
 def log(*parts: object) -> None:
     print(*parts, flush=True, file=sys.stderr)
+
+
+AGGS = [
+    {"type": "count", "name": "rows"},
+    {"type": "longSum", "name": "added", "fieldName": "added"},
+    {"type": "doubleSum", "name": "score", "fieldName": "score"},
+]
+
+
+def workloads(ds: Dataset, context: dict[str, Any] | None = None) -> dict[str, tuple[dict[str, Any], str]]:
+    """Native query and the equivalent DuckDB SQL over the dataset's Parquet files."""
+    src = f"read_parquet({ds.parquet_list()})"
+    base = {"dataSource": ds.name, "intervals": [ds.interval], "context": context or {}}
+    return {
+        "timeseries hour": (
+            {**base, "queryType": "timeseries", "granularity": "hour", "aggregations": AGGS},
+            "SELECT epoch_ms(time_bucket(INTERVAL 1 HOUR, __time)) t, count(*), sum(added), sum(score) "
+            f"FROM {src} GROUP BY t ORDER BY t",
+        ),
+        "topN page x10": (
+            {**base, "queryType": "topN", "granularity": "all", "dimension": "page", "metric": "added",
+             "threshold": 10, "aggregations": AGGS},
+            f"SELECT page, sum(added) a, count(*), sum(score) FROM {src} "
+            "GROUP BY page ORDER BY a DESC LIMIT 10",
+        ),
+        "groupBy country,channel": (
+            {**base, "queryType": "groupBy", "granularity": "all", "dimensions": ["country", "channel"],
+             "aggregations": AGGS},
+            f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} "
+            "GROUP BY ALL ORDER BY ALL",
+        ),
+    }

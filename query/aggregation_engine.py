@@ -150,7 +150,7 @@ class GroupingPlan:
         combined = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
         dims = [dim_col(i) for i in range(len(self.dimensions))]
         keys = dims if self.granularity.is_all else [BUCKET, *dims]
-        if combined.num_rows <= ARROW_MERGE_MAX_ROWS and keys:
+        if combined.num_rows <= ARROW_MERGE_MAX_ROWS:
             merged_in_arrow = self._merge_in_arrow(combined, keys)
             if merged_in_arrow is not None:
                 return merged_in_arrow

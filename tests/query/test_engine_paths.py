@@ -206,10 +206,12 @@ def picked(idx: np.ndarray, times: np.ndarray | None, cols: dict[str, pa.Array])
     ]
 
 
+@pytest.mark.parametrize("dimensions", [["country", "page"], []])
 @pytest.mark.parametrize("granularity", ["all", "hour"])
 @pytest.mark.parametrize("with_nan", [False, True])
 def test_arrow_merge_of_partials_equals_the_sql_merge(
-    inputs: list[SegmentInput], granularity: str, with_nan: bool, monkeypatch: pytest.MonkeyPatch
+    inputs: list[SegmentInput], granularity: str, with_nan: bool, dimensions: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Small merges run on Arrow's hash aggregation; the answer must be DuckDB's to the last bit."""
     import query.aggregation_engine as engine
@@ -224,12 +226,12 @@ def test_arrow_merge_of_partials_equals_the_sql_merge(
     if with_nan:  # latency holds NaN and nulls: the SQL merge's NaN rules apply
         aggregations.append({"type": "doubleMax", "name": "worst", "fieldName": "latency"})
     query = parse_query({"queryType": "groupBy", "dataSource": "t", "granularity": granularity,
-                         "intervals": ["2020-01-01/2020-01-02"], "dimensions": ["country", "page"],
+                         "intervals": ["2020-01-01/2020-01-02"], "dimensions": dimensions,
                          "aggregations": aggregations})  # fmt: skip
     partials = [query.run_partials(connection(), [i]) for i in inputs]
     in_arrow = query.finalize(query.merge(partials))
     monkeypatch.setattr(engine, "ARROW_MERGE_MAX_ROWS", 0)
     in_sql = query.finalize(query.merge(partials))
-    key = lambda r: (r["event"]["country"] or "", r["event"]["page"] or "", r["timestamp"])  # noqa: E731
+    key = lambda r: (r["event"].get("country") or "", r["event"].get("page") or "", r["timestamp"])  # noqa: E731
     as_text = lambda rows: json.dumps(sorted(rows, key=key), sort_keys=True)  # noqa: E731  NaN == NaN
-    assert as_text(in_arrow) == as_text(in_sql) and len(in_sql) > 50
+    assert as_text(in_arrow) == as_text(in_sql) and len(in_sql) >= (50 if dimensions else 1)
