@@ -44,6 +44,7 @@ from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import parse_segment_spec
 from strata import __version__
+from strata.json_response import json_response as _json
 from timeline import Interval
 
 log = logging.getLogger(__name__)
@@ -114,15 +115,6 @@ class Broker:
             await self.inventory.stop()
         await self.client.close()
         self.merge_pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _json(
-    body: Any, status: int = 200, *, pretty: bool = False, headers: dict[str, str] | None = None
-) -> Response:
-    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-    if pretty:
-        option |= orjson.OPT_INDENT_2
-    return Response(orjson.dumps(body, option=option), status, headers=headers, media_type="application/json")
 
 
 def _answer(result: QueryResult, pretty: bool, headers: dict[str, str]) -> Response:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -32,6 +31,7 @@ from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
 from historical_service.query_routes import add_query_routes
 from historical_service.served import ServedSegments
+from strata.json_response import json_response as _json
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +71,6 @@ class HistoricalState:
     def server(self) -> ServerMetadata:
         c = self.config
         return ServerMetadata(c.name, c.name, c.server_type, c.tier, c.priority, c.max_size)
-
-
-def _json(body: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
 def _memory() -> dict[str, int]:

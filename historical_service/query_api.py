@@ -32,6 +32,7 @@ from query.engine import run_for_broker
 from query.errors import QueryCancelled, QueryTimeout, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import SegmentsSpec
+from strata.json_response import json_response
 from timeline import SegmentDescriptor
 
 log = logging.getLogger(__name__)
@@ -95,16 +96,6 @@ def _encode_arrow(table: pa.Table) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
-
-
-def _json_response(body: Any, status: int, pretty: bool, headers: dict[str, str]) -> Response:
-    option = orjson.OPT_INDENT_2 if pretty else 0
-    return Response(
-        orjson.dumps(body, option=option | orjson.OPT_SERIALIZE_NUMPY),
-        status_code=status,
-        media_type="application/json",
-        headers=headers,
-    )
 
 
 class QueryEndpoint:
@@ -186,12 +177,12 @@ class QueryEndpoint:
             self._record(query.query_type, started, len(inputs), ok=True)
             if arrow:
                 return Response(result, media_type=ARROW_STREAM, headers=headers)
-            return _json_response(result, 200, pretty, headers)
+            return json_response(result, 200, pretty=pretty, headers=headers)
         except QueryError as e:
             self._record("error", started, 0, ok=False)
             if e.status >= 500:
                 log.warning("query %s failed: %s", query_id or "?", e.error_message)
-            return _json_response(e.to_body(self.host), e.status, pretty, headers)
+            return json_response(e.to_body(self.host), e.status, pretty=pretty, headers=headers)
         except Exception as e:  # never a bare 500 with a stack trace
             if "Interrupt" in type(e).__name__:
                 err: QueryError = QueryCancelled(f"Query [{query_id}] was cancelled")
@@ -199,7 +190,7 @@ class QueryEndpoint:
                 log.exception("query %s failed unexpectedly", query_id or "?")
                 err = unknown_exception(e)
             self._record("error", started, 0, ok=False)
-            return _json_response(err.to_body(self.host), err.status, pretty, headers)
+            return json_response(err.to_body(self.host), err.status, pretty=pretty, headers=headers)
 
     def _record(self, query_type: str, started: float, segments: int, ok: bool) -> None:
         if self.on_query is not None:
