@@ -321,4 +321,11 @@ def workloads(ds: Dataset, context: dict[str, Any] | None = None) -> dict[str, t
             f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} "
             "GROUP BY ALL ORDER BY ALL",
         ),
+        "groupBy country,channel filtered": (
+            {**base, "queryType": "groupBy", "granularity": "all", "dimensions": ["country", "channel"],
+             "aggregations": AGGS, "filter": {"type": "in", "dimension": "country",
+                                              "values": ["country01", "country07", "country42"]}},
+            f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} "
+            "WHERE country IN ('country01', 'country07', 'country42') GROUP BY ALL ORDER BY ALL",
+        ),
     }
