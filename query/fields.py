@@ -31,9 +31,20 @@ def get_str(obj: Mapping[str, Any], key: str, default: Any = _MISSING, *, what: 
     return value
 
 
+JAVA_INT_MAX = 2**31 - 1
+JAVA_LONG_MAX = 2**63 - 1
+
+
 def get_int(
-    obj: Mapping[str, Any], key: str, default: Any = _MISSING, *, what: str = "", minimum: int | None = None
+    obj: Mapping[str, Any],
+    key: str,
+    default: Any = _MISSING,
+    *,
+    what: str = "",
+    minimum: int | None = None,
+    maximum: int = JAVA_LONG_MAX,
 ) -> Any:
+    """An integer field; beyond `maximum` (Druid's Java long, or int where Druid has an int) is an error."""
     value = obj.get(key, _MISSING)
     if value is _MISSING or value is None:
         if default is _MISSING:
@@ -49,6 +60,8 @@ def get_int(
         raise invalid("Field [%s]%s must be an integer, got %r", key, _where(what), value) from None
     if minimum is not None and number < minimum:
         raise invalid("Field [%s]%s must be >= %d, got %d", key, _where(what), minimum, number)
+    if number > maximum or number < -maximum - 1:
+        raise invalid("Field [%s]%s is out of range (at most %d), got %d", key, _where(what), maximum, number)
     return number
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from query.errors import QueryUnsupported, invalid
-from query.fields import as_object, get_int, get_list
+from query.fields import JAVA_INT_MAX, as_object, get_int, get_list
 from query.orderings import ordinal
 from query.string_comparators import LEXICOGRAPHIC, parse_ordering
 
@@ -147,7 +147,7 @@ def parse_limit_spec(value: Any) -> LimitSpec:
                 LEXICOGRAPHIC if order is None else parse_ordering(order),
             )
         )
-    limit = get_int(obj, "limit", None, what="limitSpec")
+    limit = get_int(obj, "limit", None, what="limitSpec", maximum=JAVA_INT_MAX)
     if limit is not None and limit <= 0:
         raise invalid("Field [limit] of limitSpec must be greater than 0, got %d", limit)
     return LimitSpec(tuple(columns), limit, get_int(obj, "offset", 0, what="limitSpec", minimum=0))

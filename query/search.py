@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from query.duck import quote_str
 from query.errors import QueryUnsupported, invalid
-from query.fields import as_object, get_int, get_list
+from query.fields import JAVA_INT_MAX, as_object, get_int, get_list
 from query.filters import Filter, parse_filter
 from query.filters.sql import as_text
 from query.relation import filtered_relation
@@ -92,7 +92,7 @@ class SearchQuery(Query):
             dimensions=None if raw_dims is None else tuple(_parse_dimension(d) for d in raw_dims),
             spec=parse_search_spec(obj["query"], "search query [query]"),
             sort=LEXICOGRAPHIC if sort is None else parse_ordering(sort),
-            limit=get_int(obj, "limit", DEFAULT_LIMIT, what=what, minimum=0),
+            limit=get_int(obj, "limit", DEFAULT_LIMIT, what=what, minimum=0, maximum=JAVA_INT_MAX),
             granularity=granularity,
             filter=parse_filter(obj.get("filter")),
         )

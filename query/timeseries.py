@@ -25,7 +25,7 @@ from query.cache_key import digest_key
 from query.data_window import cursor_window
 from query.duck import connection
 from query.errors import QueryUnsupported, ResourceLimitExceeded, invalid
-from query.fields import get_bool, get_int, get_list
+from query.fields import JAVA_INT_MAX, get_bool, get_int, get_list
 from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
@@ -60,7 +60,7 @@ class TimeseriesQuery(Query):
         what = "timeseries query"
         reject_virtual_columns(obj, what)
         aggs = parse_aggregators(obj)
-        limit = get_int(obj, "limit", None, what=what)
+        limit = get_int(obj, "limit", None, what=what, maximum=JAVA_INT_MAX)
         if limit is not None and limit <= 0:
             raise invalid("Field [limit] of timeseries query must be greater than 0, got %d", limit)
         return cls(

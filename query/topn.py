@@ -24,7 +24,7 @@ from query.cache_key import digest_key
 from query.dimensions import DimensionSpec, parse_dimension_spec
 from query.duck import connection
 from query.errors import invalid
-from query.fields import get_int
+from query.fields import JAVA_INT_MAX, get_int
 from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
 from query.orderings import group_positions, ordinal, segment_codes
@@ -77,7 +77,7 @@ class TopNQuery(Query):
             **common.as_kwargs(),
             dimension=dimension,
             metric=parse_topn_metric(obj["metric"], names),
-            threshold=get_int(obj, "threshold", what=what, minimum=1),
+            threshold=get_int(obj, "threshold", what=what, minimum=1, maximum=JAVA_INT_MAX),
             granularity=parse_query_granularity(obj.get("granularity")),
             filter=parse_filter(obj.get("filter")),
             aggregations=aggs,

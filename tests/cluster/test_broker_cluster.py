@@ -125,6 +125,16 @@ def test_malformed_queries_get_druid_errors_and_the_broker_keeps_serving(cluster
     assert unknown.status_code == 400 and unknown.json()["errorMessage"]
     negative = query(broker, {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015/2016", "limit": -5})
     assert negative.status_code == 400
+    topn = {"queryType": "topN", "dataSource": "wikipedia", "intervals": "2015/2016", "granularity": "all",
+            "dimension": "page", "metric": "c", "aggregations": [{"type": "count", "name": "c"}]}  # fmt: skip
+    for threshold in ("ten", 10**30, [5]):  # wrong type; beyond Druid's int
+        bad_field = query(broker, {**topn, "threshold": threshold})
+        assert bad_field.status_code == 400 and bad_field.json()["error"] == "druidException", bad_field.text
+    wrong_type = query(broker, {**topn, "threshold": 5, "aggregations": {"type": "count"}})
+    assert wrong_type.status_code == 400 and "aggregations" in wrong_type.json()["errorMessage"]
+    # an unknown datasource is not an error in Druid's native API: an empty answer
+    nowhere = query(broker, {**topn, "threshold": 5, "dataSource": "no_such_datasource"})
+    assert nowhere.status_code == 200 and nowhere.json() == []
     assert served_segments(broker) == HOURS
 
 
