@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -31,6 +31,14 @@ class CacheLookup:
     waiting: list[tuple[SegmentTask, SharedPartial]] = field(default_factory=list)
     # misses this query fetches for everyone: segment id -> (flight key, future to resolve)
     leading: dict[str, tuple[Hashable, SharedPartial]] = field(default_factory=dict)
+
+
+class AsyncBulkCache(Protocol):
+    """What the broker needs of a cache backend (`cache.ResultCache` provides it)."""
+
+    async def aget_many(self, keys: Sequence[Any]) -> dict[Any, bytes]: ...
+
+    async def aput_many(self, items: dict[Any, bytes]) -> None: ...
 
 
 class SegmentCachePolicy(Protocol):

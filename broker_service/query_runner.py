@@ -16,18 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
 from broker_service.data_server import DataServer
 from broker_service.metrics import BrokerMetrics
-from broker_service.result_cache import ResultLevelCache, encode_results, result_cacheable, segments_etag
+from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
 from broker_service.scatter import Scatter
+from broker_service.segment_cache import split_by_segment
 from broker_service.segment_plan import SegmentTask, plan_segments
 from broker_service.server_view import BrokerServerView
-from query import SEGMENT_COLUMN, Query
+from query import Query
 from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
+from strata.json_response import encode_json
 from timeline import format_instant
 
 log = logging.getLogger(__name__)
@@ -248,21 +249,18 @@ def _merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -
             f"over the limit of {max_rows}"
         )
     results = query.finalize(merged)
-    return results, encode_results(results)
+    return results, encode_json(results)
 
 
 def _by_segment_results(
     query: Query, fetched: Sequence[SegmentTask], partials: list[pa.Table]
 ) -> tuple[list[Any], bytes]:
     """Druid's bySegment shape: one entry per segment with its own finalized results."""
-    table = pa.concat_tables(partials, promote_options="permissive") if partials else None
+    parts = split_by_segment(partials, {t.segment_id for t in fetched})
     out = []
     for task in fetched:
-        if table is not None and SEGMENT_COLUMN in table.column_names:
-            part = table.filter(pc.equal(table[SEGMENT_COLUMN], task.segment_id))
-            results = query.finalize(query.merge([part]))
-        else:
-            results = query.finalize(query.merge([]))
+        part = parts.get(task.segment_id)
+        results = query.finalize(query.merge([part] if part is not None else []))
         out.append(
             {
                 "timestamp": format_instant(task.descriptor.interval.start),
@@ -273,4 +271,4 @@ def _by_segment_results(
                 },
             }
         )
-    return out, encode_results(out)
+    return out, encode_json(out)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
+from broker_service.cache_policy import AsyncBulkCache
 from broker_service.segment_plan import SegmentPlan
 from query import Query
 
@@ -26,24 +26,13 @@ _RUN_ONLY_CONTEXT = frozenset({
     "queryId", "sqlQueryId", "timeout", "priority", "lane", "useCache", "populateCache",
     "useResultLevelCache", "populateResultLevelCache", "numRetriesOnMissingSegments",
 })  # fmt: skip
-_JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-
-
-class AsyncBulkCache(Protocol):
-    async def aget_many(self, keys: Sequence[Any]) -> dict[Any, bytes]: ...
-
-    async def aput_many(self, items: dict[Any, bytes]) -> None: ...
-
-
-def encode_results(results: Any) -> bytes:
-    """The JSON body of an answer (compact, as Druid sends it)."""
-    return orjson.dumps(results, option=_JSON_OPTIONS)
 
 
 def result_key(query: Query) -> bytes:
     body = query.to_json()
     body["context"] = {k: v for k, v in body.get("context", {}).items() if k not in _RUN_ONLY_CONTEXT}
-    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS | _JSON_OPTIONS)
+    options = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    return orjson.dumps(body, option=options)
 
 
 def segments_etag(plan: SegmentPlan) -> str | None:

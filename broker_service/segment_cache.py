@@ -13,21 +13,15 @@ import asyncio
 import struct
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker_service.cache_policy import CacheLookup, SharedPartial
+from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedPartial
 from broker_service.segment_plan import SegmentTask
 from query import SEGMENT_COLUMN, Query
 from timeline import DataSegment
-
-
-class AsyncBulkCache(Protocol):
-    async def aget_many(self, keys: Sequence[Any]) -> dict[Any, bytes]: ...
-
-    async def aput_many(self, items: dict[Any, bytes]) -> None: ...
 
 
 def segment_cache_key(task: SegmentTask, query_key: bytes) -> bytes:
@@ -134,7 +128,7 @@ class SegmentCache:
         wanted = {t.segment_id for t in fetched} & (
             set(lookup.leading) | {t.segment_id for t in lookup.to_populate}
         )
-        parts = _split_by_segment(partials, wanted)
+        parts = split_by_segment(partials, wanted)
         landed: list[tuple[Hashable, SharedPartial]] = []
         for segment_id, part in parts.items():
             leading = lookup.leading.pop(segment_id, None)
@@ -188,7 +182,7 @@ def _new_flight() -> SharedPartial:
     return asyncio.get_running_loop().create_future()
 
 
-def _split_by_segment(partials: Sequence[pa.Table], segment_ids: set[str]) -> dict[str, pa.Table]:
+def split_by_segment(partials: Sequence[pa.Table], segment_ids: set[str]) -> dict[str, pa.Table]:
     """Each wanted segment's rows (possibly none) of the fetched partial tables."""
     if not segment_ids or not partials:
         return {}

@@ -11,6 +11,11 @@ from starlette.responses import Response
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
+def encode_json(body: Any) -> bytes:
+    """An answer's compact JSON body (also what the broker's result-level cache stores)."""
+    return orjson.dumps(body, option=_OPTIONS)
+
+
 def json_response(
     body: Any, status: int = 200, *, pretty: bool = False, headers: dict[str, str] | None = None
 ) -> Response:
