@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from strata.lifecycle import add_drain_flag
+
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
 
 
@@ -39,15 +41,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="seconds a segment whose every server vanished is still reported missing (0: forget at once)",
     )
     parser.add_argument("--merge-threads", type=int, default=4, help="worker threads merging partials")
+    add_drain_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    import uvicorn
-
     from broker_service.app import create_app
     from broker_service.build import BrokerConfigError, build_broker
+    from strata.lifecycle import serve
 
     log = logging.getLogger("strata.broker")
     try:
@@ -57,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     app = create_app(broker)
     log.info("broker listening on http://%s:%d (%s discovery)", args.host, args.port, broker_kind(broker))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
-    return 0
+    return serve(app, args.host, args.port, drain_s=args.drain_seconds)
 
 
 def broker_kind(broker: object) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from strata.lifecycle import add_drain_flag
+
 HELP = "Run a historical node: load segments from deep storage, announce them, serve queries"
 
 
@@ -31,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=argparse.SUPPRESS,  # tests only: stands in for a real-time node until `strata realtime` exists
     )
     parser.add_argument("--poll-period", type=float, default=5.0, help="seconds between metadata polls")
+    add_drain_flag(parser)
 
 
 def _advertised(host: str, port: int) -> str:
@@ -44,10 +47,9 @@ def _advertised(host: str, port: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    import uvicorn
-
     from discovery import ServerType, ZkPaths
     from historical_service.app import HistoricalConfig, create_app
+    from strata.lifecycle import serve
 
     if args.replicas < 1 or args.poll_period <= 0 or not 0 < args.port < 65536:
         print("strata historical: error: --replicas >= 1, --poll-period > 0 and a valid --port are required",
@@ -73,7 +75,5 @@ def run(args: argparse.Namespace) -> int:
         server_type=ServerType(args.server_type),
     )
     app = create_app(config)
-    # uvicorn turns SIGTERM/SIGINT into a graceful shutdown: the lifespan then closes the ZK session
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(), lifespan="on",
-                timeout_graceful_shutdown=10)  # fmt: skip
-    return 0
+    # SIGTERM/SIGINT: drain, then the lifespan closes the ZooKeeper session (unannouncing everything)
+    return serve(app, args.host, args.port, drain_s=args.drain_seconds, log_level=args.log_level)

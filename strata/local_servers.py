@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strata.lifecycle import child_popen_kwargs
+
 ZOOKEEPER_JARS = (Path("/usr/share/java/zookeeper.jar"), Path("/usr/share/java/slf4j-simple.jar"))
 
 
@@ -58,6 +60,7 @@ def _alive(proc: subprocess.Popen[bytes]) -> bool:
 class _ChildServer:
     port: int
     proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    tied: bool = field(default=False, kw_only=True)  # die with this process (strata.lifecycle)
 
     @property
     def address(self) -> str:
@@ -69,10 +72,9 @@ class _ChildServer:
 
     def _spawn(self, argv: list[str], log: Path | None) -> None:
         out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
+        extra = child_popen_kwargs() if self.tied else {"start_new_session": True}
         try:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, **extra)
         finally:
             if log:
                 out.close()  # type: ignore[union-attr]

@@ -4,20 +4,31 @@ Ingests the sample into day segments (once; later runs reuse the data), starts Z
 Debian's package when it is installed (otherwise the broker follows the historicals' HTTP change
 feeds and says so), two historicals and a broker as child processes logging into the working
 directory, waits until the broker sees every segment, runs Druid's tutorial "top 10 pages by
-edits" query, prints the table, and serves on 127.0.0.1:8082 until interrupted.
+edits" query, prints the table, and serves on 127.0.0.1:8082 until SIGINT or SIGTERM.
+
+Stopping (either signal, see strata.lifecycle) stops the broker, the historicals and ZooKeeper in
+that order and exits 0; the children also exit by themselves if this process dies, even by
+`kill -9`. One quickstart per working directory and ports: a second one says so and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import logging
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from strata.lifecycle import Shutdown, add_drain_flag, child_popen_kwargs, raise_on_signals
 
 HELP = "Run a local cluster (ZooKeeper, two historicals, a broker) on Druid's wikipedia sample"
 
@@ -38,6 +49,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8082, help="broker port")
     parser.add_argument("--historical-ports", default="8083,8084", help="two historical ports")
     parser.add_argument("--exit-after-query", action="store_true", help="stop after printing the table")
+    add_drain_flag(parser)
+
+
+class AlreadyRunning(RuntimeError):
+    """Another quickstart holds the working directory or a port."""
+
+
+@contextmanager
+def _claim(work: Path, ports: list[int]) -> Iterator[None]:
+    """Hold `quickstart.lock` in the working directory and check the ports are free, or say why not."""
+    lock_path = work / "quickstart.lock"
+    with lock_path.open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            owner = lock.read().strip() or "?"
+            raise AlreadyRunning(f"another quickstart (pid {owner}) is running in {work}") from None
+        for port in ports:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    raise AlreadyRunning(f"port {port} is in use (another quickstart running?)") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
 
 
 def _ingest(work: Path) -> None:
@@ -65,7 +105,7 @@ def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C reaches us; we stop the children in order
+            **child_popen_kwargs(),  # its own session; exits when we die, even by kill -9
         )
 
 
@@ -102,27 +142,40 @@ def _print_top_pages(result: list[dict[str, Any]]) -> None:
     Console().print(table)
 
 
-def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+def _stop(children: list[subprocess.Popen[bytes]], drain_s: float) -> None:
     for child in reversed(children):
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
     for child in reversed(children):
         try:
-            child.wait(15)
+            child.wait(drain_s + 10)
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait(5)
 
 
 def run(args: argparse.Namespace) -> int:
+    work = Path(args.dir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    ports = [args.port, *(int(p) for p in args.historical_ports.split(","))]
+    try:
+        with raise_on_signals(), _claim(work, ports):
+            return _run(args, work, ports[1:])
+    except AlreadyRunning as e:
+        print(f"strata quickstart: {e}", file=sys.stderr)
+        return 1
+    except Shutdown:
+        print("\nstopped")
+        return 0
+
+
+def _run(args: argparse.Namespace, work: Path, ports: list[int]) -> int:
     import httpx
 
     from storage import open_metadata_store
     from strata.local_servers import ServerStartError, ZooKeeperServer, free_port
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    work = Path(args.dir).resolve()
-    work.mkdir(parents=True, exist_ok=True)
     _ingest(work)
     store = open_metadata_store(str(work / "metadata.db"))
     expected = len(store.used_segments("wikipedia"))
@@ -130,25 +183,26 @@ def run(args: argparse.Namespace) -> int:
 
     zk: ZooKeeperServer | None = None
     children: list[subprocess.Popen[bytes]] = []
-    ports = [int(p) for p in args.historical_ports.split(",")]
     try:
         if ZooKeeperServer.available():
-            zk = ZooKeeperServer(port=free_port(), data_dir=work / "zookeeper").start()
+            zk = ZooKeeperServer(port=free_port(), data_dir=work / "zookeeper", tied=True).start()
             discovery = ["--zk", zk.address]
             print(f"ZooKeeper on {zk.address}")
         else:
             discovery = []
             print("ZooKeeper is not installed: the broker follows the historicals' HTTP change feeds")
+        drain = ["--drain-seconds", str(args.drain_seconds)]
         for i, port in enumerate(ports):
             argv = [
-                "historical", "--port", str(port), *discovery,
+                "historical", "--port", str(port), *discovery, *drain,
                 "--deep-storage", str(work / "deep-storage"), "--metadata", str(work / "metadata.db"),
                 "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2",
             ]  # fmt: skip
             children.append(_spawn(argv, work / f"historical-{i}.log"))
         nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
         broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
-        children.append(_spawn(["broker", "--port", str(args.port), *broker_discovery], work / "broker.log"))
+        broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain]
+        children.append(_spawn(broker_argv, work / "broker.log"))
         url = f"http://127.0.0.1:{args.port}"
         _wait_for_segments(url, expected, children, timeout=120)
         result = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60).json()
@@ -161,13 +215,11 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.5)
         print("a child process exited; shutting down", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("\nshutting down")
-        return 0
     except (RuntimeError, ServerStartError, httpx.HTTPError) as e:
         print(f"quickstart failed: {e} (logs in {work})", file=sys.stderr)
         return 1
     finally:
-        _stop(children)
+        print("shutting down: stopping the broker, the historicals and ZooKeeper", flush=True)
+        _stop(children, args.drain_seconds)
         if zk is not None:
             zk.stop()

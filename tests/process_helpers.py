@@ -25,6 +25,10 @@ class ProcessStartError(RuntimeError):
     pass
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @dataclass
 class StrataProcess:
     subcommand: str
@@ -33,6 +37,7 @@ class StrataProcess:
     port: int = field(default_factory=free_port)
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
+    ignore_sigint: bool = False  # start it as a non-interactive shell starts a background job
 
     @property
     def address(self) -> str:
@@ -56,7 +61,8 @@ class StrataProcess:
         env = {**os.environ, **self.env}
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         stdin=subprocess.DEVNULL)  # fmt: skip
+                                         stdin=subprocess.DEVNULL, preexec_fn=_ignore_sigint if self.ignore_sigint
+                                         else None)  # fmt: skip
         if wait is not None:
             self.wait_http(wait, timeout=timeout)
         return self

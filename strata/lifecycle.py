@@ -1,0 +1,194 @@
+"""How every long-running `strata` command starts, stops and notices that its parent died.
+
+One place for it so the broker, the historical, the quickstart and a future real-time node behave
+alike:
+
+- SIGINT and SIGTERM are handled explicitly (never through KeyboardInterrupt): a process started in
+  the background by a non-interactive shell inherits SIGINT as *ignored*; installing our own
+  handler makes it stop on SIGINT anyway.
+- A server stops taking connections at once, lets in-flight requests finish for at most the drain
+  time (`--drain-seconds`), cancels what is left, then runs the app's shutdown (which unannounces
+  from ZooKeeper), and exits 0. A second signal cuts the drain short.
+- A child started with `child_popen_kwargs()` dies when its parent dies, even by `kill -9`:
+  `PR_SET_PDEATHSIG` on Linux, and on every platform a watch on the parent's pid (the
+  `STRATA_PARENT_PID` environment variable) that starts the same clean shutdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from types import FrameType
+from typing import Any
+
+log = logging.getLogger("strata.lifecycle")
+
+DEFAULT_DRAIN_S = 10.0
+PARENT_ENV = "STRATA_PARENT_PID"
+PARENT_POLL_S = 0.5
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_PR_SET_PDEATHSIG = 1
+
+
+class Shutdown(BaseException):
+    """Raised in a synchronous main loop by SIGINT/SIGTERM (a BaseException, like KeyboardInterrupt,
+    so `except Exception` clean-up paths do not swallow it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def add_drain_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=DEFAULT_DRAIN_S,
+        help=f"on SIGTERM/SIGINT, seconds in-flight queries may finish before they are cancelled "
+        f"(default {DEFAULT_DRAIN_S:g})",
+    )
+
+
+# -- servers --------------------------------------------------------------------------------------
+
+
+def serve(
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    drain_s: float = DEFAULT_DRAIN_S,
+    log_level: str = "warning",
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+) -> int:
+    """Serve an ASGI app until SIGINT/SIGTERM (or the parent's death); 0 after a clean stop.
+
+    `on_stop` runs first when a stop is asked for (before connections are drained), e.g. to leave
+    ZooKeeper so brokers stop sending new queries while the in-flight ones finish.
+    """
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # ours are installed on the loop in _run; uvicorn's would re-raise after shutdown
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=max(drain_s, 0.0),
+    )
+    server = _Server(config)
+    return asyncio.run(_run(server, on_stop))
+
+
+async def _run(server: Any, on_stop: Callable[[], Awaitable[None]] | None) -> int:
+    stopping: list[asyncio.Task[None]] = []
+
+    def stop(reason: str) -> None:
+        if stopping:
+            log.warning("%s again: cancelling in-flight requests now", reason)
+            server.force_exit = True
+            return
+        log.info("%s: draining and stopping", reason)
+        stopping.append(asyncio.create_task(_begin_stop(server, on_stop)))
+
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop, signal.Signals(sig).name)
+    watch = _watch_parent(lambda: stop("parent process exited"))
+    try:
+        await server.serve()
+    finally:
+        if watch is not None:
+            watch.cancel()
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+    return 0 if server.started else 1
+
+
+async def _begin_stop(server: Any, on_stop: Callable[[], Awaitable[None]] | None) -> None:
+    if on_stop is not None:
+        try:
+            await asyncio.wait_for(on_stop(), timeout=5.0)
+        except Exception as e:  # a failing hook must not keep the process alive
+            log.warning("stop hook failed: %s", e)
+    server.should_exit = True
+
+
+def _watch_parent(on_exit: Callable[[], None]) -> asyncio.Task[None] | None:
+    raw = os.environ.get(PARENT_ENV)
+    if not raw or not raw.isdigit():
+        return None
+    parent = int(raw)
+
+    async def poll() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(PARENT_POLL_S)
+        on_exit()
+
+    return asyncio.get_running_loop().create_task(poll(), name="parent-watch")
+
+
+# -- synchronous supervisors (the quickstart) -----------------------------------------------------
+
+
+@contextlib.contextmanager
+def raise_on_signals() -> Iterator[None]:
+    """Within the block, the first SIGINT/SIGTERM raises `Shutdown`; later ones are ignored while
+    the caller cleans up (its clean-up is bounded). Old handlers are restored afterwards."""
+    raised: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not raised:
+            raised.append(signum)
+            raise Shutdown(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+# -- children -------------------------------------------------------------------------------------
+
+
+def _libc_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+def child_popen_kwargs(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Popen arguments that tie a child's life to this process (see the module docstring)."""
+    parent = os.getpid()
+    prctl = _libc_prctl()  # loaded here, in the parent: the child only calls it
+
+    def preexec() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return {
+        "env": {**(os.environ if env is None else env), PARENT_ENV: str(parent)},
+        "preexec_fn": preexec,
+        "start_new_session": True,  # a terminal's Ctrl-C reaches the parent, which stops children in order
+    }
