@@ -69,6 +69,7 @@ def _claim(work: Path, ports: list[int]) -> Iterator[None]:
             raise AlreadyRunning(f"another quickstart (pid {owner}) is running in {work}") from None
         for port in ports:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
                 try:
                     s.bind(("127.0.0.1", port))
                 except OSError:

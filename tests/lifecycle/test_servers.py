@@ -27,7 +27,9 @@ CASES = [
 
 
 def port_free(port: int) -> bool:
+    """Bindable as a server binds it (SO_REUSEADDR: connections left in TIME_WAIT do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
