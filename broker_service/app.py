@@ -10,6 +10,7 @@ import asyncio
 import logging
 import resource
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -24,7 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from broker_service.admission import Admission
-from broker_service.cache_status import CacheCollector, cache_status
+from broker_service.cache_status import CacheCollector, cache_status, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.datasource_info import (
     candidates,
@@ -44,6 +45,7 @@ from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import parse_segment_spec
 from strata import __version__
+from strata.druid_metrics import SegmentCountCollector
 from strata.json_response import json_response as _json
 from timeline import Interval
 
@@ -101,8 +103,11 @@ class Broker:
         )
         self.cache_kind = cache_kind
         self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
+        per_source = lambda: Counter(s.segment.data_source for s in view.selectors())  # noqa: E731
+        self.metrics.bind_cache(SegmentCountCollector(per_source))
         if self.segment_cache is not None:
             self.metrics.bind_cache(CacheCollector(self.segment_cache, result_cache))
+            self.metrics.bind_cache(druid_cache_collector(self.segment_cache))
             view.on_segment_removed(self.segment_cache.forget_segment)
         self.started = time.time()
 
@@ -140,10 +145,10 @@ def create_app(broker: Broker) -> Starlette:
         started = time.monotonic()
         pretty = "pretty" in request.query_params
         headers: dict[str, str] = {}
-        query_type = "invalid"
+        query_type, data_source, status = "invalid", "", 500
         try:
             query = await _read_query(request, broker.settings.max_request_bytes)
-            query_type = query.query_type
+            query_type, data_source = query.query_type, query.data_source
             headers["X-Druid-Query-Id"] = query.context.query_id
             async with broker.admission.admit():
                 result = await broker.runner.run(query)
@@ -152,21 +157,24 @@ def create_app(broker: Broker) -> Starlette:
                 headers["ETag"] = result.etag
                 if request.headers.get("If-None-Match") == result.etag:
                     metrics.queries.labels(query_type, "304").inc()
+                    status = 304
                     return Response(status_code=304, headers=headers)
             response = _answer(result, pretty, headers)
             metrics.queries.labels(query_type, "200").inc()
+            status = 200
             return response
         except QueryError as e:
             if e.status >= 500:
                 log.warning("query failed: %s: %s", e.error, e.error_message)
             metrics.queries.labels(query_type, str(e.status)).inc()
+            status = e.status
             return _error(e, host, pretty, headers)
         except Exception as e:  # never a stack trace to the client
             log.exception("unexpected failure answering a query")
             metrics.queries.labels(query_type, "500").inc()
             return _error(unknown_exception(e, host), host, pretty, headers)
         finally:
-            metrics.query_seconds.labels(query_type).observe(time.monotonic() - started)
+            metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 
     async def cancel_query(request: Request) -> Response:
         broker.runner.cancel(request.path_params["query_id"])

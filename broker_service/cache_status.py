@@ -18,6 +18,7 @@ from broker_service.result_cache import ResultLevelCache
 from broker_service.segment_cache import SegmentCache
 from cache import CacheStats
 from cache.stats import COUNTER_NAMES as _BACKEND_COUNTERS
+from strata.druid_metrics import DruidCacheCollector
 
 _QUERY_COUNTERS = ("hits", "misses", "shared", "puts", "errors")
 
@@ -97,3 +98,8 @@ class CacheCollector(Collector):
             for level, snapshot in levels.items():
                 gauge.add_metric([level], getattr(snapshot, name))
             yield gauge
+
+
+def druid_cache_collector(policy: SegmentCache) -> DruidCacheCollector:
+    """Druid's `druid_query_cache_*` gauges over the whole backend (both levels of a hybrid)."""
+    return DruidCacheCollector(lambda: backend_levels(policy)["all"], lambda: policy.stats["puts"])

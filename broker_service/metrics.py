@@ -7,6 +7,8 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
+from strata.druid_metrics import DruidQueryMetrics, add_process_metrics, outcome_of
+
 _QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
 
@@ -14,6 +16,8 @@ class BrokerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        self.druid = DruidQueryMetrics(r, broker=True)  # Druid's names, for Druid's dashboards
+        add_process_metrics(r)
         self.query_seconds = Histogram(
             "strata_broker_query_seconds",
             "Query time on the broker",
@@ -57,6 +61,16 @@ class BrokerMetrics:
         )
         self.running_queries = Gauge("strata_broker_running_queries", "Queries running now", registry=r)
         self.queued_queries = Gauge("strata_broker_queued_queries", "Queries waiting for a slot", registry=r)
+
+    def on_query(self, data_source: str, query_type: str, seconds: float, status: int) -> None:
+        self.query_seconds.labels(query_type).observe(seconds)
+        self.druid.on_query(data_source, query_type, seconds, outcome_of(status))
+
+    def on_node_request(self, server: str, seconds: float, ok: bool) -> None:
+        self.node_request_seconds.labels(server).observe(seconds)
+        self.druid.on_node(server, seconds)
+        if not ok:
+            self.node_failures.labels(server).inc()
 
     def bind_cache(self, collector: Collector) -> None:
         self.registry.register(collector)

@@ -212,9 +212,7 @@ class QueryRunner:
     def _record_node(self, server: DataServer, seconds: float, ok: bool) -> None:
         if self.metrics is None:
             return
-        self.metrics.node_request_seconds.labels(server.name).observe(seconds)
-        if not ok:
-            self.metrics.node_failures.labels(server.name).inc()
+        self.metrics.on_node_request(server.name, seconds, ok)
 
     def _forward_cancel(self, query_id: str, entry: _Running) -> None:
         servers = list(entry.servers.values())

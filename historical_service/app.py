@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import resource
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,6 +182,7 @@ async def _reconcile_forever(state: HistoricalState) -> None:
 
 def create_app(config: HistoricalConfig) -> Starlette:
     state = HistoricalState(config)
+    state.metrics.bind_segment_counts(lambda: Counter(s.data_source for s in state.served.segments()))
     routes: list[BaseRoute] = [*_status_routes(state), change_feed_route(state.history)]
     add_query_routes(routes, state)
     app = Starlette(routes=routes, lifespan=lambda _app: _lifespan(state))

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from strata.druid_metrics import DruidQueryMetrics, SegmentCountCollector, add_process_metrics, outcome_of
 
 
 class HistoricalMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        self.druid = DruidQueryMetrics(r, broker=False)  # Druid's names, for Druid's dashboards
+        add_process_metrics(r)
         self.segments_loaded = Gauge(
             "strata_historical_segments_loaded", "Segments loaded and announced", registry=r
         )
@@ -33,6 +39,10 @@ class HistoricalMetrics:
         self.queries = Counter("strata_historical_queries", "Queries answered", ["type", "ok"], registry=r)
         self.query_seconds = Histogram("strata_historical_query_seconds", "Query time", registry=r)
 
-    def on_query(self, query_type: str, seconds: float, segments: int, ok: bool) -> None:
-        self.queries.labels(query_type, "true" if ok else "false").inc()
+    def bind_segment_counts(self, counts: Callable[[], Mapping[str, int]]) -> None:
+        self.registry.register(SegmentCountCollector(counts))
+
+    def on_query(self, data_source: str, query_type: str, seconds: float, status: int) -> None:
+        self.queries.labels(query_type, "true" if status < 400 else "false").inc()
         self.query_seconds.observe(seconds)
+        self.druid.on_query(data_source, query_type, seconds, outcome_of(status))

@@ -104,7 +104,8 @@ class QueryEndpoint:
         self.host = host
         self.pool = pool or ThreadPoolExecutor(max_workers=4, thread_name_prefix="query")
         self.running = RunningQueries()
-        self.on_query: Callable[[str, float, int, bool], None] | None = None  # metrics hook
+        self.on_query: Callable[[str, str, float, int], None] | None = None  # (dataSource, type, s, status)
+        self.on_segments: Callable[[float, float, int], None] | None = None  # (wait s, run s, segments)
 
     def routes(self) -> list[Route]:
         return [
@@ -130,9 +131,12 @@ class QueryEndpoint:
                 inputs.append(found)
         return inputs, missing
 
-    def _execute(self, query: Query, inputs: Sequence[SegmentInput], entry: _Running, arrow: bool) -> Any:
+    def _execute(
+        self, query: Query, inputs: Sequence[SegmentInput], entry: _Running, arrow: bool, submitted: float
+    ) -> Any:
         if entry.cancelled.is_set():
             raise QueryCancelled(f"Query [{entry.query_id}] was cancelled")
+        began = time.monotonic()
         conn = connection()
         entry.conn = conn
         try:
@@ -141,18 +145,20 @@ class QueryEndpoint:
             merged = query.run_merged(conn, inputs)
         finally:
             entry.conn = None
+            if self.on_segments is not None and inputs:
+                self.on_segments(began - submitted, time.monotonic() - began, len(inputs))
         return query.finalize(merged)
 
     async def post(self, request: Request) -> Response:
         started = time.monotonic()
         pretty = "pretty" in request.query_params
-        query_id = ""
+        query_id, data_source, query_type = "", "", "invalid"
         headers: dict[str, str] = {}
         try:
             body = await request.body()
             obj = decode_query_body(body, MAX_REQUEST_BYTES)
             query = parse_query(obj)
-            query_id = query.context.query_id
+            query_id, data_source, query_type = query.context.query_id, query.data_source, query.query_type
             headers["X-Druid-Query-Id"] = query_id
             inputs, missing = self._resolve(query)
             context: dict[str, Any] = {}
@@ -163,7 +169,8 @@ class QueryEndpoint:
             entry = self.running.start(query_id)
             try:
                 loop = asyncio.get_running_loop()
-                work = loop.run_in_executor(self.pool, self._execute, query, inputs, entry, arrow)
+                submitted = time.monotonic()
+                work = loop.run_in_executor(self.pool, self._execute, query, inputs, entry, arrow, submitted)
                 timeout = query.context.timeout_ms / 1000 if query.context.timeout_ms else None
                 try:
                     result = await asyncio.wait_for(asyncio.shield(work), timeout)
@@ -174,12 +181,12 @@ class QueryEndpoint:
                     ) from None
             finally:
                 self.running.finish(entry)
-            self._record(query.query_type, started, len(inputs), ok=True)
+            self._record(query.data_source, query.query_type, started, 200)
             if arrow:
                 return Response(result, media_type=ARROW_STREAM, headers=headers)
             return json_response(result, 200, pretty=pretty, headers=headers)
         except QueryError as e:
-            self._record("error", started, 0, ok=False)
+            self._record(data_source, query_type, started, e.status)
             if e.status >= 500:
                 log.warning("query %s failed: %s", query_id or "?", e.error_message)
             return json_response(e.to_body(self.host), e.status, pretty=pretty, headers=headers)
@@ -189,9 +196,9 @@ class QueryEndpoint:
             else:
                 log.exception("query %s failed unexpectedly", query_id or "?")
                 err = unknown_exception(e)
-            self._record("error", started, 0, ok=False)
+            self._record(data_source, query_type, started, err.status)
             return json_response(err.to_body(self.host), err.status, pretty=pretty, headers=headers)
 
-    def _record(self, query_type: str, started: float, segments: int, ok: bool) -> None:
+    def _record(self, data_source: str, query_type: str, started: float, status: int) -> None:
         if self.on_query is not None:
-            self.on_query(query_type, time.monotonic() - started, segments, ok)
+            self.on_query(data_source, query_type, time.monotonic() - started, status)

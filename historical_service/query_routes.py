@@ -13,5 +13,6 @@ def add_query_routes(routes: list[BaseRoute], state: Any) -> None:
     """Append the query routes; `state` is the node's HistoricalState (served segments, metrics)."""
     endpoint = QueryEndpoint(state.served, state.name)
     endpoint.on_query = state.metrics.on_query
+    endpoint.on_segments = state.metrics.druid.on_segments
     state.query_endpoint = endpoint
     routes.extend(endpoint.routes())

@@ -88,7 +88,7 @@ def serve(
         log_level=log_level.lower(),
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=max(drain_s, 0.0),
+        timeout_graceful_shutdown=max(drain_s, 0.0),  # type: ignore[arg-type]  # a float works (wait_for)
     )
     server = _Server(config)
     return asyncio.run(_run(server, on_stop))
@@ -135,7 +135,7 @@ def _watch_parent(on_exit: Callable[[], None]) -> asyncio.Task[None] | None:
     parent = int(raw)
 
     async def poll() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == parent:  # noqa: ASYNC110 - nothing to wait on: the kernel just reparents
             await asyncio.sleep(PARENT_POLL_S)
         on_exit()
 
@@ -171,7 +171,7 @@ def _libc_prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl  # type: ignore[no-any-return]
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
         return None
 

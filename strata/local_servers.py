@@ -74,7 +74,9 @@ class _ChildServer:
         out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
         extra = child_popen_kwargs() if self.tied else {"start_new_session": True}
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, **extra)
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, **extra
+            )
         finally:
             if log:
                 out.close()  # type: ignore[union-attr]
