@@ -20,7 +20,7 @@ from cache import CacheStats
 from cache.stats import COUNTER_NAMES as _BACKEND_COUNTERS
 from strata.druid_metrics import DruidCacheCollector
 
-_QUERY_COUNTERS = ("hits", "misses", "shared", "puts", "errors")
+_QUERY_COUNTERS = ("hits", "misses", "shared", "puts", "errors", "bypassed")
 
 
 def backend_levels(policy: SegmentCache) -> dict[str, CacheStats]:
@@ -48,7 +48,15 @@ def cache_status(
         body["levels"] = {name: _camel(stats.as_dict()) for name, stats in levels.items()}
     if results is not None:
         body["resultLevel"] = {"hits": results.hits, "misses": results.misses}
+    breakers = _breakers(policy)
+    if breakers:
+        body["breakers"] = breakers
     return body
+
+
+def _breakers(policy: SegmentCache) -> dict[str, dict[str, Any]]:
+    status = getattr(policy.cache, "breaker_status", None)
+    return status() if status is not None else {}
 
 
 def _camel(d: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +101,18 @@ class CacheCollector(Collector):
             for level, snapshot in levels.items():
                 family.add_metric([level], getattr(snapshot, name))
             yield family
+        breakers = _breakers(self.policy)
+        if breakers:
+            state = GaugeMetricFamily("strata_broker_cache_memcached_breaker_open",
+                                      "1 while the server's circuit breaker is open (the cache skips it)",
+                                      labels=["server"])  # fmt: skip
+            trips = CounterMetricFamily("strata_broker_cache_memcached_breaker_trips",
+                                        "Times the server's breaker opened", labels=["server"])  # fmt: skip
+            for server, b in sorted(breakers.items()):
+                state.add_metric([server], 1.0 if b["state"] == "open" else 0.0)
+                trips.add_metric([server], b["trips"])
+            yield state
+            yield trips
         for name, doc in (("entries", "Entries held"), ("bytes", "Bytes held")):
             gauge = GaugeMetricFamily(f"strata_broker_cache_backend_{name}", doc, labels=["level"])
             for level, snapshot in levels.items():

@@ -87,6 +87,9 @@ class SegmentCache:
         return query_key, [t for t in tasks if t.selector.is_historical and seen[t.segment_id] == 1]
 
     async def lookup(self, query: Query, tasks: Sequence[SegmentTask]) -> CacheLookup:
+        if not self._available():  # the cache is down (circuit breaker open): cost nothing
+            self.stats["bypassed"] += len(tasks)
+            return CacheLookup(to_fetch=list(tasks))
         query_key, cacheable = self._cacheable(query, tasks)
         if query_key is None or not cacheable:
             return CacheLookup(to_fetch=list(tasks))
@@ -154,6 +157,10 @@ class SegmentCache:
         }
         await self.cache.aput_many(items)
         self.stats["puts"] += len(items)
+
+    def _available(self) -> bool:
+        available = getattr(self.cache, "available", None)
+        return available is None or bool(available())
 
     def release(self, lookup: CacheLookup) -> None:
         """Flights this query led but could not complete: waiters fetch those segments themselves."""

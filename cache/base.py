@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 
 from cache.stats import CacheStats
 
@@ -59,6 +59,14 @@ class ResultCache(ABC):
 
     @abstractmethod
     def stats(self) -> CacheStats: ...
+
+    def available(self) -> bool:
+        """False when the cache is known to be down (a circuit breaker): callers may skip it."""
+        return True
+
+    def breaker_status(self) -> dict[str, dict[str, Any]]:
+        """Per remote server: {"state": "open"|"closed", "trips": n}; empty for local caches."""
+        return {}
 
     def close(self) -> None:
         executor, self._executor = self._executor, None

@@ -4,6 +4,7 @@ the network. A value that cannot be decoded (damaged, or a codec this build lack
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from cache.base import CacheKey, ResultCache
 from cache.codec import CodecError, ValueCodec
@@ -55,6 +56,12 @@ class CompressedCache(ResultCache):
 
     def stats(self) -> CacheStats:
         return self.inner.stats() + self._counters.snapshot()
+
+    def available(self) -> bool:
+        return self.inner.available()
+
+    def breaker_status(self) -> dict[str, dict[str, Any]]:
+        return self.inner.breaker_status()
 
     def close(self) -> None:
         self.inner.close()

@@ -7,6 +7,7 @@ An L2 hit is copied into L1 so the next lookup stays local; a put goes to both l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from cache.base import CacheKey, ResultCache
 from cache.stats import CacheStats, StatsCounter
@@ -71,6 +72,9 @@ class HybridCache(ResultCache):
             put_skipped_too_large=l1.put_skipped_too_large + l2.put_skipped_too_large,
             collisions=l1.collisions + l2.collisions,
         )
+
+    def breaker_status(self) -> dict[str, dict[str, Any]]:
+        return {**self.l1.breaker_status(), **self.l2.breaker_status()}
 
     def level_stats(self) -> dict[str, CacheStats]:
         return {"l1": self.l1.stats(), "l2": self.l2.stats()}

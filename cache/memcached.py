@@ -2,8 +2,11 @@
 
 A cache must never make a query fail or wait long: when a server is slow or gone, its keys read as
 misses and its puts are dropped; errors and timeouts are counted and logged at most once per
-interval. A failed server is skipped (no network at all) for `retry_interval` seconds and then
-tried again, so the cache recovers by itself when memcached comes back.
+interval. Each server has a circuit breaker: the first failure opens it, and while it is open no
+query touches that server (no connect, no timeout, not even a thread hop when every server is
+open); a background thread probes it every `retry_interval` seconds (`version` with the connect
+timeout) and closes the breaker when it answers, so the cache recovers by itself when memcached
+comes back. State and trips are published per server (`breaker_status`).
 
 Why not pymemcache's HashClient: with `ignore_exc=True` it hides every error (nothing to count);
 with `ignore_exc=False` one failing server throws away the other servers' answers for the whole
@@ -19,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pymemcache.client.base import PooledClient
 from pymemcache.exceptions import MemcacheServerError
@@ -79,14 +84,17 @@ class _ThrottledLog:
 
 
 class _Server:
-    """One memcached server: its connection pool and when it may be tried again after a failure."""
+    """One memcached server: its connection pool and its circuit breaker."""
 
     def __init__(self, address: tuple[str, int], timeout_s: float, pool_size: int):
         self.address = address
         self.name = f"{address[0]}:{address[1]}"
         self._timeout_s = timeout_s
         self._pool_size = pool_size
-        self.down_until = 0.0
+        self.open = False  # the breaker: True while the server is skipped
+        self.trips = 0
+        self._lock = threading.Lock()
+        self._closed = threading.Event()  # the cache was closed: probes end
         self.client = self._connect()
 
     def _connect(self) -> PooledClient:
@@ -100,13 +108,40 @@ class _Server:
         )
 
     def available(self) -> bool:
-        return time.monotonic() >= self.down_until
+        return not self.open
 
-    def mark_down(self, retry_interval_s: float) -> None:
-        """Skip it for a while and drop its pooled sockets: after a restart they are all stale."""
-        self.down_until = time.monotonic() + retry_interval_s
-        old, self.client = self.client, self._connect()
-        old.close()
+    def trip(self, probe_interval_s: float) -> bool:
+        """Open the breaker (once) and start probing; False when it was already open."""
+        with self._lock:
+            if self.open or self._closed.is_set():
+                return False
+            self.open = True
+            self.trips += 1
+        threading.Thread(target=self._probe, args=(probe_interval_s,), name=f"memcached-probe-{self.name}",
+                         daemon=True).start()  # fmt: skip
+        return True
+
+    def _probe(self, interval_s: float) -> None:
+        while not self._closed.wait(max(interval_s, 0.05)):  # never a busy loop
+            if self._answers():
+                # after a restart every pooled socket is stale: start from a fresh pool
+                old, self.client = self.client, self._connect()
+                old.close()
+                self.open = False
+                log.warning("memcached %s answers again: cache on", self.name)
+                return
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(self.address, timeout=self._timeout_s) as conn:
+                conn.sendall(b"version\r\n")
+                return conn.recv(64).startswith(b"VERSION")
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        self._closed.set()
+        self.client.close()
 
 
 class MemcachedCache(ResultCache):
@@ -155,11 +190,21 @@ class MemcachedCache(ResultCache):
 
     def _failed(self, server: _Server, action: str, error: Exception) -> None:
         self._counters.add("timeouts" if isinstance(error, TimeoutError) else "errors")
-        server.mark_down(self.retry_interval_s)
-        self._error_log.warning(
-            f"memcached {server.name} {action} failed ({type(error).__name__}: {error}); "
-            f"serving misses, retrying in {self.retry_interval_s:g}s"
-        )
+        if server.trip(self.retry_interval_s):
+            log.warning(
+                "memcached %s %s failed (%s: %s): breaker open, serving misses, probing every %gs",
+                server.name, action, type(error).__name__, error, self.retry_interval_s,
+            )  # fmt: skip
+        else:
+            self._error_log.warning(f"memcached {server.name} {action} failed ({type(error).__name__})")
+
+    def available(self) -> bool:
+        """False while every server's breaker is open: callers can skip the cache altogether."""
+        return any(s.available() for s in self._servers.values())
+
+    def breaker_status(self) -> dict[str, dict[str, Any]]:
+        return {name: {"state": "open" if s.open else "closed", "trips": s.trips}
+                for name, s in self._servers.items()}  # fmt: skip
 
     def _fetch(self, server_name: str, wanted: dict[str, CacheKey]) -> dict[CacheKey, bytes]:
         server = self._servers[server_name]
@@ -228,6 +273,9 @@ class MemcachedCache(ResultCache):
             self._store(server_name, framed)
 
     async def aget_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, bytes]:
+        if not self.available():  # every breaker open: misses, without a thread hop
+            self._count_lookup(len(keys), 0)
+            return {}
         if not self.parallel_fanout:
             return await self.run_blocking(self.get_many, list(keys))
         batches = self._by_server(keys)
@@ -237,6 +285,8 @@ class MemcachedCache(ResultCache):
         return found
 
     async def aput_many(self, items: Mapping[CacheKey, bytes]) -> None:
+        if not self.available():
+            return
         if not self.parallel_fanout:
             return await self.run_blocking(self.put_many, dict(items))
         batches = self._framed_by_server(items)
@@ -250,5 +300,5 @@ class MemcachedCache(ResultCache):
 
     def close(self) -> None:
         for server in self._servers.values():
-            server.client.close()
+            server.close()
         super().close()

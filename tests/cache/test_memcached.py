@@ -143,18 +143,36 @@ def test_nothing_listening_fails_open(prefix):
         cache.close()
 
 
-def test_errors_are_counted_each_time_but_logged_once_per_interval(prefix, caplog):
-    cache = MemcachedCache(f"127.0.0.1:{free_port()}", prefix=prefix, retry_interval_s=0, log_interval_s=3600)
+def test_breaker_opens_on_the_first_error_and_queries_skip_the_server(prefix, caplog):
+    """Once open, lookups touch no network: one error counted, one warning, one trip."""
+    cache = MemcachedCache(f"127.0.0.1:{free_port()}", prefix=prefix, retry_interval_s=60, log_interval_s=3600)
     try:
         with caplog.at_level(logging.WARNING, logger="cache.memcached"):
             for _ in range(5):
                 assert cache.get_many(keys(1)) == {}
-        assert cache.stats().errors == 5
+                assert asyncio.run(cache.aget_many(keys(1))) == {}
+        s = cache.stats()
+        assert (s.errors, s.misses) == (1, 10)
+        assert not cache.available()
+        assert list(cache.breaker_status().values()) == [{"state": "open", "trips": 1}]
         warnings = [r for r in caplog.records if r.name == "cache.memcached"]
         assert len(warnings) == 1
-        assert "serving misses" in warnings[0].getMessage()
+        assert "breaker open" in warnings[0].getMessage()
     finally:
         cache.close()
+
+
+def test_probe_does_not_close_the_breaker_while_the_server_is_silent(prefix):
+    """The probe, not a query, pays the connect/answer timeout; a silent server keeps it open."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        with MemcachedCache(address, prefix=prefix, timeout_s=0.1, retry_interval_s=0.05) as cache:
+            assert cache.get_many(keys(1)) == {}  # times out, trips
+            time.sleep(0.5)  # several probes, each timing out
+            assert cache.breaker_status()[address] == {"state": "open", "trips": 1}
+            assert cache.stats().timeouts == 1
 
 
 def test_unresponsive_server_times_out_and_fails_open(prefix):
@@ -209,6 +227,9 @@ def test_one_dead_server_leaves_the_others_serving(memcached_server, prefix, par
             assert set(cache.get_many(list(items))) == on_live
             assert set(asyncio.run(cache.aget_many(list(items)))) == on_live
             assert cache.stats().errors >= 1
+            assert cache.available()  # one breaker open, the other server still used
+            assert cache.breaker_status()[doomed.address]["state"] == "open"
+            assert cache.breaker_status()[memcached_server.address] == {"state": "closed", "trips": 0}
     finally:
         doomed.stop()
 
@@ -238,6 +259,7 @@ def test_killed_server_gives_misses_and_recovers_on_restart(prefix):
                     break
                 time.sleep(0.025)
             assert found == {key: b"after"}
+            assert cache.breaker_status()[server.address] == {"state": "closed", "trips": 1}
     finally:
         server.stop()
 
