@@ -116,7 +116,9 @@ def test_killed_memcached_opens_the_breaker_and_recovers(tmp_path: Path) -> None
             hits = httpx.get(broker.url + "/status/cache", timeout=5).json()["query"]["hits"]
             assert query_rows(broker.url) == expected  # populates again
             assert query_rows(broker.url) == expected
-            assert httpx.get(broker.url + "/status/cache", timeout=5).json()["query"]["hits"] == hits + len(DAYS)
+            assert httpx.get(broker.url + "/status/cache", timeout=5).json()["query"]["hits"] == hits + len(
+                DAYS
+            )
     finally:
         if listener is not None:
             listener.close()

@@ -57,7 +57,9 @@ def test_historical_stops_cleanly(tmp_path: Path, zk_hosts: str, sig: signal.Sig
             wait_until(lambda: served_ids(zk, paths).get(node.address) == [segments[0].id], 30, "the segment")
             assert stop_with(node, sig) == 0, node.log_text()[-3000:]
             assert port_free(node.port)
-            wait_until(lambda: not zk.exists(paths.announcement(node.address)), 5, "the announcement to vanish")
+            wait_until(
+                lambda: not zk.exists(paths.announcement(node.address)), 5, "the announcement to vanish"
+            )
             assert served_ids(zk, paths).get(node.address, []) == []  # the batches are ephemeral
     finally:
         cluster.stop_all()
