@@ -57,12 +57,17 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
 
 
 @contextmanager
-def quickstart(work: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], list[int], list[int]]]:
+def quickstart(
+    work: Path, *extra: str, ignore_sigint: bool = False
+) -> Iterator[tuple[subprocess.Popen[str], list[int], list[int]]]:
     """A running quickstart (past its table), its child pids and its ports; all ended on exit."""
     ports = [free_port(), free_port(), free_port()]
     argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(ports[0]),
             "--historical-ports", f"{ports[1]},{ports[2]}", "--drain-seconds", "5", *extra]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=ignore
+    )
     pids: list[int] = []
     try:
         deadline = time.monotonic() + 240
@@ -82,9 +87,15 @@ def quickstart(work: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str],
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_signal_stops_every_child_and_frees_the_ports(tmp_path: Path, sig: signal.Signals) -> None:
-    with quickstart(tmp_path) as (proc, pids, ports):
+@pytest.mark.parametrize(
+    ("sig", "ignored"),
+    [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)],
+    ids=["SIGTERM", "SIGINT", "SIGINT-inherited-ignored"],
+)
+def test_signal_stops_every_child_and_frees_the_ports(
+    tmp_path: Path, sig: signal.Signals, ignored: bool
+) -> None:
+    with quickstart(tmp_path, ignore_sigint=ignored) as (proc, pids, ports):
         expected = 4 if ZooKeeperServer.available() else 3
         assert len(pids) == expected, pids
         proc.send_signal(sig)
