@@ -63,6 +63,7 @@ class HistoricalState:
     zk_announcer: ZkAnnouncer | None = None
     control: ControlLoop | None = None
     query_endpoint: Any = None
+    background: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -157,18 +158,28 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
         await asyncio.sleep(0)  # let run() record its loop before watch callbacks arrive
         await asyncio.to_thread(zk_view.watch, control.wake_threadsafe)
     reconcile = asyncio.create_task(_reconcile_forever(state), name="zk-reconcile")
+    state.background = [task, reconcile]
     log.info("historical %s started (zk=%s, replicas=%d)", c.name, c.zk or "off", c.replicas)
     try:
         yield
     finally:
-        for t in (task, reconcile):
-            t.cancel()
-        await asyncio.gather(task, reconcile, return_exceptions=True)
-        if state.zk_announcer is not None:
-            await state.zk_announcer.stop()
+        await leave_cluster(state)
         loader.close()
         await asyncio.to_thread(metadata.close)
         log.info("historical %s stopped", c.name)
+
+
+async def leave_cluster(state: HistoricalState) -> None:
+    """Stop loading and announcing, then close the ZooKeeper session (every znode of ours goes).
+
+    Run first when the node is asked to stop, so brokers stop routing to it while in-flight
+    queries drain; again (a no-op) by the lifespan's shutdown.
+    """
+    for t in state.background:
+        t.cancel()
+    await asyncio.gather(*state.background, return_exceptions=True)
+    if state.zk_announcer is not None:
+        await state.zk_announcer.stop()
 
 
 async def _reconcile_forever(state: HistoricalState) -> None:

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from discovery import ServerType, ZkPaths
-    from historical_service.app import HistoricalConfig, create_app
+    from historical_service.app import HistoricalConfig, create_app, leave_cluster
     from strata.lifecycle import serve
 
     if args.replicas < 1 or args.poll_period <= 0 or not 0 < args.port < 65536:
@@ -75,5 +75,7 @@ def run(args: argparse.Namespace) -> int:
         server_type=ServerType(args.server_type),
     )
     app = create_app(config)
-    # SIGTERM/SIGINT: drain, then the lifespan closes the ZooKeeper session (unannouncing everything)
-    return serve(app, args.host, args.port, drain_s=args.drain_seconds, log_level=args.log_level)
+    # SIGTERM/SIGINT: leave ZooKeeper first (brokers stop sending queries), then drain and exit
+    state = app.state.historical
+    return serve(app, args.host, args.port, drain_s=args.drain_seconds, log_level=args.log_level,
+                 on_stop=lambda: leave_cluster(state))  # fmt: skip
