@@ -1,11 +1,9 @@
-"""`strata quickstart` end to end: real child processes, Druid's published tutorial answer, Ctrl-C."""
+"""`strata quickstart` end to end: real child processes, Druid's published tutorial answer."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -41,20 +39,4 @@ def test_quickstart_prints_the_tutorial_answer_and_reuses_data(tmp_path: Path) -
     assert (tmp_path / "broker.log").exists() and (tmp_path / "historical-0.log").exists()
 
 
-def test_quickstart_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
-    proc = subprocess.Popen(argv(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 240
-        assert proc.stdout is not None
-        seen = ""
-        while "Ctrl-C to stop" not in seen:
-            line = proc.stdout.readline()
-            assert line and time.monotonic() < deadline, seen
-            seen += line
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(60) == 0
-        assert "shutting down" in proc.stdout.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+# Stopping (SIGINT, SIGTERM, kill -9, a second quickstart): tests/lifecycle/test_quickstart_lifecycle.py
