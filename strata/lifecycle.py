@@ -146,9 +146,10 @@ def _watch_parent(on_exit: Callable[[], None]) -> asyncio.Task[None] | None:
 
 
 @contextlib.contextmanager
-def raise_on_signals() -> Iterator[None]:
+def raise_on_signals() -> Iterator[Callable[[], None]]:
     """Within the block, the first SIGINT/SIGTERM raises `Shutdown`; later ones are ignored while
-    the caller cleans up (its clean-up is bounded). Old handlers are restored afterwards."""
+    the caller cleans up (its clean-up is bounded). The block gets `hold()`: call it before a
+    clean-up that must not be interrupted. Old handlers are restored afterwards."""
     raised: list[int] = []
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -156,9 +157,12 @@ def raise_on_signals() -> Iterator[None]:
             raised.append(signum)
             raise Shutdown(signum)
 
+    def hold() -> None:
+        raised.append(0)
+
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
-        yield
+        yield hold
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)

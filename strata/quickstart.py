@@ -23,7 +23,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -160,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     ports = [args.port, *(int(p) for p in args.historical_ports.split(","))]
     try:
-        with raise_on_signals(), _claim(work, ports):
-            return _run(args, work, ports[1:])
+        with raise_on_signals() as hold, _claim(work, ports):
+            return _run(args, work, ports[1:], hold)
     except AlreadyRunning as e:
         print(f"strata quickstart: {e}", file=sys.stderr)
         return 1
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
 
-def _run(args: argparse.Namespace, work: Path, ports: list[int]) -> int:
+def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[[], None]) -> int:
     import httpx
 
     from storage import open_metadata_store
@@ -220,6 +220,7 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int]) -> int:
         print(f"quickstart failed: {e} (logs in {work})", file=sys.stderr)
         return 1
     finally:
+        hold()  # a signal from now on must not interrupt stopping the children
         print("shutting down: stopping the broker, the historicals and ZooKeeper", flush=True)
         _stop(children, args.drain_seconds)
         if zk is not None:
