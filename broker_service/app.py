@@ -46,6 +46,7 @@ from query.request_body import decode_query_body
 from query.segment_spec import parse_segment_spec
 from strata import __version__
 from strata.druid_metrics import SegmentCountCollector
+from strata.json_response import druid_error_handlers
 from strata.json_response import json_response as _json
 from timeline import Interval
 
@@ -283,7 +284,7 @@ def create_app(broker: Broker) -> Starlette:
         Route("/status/ready", ready, methods=["GET"]),
         Route("/metrics", prometheus, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=druid_error_handlers(host))
 
 
 async def _read_query(request: Request, max_bytes: int) -> Query:

@@ -32,6 +32,7 @@ from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
 from historical_service.query_routes import add_query_routes
 from historical_service.served import ServedSegments
+from strata.json_response import druid_error_handlers
 from strata.json_response import json_response as _json
 
 log = logging.getLogger(__name__)
@@ -196,6 +197,10 @@ def create_app(config: HistoricalConfig) -> Starlette:
     state.metrics.bind_segment_counts(lambda: Counter(s.data_source for s in state.served.segments()))
     routes: list[BaseRoute] = [*_status_routes(state), change_feed_route(state.history)]
     add_query_routes(routes, state)
-    app = Starlette(routes=routes, lifespan=lambda _app: _lifespan(state))
+    app = Starlette(
+        routes=routes,
+        lifespan=lambda _app: _lifespan(state),
+        exception_handlers=druid_error_handlers(config.name),
+    )
     app.state.historical = state
     return app

@@ -142,3 +142,22 @@ def unknown_exception(exc: BaseException, host: str | None = None) -> QueryError
     """Wrap an unexpected exception so the HTTP layer never leaks a stack trace."""
     err = QueryError(f"{type(exc).__name__}: {exc}", host=host)
     return err
+
+
+class HttpRouteError(QueryError):
+    """A request no endpoint takes (unknown path, wrong method), in Druid's error shape."""
+
+    error = "druidException"
+    error_class = "org.apache.druid.error.DruidException"
+    persona = "USER"
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status  # type: ignore[misc]
+        self.category = "NOT_FOUND" if status == 404 else "INVALID_INPUT"  # type: ignore[misc]
+        self.error_code = {404: "notFound", 405: "methodNotAllowed"}.get(status, "invalidInput")  # type: ignore[misc]
+
+    def to_body(self, host: str | None = None) -> dict[str, Any]:
+        body = super().to_body(host)
+        body["context"] = dict(self.context)
+        return body

@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import orjson
 import pyarrow as pa
 from duckdb.func import ARROW
 
@@ -30,7 +31,8 @@ def parse_query_granularity(value: Any) -> Granularity:
     try:
         return parse_granularity(value)
     except (ValueError, TypeError, KeyError) as e:
-        raise invalid("Invalid granularity [%s]: %s", value, e) from None
+        shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+        raise invalid("Invalid granularity [%s]: %s", shown, e) from None
 
 
 def fixed_step(gran: Granularity) -> tuple[int, int] | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 import pyarrow as pa
 
-from query.aggregation_engine import BUCKET, GroupingPlan, dim_col
+from query.aggregation_engine import BUCKET, GroupingPlan, dim_col, null_row
 from query.aggregators import Aggregator, json_values, parse_aggregators
 from query.base import CommonFields, Query, register
 from query.cache_key import digest_key
@@ -120,8 +120,21 @@ class GroupByQuery(Query):
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)
 
+    def _summary_row_when_empty(self) -> bool:
+        """Druid's summary row: with no dimensions and granularity `all`, zero rows still give one
+        row (count 0, every other aggregator null), unless a limit of 0 or an offset drops it."""
+        limit = self.limit_spec
+        return (
+            not self.dimensions
+            and self.granularity.is_all
+            and limit.limit != 0
+            and limit.offset == 0
+        )
+
     def finalize(self, merged: pa.Table) -> list[Any]:
         plan = self.plan
+        if merged.num_rows == 0 and self._summary_row_when_empty():
+            merged = null_row(plan.schema())
         env = plan.env(merged)
         posts = compute_all(self.post_aggregations, env)
         columns: dict[str, pa.Array] = {}

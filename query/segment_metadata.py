@@ -23,7 +23,7 @@ from query.duck import quote_ident
 from query.errors import invalid
 from query.fields import as_object, get_bool, get_list
 from query.segment_input import TIME_COLUMN, SegmentInput, read_schema, scan_relation, to_json_bytes
-from timeline import Interval
+from timeline import Interval, condense_intervals
 
 if TYPE_CHECKING:
     import duckdb
@@ -244,7 +244,8 @@ class SegmentMetadataQuery(Query):
     def _fold(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         intervals = None
         if a["intervals"] is not None or b["intervals"] is not None:
-            intervals = [str(i) for i in _condense([*(a["intervals"] or []), *(b["intervals"] or [])])]
+            texts = [*(a["intervals"] or []), *(b["intervals"] or [])]
+            intervals = [str(i) for i in condense_intervals(Interval.parse(t) for t in texts)]
         columns = dict(a["columns"])
         for name, col in b["columns"].items():
             columns[name] = _fold_column(columns[name], col) if name in columns else col
@@ -298,17 +299,6 @@ def _fold_column(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "minValue": None if a["hasNulls"] or b["hasNulls"] else pick(a["minValue"], b["minValue"], min),
         "maxValue": pick(a["maxValue"], b["maxValue"], max),
     }
-
-
-def _condense(texts: Sequence[str]) -> list[Interval]:
-    """Sorted intervals with overlapping or abutting ones joined."""
-    out: list[Interval] = []
-    for iv in sorted((Interval.parse(t) for t in texts), key=lambda i: (i.start, i.end)):
-        if out and iv.start <= out[-1].end:
-            out[-1] = Interval(out[-1].start, max(out[-1].end, iv.end))
-        else:
-            out.append(iv)
-    return out
 
 
 def _column_sizes(path: str) -> dict[str, int]:

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from query.errors import invalid
-from timeline import Interval, SegmentDescriptor
+from timeline import Interval, SegmentDescriptor, condense_intervals
 
 
 @dataclass(frozen=True, slots=True)
 class IntervalsSpec:
+    """Condensed on parsing, as Druid's MultipleIntervalSegmentSpec: sorted, none overlapping."""
+
     intervals: tuple[Interval, ...]
 
     def to_json(self) -> Any:
@@ -55,7 +57,7 @@ def parse_segment_spec(value: Any) -> QuerySegmentSpec:
     if isinstance(value, list):
         if not value:
             raise invalid("Field [intervals] must not be empty")
-        return IntervalsSpec(tuple(_parse_interval(v) for v in value))
+        return IntervalsSpec(condense_intervals(_parse_interval(v) for v in value))
     if isinstance(value, dict):
         kind = value.get("type")
         if kind == "intervals":

@@ -135,6 +135,7 @@ class TimeseriesQuery(Query):
         """Every (segment, bucket) the segments' cursors walk."""
         segments: list[str] = []
         starts: list[int] = []
+        seen: set[tuple[str, int]] = set()  # a segment read under several query intervals
         for inp in inputs:
             window = cursor_window(inp)
             if window is None:
@@ -146,6 +147,8 @@ class TimeseriesQuery(Query):
                     b.start
                     for b in itertools.islice(self.granularity.buckets(window), MAX_FILLED_BUCKETS + 1)
                 ]
+            buckets = [b for b in buckets if (inp.segment_id, b) not in seen]
+            seen.update((inp.segment_id, b) for b in buckets)
             if len(starts) + len(buckets) > MAX_FILLED_BUCKETS:
                 raise ResourceLimitExceeded(
                     f"Zero-filling would emit more than {MAX_FILLED_BUCKETS} buckets; "

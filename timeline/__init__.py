@@ -5,7 +5,7 @@ Intervals and instants are UTC epoch milliseconds; versions compare as strings (
 
 from timeline.granularity import ALL, NONE, Granularity, parse_granularity
 from timeline.instant import format_instant, parse_instant
-from timeline.interval import ETERNITY, MAX_INSTANT, MIN_INSTANT, Interval
+from timeline.interval import ETERNITY, MAX_INSTANT, MIN_INSTANT, Interval, condense_intervals
 from timeline.partition_holder import PartitionHolder
 from timeline.period import Period
 from timeline.segment import DataSegment, SegmentDescriptor
@@ -33,6 +33,7 @@ __all__ = [
     "ShardSpec",
     "TimelineObjectHolder",
     "VersionedIntervalTimeline",
+    "condense_intervals",
     "format_instant",
     "parse_granularity",
     "parse_instant",

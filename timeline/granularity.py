@@ -361,6 +361,15 @@ ALL = AllGranularity()
 NONE = NoneGranularity()
 
 
+def _duration_ms(duration: Any) -> int:
+    """Milliseconds, as a number or a numeric string (Jackson reads both into a long)."""
+    if isinstance(duration, str) and duration.strip().lstrip("-").isdigit():
+        duration = int(duration)
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)):
+        raise ValueError("duration granularity needs a numeric 'duration' in milliseconds")
+    return int(duration)
+
+
 def parse_granularity(value: Any) -> Granularity:
     """Druid's granularity JSON: a simple name, or a `period` / `duration` / `all` / `none` object."""
     if isinstance(value, str):
@@ -385,10 +394,8 @@ def parse_granularity(value: Any) -> Granularity:
             tz = _zone(value.get("timeZone"))
             return PeriodGranularity(Period.parse(period), tz=tz, origin=_origin(value.get("origin"), tz))
         if kind == "duration":
-            duration = value.get("duration")
-            if isinstance(duration, bool) or not isinstance(duration, (int, float)):
-                raise ValueError("duration granularity needs a numeric 'duration' in milliseconds")
-            return DurationGranularity(int(duration), _origin(value.get("origin"), None) or 0)
+            origin = _origin(value.get("origin"), None) or 0
+            return DurationGranularity(_duration_ms(value.get("duration")), origin)
         if kind in _NAMED:
             return parse_granularity(kind)
         raise ValueError(f"unknown granularity type {value.get('type')!r}")

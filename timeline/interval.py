@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from timeline.instant import format_instant, parse_instant
@@ -101,6 +102,22 @@ def _instant(part: str, whole: str) -> int:
 
 
 ETERNITY = Interval(MIN_INSTANT, MAX_INSTANT)
+
+
+def condense_intervals(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
+    """Sorted, with overlapping and abutting intervals joined (Druid's JodaUtils.condenseIntervals).
+
+    Druid condenses a query's intervals before planning, so rows under two overlapping intervals
+    count once and a segment is never asked for twice.
+    """
+    out: list[Interval] = []
+    for iv in sorted(intervals):
+        if out and iv.start <= out[-1].end:
+            if iv.end > out[-1].end:
+                out[-1] = Interval(out[-1].start, iv.end)
+        else:
+            out.append(iv)
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -11,11 +11,13 @@ aggregator name, so names with quotes or clashing with dimensions need no care i
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from query.duck import quote_ident
 from query.errors import QueryUnsupported, invalid
@@ -119,13 +121,28 @@ def numeric_input(column: str, types: Mapping[str, str], kind: str) -> str:
 def json_values(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
     """Python values as Druid prints them (floats with their shortest float32 spelling)."""
     arr = _array(arr)
-    if pa.types.is_float32(arr.type):
-        return [None if v is None else float(str(_f32(v))) for v in arr.to_pylist()]
+    if pa.types.is_floating(arr.type):
+        f32 = pa.types.is_float32(arr.type)
+        if f32 or not pc.all(pc.is_finite(arr)).as_py():
+            return [_float_json(v, f32) for v in arr.to_pylist()]
+        return arr.to_pylist()
     if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
         import base64
 
         return [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
     return arr.to_pylist()
+
+
+# Jackson, Druid's JSON writer, prints NaN and the infinities as strings
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _float_json(v: float | None, f32: bool) -> Any:
+    if v is None:
+        return None
+    if not math.isfinite(v):
+        return _NON_FINITE[str(v)]
+    return float(str(_f32(v))) if f32 else v
 
 
 def _f32(v: float) -> Any:

@@ -90,7 +90,11 @@ class BoundFilter(Filter):
             parts.append(_side(types, self.dimension, self.lower, True, self.lower_strict, self.ordering))
         if self.upper is not None:
             parts.append(_side(types, self.dimension, self.upper, False, self.upper_strict, self.ordering))
-        return "(" + " AND ".join(parts) + ")"
+        matched = "(" + " AND ".join(parts) + ")"
+        if self.lower is None:
+            # Druid's BoundFilter sorts null before every value: with no lower bound it matches
+            return f"({quote_ident(self.dimension)} IS NULL OR {matched})"
+        return matched
 
     def columns(self) -> set[str]:
         return {self.dimension}

@@ -113,6 +113,10 @@ def equals_sql(types: Mapping[str, str], column: str, value: Any, value_type: st
     return f"({as_text(types, column)} = {quote_str(java_string(value))})"
 
 
+_LONG_LIST = 256
+_SEPARATOR = "\x1f"  # ASCII unit separator
+
+
 def in_sql(types: Mapping[str, str], column: str, values: list[Any], value_type: str = "STRING") -> str:
     """`column IN values`, where a null among the values matches NULL rows (Druid, unlike SQL)."""
     ident = quote_ident(column)
@@ -121,8 +125,15 @@ def in_sql(types: Mapping[str, str], column: str, values: list[Any], value_type:
     if present:
         ctype = column_type(types, column)
         if ctype == "VARCHAR" and value_type == "STRING":
-            literals = sorted({quote_str(java_string(v)) for v in present})
-            parts.append(f"{ident} IN ({', '.join(literals)})")
+            strings = sorted({java_string(v) for v in present})
+            if len(strings) > _LONG_LIST and not any(_SEPARATOR in v for v in strings):
+                # DuckDB parses one long string far faster than thousands of literals (1.6 s for
+                # 100,000 values); split at run time it is the same set, with the same null rules
+                joined = quote_str(_SEPARATOR.join(strings))
+                parts.append(f"{ident} IN (SELECT unnest(string_split({joined}, chr({ord(_SEPARATOR)}))))")
+            else:
+                literals = [quote_str(v) for v in strings]
+                parts.append(f"{ident} IN ({', '.join(literals)})")
         else:
             parts.extend(equals_sql(types, column, v, value_type) for v in present)
     if len(present) != len(values):

@@ -211,9 +211,26 @@ def test_bound_numeric_on_strings(lower: str | None, upper: str | None) -> None:
         ok = lower is None or numeric_cmp(x, lower) >= 0
         return ok and (upper is None or numeric_cmp(x, upper) <= 0)
 
+    known = unknown_if_null("s", pred)
     expect(
         {"type": "bound", "dimension": "s", "lower": lower, "upper": upper, "ordering": "numeric"},
-        unknown_if_null("s", pred),
+        # Druid's BoundFilter: null sorts before every value, so only a lower bound excludes it
+        lambda r: (True if lower is None else None) if r["s"] is None else known(r),
+    )
+
+
+def test_bound_without_lower_matches_null() -> None:
+    expect(
+        {"type": "bound", "dimension": "s", "upper": "b", "upperStrict": True},
+        lambda r: True if r["s"] is None else r["s"] < "b",
+    )
+    expect(
+        {"type": "bound", "dimension": "n", "upper": "2", "ordering": "numeric"},
+        lambda r: True if r["n"] is None else r["n"] <= 2,
+    )
+    expect(
+        {"type": "bound", "dimension": "d", "lower": "-1", "upper": "2", "ordering": "numeric"},
+        unknown_if_null("d", lambda x: -1 <= x <= 2),
     )
 
 
