@@ -18,6 +18,7 @@ stamps on an `all` row.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,12 +32,15 @@ from query.base import SEGMENT_COLUMN
 from query.data_window import cursor_window, reads_whole
 from query.dimensions import DimensionSpec
 from query.duck import query_arrow, quote_ident
+from query.errors import ResourceLimitExceeded
 from query.filters import Filter
 from query.granularity_sql import bucket_sql
 from query.post_aggregators import PostAggEnv
 from query.relation import filtered_relation
 from query.segment_input import SEGMENT_INDEX, WINDOW_START, SegmentInput, segment_labels
 from timeline import Granularity
+
+MAX_FILLED_BUCKETS = 1_000_000  # zero-filled buckets one query may emit
 
 BUCKET = "__bucket"
 _DUCK_TO_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
@@ -274,3 +278,31 @@ def total(conn: duckdb.DuckDBPyConnection, plan: GroupingPlan, table: pa.Table) 
 
 def null_row(schema: pa.Schema) -> pa.Table:
     return pa.table({f.name: pa.nulls(1, f.type) for f in schema}, schema=schema)
+
+
+def cursor_frame(granularity: Granularity, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """Every (segment, bucket) the segments' cursors walk, whether or not a row matches there.
+
+    Druid emits these buckets: timeseries zero-fills them, topN answers them with an empty list.
+    """
+    segments: list[str] = []
+    starts: list[int] = []
+    seen: set[tuple[str, int]] = set()  # a segment read under several query intervals
+    for inp in inputs:
+        window = cursor_window(inp)
+        if window is None:
+            continue
+        if granularity.is_all:
+            buckets = [window.start]
+        else:
+            buckets = [b.start for b in itertools.islice(granularity.buckets(window), MAX_FILLED_BUCKETS + 1)]
+        buckets = [b for b in buckets if (inp.segment_id, b) not in seen]
+        seen.update((inp.segment_id, b) for b in buckets)
+        if len(starts) + len(buckets) > MAX_FILLED_BUCKETS:
+            raise ResourceLimitExceeded(
+                f"Zero-filling would emit more than {MAX_FILLED_BUCKETS} buckets; "
+                "use a coarser granularity or context skipEmptyBuckets"
+            )
+        segments += [inp.segment_id] * len(buckets)
+        starts += buckets
+    return pa.table({SEGMENT_COLUMN: pa.array(segments, pa.string()), BUCKET: pa.array(starts, pa.int64())})

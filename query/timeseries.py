@@ -9,7 +9,6 @@ appends a row with `"timestamp": null` combining the (limited) rows, as Druid's 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
@@ -17,14 +16,13 @@ from typing import TYPE_CHECKING, Any, Self
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.aggregation_engine import BUCKET, GroupingPlan, null_row, total
+from query.aggregation_engine import BUCKET, GroupingPlan, cursor_frame, null_row, total
 from query.aggregators import Aggregator, parse_aggregators
 from query.aggregators.base import json_values
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from query.cache_key import digest_key
-from query.data_window import cursor_window
 from query.duck import connection
-from query.errors import QueryUnsupported, ResourceLimitExceeded, invalid
+from query.errors import QueryUnsupported, invalid
 from query.fields import JAVA_INT_MAX, get_bool, get_int, get_list
 from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
@@ -35,7 +33,6 @@ from timeline import Granularity, format_instant
 if TYPE_CHECKING:
     import duckdb
 
-MAX_FILLED_BUCKETS = 1_000_000
 
 
 def reject_virtual_columns(obj: Mapping[str, Any], what: str) -> None:
@@ -107,7 +104,7 @@ class TimeseriesQuery(Query):
         table = self.plan.run(conn, inputs)
         if self.context.skip_empty_buckets or self.granularity.is_none:
             return table  # `none` would fill every millisecond: only buckets with rows
-        frame = self._frame(inputs)
+        frame = cursor_frame(self.granularity, inputs)
         if frame.num_rows == 0:
             return table
         filled = frame.join(table.drop_columns([]), keys=[SEGMENT_COLUMN, BUCKET], join_type="full outer")
@@ -118,7 +115,7 @@ class TimeseriesQuery(Query):
         table = self.plan.run_merged(conn, inputs)
         if self.context.skip_empty_buckets or self.granularity.is_none:
             return table
-        frame = self._frame(inputs)
+        frame = cursor_frame(self.granularity, inputs)
         if frame.num_rows == 0:
             return table
         # every bucket a segment's cursor walks, as null intermediates: merge fills them as it
@@ -130,35 +127,6 @@ class TimeseriesQuery(Query):
             schema=schema,
         )
         return self.plan.merge(conn, [table, empty])
-
-    def _frame(self, inputs: Sequence[SegmentInput]) -> pa.Table:
-        """Every (segment, bucket) the segments' cursors walk."""
-        segments: list[str] = []
-        starts: list[int] = []
-        seen: set[tuple[str, int]] = set()  # a segment read under several query intervals
-        for inp in inputs:
-            window = cursor_window(inp)
-            if window is None:
-                continue
-            if self.granularity.is_all:
-                buckets = [window.start]
-            else:
-                buckets = [
-                    b.start
-                    for b in itertools.islice(self.granularity.buckets(window), MAX_FILLED_BUCKETS + 1)
-                ]
-            buckets = [b for b in buckets if (inp.segment_id, b) not in seen]
-            seen.update((inp.segment_id, b) for b in buckets)
-            if len(starts) + len(buckets) > MAX_FILLED_BUCKETS:
-                raise ResourceLimitExceeded(
-                    f"Zero-filling would emit more than {MAX_FILLED_BUCKETS} buckets; "
-                    "use a coarser granularity or context skipEmptyBuckets"
-                )
-            segments += [inp.segment_id] * len(buckets)
-            starts += buckets
-        return pa.table(
-            {SEGMENT_COLUMN: pa.array(segments, pa.string()), BUCKET: pa.array(starts, pa.int64())}
-        )
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)

@@ -3,7 +3,8 @@
 As Druid, it is approximate across segments: each segment keeps its best
 max(threshold, minTopNThreshold) values per bucket, the broker combines equal values, re-ranks
 and trims. Ties rank by the dimension value (lexicographic, nulls first) so results are stable.
-Buckets with no rows produce no result entry. A data node answering a client directly ranks
+Every bucket a segment's cursor walks is answered, with an empty list where no
+row matched. A data node answering a client directly ranks
 over all its segments at once (`run_merged`), which is exact: Druid's per-segment trimming only
 ever loses accuracy, and a broker (which caches per segment) still gets the trimmed partials.
 """
@@ -16,9 +17,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from query.aggregation_engine import BUCKET, GroupingPlan, dim_col, rank_value_sql
+from query.aggregation_engine import BUCKET, GroupingPlan, agg_col, cursor_frame, dim_col, rank_value_sql
 from query.aggregators import Aggregator, json_values, parse_aggregators
+from query.aggregators.simple import CountAggregator
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from query.cache_key import digest_key
 from query.dimensions import DimensionSpec, parse_dimension_spec
@@ -43,6 +46,17 @@ from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
     import duckdb
+
+
+ROWS = "__rows"
+
+
+def _first_of_each(table: pa.Table, keys: list[str]) -> list[int]:
+    """Index of the first row of each distinct `keys` combination."""
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, key in enumerate(zip(*(table.column(k).to_pylist() for k in keys), strict=True)):
+        seen.setdefault(key, i)
+    return list(seen.values())
 
 
 @register
@@ -109,6 +123,7 @@ class TopNQuery(Query):
                 "metric": self.metric.to_json(),
                 "threshold": self.threshold,
                 "keep": self.segment_keep,
+                "partial": 2,  # partials carry the hidden row count and empty-bucket markers
                 "granularity": self.granularity.to_json(),
                 "filter": None if self.filter is None else self.filter.to_json(),
                 "aggregations": [a.to_json() for a in self.aggregations],
@@ -119,7 +134,13 @@ class TopNQuery(Query):
 
     @property
     def plan(self) -> GroupingPlan:
-        return GroupingPlan(self.granularity, (self.dimension,), self.aggregations, self.filter)
+        # a hidden row count, last, tells real groups (>= 1) from empty-bucket markers (null)
+        aggs = (*self.aggregations, CountAggregator(ROWS))
+        return GroupingPlan(self.granularity, (self.dimension,), aggs, self.filter)
+
+    @property
+    def _rows_col(self) -> str:
+        return agg_col(len(self.aggregations))
 
     @property
     def segment_keep(self) -> int:
@@ -128,7 +149,28 @@ class TopNQuery(Query):
     # -- data path ---------------------------------------------------------------------------------
     def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
         cut = self._segment_cut_sql()
-        return self._top(self.plan.run(conn, inputs, qualify=cut), self.segment_keep, per_segment=True)
+        top = self._top(self.plan.run(conn, inputs, qualify=cut), self.segment_keep, per_segment=True)
+        return self._with_markers(top, cursor_frame(self.granularity, inputs), per_segment=True)
+
+    def _with_markers(self, table: pa.Table, frame: pa.Table, *, per_segment: bool) -> pa.Table:
+        """Add a marker row (dimension and aggregates null) for each bucket a cursor walked without
+        a matching row: Druid answers such buckets with an empty list, and under `all` the earliest
+        cursor start, matched or not, stamps the result."""
+        keys = [SEGMENT_COLUMN, BUCKET] if per_segment else [BUCKET]
+        if not per_segment:
+            frame = pa.table({BUCKET: pc.unique(frame.column(BUCKET))})
+        if frame.num_rows == 0:
+            return table
+        present = table.select(keys).group_by(keys).aggregate([])
+        missing = frame.join(present, keys=keys, join_type="left anti")
+        columns = {f.name: pa.nulls(missing.num_rows, f.type) for f in table.schema}
+        columns.update({k: missing.column(k) for k in keys})
+        out = pa.concat_tables([table, pa.table(columns).cast(table.schema)])
+        if self.granularity.is_all and out.num_rows:
+            first = pc.min(out.column(BUCKET)).as_py()
+            stamped = pa.array([first] * out.num_rows, pa.int64())
+            out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, stamped)
+        return out
 
     def _segment_cut_sql(self) -> str | None:
         """Each segment's best `segment_keep` rows per bucket as a DuckDB QUALIFY, when SQL ranks
@@ -151,16 +193,27 @@ class TopNQuery(Query):
     def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
         """Ranks over all of `inputs` at once: exact, where per-segment trimming may drop values."""
         merged = self.plan.run_merged(conn, inputs)
-        return self._top(merged, self.segment_keep, per_segment=False)
+        top = self._top(merged, self.segment_keep, per_segment=False)
+        return self._with_markers(top, cursor_frame(self.granularity, inputs), per_segment=False)
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         merged = self.plan.merge(connection(), partials)
         return self._top(merged, self.segment_keep, per_segment=False)
 
     def _top(self, table: pa.Table, keep: int, *, per_segment: bool) -> pa.Table:
-        """The best `keep` rows of each (segment,) bucket, in rank order."""
+        """The best `keep` rows of each (segment,) bucket, in rank order; markers of buckets with
+        no kept row stay (one per bucket), after the ranked rows."""
         if table.num_rows == 0:
             return table
+        is_marker = pc.is_null(table.column(self._rows_col))
+        if pc.any(is_marker).as_py():
+            ranked = self._top(table.filter(pc.invert(is_marker)), keep, per_segment=per_segment)
+            where = [SEGMENT_COLUMN, BUCKET] if per_segment else [BUCKET]
+            markers = table.filter(is_marker)
+            markers = markers.take(pa.array(_first_of_each(markers, where), pa.int64()))
+            markers = markers.join(ranked.select(where).group_by(where).aggregate([]), keys=where,
+                                   join_type="left anti").select(table.schema.names)  # fmt: skip
+            return pa.concat_tables([ranked, markers.cast(table.schema)])
         dims = table.column(dim_col(0))
         stop_mask = after_previous_stop(self.metric, dims)
         if stop_mask is not None:
@@ -185,17 +238,20 @@ class TopNQuery(Query):
         top = self._top(merged, self.threshold, per_segment=False)
         if top.num_rows == 0:
             return []
+        real = top.column(self._rows_col).is_valid().to_pylist()
         env = self.plan.env(top)
         columns: dict[str, list[Any]] = {self.dimension.output_name: json_values(top.column(dim_col(0)))}
         columns.update(self.plan.aggregator_json(top, env, self.context.finalize))
+        columns.pop(ROWS, None)
         for pname, values in compute_all(self.post_aggregations, env).items():
             columns[pname] = json_values(values)
         names = list(columns)
         entries = [dict(zip(names, vals, strict=True)) for vals in zip(*columns.values(), strict=True)]
-        out: list[Any] = []
         tz = self.granularity.tz
-        for ms, entry in zip(top.column(BUCKET).to_pylist(), entries, strict=True):
-            if not out or out[-1][0] != ms:
-                out.append((ms, []))
-            out[-1][1].append(entry)
-        return [{"timestamp": format_instant(ms, tz), "result": result} for ms, result in out]
+        buckets: dict[int, list[Any]] = {}
+        for ms, entry, is_real in zip(top.column(BUCKET).to_pylist(), entries, real, strict=True):
+            bucket = buckets.setdefault(ms, [])
+            if is_real:
+                bucket.append(entry)
+        ordered = sorted(buckets.items())
+        return [{"timestamp": format_instant(ms, tz), "result": result} for ms, result in ordered]

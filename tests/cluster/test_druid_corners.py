@@ -264,3 +264,23 @@ def test_wide_or_of_selectors_is_answered_like_the_in(
         assert answer(node, body)[0]["result"]["c"] == want, label
         negated = answer(node, {**body, "filter": {"type": "not", "field": wide}})[0]["result"]["c"]
         assert negated == int(raw.scalar("SELECT count(*) FROM raw")) - want, label
+
+
+def test_top_n_answers_every_bucket_its_cursors_walk(brokers: dict[str, StrataProcess], raw: RawRows) -> None:
+    """Hours where no row matches come back as `"result": []`, with the cache as without it."""
+    flt = {"type": "selector", "dimension": "countryName", "value": "Finland"}
+    hits = dict(raw.rows(f"SELECT (ms - {T0}) // {HOUR} AS h, count(*) FROM raw WHERE countryName = 'Finland' "
+                         "AND ms >= " + str(T0 + 2 * HOUR) + " AND ms < " + str(T0 + 14 * HOUR) + " GROUP BY h"))  # fmt: skip
+    assert 0 < len(hits) < 12
+    want = [{"timestamp": at(h), "result": [{"countryName": "Finland", "c": hits[h]}] if h in hits else []}
+            for h in range(2, 14)]  # fmt: skip
+    for label, node, ds in every_way(brokers):
+        got = answer(node, {"queryType": "topN", "dataSource": ds, "intervals": [f"{at(2)}/{at(14)}"],
+                            "granularity": "hour", "dimension": "countryName", "metric": "c", "threshold": 3,
+                            "filter": flt, "aggregations": COUNT})  # fmt: skip
+        assert got == want, label
+        nothing = {"type": "selector", "dimension": "countryName", "value": "Nowhere"}
+        empty = answer(node, {"queryType": "topN", "dataSource": ds, "intervals": [f"{at(2.5)}/{at(3)}"],
+                              "granularity": "all", "dimension": "countryName", "metric": "c", "threshold": 3,
+                              "filter": nothing, "aggregations": COUNT})  # fmt: skip
+        assert empty == [{"timestamp": at(2.5), "result": []}], label

@@ -120,9 +120,11 @@ def test_segments_keep_only_min_topn_threshold_values(segments: list[SegmentInpu
     assert [(r["page"], r["edits"], r["added"]) for r in got] == want
 
 
-def test_no_rows_gives_empty_result(segments: list[SegmentInput]) -> None:
+def test_no_rows_gives_an_empty_bucket_stamped_with_the_first_cursor(segments: list[SegmentInput]) -> None:
+    # Druid answers a bucket its cursors walked with an empty list; `all` carries the earliest
+    # cursor start, here the sample's first event (the segments start at midnight)
     flt = {"type": "selector", "dimension": "channel", "value": "#nowhere"}
-    assert run(topn(filter=flt), segments) == []
+    assert run(topn(filter=flt), segments) == [{"timestamp": "2015-09-12T00:46:58.771Z", "result": []}]
 
 
 def test_bad_metric_and_threshold() -> None:

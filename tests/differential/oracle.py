@@ -1,0 +1,255 @@
+"""Druid's expected answer to a generated query, computed from the raw rows with DuckDB and Python.
+
+Written apart from Strata's engine: it imports nothing of `query/`. Druid's rules it encodes:
+intervals condensed (a row counts once); a segment's cursor covers
+[max(interval start, segment minTime), min(interval end, end of the bucket holding maxTime)) and
+timeseries zero-fills every bucket of it (count 0, other aggregators null); `all` rows of
+timeseries/topN carry the earliest cursor start, groupBy rows the earliest interval start; groupBy
+with no dimensions over no rows still gives one summary row; arithmetic with a null operand is
+null, `/` by zero is 0; filters use SQL's three-valued logic except that a `bound` without a lower
+bound and a null among `in` values match null.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import duckdb
+
+UTC = datetime.UTC
+
+
+@dataclass(frozen=True)
+class Gran:
+    """A granularity the generator uses: its JSON and how to find a bucket's start and end."""
+
+    json: Any
+    step_ms: int | None = None  # fixed-length buckets counted from `origin_ms`
+    origin_ms: int = 0
+    zone: str | None = None  # calendar days in this zone
+
+    @property
+    def is_all(self) -> bool:
+        return self.json == "all"
+
+    def start(self, ms: int) -> int:
+        if self.zone is not None:
+            local = datetime.datetime.fromtimestamp(ms / 1000, ZoneInfo(self.zone))
+            midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+            return int(midnight.timestamp() * 1000)
+        assert self.step_ms is not None
+        return (ms - self.origin_ms) // self.step_ms * self.step_ms + self.origin_ms
+
+    def end(self, ms: int) -> int:
+        start = self.start(ms)
+        if self.zone is not None:
+            local = datetime.datetime.fromtimestamp(start / 1000, ZoneInfo(self.zone))
+            nxt = (local + datetime.timedelta(days=1, hours=3)).replace(hour=0)
+            return int(nxt.timestamp() * 1000)
+        assert self.step_ms is not None
+        return start + self.step_ms
+
+    def text(self, ms: int) -> str:
+        zone = ZoneInfo(self.zone) if self.zone else UTC
+        moment = datetime.datetime.fromtimestamp(ms / 1000, zone)
+        if self.zone is None:
+            return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+        return moment.isoformat(timespec="milliseconds")
+
+
+def utc_text(ms: int) -> str:
+    return Gran("all").text(ms)
+
+
+def condense(intervals: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+@dataclass(frozen=True)
+class Agg:
+    name: str
+    json: dict[str, Any]
+    sql: str  # over matching rows; NULL over none (count aside)
+    is_count: bool = False
+
+
+@dataclass(frozen=True)
+class Post:
+    name: str
+    json: dict[str, Any]
+    fn: str
+    operands: tuple[str | float, ...]  # aggregator names or constants
+
+    def value(self, row: dict[str, Any]) -> Any:
+        values = [row[o] if isinstance(o, str) else o for o in self.operands]
+        if any(v is None for v in values):
+            return None
+        acc = float(values[0])
+        for v in values[1:]:
+            if self.fn == "+":
+                acc += v
+            elif self.fn == "-":
+                acc -= v
+            elif self.fn == "*":
+                acc *= v
+            else:
+                acc = 0.0 if v == 0 else acc / v
+        return acc
+
+
+@dataclass
+class Spec:
+    """One generated query: the native JSON and what the oracle needs to answer it."""
+
+    json: dict[str, Any]
+    kind: str
+    intervals: list[tuple[int, int]]
+    gran: Gran
+    where: str  # SQL over `raw`
+    aggs: list[Agg]
+    posts: list[Post]
+    dims: list[str]
+    threshold: int = 0
+    metric: str = ""
+    limit: int | None = None
+
+
+class Oracle:
+    def __init__(self, conn: duckdb.DuckDBPyConnection, segments: Sequence[tuple[int, int]]):
+        self.conn = conn
+        self.segments = segments  # (minTime, maxTime) of every segment of the datasource
+
+    def _in_intervals(self, intervals: Sequence[tuple[int, int]]) -> str:
+        return "(" + " OR ".join(f"(ms >= {s} AND ms < {e})" for s, e in intervals) + ")"
+
+    def _cursor_ranges(self, spec: Spec) -> list[tuple[int, int]]:
+        ranges = []
+        for s, e in condense(spec.intervals):
+            for lo, hi in self.segments:
+                end = e if spec.gran.is_all else min(e, spec.gran.end(hi))
+                start = max(s, lo)
+                if start < end and s <= hi:
+                    ranges.append((start, end))
+        return ranges
+
+    def _groups(self, spec: Spec, keys: list[str]) -> list[dict[str, Any]]:
+        where = f"{self._in_intervals(condense(spec.intervals))} AND ({spec.where})"
+        cols = [*keys, *(f"{a.sql} AS {_ident(a.name)}" for a in spec.aggs)]
+        group = f" GROUP BY {', '.join(keys)}" if keys else ""
+        cur = self.conn.execute(f"SELECT {', '.join(cols)} FROM raw WHERE {where}{group}")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def _bucketed(self, spec: Spec, dims: list[str]) -> dict[tuple[Any, ...], dict[str, Any]]:
+        """Aggregates per (bucket, dims...) over the matching rows (bucket None for `all`)."""
+        out: dict[tuple[Any, ...], dict[str, Any]] = {}
+        rows = self._groups(spec, ["ms", *dims]) if not spec.gran.is_all else self._groups(spec, dims)
+        if spec.gran.is_all:
+            return {(None, *(r[d] for d in dims)): r for r in rows}
+        # re-aggregate per bucket in Python: sums, mins, maxes and counts combine exactly
+        for r in rows:
+            key = (spec.gran.start(r["ms"]), *(r[d] for d in dims))
+            acc = out.get(key)
+            out[key] = dict(r) if acc is None else _combine(acc, r, spec.aggs)
+        return out
+
+    def answer(self, spec: Spec) -> Any:
+        return getattr(self, "_" + spec.kind)(spec)
+
+    def _finish(self, spec: Spec, row: dict[str, Any]) -> dict[str, Any]:
+        out = {a.name: (0 if a.is_count and row.get(a.name) is None else row.get(a.name)) for a in spec.aggs}
+        for p in spec.posts:
+            out[p.name] = p.value(out)
+        return {k: _json_number(v) for k, v in out.items()}
+
+    def _timeseries(self, spec: Spec) -> list[Any]:
+        ranges = self._cursor_ranges(spec)
+        filled = self._bucketed(spec, [])
+        if spec.gran.is_all:
+            if not ranges:
+                return []
+            return [
+                {
+                    "timestamp": utc_text(min(r[0] for r in ranges)),
+                    "result": self._finish(spec, filled.get((None,), {})),
+                }
+            ]
+        buckets: set[int] = set()
+        for s, e in ranges:
+            b = spec.gran.start(s)
+            while b < e:
+                buckets.add(b)
+                b = spec.gran.end(b)
+        buckets |= {k[0] for k in filled}
+        return [{"timestamp": spec.gran.text(b), "result": self._finish(spec, filled.get((b,), {}))}
+                for b in sorted(buckets)]  # fmt: skip
+
+    def _groupBy(self, spec: Spec) -> list[Any]:
+        groups = self._bucketed(spec, spec.dims)
+        if not groups and not spec.dims and spec.gran.is_all:
+            groups = {(None,): {}}  # Druid's summary row
+        first = condense(spec.intervals)[0][0]
+        rows = []
+        for key, row in groups.items():
+            stamp = utc_text(first) if spec.gran.is_all else spec.gran.text(key[0])
+            event = {**dict(zip(spec.dims, key[1:], strict=True)), **self._finish(spec, row)}
+            rows.append({"version": "v1", "timestamp": stamp, "event": event})
+        return rows
+
+    def _topN(self, spec: Spec) -> list[Any]:
+        ranges = self._cursor_ranges(spec)
+        if not ranges:
+            return []
+        groups = self._bucketed(spec, spec.dims)
+        entries = [{spec.dims[0]: k[1], **self._finish(spec, r)} for k, r in groups.items()]
+        return [{"timestamp": utc_text(min(r[0] for r in ranges)), "result": entries}]
+
+    def _scan(self, spec: Spec) -> list[tuple[Any, ...]]:
+        where = f"{self._in_intervals(condense(spec.intervals))} AND ({spec.where})"
+        return self.conn.execute(f"SELECT ms, page, added FROM raw WHERE {where} ORDER BY 1, 2, 3").fetchall()
+
+    def _timeBoundary(self, spec: Spec) -> Any:
+        where = f"{self._in_intervals(condense(spec.intervals))} AND ({spec.where})"
+        lo, hi = self.conn.execute(f"SELECT min(ms), max(ms) FROM raw WHERE {where}").fetchone() or (
+            None,
+            None,
+        )
+        if lo is None:
+            return []
+        return [{"timestamp": utc_text(lo), "result": {"minTime": utc_text(lo), "maxTime": utc_text(hi)}}]
+
+
+def _combine(acc: dict[str, Any], row: dict[str, Any], aggs: Sequence[Agg]) -> dict[str, Any]:
+    out = dict(acc)
+    for a in aggs:
+        x, y = acc[a.name], row[a.name]
+        if x is None or y is None:
+            out[a.name] = y if x is None else x
+        elif a.sql.startswith("min("):
+            out[a.name] = min(x, y)
+        elif a.sql.startswith("max("):
+            out[a.name] = max(x, y)
+        else:
+            out[a.name] = x + y
+    return out
+
+
+def _json_number(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[str(v)]
+    return v
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

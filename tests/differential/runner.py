@@ -1,0 +1,181 @@
+"""Run generated queries against real Strata nodes and compare with the oracle.
+
+The wikipedia sample is ingested three ways (one DAY segment; HOUR segments; HOUR segments of at
+most 1,000 rows, several partitions each); one historical serves them and every query goes to a
+broker without cache, one with the LRU cache (asked twice: cold, then from the cache) and one on
+memcached. topN is compared as Druid allows: the ranked values must be the true top values, each
+returned entry a true group, ties at the cut in any order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tests.differential.generator import generate
+from tests.differential.oracle import Oracle, Spec
+from tests.historical_query.wiki_http import RAW_VIEW
+from tests.process_helpers import StrataProcess, running
+
+SEGMENTATIONS: dict[str, dict[str, Any]] = {
+    "diff_day": {"segmentGranularity": "day"},
+    "diff_hour": {"segmentGranularity": "hour"},
+    "diff_part": {"segmentGranularity": "hour", "maxRowsPerSegment": 1000},
+}
+
+
+def ingest_all(root: Path, sample: Path, index_spec: Path) -> dict[str, list[tuple[int, int]]]:
+    """Ingest each segmentation; returns each datasource's segments as (minTime, maxTime)."""
+    from ingestion.api import ingest
+
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for name, how in SEGMENTATIONS.items():
+        spec = json.loads(index_spec.read_text())
+        spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(sample.parent)
+        spec["spec"]["dataSchema"]["dataSource"] = name
+        spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = how["segmentGranularity"]
+        if "maxRowsPerSegment" in how:
+            spec["spec"]["tuningConfig"] = {"type": "index_parallel", "partitionsSpec": {
+                "type": "dynamic", "maxRowsPerSegment": how["maxRowsPerSegment"]}}  # fmt: skip
+        ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
+        ranges[name] = []
+        for path in sorted((root / "deep" / name).rglob("*.parquet")):
+            times = pq.read_table(path, columns=["__time"]).column("__time").cast("int64")
+            bounds = pc.min_max(times).as_py()
+            ranges[name].append((bounds["min"], bounds["max"]))
+    return ranges
+
+
+@contextmanager
+def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess]]:
+    historical = StrataProcess("historical", ["--deep-storage", str(root / "deep"), "--metadata",
+                                              str(root / "meta.db"), "--segment-cache", str(root / "sc")],
+                               root / "historical.log")  # fmt: skip
+    follow = ["--discovery", "http", "--nodes", historical.address]
+    brokers = {
+        "plain": StrataProcess("broker", follow, root / "plain.log"),
+        "lru": StrataProcess("broker", [*follow, "--cache", "lru"], root / "lru.log"),
+    }
+    if memcached:
+        brokers["memcached"] = StrataProcess("broker", [*follow, "--cache", "memcached", "--memcached", memcached],
+                                             root / "memcached.log")  # fmt: skip
+    with running([historical, *brokers.values()]):
+        historical.start()
+        for b in brokers.values():
+            b.start()
+        deadline = time.monotonic() + 90
+        for b in brokers.values():
+            while set(SEGMENTATIONS) - set(httpx.get(b.url + "/druid/v2/datasources", timeout=5).json()):
+                assert time.monotonic() < deadline, b.log_text()[-2000:]
+                time.sleep(0.3)
+        yield {"historical": historical, **brokers}
+
+
+def raw_connection(sample: Path) -> duckdb.DuckDBPyConnection:
+    conn = duckdb.connect()
+    conn.execute("SET TimeZone='UTC'")
+    conn.execute(RAW_VIEW.format(sample=sample))
+    return conn
+
+
+@dataclass
+class Outcome:
+    ran: Counter[str] = field(default_factory=Counter)
+    differed: Counter[str] = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        kinds = sorted(self.ran)
+        lines = [f"{k:13} ran {self.ran[k]:6,}  differed {self.differed[k]:5,}" for k in kinds]
+        total_ran, total_diff = sum(self.ran.values()), sum(self.differed.values())
+        return "\n".join([*lines, f"{'total':13} ran {total_ran:6,}  differed {total_diff:5,}"])
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _canon(rows: list[Any]) -> list[Any]:
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def agrees(spec: Spec, want: Any, got: Any) -> bool:
+    if spec.kind == "groupBy":
+        return _close(_canon(want), _canon(got))
+    if spec.kind == "scan":
+        events = [(e[0], e[1], e[2]) for batch in got for e in batch["events"]]
+        return sorted(events, key=repr) == sorted(want, key=repr)
+    if spec.kind == "topN":
+        if not want:
+            return got == []
+        if len(got) != 1 or got[0]["timestamp"] != want[0]["timestamp"]:
+            return False
+        entries = want[0]["result"]
+        ranked = sorted((e[spec.metric] for e in entries), reverse=True)[: spec.threshold]
+        returned = got[0]["result"]
+        truth = [json.dumps(e, sort_keys=True) for e in entries]
+        return [e[spec.metric] for e in returned] == ranked and all(
+            any(_close(json.loads(t), e) for t in truth) for e in returned
+        )
+    return _close(want, got)
+
+
+def run(n: int, seed: int, targets: dict[str, StrataProcess], conn: duckdb.DuckDBPyConnection,
+        ranges: dict[str, list[tuple[int, int]]], *, show: int = 5) -> Outcome:  # fmt: skip
+    """`n` generated queries, each against every datasource through every target."""
+    rnd = random.Random(seed)
+    outcome = Outcome()
+    oracles = {ds: Oracle(conn, segs) for ds, segs in ranges.items()}
+    for _ in range(n):
+        template = generate(rnd, "")
+        for ds, oracle in oracles.items():
+            spec = generate_for(template, ds)
+            want = oracle.answer(spec)
+            for label, node in _targets(targets):
+                outcome.ran[spec.kind] += 1
+                resp = httpx.post(node.url + "/druid/v2/", json=spec.json, timeout=120)
+                got = (
+                    resp.json()
+                    if resp.status_code == 200
+                    else {"status": resp.status_code, "body": resp.text}
+                )
+                if resp.status_code != 200 or not agrees(spec, want, got):
+                    outcome.differed[spec.kind] += 1
+                    if len(outcome.failures) < show:
+                        outcome.failures.append(
+                            f"[{label} {ds}] {json.dumps(spec.json)}\n  expected {json.dumps(want)[:1500]}\n"
+                            f"  got      {json.dumps(got)[:1500]}"
+                        )
+    return outcome
+
+
+def generate_for(template: Spec, data_source: str) -> Spec:
+    spec = Spec(**{**template.__dict__, "json": {**template.json, "dataSource": data_source}})
+    return spec
+
+
+def _targets(targets: dict[str, StrataProcess]) -> Sequence[tuple[str, StrataProcess]]:
+    order = [("historical", "historical"), ("plain", "plain"), ("lru", "lru"), ("lru-warm", "lru"),
+             ("memcached", "memcached")]  # fmt: skip
+    return [(label, targets[key]) for label, key in order if key in targets]

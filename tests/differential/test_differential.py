@@ -1,0 +1,58 @@
+"""CI's share of the differential test: a fixed-seed batch of generated native queries over three
+segmentations of the wikipedia sample, through a broker without cache, with LRU (cold and warm)
+and on memcached, and directly on the historical, each compared with the oracle.
+`python -m tests.differential --n 5000` runs thousands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from strata.local_servers import MemcachedServer
+from tests.differential.oracle import Gran, Oracle, Spec
+from tests.differential.runner import ingest_all, nodes, raw_connection, run
+
+pytestmark = pytest.mark.integration
+
+CI_QUERIES = 60  # x 3 datasources x 5 targets = 900 answers checked
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory, wikipedia_sample: Path, wikipedia_index_spec: Path,
+          memcached_server: MemcachedServer) -> Iterator[tuple[dict, dict, Path]]:  # fmt: skip
+    root = tmp_path_factory.mktemp("differential")
+    ranges = ingest_all(root, wikipedia_sample, wikipedia_index_spec)
+    with nodes(root, f"127.0.0.1:{memcached_server.port}") as targets:
+        yield targets, ranges, wikipedia_sample
+
+
+def test_generated_queries_match_the_oracle(setup: tuple[dict, dict, Path]) -> None:
+    targets, ranges, sample = setup
+    outcome = run(CI_QUERIES, 20261125, targets, raw_connection(sample), ranges)
+    assert sum(outcome.ran.values()) >= CI_QUERIES * 3 * 5
+    assert not outcome.differed, outcome.summary() + "\n" + "\n".join(outcome.failures)
+
+
+def test_the_oracle_on_hand_computed_cases(wikipedia_sample: Path) -> None:
+    """Small answers worked out by hand from the rule, so the oracle itself can fail."""
+    conn = raw_connection(wikipedia_sample)
+    (n11,) = conn.execute(
+        "SELECT count(*) FROM raw WHERE ms >= 1442055600000 AND ms < 1442059200000"
+    ).fetchone()
+    hour = Gran("hour", step_ms=3_600_000)
+    spec = Spec({}, "timeseries", [(1442055600000, 1442059200000), (1442057400000, 1442058300000)], hour,
+                "TRUE", [], [], [])  # fmt: skip
+    from tests.differential.generator import AGGS
+
+    spec.aggs = [AGGS[0]]
+    # one segment holding the whole day: the 11:00 hour once (overlap condensed), no other bucket
+    day_segment = [(1442018818771, 1442102399200)]
+    assert Oracle(conn, day_segment).answer(spec) == [
+        {"timestamp": "2015-09-12T11:00:00.000Z", "result": {"c": n11}}
+    ]
+    # a segment with no data in the interval contributes no bucket; cursor start clips to its minTime
+    spec.gran = Gran("all")
+    late = [(1442056000000, 1442102399200)]  # minTime 11:06:40
+    assert Oracle(conn, late).answer(spec)[0]["timestamp"] == "2015-09-12T11:06:40.000Z"
