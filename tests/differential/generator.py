@@ -128,7 +128,8 @@ def gen_posts(rnd: random.Random, aggs: list[Agg]) -> list[Post]:
     for i in range(rnd.choice([0, 0, 1, 2])):
         fn = rnd.choice(["+", "-", "*", "/"])
         left = rnd.choice(aggs).name
-        right: str | float = rnd.choice([rnd.choice(aggs).name, 0.0, 2.0])
+        options: list[str | float] = [rnd.choice(aggs).name, 0.0, 2.0]
+        right = rnd.choice(options)
         field = (
             {"type": "fieldAccess", "fieldName": right}
             if isinstance(right, str)

@@ -38,7 +38,7 @@ def test_generated_queries_match_the_oracle(setup: tuple[dict, dict, Path]) -> N
 def test_the_oracle_on_hand_computed_cases(wikipedia_sample: Path) -> None:
     """Small answers worked out by hand from the rule, so the oracle itself can fail."""
     conn = raw_connection(wikipedia_sample)
-    (n11,) = conn.execute(
+    (n11,) = conn.execute(  # type: ignore[misc]
         "SELECT count(*) FROM raw WHERE ms >= 1442055600000 AND ms < 1442059200000"
     ).fetchone()
     hour = Gran("hour", step_ms=3_600_000)
