@@ -36,7 +36,7 @@ _PARSERS: dict[str, FilterParser] = {}
 
 # Druid filter types this engine does not evaluate: a clear 501 rather than a wrong answer.
 UNSUPPORTED_TYPES = frozenset(
-    {"expression", "columnComparison", "javascript", "extraction", "spatial", "arrayContainsElement"}
+    {"expression", "javascript", "spatial", "arrayContainsElement"}
 )
 
 
@@ -62,8 +62,10 @@ def parse_required(obj: Any, what: str = "filter") -> Filter:
     kind = obj.get("type")
     if not isinstance(kind, str):
         raise invalid("Missing required field [type] of %s", what)
-    if obj.get("extractionFn") is not None:
-        raise QueryUnsupported(f"extractionFn on filter type [{kind}] is not supported")
+    if obj.get("extractionFn") is not None or kind == "extraction":
+        from query.filters.extracted import parse_extracted
+
+        return parse_extracted(obj, kind)
     parser = _PARSERS.get(kind)
     if parser is None:
         if kind in UNSUPPORTED_TYPES:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from query.duck import quote_ident
-from query.errors import invalid
+from query.errors import QueryUnsupported, invalid
 from query.fields import get_list
 from query.filters.base import Filter, column_of, filter_type
-from query.filters.sql import equals_sql, in_sql, java_string
+from query.filters.sql import as_text, equals_sql, in_sql, java_string
 
 MATCH_VALUE_TYPES = ("STRING", "LONG", "DOUBLE", "FLOAT")
 
@@ -149,3 +150,37 @@ def _parse_in(obj: Mapping[str, Any]) -> Filter:
     # Order and duplicates do not change the result: a canonical order keeps cache keys stable.
     unique = sorted(set(values), key=lambda v: (v is not None, str(v)))
     return InFilter(column_of(obj, "in"), tuple(unique), value_type)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnComparisonFilter(Filter):
+    """Rows where every listed column holds the same value, compared as strings (null equals null)."""
+
+    filter_type = "columnComparison"
+    dimensions: tuple[str, ...]
+
+    def to_sql(self, types: Mapping[str, str]) -> str:
+        texts = [as_text(types, d) for d in self.dimensions]
+        pairs = [f"({a} IS NOT DISTINCT FROM {b})" for a, b in itertools.pairwise(texts)]
+        return "(" + " AND ".join(pairs) + ")"
+
+    def columns(self) -> set[str]:
+        return set(self.dimensions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.filter_type, "dimensions": list(self.dimensions)}
+
+
+@filter_type("columnComparison")
+def _parse_column_comparison(obj: Mapping[str, Any]) -> Filter:
+    dims = obj.get("dimensions")
+    if not isinstance(dims, list) or len(dims) < 2:
+        raise invalid("Filter [columnComparison] needs at least two [dimensions]")
+    names: list[str] = []
+    for d in dims:
+        if isinstance(d, Mapping) and d.get("type", "default") == "default" and d.get("extractionFn") is None:
+            d = d.get("dimension")
+        if not isinstance(d, str) or not d:
+            raise QueryUnsupported("Filter [columnComparison] takes column names or default dimension specs")
+        names.append(d)
+    return ColumnComparisonFilter(tuple(names))

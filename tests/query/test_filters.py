@@ -527,11 +527,11 @@ def test_invalid_filters_are_400(bad: Any) -> None:
             "type": "selector",
             "dimension": "s",
             "value": "a",
-            "extractionFn": {"type": "substring", "index": 1},
+            "extractionFn": {"type": "registeredLookup", "lookup": "countries"},
         },
         {"type": "javascript", "dimension": "s", "function": "function(x){return true}"},
         {"type": "expression", "expression": "s == 'a'"},
-        {"type": "and", "fields": [{"type": "columnComparison", "dimensions": ["s", "n"]}]},
+        {"type": "and", "fields": [{"type": "spatial", "dimension": "s", "bound": {}}]},
     ],
 )
 def test_unsupported_filters_are_501(unsupported: dict[str, Any]) -> None:
