@@ -40,6 +40,7 @@ from broker_service.response_context import encode_response_context
 from broker_service.result_cache import ResultLevelCache
 from broker_service.segment_cache import SegmentCache
 from broker_service.server_view import BrokerServerView
+from broker_service.sql_api import sql_routes
 from query import Query, QueryError, parse_query
 from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
@@ -269,6 +270,7 @@ def create_app(broker: Broker) -> Starlette:
             await broker.stop()
 
     routes = [
+        *sql_routes(broker),
         Route("/druid/v2", post_query, methods=["POST"]),
         Route("/druid/v2/", post_query, methods=["POST"]),
         Route("/druid/v2/datasources", list_datasources, methods=["GET"]),

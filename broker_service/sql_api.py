@@ -1,0 +1,229 @@
+"""Druid's SQL API on the broker: POST /druid/v2/sql[/] and DELETE /druid/v2/sql/{sqlQueryId}.
+
+Statements are planned by `strata_sql` and their native queries run through the broker's own
+runner (routing, caching, limits). Column types come from a segmentMetadata query through the
+same runner, kept for `CATALOG_TTL` seconds per datasource.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from query.base import parse_query
+from query.errors import InvalidInput, QueryError, invalid, unknown_exception
+from strata.json_response import json_response
+from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
+
+if TYPE_CHECKING:
+    from broker_service.app import Broker
+
+CATALOG_TTL = 10.0
+ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+
+
+class BrokerCatalog:
+    """The planner's view of the cluster: datasources, their columns and types, segments, servers."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._columns: dict[str, tuple[float, dict[str, str]]] = {}
+
+    def tables(self) -> Sequence[str]:
+        return sorted(self.broker.view.data_sources())
+
+    def columns(self, table: str) -> Mapping[str, str] | None:
+        cached = self._columns.get(table)
+        return None if cached is None else cached[1]
+
+    async def load(self, tables: Sequence[str]) -> None:
+        known = set(self.broker.view.data_sources())
+        now = time.monotonic()
+        for table in tables:
+            cached = self._columns.get(table)
+            if table not in known or (cached is not None and now - cached[0] < CATALOG_TTL):
+                continue
+            query = parse_query(
+                {
+                    "queryType": "segmentMetadata",
+                    "dataSource": table,
+                    "intervals": [ETERNITY],
+                    "merge": True,
+                    "analysisTypes": [],
+                    "context": {"useCache": False},
+                }
+            )
+            result = await self.broker.runner.run(query)
+            rows = result.results if result.results is not None else orjson.loads(result.body or b"[]")
+            columns: dict[str, str] = {"__time": "LONG"}
+            for row in rows:
+                for name, info in sorted(row.get("columns", {}).items()):
+                    if name != "__time":
+                        columns[name] = str(info.get("type") or "STRING")
+            self._columns[table] = (now, columns)
+
+    def segments(self) -> list[dict[str, Any]]:
+        out = []
+        for sel in self.broker.view.selectors():
+            seg = sel.segment
+            out.append(
+                {
+                    "segment_id": seg.id,
+                    "datasource": seg.data_source,
+                    "start": str(seg.interval).split("/")[0],
+                    "end": str(seg.interval).split("/")[1],
+                    "size": seg.size,
+                    "version": seg.version,
+                    "partition_num": seg.partition_num,
+                    "num_replicas": len(sel.servers),
+                    "num_rows": None,
+                    "is_published": 1,
+                    "is_available": int(bool(sel.servers)),
+                    "is_realtime": int(not sel.is_historical),
+                    "is_overshadowed": 0,
+                }
+            )
+        return out
+
+    def servers(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "server": s.name,
+                "host": s.host.rsplit(":", 1)[0],
+                "plaintext_port": int(s.host.rsplit(":", 1)[1]),
+                "tls_port": -1,
+                "server_type": s.type,
+                "tier": s.tier,
+                "curr_size": None,
+                "max_size": s.max_size,
+            }
+            for s in self.broker.view.servers()
+        ]
+
+
+async def _read_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind in ("text/plain", "application/x-www-form-urlencoded"):
+        text = raw.decode("utf-8", "replace")
+        return {"query": urllib.parse.unquote_plus(text) if kind.endswith("urlencoded") else text}
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise invalid("Request body is not valid JSON: %s", e) from None
+    if not isinstance(body, dict) or not isinstance(body.get("query"), str):
+        raise invalid("Request body needs a string field [query]")
+    return body
+
+
+def _bind(sql: str, parameters: Any) -> str:
+    """Substitute `?` placeholders (outside quotes) with the typed parameter literals."""
+    if not parameters:
+        return sql
+    if not isinstance(parameters, list):
+        raise invalid("Field [parameters] must be an array")
+    out, values, quote = [], iter(parameters), ""
+    for ch in sql:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "?":
+            try:
+                p = next(values)
+            except StopIteration:
+                raise invalid("SQL has more ? placeholders than parameters") from None
+            value = p.get("value") if isinstance(p, dict) else p
+            if value is None:
+                ch = "NULL"
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                ch = repr(value)
+            else:
+                ch = "'" + str(value).replace("'", "''") + "'"
+        out.append(ch)
+    return "".join(out)
+
+
+def sql_routes(broker: Broker) -> list[Route]:
+    catalog = BrokerCatalog(broker)
+    host = broker.settings.host
+
+    async def post_sql(request: Request) -> Response:
+        query_id = str(uuid.uuid4())
+        headers = {"X-Druid-SQL-Query-Id": query_id}
+        try:
+            body = await _read_body(request)
+            context = dict(body.get("context") or {})
+            query_id = str(context.get("sqlQueryId") or query_id)
+            headers = {"X-Druid-SQL-Query-Id": query_id}
+            fmt = body.get("resultFormat") or "object"
+            if fmt not in RESULT_FORMATS:
+                raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
+            sql = _bind(body["query"], body.get("parameters"))
+            await catalog.load(referenced_tables(sql))
+            statement = plan_statement(sql, catalog, {**context, "queryId": query_id})
+            plan = statement.plan
+            if statement.explain:
+                native = plan.native or {}
+                rows = [
+                    [
+                        orjson.dumps([native]).decode(),
+                        orjson.dumps([{"name": native.get("dataSource"), "type": "DATASOURCE"}]).decode(),
+                        orjson.dumps({"statementType": "SELECT"}).decode(),
+                    ]
+                ]
+                names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
+            else:
+                results: list[Any] = []
+                if plan.native is not None:
+                    async with broker.admission.admit():
+                        result = await broker.runner.run(parse_query(plan.native))
+                    results = (
+                        result.results if result.results is not None else orjson.loads(result.body or b"[]")
+                    )
+                rows = plan.rows(results)
+                names, types, sql_types = statement.names, statement.types, statement.sql_types
+            header = bool(body.get("header"))
+            payload, media = encode_rows(
+                rows,
+                names,
+                types,
+                sql_types,
+                fmt=fmt,
+                header=header,
+                types_header=bool(body.get("typesHeader")),
+                sql_types_header=bool(body.get("sqlTypesHeader")),
+            )
+            if header:
+                headers["X-Druid-SQL-Header-Included"] = "yes"
+            return Response(payload, 200, headers=headers, media_type=media)
+        except QueryError as e:
+            return _sql_error(e, host, headers)
+        except Exception as e:  # never a stack trace to the client
+            return _sql_error(unknown_exception(e, host), host, headers)
+
+    async def cancel_sql(request: Request) -> Response:
+        found = broker.runner.cancel(request.path_params["query_id"])
+        return Response(status_code=202 if found else 404)
+
+    return [
+        Route("/druid/v2/sql", post_sql, methods=["POST"]),
+        Route("/druid/v2/sql/", post_sql, methods=["POST"]),
+        Route("/druid/v2/sql/{query_id}", cancel_sql, methods=["DELETE"]),
+    ]
+
+
+def _sql_error(err: QueryError, host: str, headers: dict[str, str]) -> Response:
+    body = err.to_body(host)
+    body["context"] = {**body.get("context", {}), "sourceType": "sql"}
+    if not isinstance(err, InvalidInput) and err.status == 501:
+        body.update(error="druidException", errorCode="unsupported", persona="USER", category="UNSUPPORTED")
+    return json_response(body, err.status, headers=headers)

@@ -1,0 +1,17 @@
+"""Druid SQL for the broker: planning to native queries, system tables, result formats.
+
+Pure planning over a catalog of columns; the broker runs the native queries through its own path
+(routing, caching, limits) and encodes the rows with `strata_sql.formats`.
+"""
+
+from strata_sql.formats import RESULT_FORMATS, encode_rows
+from strata_sql.statement import Catalog, PlannedStatement, plan_statement, referenced_tables
+
+__all__ = [
+    "RESULT_FORMATS",
+    "Catalog",
+    "PlannedStatement",
+    "encode_rows",
+    "plan_statement",
+    "referenced_tables",
+]

@@ -1,0 +1,480 @@
+"""Druid SQL to native queries, as Druid's planner would write them for the common shapes.
+
+Aggregations grouped only by a time floor become a timeseries (empty buckets skipped, as Druid
+SQL does); other aggregations a groupBy; plain selections a scan. The rows of the native answer
+are then projected, ordered, offset and limited by `SqlPlan.rows`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from query.errors import QueryUnsupported, invalid
+from strata_sql.filters import TIME, column_name, literal, now_millis, split_time, to_filter
+
+SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
+_FLOOR_UNITS = {
+    "SECOND": "PT1S",
+    "MINUTE": "PT1M",
+    "HOUR": "PT1H",
+    "DAY": "P1D",
+    "WEEK": "P1W",
+    "MONTH": "P1M",
+    "QUARTER": "P3M",
+    "YEAR": "P1Y",
+}
+EXPLAIN = re.compile(r"^\s*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE)
+
+
+@dataclass
+class Output:
+    name: str
+    source: str  # key in the native row: a dimension / aggregator / post-aggregator name, or TIME
+    druid_type: str  # STRING, LONG, DOUBLE, FLOAT; LONG with sql_type TIMESTAMP for time
+
+    @property
+    def sql_type(self) -> str:
+        return "TIMESTAMP" if self.source == TIME else SQL_TYPES.get(self.druid_type, "VARCHAR")
+
+
+@dataclass
+class SqlPlan:
+    outputs: list[Output]
+    native: dict[str, Any] | None = None
+    constant_rows: list[list[Any]] = field(default_factory=list)
+    order: list[tuple[int, bool]] = field(default_factory=list)  # (output index, descending)
+    offset: int = 0
+    limit: int | None = None
+    empty_row: bool = False  # an aggregate over no rows still answers one row
+    zero_sources: set[str] = field(default_factory=set)  # counts: 0 in that row, the rest null
+    explain: bool = False
+
+    def rows(self, native_results: list[Any]) -> list[list[Any]]:
+        if self.native is None:
+            rows = self.constant_rows
+        else:
+            rows = list(_native_rows(self, native_results))
+            if not rows and self.empty_row:
+                rows = [[0 if o.source in self.zero_sources else None for o in self.outputs]]
+        if self.order:
+            for index, descending in reversed(self.order):
+                rows.sort(key=functools.partial(_sort_row, index), reverse=descending)
+        end = None if self.limit is None else self.offset + self.limit
+        return rows[self.offset : end]
+
+
+def _sort_row(index: int, row: list[Any]) -> tuple[int, Any]:
+    value = row[index]
+    return (0, 0) if value is None else (1, value)
+
+
+def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
+    assert plan.native is not None
+    kind = plan.native["queryType"]
+    if kind == "scan":
+        for batch in results:
+            index = {c: i for i, c in enumerate(batch["columns"])}
+            for event in batch["events"]:
+                yield [_scan_value(o, event[index[o.source]]) for o in plan.outputs]
+        return
+    for row in results:
+        values = row["event"] if kind == "groupBy" else row["result"]
+        yield [row["timestamp"] if o.source == TIME else values.get(o.source) for o in plan.outputs]
+
+
+def _scan_value(out: Output, value: Any) -> Any:
+    if out.source == TIME and isinstance(value, int):
+        from timeline import format_instant
+
+        return format_instant(value)
+    return value
+
+
+def parse(sql: str) -> tuple[exp.Expr, bool]:
+    explain = bool(EXPLAIN.match(sql))
+    text = EXPLAIN.sub("", sql).strip().rstrip(";")
+    try:
+        statements = sqlglot.parse(text, read="druid")
+    except ParseError as e:
+        raise invalid("SQL parse failed: %s", " ".join(str(e).split())) from None
+    if len(statements) != 1 or statements[0] is None:
+        raise invalid("SQL must be exactly one statement")
+    return statements[0], explain
+
+
+def plan_select(
+    select: exp.Select, data_source: str, columns: Mapping[str, str], context: Mapping[str, Any]
+) -> SqlPlan:
+    """Plan a SELECT over one datasource whose columns (name -> Druid type) are known."""
+    now = now_millis()
+    where = select.args.get("where")
+    intervals, condition = split_time(None if where is None else where.this, now)
+    types = dict(columns)
+    native: dict[str, Any] = {"dataSource": data_source, "intervals": intervals}
+    if condition is not None:
+        native["filter"] = to_filter(condition, types, now)
+    native["context"] = {k: v for k, v in context.items() if k not in ("sqlTimeZone",)}
+    group = select.args.get("group")
+    items = _select_items(select, columns)
+    aggregating = group is not None or any(it.find(exp.AggFunc) for _, it in items)
+    if select.args.get("distinct") and not aggregating:
+        group = exp.Group(expressions=[it for _, it in items])
+        aggregating = True
+    builder = _Aggregation(types, now) if aggregating else None
+    outputs: list[Output] = []
+    if builder is None:
+        plan = _scan(select, items, native, columns, outputs)
+    else:
+        plan = builder.plan(select, items, group, native, outputs)
+    _order_and_limit(select, plan, items)
+    return plan
+
+
+def _select_items(select: exp.Select, columns: Mapping[str, str]) -> list[tuple[str, exp.Expr]]:
+    items: list[tuple[str, exp.Expr]] = []
+    for i, e in enumerate(select.expressions):
+        if isinstance(e, exp.Star):
+            names = [TIME, *(c for c in columns if c != TIME)]
+            items += [(c, exp.column(c, quoted=True)) for c in names]
+            continue
+        inner = e.this if isinstance(e, exp.Alias) else e
+        name = (
+            e.alias
+            if isinstance(e, exp.Alias)
+            else (inner.name if isinstance(inner, exp.Column) else f"EXPR${i}")
+        )
+        items.append((name, inner))
+    return items
+
+
+def _scan(
+    select: exp.Select,
+    items: list[tuple[str, exp.Expr]],
+    native: dict[str, Any],
+    columns: Mapping[str, str],
+    outputs: list[Output],
+) -> SqlPlan:
+    for name, node in items:
+        col = column_name(node)
+        if col is None:
+            raise QueryUnsupported(
+                f"Expression [{node.sql(dialect='druid')}] in a non-aggregating SELECT is not supported"
+            )
+        if col not in columns and col != TIME:
+            raise invalid("Column '%s' not found in any table", col)
+        outputs.append(Output(name, col, columns.get(col, "LONG")))
+    native.update(
+        queryType="scan", columns=list(dict.fromkeys(o.source for o in outputs)), resultFormat="compactedList"
+    )
+    order = select.args.get("order")
+    if order is not None:
+        keys = order.expressions
+        if len(keys) != 1 or column_name(keys[0].this) != TIME:
+            raise QueryUnsupported("A non-aggregating query can only be ordered by __time")
+        native["order"] = "descending" if keys[0].args.get("desc") else "ascending"
+        select.set("order", None)
+    limit, offset = _limit(select)
+    if limit is not None:
+        native["limit"] = limit
+    if offset:
+        native["offset"] = offset
+    select.set("limit", None)
+    select.set("offset", None)
+    return SqlPlan(outputs, native)
+
+
+def _limit(select: exp.Select) -> tuple[int | None, int]:
+    limit = select.args.get("limit")
+    offset = select.args.get("offset")
+    n = int(literal(limit.expression, 0)) if limit is not None else None
+    skip = int(literal(offset.expression, 0)) if offset is not None else 0
+    return n, skip
+
+
+def _order_and_limit(select: exp.Select, plan: SqlPlan, items: list[tuple[str, exp.Expr]]) -> None:
+    order = select.args.get("order")
+    if order is not None:
+        for key in order.expressions:
+            plan.order.append((_output_index(key.this, plan.outputs, items), bool(key.args.get("desc"))))
+    plan.limit, plan.offset = _limit(select)
+
+
+def _output_index(node: exp.Expr, outputs: list[Output], items: list[tuple[str, exp.Expr]]) -> int:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        index = int(node.this) - 1
+        if 0 <= index < len(outputs):
+            return index
+        raise invalid("ORDER BY position %s is out of range", node.this)
+    if isinstance(node, exp.Column):
+        for i, o in enumerate(outputs):
+            if o.name == node.name:
+                return i
+    for i, (_, item) in enumerate(items):
+        if item == node:
+            return i
+    raise QueryUnsupported(f"ORDER BY [{node.sql(dialect='druid')}] must name a selected column")
+
+
+class _Aggregation:
+    """Builds the aggregators, post-aggregators and grouping of an aggregating SELECT."""
+
+    def __init__(self, types: dict[str, str], now: int) -> None:
+        self.types = types
+        self.now = now
+        self.aggs: list[dict[str, Any]] = []
+        self.posts: list[dict[str, Any]] = []
+
+    def plan(
+        self,
+        select: exp.Select,
+        items: list[tuple[str, exp.Expr]],
+        group: exp.Group | None,
+        native: dict[str, Any],
+        outputs: list[Output],
+    ) -> SqlPlan:
+        granularity: Any = "all"
+        dims: list[str] = []
+        grouped: list[exp.Expr] = []
+        for key in group.expressions if group is not None else []:
+            node = _resolve(key, items)
+            gran = _time_floor(node)
+            if gran is not None:
+                if granularity != "all":
+                    raise QueryUnsupported("Grouping by two time floors is not supported")
+                granularity = gran
+            else:
+                col = column_name(node)
+                if col is None:
+                    raise QueryUnsupported(f"GROUP BY [{node.sql(dialect='druid')}] is not supported")
+                dims.append(col)
+            grouped.append(node)
+        for name, node in items:
+            if _time_floor(node) is not None or (
+                column_name(node) == TIME and TIME in [column_name(g) for g in grouped]
+            ):
+                outputs.append(Output(name, TIME, "LONG"))
+            elif column_name(node) is not None and node.find(exp.AggFunc) is None:
+                col = column_name(node)
+                assert col is not None
+                if col not in dims:
+                    raise invalid("Expression '%s' is not being grouped", col)
+                outputs.append(Output(name, col, self.types.get(col, "STRING")))
+            else:
+                source, kind = self.value(node, name)
+                outputs.append(Output(name, source, kind))
+        if select.args.get("having") is not None:
+            native["having"] = {
+                "type": "filter",
+                "filter": self._having(select.args["having"].this, items, outputs),
+            }
+        native.update(granularity=granularity, aggregations=self.aggs, postAggregations=self.posts)
+        if dims or native.get("having"):
+            native.update(
+                queryType="groupBy",
+                dimensions=[
+                    {
+                        "type": "default",
+                        "dimension": d,
+                        "outputName": d,
+                        "outputType": self.types.get(d, "STRING"),
+                    }
+                    for d in dims
+                ],
+            )
+        else:
+            native["queryType"] = "timeseries"
+            if granularity != "all":
+                native["context"] = {**native["context"], "skipEmptyBuckets": True}
+        counts = {
+            a["name"]
+            for a in self.aggs
+            if a["type"] in ("count", "HLLSketchBuild")
+            or (a["type"] == "filtered" and a["aggregator"]["type"] == "count")
+        }
+        return SqlPlan(outputs, native, empty_row=not dims and granularity == "all", zero_sources=counts)
+
+    def value(self, node: exp.Expr, name: str) -> tuple[str, str]:
+        """An aggregator or post-aggregator computing `node`; (its name, its Druid type)."""
+        if isinstance(node, exp.Paren):
+            return self.value(node.this, name)
+        flt = None
+        if isinstance(node, exp.Filter):
+            flt = to_filter(node.expression.this, self.types, self.now)
+            node = node.this
+        if isinstance(node, exp.AggFunc) or (
+            isinstance(node, exp.Anonymous) and node.name.upper() in _AGG_FUNCS
+        ):
+            agg, kind = self._aggregator(node, name, flt)
+            if agg is not None:
+                self.aggs.append(
+                    agg
+                    if flt is None
+                    else {"type": "filtered", "name": name, "filter": flt, "aggregator": agg}
+                )
+            return name, kind
+        ops: dict[Any, str] = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "quotient"}
+        if type(node) in ops:
+            fields = [self._operand(x, f"{name}:{i}") for i, x in enumerate((node.this, node.expression))]
+            self.posts.append({"type": "arithmetic", "name": name, "fn": ops[type(node)], "fields": fields})
+            return name, "DOUBLE"
+        raise QueryUnsupported(
+            f"Expression [{node.sql(dialect='druid')}] is not supported in an aggregating SELECT"
+        )
+
+    def _operand(self, node: exp.Expr, name: str) -> dict[str, Any]:
+        try:
+            value = literal(node, self.now)
+        except QueryUnsupported:
+            source, _ = self.value(node, name)
+            return {"type": "fieldAccess", "fieldName": source}
+        return {"type": "constant", "value": value}
+
+    def _aggregator(
+        self, node: exp.Expr, name: str, flt: dict[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, str]:
+        """The aggregator named `name` (None when `name` is a post-aggregator added here)."""
+        fn = node.name.upper() if isinstance(node, exp.Anonymous) else type(node).__name__.upper()
+        arg = node.expressions[0] if isinstance(node, exp.Anonymous) and node.expressions else node.this
+        if fn == "COUNT" and (arg is None or isinstance(arg, exp.Star)):
+            return {"type": "count", "name": name}, "LONG"
+        distinct = fn == "COUNT" and isinstance(arg, exp.Distinct)
+        if distinct or fn in ("APPROXDISTINCT", "APPROX_COUNT_DISTINCT"):
+            target = arg.expressions[0] if isinstance(arg, exp.Distinct) else arg
+            return {
+                "type": "HLLSketchBuild",
+                "name": name,
+                "fieldName": self._col(target),
+                "round": True,
+            }, "LONG"
+        col = self._col(arg)
+        kind = self.types.get(col, "STRING")
+        numeric = "long" if kind == "LONG" else "double"
+        not_null = {"type": "not", "field": {"type": "null", "column": col}}
+        if fn == "COUNT":
+            return {
+                "type": "filtered",
+                "name": name,
+                "filter": not_null,
+                "aggregator": {"type": "count", "name": name},
+            }, "LONG"
+        if fn in ("SUM", "MIN", "MAX"):
+            return {"type": f"{numeric}{fn.title()}", "name": name, "fieldName": col}, numeric.upper()
+        if fn == "AVG":
+            both = {"type": "and", "fields": [not_null, flt]} if flt is not None else not_null
+            self.aggs.append(
+                {
+                    "type": "filtered",
+                    "name": f"{name}:sum",
+                    "filter": both,
+                    "aggregator": {"type": f"{numeric}Sum", "name": f"{name}:sum", "fieldName": col},
+                }
+            )
+            self.aggs.append(
+                {
+                    "type": "filtered",
+                    "name": f"{name}:count",
+                    "filter": both,
+                    "aggregator": {"type": "count", "name": f"{name}:count"},
+                }
+            )
+            self.posts.append(
+                {
+                    "type": "arithmetic",
+                    "name": name,
+                    "fn": "quotient",
+                    "fields": [
+                        {"type": "fieldAccess", "fieldName": f"{name}:sum"},
+                        {"type": "fieldAccess", "fieldName": f"{name}:count"},
+                    ],
+                }
+            )
+            return None, "DOUBLE"
+        if fn in ("EARLIEST", "LATEST", "ANY_VALUE", "ANYVALUE"):
+            which = "Last" if fn == "LATEST" else "First"
+            prefix = "string" if kind == "STRING" else numeric
+            return {"type": f"{prefix}{which}", "name": name, "fieldName": col}, kind
+        raise QueryUnsupported(f"Aggregate function [{fn}] is not supported")
+
+    def _col(self, node: exp.Expr | None) -> str:
+        col = None if node is None else column_name(node)
+        if col is None:
+            raise QueryUnsupported("Aggregating an expression is not supported; aggregate a column")
+        if col not in self.types and col != TIME:
+            raise invalid("Column '%s' not found in any table", col)
+        return col
+
+    def _having(
+        self, node: exp.Expr, items: list[tuple[str, exp.Expr]], outputs: list[Output]
+    ) -> dict[str, Any]:
+        node = node.unnest()
+        if isinstance(node, (exp.And, exp.Or)):
+            kind = "and" if isinstance(node, exp.And) else "or"
+            return {"type": kind, "fields": [self._having(x, items, outputs) for x in node.flatten()]}
+        if isinstance(node, exp.Not):
+            return {"type": "not", "field": self._having(node.this, items, outputs)}
+        if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)):
+            target = self._having_target(node.this, items, outputs)
+            rewritten = node.copy()
+            rewritten.set("this", exp.column(target, quoted=True))
+            types = {**self.types, target: "DOUBLE"}
+            return to_filter(rewritten, types, self.now)
+        raise QueryUnsupported(f"HAVING [{node.sql(dialect='druid')}] is not supported")
+
+    def _having_target(self, node: exp.Expr, items: list[tuple[str, exp.Expr]], outputs: list[Output]) -> str:
+        if isinstance(node, exp.Column):
+            for o in outputs:
+                if o.name == node.name:
+                    return o.source
+        for (_, item), o in zip(items, outputs, strict=False):
+            if item == node:
+                return o.source
+        name = f"having:{len(self.aggs)}"
+        source, _ = self.value(node, name)
+        return source
+
+
+_AGG_FUNCS = {"EARLIEST", "LATEST", "ANY_VALUE", "APPROX_COUNT_DISTINCT"}
+
+
+def _resolve(key: exp.Expr, items: list[tuple[str, exp.Expr]]) -> exp.Expr:
+    """A GROUP BY key: an ordinal or an output alias stands for its select item."""
+    if isinstance(key, exp.Literal) and not key.is_string:
+        index = int(key.this) - 1
+        if not 0 <= index < len(items):
+            raise invalid("GROUP BY position %s is out of range", key.this)
+        return items[index][1]
+    if isinstance(key, exp.Column):
+        for name, item in items:
+            if name == key.name and column_name(item) != key.name:
+                return item
+    return key
+
+
+def _time_floor(node: exp.Expr) -> Any:
+    """The granularity of TIME_FLOOR / FLOOR(__time TO unit) / DATE_TRUNC over __time, else None."""
+    is_floor = isinstance(node, exp.Anonymous) and node.name.upper() == "TIME_FLOOR"
+    if is_floor and len(node.expressions) >= 2 and column_name(node.expressions[0]) == TIME:
+        period = literal(node.expressions[1], 0)
+        gran: dict[str, Any] = {"type": "period", "period": period}
+        if len(node.expressions) >= 3 and not isinstance(node.expressions[2], exp.Null):
+            gran["origin"] = literal(node.expressions[2], 0)
+        if len(node.expressions) >= 4:
+            gran["timeZone"] = literal(node.expressions[3], 0)
+        return gran
+    if isinstance(node, exp.Floor) and column_name(node.this) == TIME and node.args.get("to") is not None:
+        unit = node.args["to"].name.upper()
+        if unit in _FLOOR_UNITS:
+            return {"type": "period", "period": _FLOOR_UNITS[unit]}
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and column_name(node.this) == TIME:
+        unit = node.unit.name.upper() if node.unit is not None else ""
+        if unit in _FLOOR_UNITS:
+            return {"type": "period", "period": _FLOOR_UNITS[unit]}
+    return None

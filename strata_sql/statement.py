@@ -1,0 +1,229 @@
+"""One SQL statement: a SELECT over a datasource (planned to native), over INFORMATION_SCHEMA or
+sys (answered from the broker's catalog with DuckDB), or with no FROM at all (`SELECT 1`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from query.errors import QueryUnsupported, invalid
+from strata_sql.planner import Output, SqlPlan, parse, plan_select
+
+SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
+JDBC_TYPES = {
+    "VARCHAR": 12,
+    "BIGINT": -5,
+    "DOUBLE": 8,
+    "FLOAT": 6,
+    "TIMESTAMP": 93,
+    "BOOLEAN": 16,
+    "INTEGER": 4,
+}
+_DUCK_TO_SQL = {
+    "VARCHAR": "VARCHAR",
+    "BIGINT": "BIGINT",
+    "INTEGER": "INTEGER",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "BOOLEAN": "BOOLEAN",
+    "DECIMAL": "DOUBLE",
+    "TIMESTAMP": "TIMESTAMP",
+}
+_SQL_TO_DRUID = {
+    "VARCHAR": "STRING",
+    "BIGINT": "LONG",
+    "INTEGER": "LONG",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "BOOLEAN": "LONG",
+    "TIMESTAMP": "LONG",
+}
+
+
+class Catalog(Protocol):
+    """What the planner needs to know of the cluster."""
+
+    def tables(self) -> Sequence[str]: ...
+
+    def columns(self, table: str) -> Mapping[str, str] | None:
+        """Column name -> Druid type (STRING, LONG, DOUBLE, FLOAT), `__time` first; None: no such table."""
+
+    def segments(self) -> list[dict[str, Any]]: ...
+
+    def servers(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass
+class PlannedStatement:
+    plan: SqlPlan
+    explain: bool
+
+    @property
+    def names(self) -> list[str]:
+        return [o.name for o in self.plan.outputs]
+
+    @property
+    def types(self) -> list[str]:
+        return [o.druid_type for o in self.plan.outputs]
+
+    @property
+    def sql_types(self) -> list[str]:
+        return [o.sql_type for o in self.plan.outputs]
+
+
+def referenced_tables(sql: str) -> list[str]:
+    """Datasources a statement reads (their columns must be in the catalog before planning)."""
+    tree, _ = parse(sql)
+    return [t.name for t in tree.find_all(exp.Table) if (t.db or "druid").lower() == "druid"]
+
+
+def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
+    tree, explain = parse(sql)
+    if isinstance(tree, (exp.Union, exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Merge)):
+        raise QueryUnsupported(f"Statement [{type(tree).__name__.upper()}] is not supported; only SELECT")
+    if not isinstance(tree, exp.Select):
+        raise invalid("SQL parse failed: expected a SELECT statement, got [%s]", sql.strip()[:200])
+    source = tree.args.get("from_") or tree.args.get("from")
+    if tree.args.get("joins"):
+        raise QueryUnsupported("JOIN is not supported")
+    if source is None:
+        return PlannedStatement(_duckdb_plan(tree, {}), explain)
+    table = source.this
+    if not isinstance(table, exp.Table):
+        raise QueryUnsupported("FROM a subquery is not supported yet")
+    schema = (table.db or "druid").lower()
+    if schema in SYSTEM_SCHEMAS:
+        return PlannedStatement(_duckdb_plan(tree, system_tables(catalog)), explain)
+    if schema != "druid":
+        raise invalid("Object '%s.%s' not found", table.db, table.name)
+    columns = catalog.columns(table.name)
+    if columns is None:
+        raise invalid("Object '%s' not found", table.name)
+    return PlannedStatement(plan_select(tree, table.name, columns, context), explain)
+
+
+def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
+    tables = list(catalog.tables())
+    schemata = [("druid", s) for s in ("druid", "INFORMATION_SCHEMA", "sys", "lookup", "view")]
+    table_rows = (
+        [("druid", "druid", t, "TABLE", "NO", "NO") for t in tables]
+        + [
+            ("druid", "INFORMATION_SCHEMA", t, "SYSTEM_TABLE", "NO", "NO")
+            for t in ("SCHEMATA", "TABLES", "COLUMNS")
+        ]
+        + [("druid", "sys", t, "SYSTEM_TABLE", "NO", "NO") for t in ("segments", "servers")]
+    )
+    column_rows = []
+    for t in tables:
+        for position, (name, kind) in enumerate((catalog.columns(t) or {}).items(), start=1):
+            sql_type = (
+                "TIMESTAMP" if name == "__time" else {"STRING": "VARCHAR", "LONG": "BIGINT"}.get(kind, kind)
+            )
+            nullable = "NO" if name == "__time" else "YES"
+            column_rows.append(
+                ("druid", "druid", t, name, position, "", nullable, sql_type, JDBC_TYPES.get(sql_type, 12))
+            )
+    names = {
+        "SCHEMATA": ["CATALOG_NAME", "SCHEMA_NAME"],
+        "TABLES": [
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "TABLE_TYPE",
+            "IS_JOINABLE",
+            "IS_BROADCAST",
+        ],
+        "COLUMNS": [
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "COLUMN_NAME",
+            "ORDINAL_POSITION",
+            "COLUMN_DEFAULT",
+            "IS_NULLABLE",
+            "DATA_TYPE",
+            "JDBC_TYPE",
+        ],
+    }
+    out = {
+        f"information_schema__{k.lower()}": pa.table(
+            {n: [r[i] for r in rows] for i, n in enumerate(names[k])}
+        )
+        if rows
+        else pa.table(
+            {
+                n: pa.array([], pa.int64() if n in ("ORDINAL_POSITION", "JDBC_TYPE") else pa.string())
+                for n in names[k]
+            }
+        )
+        for k, rows in (("SCHEMATA", schemata), ("TABLES", table_rows), ("COLUMNS", column_rows))
+    }
+    out["sys__segments"] = _rows_table(
+        catalog.segments(),
+        [
+            "segment_id",
+            "datasource",
+            "start",
+            "end",
+            "size",
+            "version",
+            "partition_num",
+            "num_replicas",
+            "num_rows",
+            "is_published",
+            "is_available",
+            "is_realtime",
+            "is_overshadowed",
+        ],
+    )
+    out["sys__servers"] = _rows_table(
+        catalog.servers(),
+        ["server", "host", "plaintext_port", "tls_port", "server_type", "tier", "curr_size", "max_size"],
+    )
+    return out
+
+
+def _rows_table(rows: list[dict[str, Any]], names: list[str]) -> pa.Table:
+    if not rows:
+        return pa.table({n: pa.array([], pa.string()) for n in names})
+    return pa.table({n: [r.get(n) for r in rows] for n in names})
+
+
+def _duckdb_plan(tree: exp.Select, tables: dict[str, pa.Table]) -> SqlPlan:
+    """Answer a statement over constants or system tables with DuckDB right away."""
+    tree = tree.copy()
+    for table in list(tree.find_all(exp.Table)):
+        schema = SYSTEM_SCHEMAS.get((table.db or "").lower())
+        key = f"{(schema or '').lower()}__{table.name.lower()}"
+        if schema is None or key not in tables:
+            raise invalid("Object '%s' not found", table.sql(dialect="druid"))
+        table.replace(exp.to_table(key).as_(table.alias_or_name) if table.alias else exp.to_table(key))
+    conn = duckdb.connect()
+    try:
+        for name, data in tables.items():
+            conn.register(name, data)
+        try:
+            cur = conn.execute(tree.sql(dialect="duckdb"))
+        except duckdb.Error as e:
+            raise invalid("%s", " ".join(str(e).split())) from None
+        description = cur.description or []
+        rows = [list(r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+    outputs = []
+    for i, d in enumerate(description):
+        sql_type = _DUCK_TO_SQL.get(str(d[1]).split("(")[0].upper(), "VARCHAR")
+        name = (
+            d[0]
+            if isinstance(
+                tree.expressions[i] if i < len(tree.expressions) else None, (exp.Alias, exp.Column, exp.Star)
+            )
+            else f"EXPR${i}"
+        )
+        outputs.append(Output(name, name, _SQL_TO_DRUID.get(sql_type, "STRING")))
+    return SqlPlan(outputs, None, constant_rows=rows)
