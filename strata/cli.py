@@ -34,6 +34,7 @@ SUBCOMMANDS: dict[str, str] = {
     "historical": "historical_service.cli",
     "broker": "broker_service.cli",
     "quickstart": "strata.quickstart",
+    "sql": "strata.sql_cli",
 }
 
 

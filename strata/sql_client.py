@@ -1,0 +1,122 @@
+"""A small client for Druid's SQL HTTP API, shared by `strata sql` and the tests.
+
+It asks for `arrayLines` with every header so rows stream one line at a time (a `SELECT *` over
+millions of rows never sits whole in memory) and the column names and types come first. Druid ends
+a complete `arrayLines` answer with an empty line; a stream that stops before it was cut off.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+SQL_PATH = "/druid/v2/sql/"
+
+
+class SqlError(Exception):
+    """The server refused or failed a statement; `str()` is one readable line."""
+
+
+@dataclass
+class SqlResult:
+    """Column names and types, and the rows as they arrive (iterate `rows` once)."""
+
+    query_id: str
+    columns: list[str]
+    types: list[str]
+    sql_types: list[str]
+    rows: Iterator[list[Any]] = field(repr=False)
+
+
+def error_line(status: int, body: bytes) -> str:
+    """Druid's error body (new or legacy shape) as one line; anything else as its text."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        text = body.decode("utf-8", "replace").strip() or "no message"
+        return f"HTTP {status}: {' '.join(text.split())}"
+    if not isinstance(doc, dict):
+        return f"HTTP {status}: {doc!r}"
+    message = doc.get("errorMessage") or doc.get("message") or ""
+    kind = doc.get("category") or doc.get("error") or f"HTTP {status}"
+    return " ".join(f"{kind}: {message}".split()) if message else str(kind)
+
+
+class SqlClient:
+    """Druid SQL over HTTP; `transport` is the seam for tests (httpx.MockTransport)."""
+
+    def __init__(
+        self, url: str, *, timeout: float | None = None, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout or 10.0, 10.0)), transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SqlClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def execute(self, sql: str, context: dict[str, Any] | None = None) -> Iterator[SqlResult]:
+        """Run one statement; the rows stream while the `with` block reads them."""
+        query_id = str(uuid.uuid4())
+        body = {
+            "query": sql,
+            "resultFormat": "arrayLines",
+            "header": True,
+            "typesHeader": True,
+            "sqlTypesHeader": True,
+            "context": {**(context or {}), "sqlQueryId": query_id},
+        }
+        try:
+            with self._http.stream("POST", self.url + SQL_PATH, content=orjson.dumps(body),
+                                   headers={"Content-Type": "application/json"}) as response:  # fmt: skip
+                if response.status_code != 200:
+                    raise SqlError(error_line(response.status_code, response.read()))
+                lines = response.iter_lines()
+                columns = _next_row(lines)
+                types = _next_row(lines)
+                sql_types = _next_row(lines)
+                yield SqlResult(query_id, columns, types, sql_types, _rows(lines))
+        except httpx.TimeoutException as exc:
+            raise SqlError(f"timed out waiting for {self.url} ({exc.__class__.__name__})") from exc
+        except httpx.TransportError as exc:
+            raise SqlError(f"cannot reach {self.url}: {exc}") from exc
+
+    def cancel(self, query_id: str) -> bool:
+        """Ask the broker to stop a running statement; False when it was no longer running."""
+        try:
+            response = self._http.delete(f"{self.url}{SQL_PATH}{query_id}", timeout=5)
+        except httpx.HTTPError:
+            return False
+        return response.status_code in (200, 202, 204)
+
+
+def _next_row(lines: Iterator[str]) -> list[Any]:
+    for line in lines:
+        if line:
+            row = orjson.loads(line)
+            if isinstance(row, list):
+                return row
+            raise SqlError(f"unexpected line from the server: {line[:200]}")
+    raise SqlError("the server closed the answer before its header")
+
+
+def _rows(lines: Iterator[str]) -> Iterator[list[Any]]:
+    for line in lines:
+        if not line:
+            return  # Druid's end-of-results marker
+        yield orjson.loads(line)
+    raise SqlError("the answer was cut off (no end-of-results marker); rows shown may be incomplete")
