@@ -51,6 +51,7 @@ class HistoricalConfig:
     max_size: int = 0
     replicas: int = 2
     poll_period_s: float = 5.0
+    drop_delay_s: float = 30.0  # files of a dropped segment outlive queries already running on it
     zk_session_timeout_s: float = 10.0
     server_type: ServerType = ServerType.HISTORICAL
 
@@ -151,7 +152,7 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
     control = ControlLoop(
         name=c.name, metadata=metadata, loader=loader, announcer=CompositeAnnouncer(targets),
         served=state.served, cluster=cluster, metrics=state.metrics, replicas=c.replicas,
-        poll_period_s=c.poll_period_s,
+        poll_period_s=c.poll_period_s, drop_delay_s=c.drop_delay_s,
     )  # fmt: skip
     state.control = control
     task = asyncio.create_task(control.run(), name="historical-control-loop")

@@ -33,6 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=argparse.SUPPRESS,  # tests only: stands in for a real-time node until `strata realtime` exists
     )
     parser.add_argument("--poll-period", type=float, default=5.0, help="seconds between metadata polls")
+    parser.add_argument("--drop-delay", type=float, default=30.0,
+                        help="seconds a dropped segment's files outlive queries reading them")  # fmt: skip
     add_drain_flag(parser)
 
 
@@ -72,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         max_size=args.max_size,
         replicas=args.replicas,
         poll_period_s=args.poll_period,
+        drop_delay_s=args.drop_delay,
         server_type=ServerType(args.server_type),
     )
     app = create_app(config)

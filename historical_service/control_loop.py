@@ -47,6 +47,7 @@ class ControlLoop:
         replicas: int = 2,
         poll_period_s: float = 5.0,
         handoff_check_s: float = 0.5,
+        drop_delay_s: float = 0.0,
     ):
         if replicas < 1:
             raise ValueError("replicas must be at least 1")
@@ -60,6 +61,8 @@ class ControlLoop:
         self.replicas = replicas
         self.poll_period_s = poll_period_s
         self.handoff_check_s = handoff_check_s
+        self.drop_delay_s = drop_delay_s
+        self._deleting: dict[str, asyncio.Task[None]] = {}
         self.loaded: dict[str, DataSegment] = {}
         self.assigned: set[str] = set()
         self.members: set[str] = {name}
@@ -127,6 +130,10 @@ class ControlLoop:
     async def _load(self, segments: Sequence[DataSegment]) -> None:
         for start in range(0, len(segments), LOAD_CHUNK):
             chunk = segments[start : start + LOAD_CHUNK]
+            for s in chunk:  # loaded again before its delayed deletion: keep the files
+                pending = self._deleting.pop(s.id, None)
+                if pending is not None:
+                    pending.cancel()
             results = await asyncio.gather(*(self.loader.load(s) for s in chunk), return_exceptions=True)
             ready = []
             for segment, result in zip(chunk, results, strict=True):
@@ -172,10 +179,21 @@ class ControlLoop:
         for segment in segments:
             self.served.remove(segment)
             del self.loaded[segment.id]
-            await self.loader.delete(segment.id)
+            if self.drop_delay_s > 0:  # as Druid's dropSegmentDelayMillis: queries already reading it finish
+                self._deleting[segment.id] = asyncio.create_task(self._delete_later(segment.id))
+            else:
+                await self.loader.delete(segment.id)
         self.metrics.drops.labels(reason).inc(len(segments))
         log.info("dropped %d segments (%s)", len(segments), reason)
         self._update_gauges()
+
+    async def _delete_later(self, segment_id: str) -> None:
+        try:
+            await asyncio.sleep(self.drop_delay_s)
+            if segment_id not in self.loaded:
+                await self.loader.delete(segment_id)
+        finally:
+            self._deleting.pop(segment_id, None)
 
     async def _clean_cache(self, used: dict[str, DataSegment]) -> None:
         """Remove cached segments of an earlier run that are no longer used at all."""

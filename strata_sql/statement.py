@@ -94,8 +94,11 @@ def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> Pl
     if source is None:
         return PlannedStatement(_duckdb_plan(tree, {}), explain)
     table = source.this
+    if isinstance(table, exp.Subquery):
+        tree = _flatten(tree, table)
+        table = tree.args["from_"].this
     if not isinstance(table, exp.Table):
-        raise QueryUnsupported("FROM a subquery is not supported yet")
+        raise QueryUnsupported("FROM a subquery is supported only over a plain selection of one table")
     schema = (table.db or "druid").lower()
     if schema in SYSTEM_SCHEMAS:
         return PlannedStatement(_duckdb_plan(tree, system_tables(catalog)), explain)
@@ -105,6 +108,35 @@ def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> Pl
     if columns is None:
         raise invalid("Object '%s' not found", table.name)
     return PlannedStatement(plan_select(tree, table.name, columns, context), explain)
+
+
+def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
+    """`SELECT ... FROM (SELECT a, b AS c FROM t WHERE p) AS v WHERE q` as one SELECT over t
+    (Superset wraps virtual datasets that way); only when the inner query just filters and renames."""
+    inner = sub.this
+    plain = isinstance(inner, exp.Select) and not any(
+        inner.args.get(k) for k in ("group", "having", "order", "limit", "offset", "distinct", "joins")
+    )
+    if not plain or inner.find(exp.AggFunc) is not None:
+        raise QueryUnsupported("FROM a subquery is supported only over a plain selection of one table")
+    renames: dict[str, exp.Expr] = {}
+    for e in inner.expressions:
+        if isinstance(e, exp.Alias):
+            renames[e.alias] = e.this
+        elif not isinstance(e, (exp.Column, exp.Star)):
+            raise QueryUnsupported("FROM a subquery is supported only over plain columns")
+    flat = outer.copy()
+    for column in list(flat.find_all(exp.Column)):
+        column.set("table", None)
+        if column.name in renames:
+            column.replace(renames[column.name].copy())
+    flat.set("from_", inner.args.get("from_") or inner.args.get("from"))
+    inner_where = inner.args.get("where")
+    if inner_where is not None:
+        outer_where = flat.args.get("where")
+        condition = inner_where.this if outer_where is None else exp.and_(inner_where.this, outer_where.this)
+        flat.set("where", exp.Where(this=condition))
+    return flat
 
 
 def system_tables(catalog: Catalog) -> dict[str, pa.Table]:

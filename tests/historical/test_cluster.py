@@ -107,7 +107,9 @@ def test_failover_and_rebalance_never_leave_a_segment_unserved(zk_hosts: str, tm
     once = Counter({sid: 1 for sid in wanted})
     try:
         h1, h2 = (cluster.historical(f"h{i}", replicas=1).start() for i in (1, 2))
-        wait_until(lambda: served_count(zk_hosts, paths) == once, 60, "balanced over two nodes")
+        # h1 may serve all 40 alone before h2 is up: wait until both hold a share
+        wait_until(lambda: served_count(zk_hosts, paths) == once and bool(served_ids_of(zk_hosts, paths, h2.address)),
+                   60, "balanced over two nodes")  # fmt: skip
         h2_share = set(served_ids_of(zk_hosts, paths, h2.address))
         assert h2_share and h2_share < wanted
 
@@ -135,7 +137,7 @@ def test_segments_unused_in_metadata_are_dropped_everywhere(zk_hosts: str, tmp_p
     paths = ZkPaths(cluster.zk_base)
     segments = cluster.add_segments("wiki", range(6))
     try:
-        nodes = [cluster.historical(f"h{i}", replicas=2).start() for i in (1, 2)]
+        nodes = [cluster.historical(f"h{i}", replicas=2, extra=["--drop-delay", "0"]).start() for i in (1, 2)]
         wait_until(lambda: served_count(zk_hosts, paths) == Counter({s.id: 2 for s in segments}), 60, "2x")
         cluster.mark_unused([segments[0].id])
         added = cluster.add_segments("wiki", [30])
