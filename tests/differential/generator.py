@@ -171,6 +171,15 @@ def generate(rnd: random.Random, data_source: str) -> Spec:
         spec.gran = gran if body["granularity"] == gran.json else GRANS[0]
         spec.dims = rnd.sample(DIMENSIONS, k=rnd.choice([0, 1, 1, 2]))
         body["dimensions"] = spec.dims
+        first = aggs[0].name
+        if rnd.random() < 0.3:
+            spec.having = (first, float(rnd.choice([0, 5, 50, 500])))
+            body["having"] = {"type": "greaterThan", "aggregation": first, "value": spec.having[1]}
+        if spec.gran.is_all and rnd.random() < 0.4:
+            spec.limit = rnd.choice([1, 3, 10])
+            columns = [{"dimension": first, "direction": "descending", "dimensionOrder": "numeric"}]
+            columns += [{"dimension": d, "direction": "ascending", "dimensionOrder": "lexicographic"} for d in spec.dims]
+            body["limitSpec"] = {"type": "default", "limit": spec.limit, "columns": columns}
     elif kind == "topN":
         body["granularity"] = "all"
         spec.gran = GRANS[0]

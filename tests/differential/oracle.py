@@ -123,6 +123,7 @@ class Spec:
     threshold: int = 0
     metric: str = ""
     limit: int | None = None
+    having: tuple[str, float] | None = None  # keep groups whose aggregator exceeds the value
 
 
 class Oracle:
@@ -200,11 +201,23 @@ class Oracle:
         if not groups and not spec.dims and spec.gran.is_all:
             groups = {(None,): {}}  # Druid's summary row
         first = condense(spec.intervals)[0][0]
-        rows = []
+        rows: list[dict[str, Any]] = []
         for key, row in groups.items():
             stamp = utc_text(first) if spec.gran.is_all else spec.gran.text(key[0])
             event = {**dict(zip(spec.dims, key[1:], strict=True)), **self._finish(spec, row)}
             rows.append({"version": "v1", "timestamp": stamp, "event": event})
+        if spec.having is not None:
+            name, bound = spec.having
+            rows = [r for r in rows if r["event"][name] is not None and r["event"][name] > bound]
+        if spec.limit is not None:  # by the first aggregator descending, then each dimension, nulls first
+            metric = spec.aggs[0].name
+
+            def rank(r: dict[str, Any]) -> tuple[Any, ...]:
+                value = r["event"][metric]
+                dims = tuple((0, "") if r["event"][d] is None else (1, r["event"][d]) for d in spec.dims)
+                return ((1, 0) if value is None else (0, -value), *dims)
+
+            rows = sorted(rows, key=rank)[: spec.limit]
         return rows
 
     def _topN(self, spec: Spec) -> list[Any]:

@@ -16,7 +16,7 @@ from tests.differential.runner import ingest_all, nodes, raw_connection, run
 
 pytestmark = pytest.mark.integration
 
-CI_QUERIES = 60  # x 3 datasources x 5 targets = 900 answers checked
+CI_QUERIES = 120  # x 3 datasources x 5 targets = 1,800 answers checked
 
 
 @pytest.fixture(scope="module")
