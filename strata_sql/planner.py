@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import SqlglotError
 
 from query.errors import QueryUnsupported, invalid
 from strata_sql.filters import TIME, column_name, literal, now_millis, split_time, to_filter
@@ -103,7 +103,7 @@ def parse(sql: str) -> tuple[exp.Expr, bool]:
     text = EXPLAIN.sub("", sql).strip().rstrip(";")
     try:
         statements = sqlglot.parse(text, read="druid")
-    except ParseError as e:
+    except SqlglotError as e:
         raise invalid("SQL parse failed: %s", " ".join(str(e).split())) from None
     if len(statements) != 1 or statements[0] is None:
         raise invalid("SQL must be exactly one statement")

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from query.errors import QueryUnsupported, invalid
+from query.errors import QueryError, QueryUnsupported, invalid
 from strata_sql.planner import Output, SqlPlan, parse, plan_select
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
@@ -78,11 +78,22 @@ class PlannedStatement:
 
 def referenced_tables(sql: str) -> list[str]:
     """Datasources a statement reads (their columns must be in the catalog before planning)."""
-    tree, _ = parse(sql)
+    try:
+        tree, _ = parse(sql)
+    except QueryError:
+        return []  # planning reports the error
     return [t.name for t in tree.find_all(exp.Table) if (t.db or "druid").lower() == "druid"]
 
 
 def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
+    try:
+        return _plan_statement(sql, catalog, context)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
+        # a statement shaped unlike anything planned for: the user's input, never a server error
+        raise invalid("Cannot plan the SQL statement: %s: %s", type(e).__name__, e) from None
+
+
+def _plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
     tree, explain = parse(sql)
     if isinstance(tree, (exp.Union, exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Merge)):
         raise QueryUnsupported(f"Statement [{type(tree).__name__.upper()}] is not supported; only SELECT")

@@ -128,3 +128,32 @@ def test_explain_errors_and_cancel(cluster: dict[str, Any]) -> None:  # noqa: F8
         assert {"error", "errorCode", "persona", "category", "errorMessage", "context"} <= set(body)
     assert httpx.delete(broker.url + "/druid/v2/sql/no-such-query", timeout=10).status_code == 404
     assert rows(broker, "SELECT 1 AS one") == [{"one": 1}]
+
+
+def test_malformed_sql_fuzz_never_a_server_error(cluster: dict[str, Any]) -> None:  # noqa: F811
+    """Valid statements cut, spliced and garbled at random: always 200, 400 or 501 with Druid's
+    SQL error body, and the broker keeps serving."""
+    broker = cluster["broker"]
+    seeds = [
+        "SELECT channel, COUNT(*) AS c FROM wikipedia WHERE countryName IS NULL GROUP BY channel ORDER BY c DESC LIMIT 3",
+        "SELECT FLOOR(__time TO HOUR), SUM(added) FILTER (WHERE isRobot = 'true') FROM wikipedia GROUP BY 1",
+        'SELECT "user", page FROM wikipedia WHERE "__time" BETWEEN TIMESTAMP \'2015-09-12 01:00:00\' AND '
+        "TIMESTAMP '2015-09-12 02:00:00' AND added > 10 LIMIT 5",
+        "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'druid'",
+    ]
+    tokens = ["(", ")", "'", '"', ",", "SELECT", "FROM", "WHERE", "GROUP BY", "NULL", "*", "1e309", "--", ";",
+              "__time", "COUNT(", "CAST(", " AS ", "\\", "TIMESTAMP 'x'", "INTERVAL '1' DAY"]  # fmt: skip
+    rnd = random.Random(5)
+    for _ in range(150):
+        text = rnd.choice(seeds)
+        for _ in range(rnd.randint(1, 3)):
+            at = rnd.randrange(len(text) + 1)
+            if rnd.random() < 0.5:
+                text = text[:at] + rnd.choice(tokens) + text[at:]
+            else:
+                text = text[:at] + text[at + rnd.randint(1, 8) :]
+        resp = sql(broker, text)
+        assert resp.status_code in (200, 400, 501), (text, resp.status_code, resp.text)
+        if resp.status_code != 200:
+            assert {"error", "errorCode", "category", "errorMessage"} <= set(resp.json()), text
+    assert rows(broker, "SELECT COUNT(*) AS c FROM wikipedia") == [{"c": 39244}]
