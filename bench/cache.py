@@ -121,10 +121,12 @@ def cold_warm(
                         "duckdb_ms": spread(duck),
                         "warm_speedup": round(speedup, 1), "warm_vs_duckdb": round(vs_duck, 2),
                         "hits_per_warm_query": hits, "same_answer": same})  # fmt: skip
-            log(f"  {kind:9s} {name:16s} first {first * 1e3:7.1f}  cold {spread(cold):>20s}  "
+            log(
+                f"  {kind:9s} {name:16s} first {first * 1e3:7.1f}  cold {spread(cold):>20s}  "
                 f"warm {spread(warm):>18s}  whole {spread(whole):>16s}  duckdb {spread(duck):>18s} ms  "
                 f"warm {speedup:5.1f}x faster "
-                f"than cold, {vs_duck:4.2f}x DuckDB's speed, {hits:.0f} hits/query, same: {same}")
+                f"than cold, {vs_duck:4.2f}x DuckDB's speed, {hits:.0f} hits/query, same: {same}"
+            )
     return out
 
 
@@ -148,8 +150,9 @@ def main(argv: list[str] | None = None) -> None:
         brokers = {
             "lru": c.start_broker("--cache", "lru", "--cache-size", size),
             "memcached": c.start_broker("--cache", "memcached", "--memcached", c.start_memcached()),
-            "hybrid": c.start_broker("--cache", "hybrid", "--cache-size", size,
-                                     "--memcached", c.start_memcached()),
+            "hybrid": c.start_broker(
+                "--cache", "hybrid", "--cache-size", size, "--memcached", c.start_memcached()
+            ),
         }
         for b in brokers.values():
             wait_for_segments(b, args.segments)

@@ -332,21 +332,41 @@ def workloads(ds: Dataset, context: dict[str, Any] | None = None) -> dict[str, t
             f"FROM {src} GROUP BY t ORDER BY t",
         ),
         "topN page x10": (
-            {**base, "queryType": "topN", "granularity": "all", "dimension": "page", "metric": "added",
-             "threshold": 10, "aggregations": AGGS},
+            {
+                **base,
+                "queryType": "topN",
+                "granularity": "all",
+                "dimension": "page",
+                "metric": "added",
+                "threshold": 10,
+                "aggregations": AGGS,
+            },
             f"SELECT page, sum(added) a, count(*), sum(score) FROM {src} "
             "GROUP BY page ORDER BY a DESC LIMIT 10",
         ),
         "groupBy country,channel": (
-            {**base, "queryType": "groupBy", "granularity": "all", "dimensions": ["country", "channel"],
-             "aggregations": AGGS},
-            f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} "
-            "GROUP BY ALL ORDER BY ALL",
+            {
+                **base,
+                "queryType": "groupBy",
+                "granularity": "all",
+                "dimensions": ["country", "channel"],
+                "aggregations": AGGS,
+            },
+            f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} GROUP BY ALL ORDER BY ALL",
         ),
         "groupBy country,channel filtered": (
-            {**base, "queryType": "groupBy", "granularity": "all", "dimensions": ["country", "channel"],
-             "aggregations": AGGS, "filter": {"type": "in", "dimension": "country",
-                                              "values": ["country01", "country07", "country42"]}},
+            {
+                **base,
+                "queryType": "groupBy",
+                "granularity": "all",
+                "dimensions": ["country", "channel"],
+                "aggregations": AGGS,
+                "filter": {
+                    "type": "in",
+                    "dimension": "country",
+                    "values": ["country01", "country07", "country42"],
+                },
+            },
             f"SELECT country, channel, count(*), sum(added), sum(score) FROM {src} "
             "WHERE country IN ('country01', 'country07', 'country42') GROUP BY ALL ORDER BY ALL",
         ),

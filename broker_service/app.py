@@ -45,10 +45,10 @@ from query import Query, QueryError, parse_query
 from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import parse_segment_spec
-from strata import __version__
-from strata.druid_metrics import SegmentCountCollector
-from strata.json_response import druid_error_handlers
-from strata.json_response import json_response as _json
+from server_kit import __version__
+from server_kit.druid_metrics import SegmentCountCollector
+from server_kit.json_response import druid_error_handlers
+from server_kit.json_response import json_response as _json
 from timeline import Interval
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from strata.lifecycle import add_drain_flag
+from server_kit.lifecycle import add_drain_flag
 
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     from broker_service.app import create_app
     from broker_service.build import BrokerConfigError, build_broker
-    from strata.lifecycle import serve
+    from server_kit.lifecycle import serve
 
     log = logging.getLogger("strata.broker")
     try:

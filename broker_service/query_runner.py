@@ -28,7 +28,7 @@ from broker_service.segment_plan import SegmentTask, plan_segments
 from broker_service.server_view import BrokerServerView
 from query import Query
 from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
-from strata.json_response import encode_json
+from server_kit.json_response import encode_json
 from timeline import format_instant
 
 log = logging.getLogger(__name__)
@@ -140,8 +140,10 @@ class QueryRunner:
                 if cached is not None:
                     return QueryResult(None, context, body=cached, etag=etag)
         by_segment = query.context.by_segment
-        lookup = CacheLookup(to_fetch=list(plan.tasks)) if by_segment else await self.cache_policy.lookup(
-            query, plan.tasks
+        lookup = (
+            CacheLookup(to_fetch=list(plan.tasks))
+            if by_segment
+            else await self.cache_policy.lookup(query, plan.tasks)
         )
 
         def time_left() -> float | None:

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from query.base import parse_query
 from query.errors import InvalidInput, QueryError, invalid, unknown_exception
-from strata.json_response import json_response
+from server_kit.json_response import json_response
 from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
 
 if TYPE_CHECKING:

@@ -32,8 +32,8 @@ from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
 from historical_service.query_routes import add_query_routes
 from historical_service.served import ServedSegments
-from strata.json_response import druid_error_handlers
-from strata.json_response import json_response as _json
+from server_kit.json_response import druid_error_handlers
+from server_kit.json_response import json_response as _json
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _memory() -> dict[str, int]:
 
 
 def _status_routes(state: HistoricalState) -> list[BaseRoute]:
-    from strata import __version__
+    from server_kit import __version__
 
     async def status(request: Request) -> Response:
         control = state.control

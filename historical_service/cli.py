@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from strata.lifecycle import add_drain_flag
+from server_kit.lifecycle import add_drain_flag
 
 HELP = "Run a historical node: load segments from deep storage, announce them, serve queries"
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from discovery import ServerType, ZkPaths
     from historical_service.app import HistoricalConfig, create_app, leave_cluster
-    from strata.lifecycle import serve
+    from server_kit.lifecycle import serve
 
     if args.replicas < 1 or args.poll_period <= 0 or not 0 < args.port < 65536:
         print("strata historical: error: --replicas >= 1, --poll-period > 0 and a valid --port are required",

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from strata.druid_metrics import DruidQueryMetrics, SegmentCountCollector, add_process_metrics, outcome_of
+from server_kit.druid_metrics import DruidQueryMetrics, SegmentCountCollector, add_process_metrics, outcome_of
 
 
 class HistoricalMetrics:

@@ -32,7 +32,7 @@ from query.engine import run_for_broker
 from query.errors import QueryCancelled, QueryTimeout, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import SegmentsSpec
-from strata.json_response import json_response
+from server_kit.json_response import json_response
 from timeline import SegmentDescriptor
 
 log = logging.getLogger(__name__)

@@ -124,12 +124,7 @@ class GroupByQuery(Query):
         """Druid's summary row: with no dimensions and granularity `all`, zero rows still give one
         row (count 0, every other aggregator null), unless a limit of 0 or an offset drops it."""
         limit = self.limit_spec
-        return (
-            not self.dimensions
-            and self.granularity.is_all
-            and limit.limit != 0
-            and limit.offset == 0
-        )
+        return not self.dimensions and self.granularity.is_all and limit.limit != 0 and limit.offset == 0
 
     def finalize(self, merged: pa.Table) -> list[Any]:
         plan = self.plan

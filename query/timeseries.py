@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     import duckdb
 
 
-
 def reject_virtual_columns(obj: Mapping[str, Any], what: str) -> None:
     if get_list(obj, "virtualColumns", [], what=what):
         raise QueryUnsupported("virtualColumns are not supported")

@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-system-packages.sh
 scripts/setup-venv.sh test
-echo "== ruff"; .venv/bin/ruff check .
+echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy"; .venv/bin/mypy .
+echo "== import layers"; .venv/bin/lint-imports
 echo "== pytest"; .venv/bin/python -m pytest "$@"

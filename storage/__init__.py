@@ -53,5 +53,7 @@ def open_metadata_store(path_or_url: str | Path) -> MetadataStore:
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///") :]
     elif "://" in text:
-        raise MetadataStoreError(f"unsupported metadata store URL {text!r} (use a file path or sqlite:///path)")
+        raise MetadataStoreError(
+            f"unsupported metadata store URL {text!r} (use a file path or sqlite:///path)"
+        )
     return SQLiteMetadataStore(text)

@@ -63,7 +63,9 @@ def test_topn_keys_cover_dimension_metric_and_threshold() -> None:
 
 def test_whole_answer_keys_include_post_aggregators_and_limits_but_not_run_settings() -> None:
     whole = result_key(parse_query(BASE))
-    assert result_key(parse_query({**BASE, "context": {"queryId": "q", "timeout": 1, "priority": 5}})) == whole
+    assert (
+        result_key(parse_query({**BASE, "context": {"queryId": "q", "timeout": 1, "priority": 5}})) == whole
+    )
     assert result_key(parse_query({**BASE, "postAggregations": POST})) != whole
     assert result_key(parse_query({**BASE, "limit": 3})) != whole
     assert result_key(parse_query({**BASE, "context": {"skipEmptyBuckets": True}})) != whole

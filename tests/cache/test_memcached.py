@@ -145,7 +145,9 @@ def test_nothing_listening_fails_open(prefix):
 
 def test_breaker_opens_on_the_first_error_and_queries_skip_the_server(prefix, caplog):
     """Once open, lookups touch no network: one error counted, one warning, one trip."""
-    cache = MemcachedCache(f"127.0.0.1:{free_port()}", prefix=prefix, retry_interval_s=60, log_interval_s=3600)
+    cache = MemcachedCache(
+        f"127.0.0.1:{free_port()}", prefix=prefix, retry_interval_s=60, log_interval_s=3600
+    )
     try:
         with caplog.at_level(logging.WARNING, logger="cache.memcached"):
             for _ in range(5):

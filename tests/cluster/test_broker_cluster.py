@@ -58,7 +58,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_s
     common = ["--zk", zk_hosts, "--zk-base", base, "--deep-storage", str(root / "deep"),
               "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1"]  # fmt: skip
     historicals = [
-        StrataProcess("historical", [*common, "--segment-cache", str(root / f"cache{i}")], root / f"hist{i}.log")
+        StrataProcess(
+            "historical", [*common, "--segment-cache", str(root / f"cache{i}")], root / f"hist{i}.log"
+        )
         for i in range(2)
     ]
     started: list[StrataProcess] = []
@@ -102,7 +104,9 @@ def test_time_boundary_and_segment_metadata(cluster: dict[str, Any], wikipedia_s
 
 def test_http_discovery_gives_the_same_answers(cluster: dict[str, Any]) -> None:
     nodes = ",".join(h.address for h in cluster["historicals"])
-    broker = StrataProcess("broker", ["--discovery", "http", "--nodes", nodes], cluster["root"] / "broker-http.log")
+    broker = StrataProcess(
+        "broker", ["--discovery", "http", "--nodes", nodes], cluster["root"] / "broker-http.log"
+    )
     broker.start()
     try:
         wait_for_segments(broker, HOURS)
@@ -123,7 +127,9 @@ def test_malformed_queries_get_druid_errors_and_the_broker_keeps_serving(cluster
     assert bad.status_code == 400 and bad.json()["error"] == "Json parse failed"
     unknown = query(broker, {"queryType": "nope", "dataSource": "wikipedia", "intervals": "2015/2016"})
     assert unknown.status_code == 400 and unknown.json()["errorMessage"]
-    negative = query(broker, {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015/2016", "limit": -5})
+    negative = query(
+        broker, {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015/2016", "limit": -5}
+    )
     assert negative.status_code == 400
     topn = {"queryType": "topN", "dataSource": "wikipedia", "intervals": "2015/2016", "granularity": "all",
             "dimension": "page", "metric": "c", "aggregations": [{"type": "count", "name": "c"}]}  # fmt: skip
@@ -138,10 +144,12 @@ def test_malformed_queries_get_druid_errors_and_the_broker_keeps_serving(cluster
     assert served_segments(broker) == HOURS
 
 
-def test_losing_a_historical_never_gives_a_wrong_total(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
+def test_losing_a_historical_never_gives_a_wrong_total(
+    cluster: dict[str, Any], wikipedia_sample: Path
+) -> None:
     """replicas=1: while the survivor takes over, answers are complete, an error, or flagged partial."""
     broker = cluster["broker"]
-    (rows,), = raw("SELECT count(*) FROM RAW", wikipedia_sample)
+    ((rows,),) = raw("SELECT count(*) FROM RAW", wikipedia_sample)
     body = {"queryType": "segmentMetadata", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
             "merge": True, "analysisTypes": [], "context": {"returnPartialResults": True}}  # fmt: skip
     victim = cluster["historicals"][0]
@@ -155,7 +163,9 @@ def test_losing_a_historical_never_gives_a_wrong_total(cluster: dict[str, Any], 
                 assert resp.json()["error"]  # a Druid error body, never a silent wrong answer
                 outcomes["error"] += 1
                 continue
-            missing = json.loads(resp.headers.get("X-Druid-Response-Context", "{}")).get("missingSegments", [])
+            missing = json.loads(resp.headers.get("X-Druid-Response-Context", "{}")).get(
+                "missingSegments", []
+            )
             total = sum(entry["numRows"] for entry in resp.json())
             if missing:
                 assert total < rows
@@ -186,7 +196,9 @@ def test_druid_tutorial_top_pages(cluster: dict[str, Any], wikipedia_sample: Pat
     # Druid's published answer: the top page and the timestamp of the first event
     assert result["timestamp"] == "2015-09-12T00:46:58.771Z"
     assert result["result"][0] == {"count": 33, "page": "Wikipedia:Vandalismusmeldung"}
-    want = raw("SELECT page, count(*) c FROM RAW GROUP BY page ORDER BY c DESC, page LIMIT 10", wikipedia_sample)
+    want = raw(
+        "SELECT page, count(*) c FROM RAW GROUP BY page ORDER BY c DESC, page LIMIT 10", wikipedia_sample
+    )
     assert [(r["page"], r["count"]) for r in result["result"]] == [tuple(w) for w in want]
 
 
@@ -198,13 +210,18 @@ def test_timeseries_and_groupby_through_the_broker(cluster: dict[str, Any], wiki
                                          {"type": "count", "name": "rows"}]}).json()  # fmt: skip
     want = raw("SELECT strftime(date_trunc('hour', time::TIMESTAMP), '%Y-%m-%dT%H:00:00.000Z'), sum(added), count(*) "
                "FROM RAW GROUP BY 1 ORDER BY 1", wikipedia_sample)  # fmt: skip
-    assert [(r["timestamp"], r["result"]["added"], r["result"]["rows"]) for r in ts] == [tuple(w) for w in want]
+    assert [(r["timestamp"], r["result"]["added"], r["result"]["rows"]) for r in ts] == [
+        tuple(w) for w in want
+    ]
     gb = query(broker, {"queryType": "groupBy", "dataSource": "wikipedia", "granularity": "all",
                         "intervals": ["2015-09-12/2015-09-13"], "dimensions": ["channel"],
                         "aggregations": [{"type": "doubleSum", "name": "delta", "fieldName": "delta"}],
                         "limitSpec": {"type": "default", "limit": 5,
                                       "columns": [{"dimension": "delta", "direction": "descending"}]}}).json()  # fmt: skip
-    want = raw("SELECT channel, sum(delta)::DOUBLE d FROM RAW GROUP BY channel ORDER BY d DESC LIMIT 5", wikipedia_sample)
+    want = raw(
+        "SELECT channel, sum(delta)::DOUBLE d FROM RAW GROUP BY channel ORDER BY d DESC LIMIT 5",
+        wikipedia_sample,
+    )
     assert [(r["event"]["channel"], r["event"]["delta"]) for r in gb] == [tuple(w) for w in want]
     assert all(r["version"] == "v1" and r["timestamp"] == "2015-09-12T00:00:00.000Z" for r in gb)
 

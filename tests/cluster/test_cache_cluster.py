@@ -92,7 +92,9 @@ def hour_spec(source: Path, data_source: str = "wikipedia") -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path) -> Iterator[dict[str, Any]]:
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path
+) -> Iterator[dict[str, Any]]:
     """Two historicals serving 2015-09-12 by the hour, and a node announcing itself as `realtime`
     serving the same edits moved to 2015-09-13 (a stand-in until `strata realtime` exists)."""
     root = tmp_path_factory.mktemp("cache-cluster")
@@ -128,13 +130,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_s
             p.stop()
 
 
-def start_broker(cluster: dict[str, Any], name: str, *cache_args: str, result_cache: str = "off") -> StrataProcess:
+def start_broker(
+    cluster: dict[str, Any], name: str, *cache_args: str, result_cache: str = "off"
+) -> StrataProcess:
     """A broker; the whole-answer cache is off unless asked for, so the per-segment cache is what is seen."""
     args = ["--zk", cluster["zk"], "--zk-base", cluster["base"], *cache_args, "--result-cache", result_cache]
     broker = StrataProcess("broker", args,
                            cluster["root"] / f"{name}.log").start()  # fmt: skip
     cluster["started"].append(broker)
-    wait_until(lambda: segments_seen(broker, DAY1) == 24 and segments_seen(broker, DAY2) == 24, "all segments")
+    wait_until(
+        lambda: segments_seen(broker, DAY1) == 24 and segments_seen(broker, DAY2) == 24, "all segments"
+    )
     return broker
 
 
@@ -146,8 +152,12 @@ def test_two_brokers_share_memcached_and_the_hybrid_promotes_to_memory(
     cluster: dict[str, Any], memcached_server: MemcachedServer
 ) -> None:
     want = hourly_added(cluster["day1"])
-    plain = start_broker(cluster, "broker-mc", "--cache", "memcached", "--memcached", memcached_server.address)
-    hybrid = start_broker(cluster, "broker-hybrid", "--cache", "hybrid", "--memcached", memcached_server.address)
+    plain = start_broker(
+        cluster, "broker-mc", "--cache", "memcached", "--memcached", memcached_server.address
+    )
+    hybrid = start_broker(
+        cluster, "broker-hybrid", "--cache", "hybrid", "--memcached", memcached_server.address
+    )
     misses = cache_status(plain)["backend"]["misses"]
     assert as_pairs(post(plain, timeseries(DAY1))) == want
     assert cache_status(plain)["backend"]["misses"] == misses + 24
@@ -162,7 +172,9 @@ def test_two_brokers_share_memcached_and_the_hybrid_promotes_to_memory(
     assert final["l1"]["hits"] == after["l1"]["hits"] + 24 and final["l2"]["hits"] == after["l2"]["hits"]
 
 
-def test_a_query_spanning_realtime_and_historical_caches_only_the_historical_part(cluster: dict[str, Any]) -> None:
+def test_a_query_spanning_realtime_and_historical_caches_only_the_historical_part(
+    cluster: dict[str, Any],
+) -> None:
     want = hourly_added(cluster["day1"]) + hourly_added(cluster["day2"])
     broker = start_broker(cluster, "broker-lru", "--cache", "lru")
     span = "2015-09-12/2015-09-14"
@@ -179,7 +191,9 @@ def test_memcached_dying_mid_run_costs_speed_not_answers(cluster: dict[str, Any]
     want = hourly_added(cluster["day1"])
     server = MemcachedServer(port=free_port()).start()
     try:
-        broker = start_broker(cluster, "broker-mc-dies", "--cache", "memcached", "--memcached", server.address)
+        broker = start_broker(
+            cluster, "broker-mc-dies", "--cache", "memcached", "--memcached", server.address
+        )
         post(broker, timeseries(DAY1))
         server.stop()
         for _ in range(3):
@@ -235,10 +249,15 @@ def test_fifty_identical_cold_queries_reach_each_historical_once(
     from concurrent.futures import ThreadPoolExecutor
 
     want = hourly_added(cluster["day1"])
-    broker = start_broker(cluster, "broker-burst", "--cache", "memcached", "--memcached", memcached_server.address)
+    broker = start_broker(
+        cluster, "broker-burst", "--cache", "memcached", "--memcached", memcached_server.address
+    )
     body = timeseries(DAY1)
     # a filter that keeps every row: the same answer, but a query no other test has cached
-    body["filter"] = {"type": "not", "field": {"type": "selector", "dimension": "page", "value": "no such page"}}
+    body["filter"] = {
+        "type": "not",
+        "field": {"type": "selector", "dimension": "page", "value": "no such page"},
+    }
     before = historical_queries(cluster)
     with ThreadPoolExecutor(50) as pool:
         answers = list(pool.map(lambda _: as_pairs(post(broker, body)), range(50)))

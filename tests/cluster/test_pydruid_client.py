@@ -37,7 +37,9 @@ def test_timeseries(client: PyDruid, wikipedia_sample: Path) -> None:
 def test_topn(client: PyDruid, wikipedia_sample: Path) -> None:
     q = client.topn(datasource="wikipedia", granularity="all", intervals=INTERVAL, dimension="channel",
                     metric="added", threshold=3, aggregations={"added": longsum("added")})  # fmt: skip
-    want = raw("SELECT channel, sum(added) s FROM RAW GROUP BY channel ORDER BY s DESC LIMIT 3", wikipedia_sample)
+    want = raw(
+        "SELECT channel, sum(added) s FROM RAW GROUP BY channel ORDER BY s DESC LIMIT 3", wikipedia_sample
+    )
     assert [(r["channel"], r["added"]) for r in q.result[0]["result"]] == [tuple(w) for w in want]
 
 
@@ -61,5 +63,5 @@ def test_time_boundary_and_segment_metadata(client: PyDruid, wikipedia_sample: P
     tb = client.time_boundary(datasource="wikipedia")
     assert tb.result[0]["result"]["minTime"] == "2015-09-12T00:46:58.771Z"
     sm = client.segment_metadata(datasource="wikipedia", intervals=INTERVAL, merge=True)
-    (rows,), = raw("SELECT count(*) FROM RAW", wikipedia_sample)
+    ((rows,),) = raw("SELECT count(*) FROM RAW", wikipedia_sample)
     assert sm.result[0]["numRows"] == rows

@@ -178,7 +178,10 @@ def generate(rnd: random.Random, data_source: str) -> Spec:
         if spec.gran.is_all and rnd.random() < 0.4:
             spec.limit = rnd.choice([1, 3, 10])
             columns = [{"dimension": first, "direction": "descending", "dimensionOrder": "numeric"}]
-            columns += [{"dimension": d, "direction": "ascending", "dimensionOrder": "lexicographic"} for d in spec.dims]
+            columns += [
+                {"dimension": d, "direction": "ascending", "dimensionOrder": "lexicographic"}
+                for d in spec.dims
+            ]
             body["limitSpec"] = {"type": "default", "limit": spec.limit, "columns": columns}
     elif kind == "topN":
         body["granularity"] = "all"

@@ -59,28 +59,38 @@ def app(served: ServedSegments) -> Starlette:
 def test_time_boundary_matches_raw_rows(app: Starlette, wikipedia_sample: Path) -> None:
     resp = post(app, {"queryType": "timeBoundary", "dataSource": "wikipedia"})
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/json")
-    (lo, hi), = raw("SELECT strftime(min(time::TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%gZ'), "
-                    "strftime(max(time::TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%gZ') FROM RAW", wikipedia_sample)
+    ((lo, hi),) = raw(
+        "SELECT strftime(min(time::TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%gZ'), "
+        "strftime(max(time::TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%gZ') FROM RAW",
+        wikipedia_sample,
+    )
     assert resp.json() == [{"timestamp": lo, "result": {"minTime": lo, "maxTime": hi}}]
     assert resp.headers["X-Druid-Query-Id"]
 
 
 def test_scan_with_filter_counts_rows(app: Starlette, wikipedia_sample: Path) -> None:
     query = {
-        "queryType": "scan", "dataSource": "wikipedia", "intervals": "2015-09-12/2015-09-13",
-        "columns": ["page"], "filter": {"type": "selector", "dimension": "channel", "value": "#en.wikipedia"},
+        "queryType": "scan",
+        "dataSource": "wikipedia",
+        "intervals": "2015-09-12/2015-09-13",
+        "columns": ["page"],
+        "filter": {"type": "selector", "dimension": "channel", "value": "#en.wikipedia"},
     }
     resp = post(app, query)
     rows = [e for batch in resp.json() for e in batch["events"]]
-    (want,), = raw("SELECT count(*) FROM RAW WHERE channel = '#en.wikipedia'", wikipedia_sample)
+    ((want,),) = raw("SELECT count(*) FROM RAW WHERE channel = '#en.wikipedia'", wikipedia_sample)
     assert len(rows) == want
 
 
-def test_segments_spec_reports_missing_segments_and_answers_the_rest(app: Starlette, served: ServedSegments) -> None:
+def test_segments_spec_reports_missing_segments_and_answers_the_rest(
+    app: Starlette, served: ServedSegments
+) -> None:
     present = sorted(served.segments(), key=lambda s: s.interval)[:2]
     missing = SegmentDescriptor(Interval.parse("2015-09-13/2015-09-14"), present[0].version, 0)
     spec = {"type": "segments", "segments": [s.descriptor.to_json() for s in present] + [missing.to_json()]}
-    resp = post(app, {"queryType": "scan", "dataSource": "wikipedia", "intervals": spec, "columns": ["__time"]})
+    resp = post(
+        app, {"queryType": "scan", "dataSource": "wikipedia", "intervals": spec, "columns": ["__time"]}
+    )
     assert resp.status_code == 200
     context = json.loads(resp.headers["X-Druid-Response-Context"])
     assert context == {"missingSegments": [missing.to_json()]}
@@ -90,8 +100,11 @@ def test_segments_spec_reports_missing_segments_and_answers_the_rest(app: Starle
 
 def test_arrow_partials_are_labelled_by_segment(app: Starlette, served: ServedSegments) -> None:
     first = sorted(served.segments(), key=lambda s: s.interval)[0]
-    query = {"queryType": "timeBoundary", "dataSource": "wikipedia",
-             "intervals": {"type": "segments", "segments": [first.descriptor.to_json()]}}
+    query = {
+        "queryType": "timeBoundary",
+        "dataSource": "wikipedia",
+        "intervals": {"type": "segments", "segments": [first.descriptor.to_json()]},
+    }
     resp = post(app, query, {"Accept": ARROW_STREAM})
     assert resp.status_code == 200 and resp.headers["content-type"] == ARROW_STREAM
     table = pa.ipc.open_stream(resp.content).read_all()
@@ -104,9 +117,21 @@ def test_arrow_partials_are_labelled_by_segment(app: Starlette, served: ServedSe
         (b"{not json", 400, "Json parse failed"),
         ({"queryType": "nope", "dataSource": "wikipedia", "intervals": "2015/2016"}, 400, "druidException"),
         ({"queryType": "scan", "dataSource": "wikipedia", "intervals": "garbage"}, 400, "druidException"),
-        ({"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015/2016",
-          "filter": {"type": "selector", "dimension": "x", "value": "y", "extractionFn": {"type": "upper"}}},
-         501, "Unsupported operation"),
+        (
+            {
+                "queryType": "scan",
+                "dataSource": "wikipedia",
+                "intervals": "2015/2016",
+                "filter": {
+                    "type": "selector",
+                    "dimension": "x",
+                    "value": "y",
+                    "extractionFn": {"type": "upper"},
+                },
+            },
+            501,
+            "Unsupported operation",
+        ),
     ],
 )
 def test_errors_have_druid_bodies(app: Starlette, body: Any, status: int, error: str) -> None:

@@ -48,7 +48,11 @@ def test_tutorial_spec_gives_one_day_segment(tutorial_spec, stores, wikipedia_sa
     )
     assert got == want
     facts = read_segment_facts(seg.load_spec["path"])
-    assert facts["numRows"] == 39_244 and facts["rollup"] is False and facts["queryGranularity"] == {"type": "none"}
+    assert (
+        facts["numRows"] == 39_244
+        and facts["rollup"] is False
+        and facts["queryGranularity"] == {"type": "none"}
+    )
     meta = pq.ParquetFile(seg.load_spec["path"]).metadata
     assert meta.row_group(0).column(0).statistics.has_min_max
     store = open_metadata_store(stores["metadata"])

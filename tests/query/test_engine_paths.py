@@ -210,7 +210,10 @@ def picked(idx: np.ndarray, times: np.ndarray | None, cols: dict[str, pa.Array])
 @pytest.mark.parametrize("granularity", ["all", "hour"])
 @pytest.mark.parametrize("with_nan", [False, True])
 def test_arrow_merge_of_partials_equals_the_sql_merge(
-    inputs: list[SegmentInput], granularity: str, with_nan: bool, dimensions: list[str],
+    inputs: list[SegmentInput],
+    granularity: str,
+    with_nan: bool,
+    dimensions: list[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Small merges run on Arrow's hash aggregation; the answer must be DuckDB's to the last bit."""

@@ -90,7 +90,9 @@ def test_footer_statistics_give_each_segments_extremes(segments: list[SegmentInp
 
 def test_a_clipped_segment_is_scanned_not_answered_from_its_footer(segments: list[SegmentInput]) -> None:
     # half of each hourly segment: the footer's extremes may lie outside it
-    halves = [h for s in segments for h in clip([s], Interval(s.interval.start, s.interval.start + 1_800_000))]
+    halves = [
+        h for s in segments for h in clip([s], Interval(s.interval.start, s.interval.start + 1_800_000))
+    ]
     ends = " OR ".join(
         f"(epoch_ms(__time) >= {h.interval.start} AND epoch_ms(__time) < {h.interval.end})" for h in halves
     )

@@ -56,7 +56,9 @@ def test_interval_prints_as_druid() -> None:
     assert Interval.parse(str(ETERNITY)) == ETERNITY
 
 
-@pytest.mark.parametrize("bad", ["", "2015-09-12", "2015-13-01/2015-14-01", "P1D/P2D", "2015-09-13/2015-09-12", "x/y"])
+@pytest.mark.parametrize(
+    "bad", ["", "2015-09-12", "2015-13-01/2015-14-01", "P1D/P2D", "2015-09-13/2015-09-12", "x/y"]
+)
 def test_interval_parse_rejects_bad_input(bad: str) -> None:
     with pytest.raises(ValueError):
         Interval.parse(bad)
@@ -215,7 +217,12 @@ def test_granularity_json_is_druids() -> None:
     assert Granularity.parse({"type": "period", "period": "P2D"}).to_json() == {
         "type": "period", "period": "P2D", "timeZone": "UTC", "origin": None,
     }  # fmt: skip
-    la = {"type": "period", "period": "P1D", "timeZone": "America/Los_Angeles", "origin": "2013-08-30T00:00:00-07:00"}
+    la = {
+        "type": "period",
+        "period": "P1D",
+        "timeZone": "America/Los_Angeles",
+        "origin": "2013-08-30T00:00:00-07:00",
+    }
     assert Granularity.parse(la).to_json() == {
         "type": "period", "period": "P1D", "timeZone": "America/Los_Angeles", "origin": "2013-08-30T00:00:00.000-07:00",
     }  # fmt: skip
@@ -253,7 +260,14 @@ def test_day_bucket_when_midnight_is_skipped_by_dst() -> None:
     assert [d.duration_ms // 3_600_000 for d in days] == [24, 24, 23, 24, 24]
 
 
-ZONES = ["UTC", "America/Los_Angeles", "Asia/Kolkata", "Australia/Lord_Howe", "America/Sao_Paulo", "Europe/Berlin"]
+ZONES = [
+    "UTC",
+    "America/Los_Angeles",
+    "Asia/Kolkata",
+    "Australia/Lord_Howe",
+    "America/Sao_Paulo",
+    "Europe/Berlin",
+]
 PERIODS = ["PT1H", "PT2H", "PT6H", "P1D", "P2D", "P1W", "P1M", "P3M", "P1Y", "P1DT12H", "PT90M"]
 
 
@@ -261,7 +275,9 @@ PERIODS = ["PT1H", "PT2H", "PT6H", "P1D", "P2D", "P1W", "P1M", "P3M", "P1Y", "P1
 @given(
     period=st.sampled_from(PERIODS),
     zone=st.sampled_from(ZONES),
-    origin=st.one_of(st.none(), st.integers(ms(datetime(1990, 1, 1, tzinfo=UTC)), ms(datetime(2030, 1, 1, tzinfo=UTC)))),
+    origin=st.one_of(
+        st.none(), st.integers(ms(datetime(1990, 1, 1, tzinfo=UTC)), ms(datetime(2030, 1, 1, tzinfo=UTC)))
+    ),
     start=st.integers(ms(datetime(1950, 1, 1, tzinfo=UTC)), ms(datetime(2040, 1, 1, tzinfo=UTC))),
     span_days=st.sampled_from([1, 40, 800, 30_000, 60_000]),
     seed=st.integers(0, 2**32 - 1),

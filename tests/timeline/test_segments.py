@@ -46,7 +46,11 @@ def test_data_segment_missing_field() -> None:
 def test_segment_descriptor_json() -> None:
     d = SegmentDescriptor.from_json({"itvl": "2015-09-12/2015-09-13", "ver": "v1", "part": 3})
     assert d.interval == Interval.parse("2015-09-12/2015-09-13")
-    assert d.to_json() == {"itvl": "2015-09-12T00:00:00.000Z/2015-09-13T00:00:00.000Z", "ver": "v1", "part": 3}
+    assert d.to_json() == {
+        "itvl": "2015-09-12T00:00:00.000Z/2015-09-13T00:00:00.000Z",
+        "ver": "v1",
+        "part": 3,
+    }
 
 
 @pytest.mark.parametrize(

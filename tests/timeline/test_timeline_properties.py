@@ -100,7 +100,9 @@ def test_random_adds_and_removes_match_the_oracle(sequence: list[Op], data: st.D
             assert removed is not None and removed.object == chunks.pop(number)
         everything = Interval(0, (CELLS + 4) * CELL)
         assert observed(tl.lookup(everything)) == oracle(groups, incomplete_ok=False)
-        assert observed(tl.lookup_with_incomplete_partitions(everything)) == oracle(groups, incomplete_ok=True)
+        assert observed(tl.lookup_with_incomplete_partitions(everything)) == oracle(
+            groups, incomplete_ok=True
+        )
 
 
 @settings(max_examples=200, deadline=None)

@@ -205,7 +205,10 @@ def test_april(specific) -> None:
 def test_april2_removal_re_exposes_older_versions(specific) -> None:
     remove(specific, "04-01/04-09", "2", 1)
     assert holders(specific, "04-01/04-09") == expected(
-        ("04-01/04-02", "3", [5]), ("04-02/04-03", "1", [2]), ("04-03/04-06", "1", [3]), ("04-06/04-09", "3", [4])
+        ("04-01/04-02", "3", [5]),
+        ("04-02/04-03", "1", [2]),
+        ("04-03/04-06", "1", [3]),
+        ("04-06/04-09", "3", [4]),
     )
 
 
@@ -329,7 +332,9 @@ def test_linear_and_segment_helpers() -> None:
     from timeline import DataSegment
 
     tl: VersionedIntervalTimeline[str] = VersionedIntervalTimeline()
-    seg = DataSegment("wiki", iv("01/02"), "v1", shard_spec=ShardSpec.from_json({"type": "linear", "partitionNum": 4}))
+    seg = DataSegment(
+        "wiki", iv("01/02"), "v1", shard_spec=ShardSpec.from_json({"type": "linear", "partitionNum": 4})
+    )
     tl.add_segment(seg, seg.id)
     assert [h.objects for h in tl.lookup(iv("01/02"))] == [[seg.id]]
     assert tl.remove_segment(seg, seg.id) is not None
