@@ -25,8 +25,22 @@ class ProcessStartError(RuntimeError):
     pass
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+@contextmanager
+def sigint_ignored_by_children(enabled: bool = True) -> Iterator[None]:
+    """Children started inside inherit SIGINT as ignored, as from a non-interactive shell's `&`.
+
+    The parent ignores SIGINT for the moment of the fork (the disposition survives exec) rather
+    than using `preexec_fn`, which is unsafe in a process with threads (seen: children killed by
+    SIGSEGV when the test process had DuckDB and server threads running).
+    """
+    if not enabled:
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -59,10 +73,9 @@ class StrataProcess:
     def start(self, *, wait: str | None = "/status/health", timeout: float = 30.0) -> StrataProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.env}
-        with self.log_path.open("ab") as log:
+        with self.log_path.open("ab") as log, sigint_ignored_by_children(self.ignore_sigint):
             self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_ignore_sigint if self.ignore_sigint
-                                         else None)  # fmt: skip
+                                         stdin=subprocess.DEVNULL)  # fmt: skip
         if wait is not None:
             self.wait_http(wait, timeout=timeout)
         return self

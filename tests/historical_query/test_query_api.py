@@ -126,7 +126,7 @@ def test_arrow_partials_are_labelled_by_segment(app: Starlette, served: ServedSe
                     "type": "selector",
                     "dimension": "x",
                     "value": "y",
-                    "extractionFn": {"type": "upper"},
+                    "extractionFn": {"type": "javascript", "function": "function(x) { return x; }"},
                 },
             },
             501,

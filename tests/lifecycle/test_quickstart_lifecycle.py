@@ -19,6 +19,7 @@ import pytest
 
 from strata.local_servers import ZooKeeperServer, free_port
 from tests.lifecycle.test_servers import port_free
+from tests.process_helpers import sigint_ignored_by_children
 
 pytestmark = [
     pytest.mark.integration,
@@ -64,10 +65,8 @@ def quickstart(
     ports = [free_port(), free_port(), free_port()]
     argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(ports[0]),
             "--historical-ports", f"{ports[1]},{ports[2]}", "--drain-seconds", "5", *extra]  # fmt: skip
-    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=ignore
-    )
+    with sigint_ignored_by_children(ignore_sigint):
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pids: list[int] = []
     try:
         deadline = time.monotonic() + 240
