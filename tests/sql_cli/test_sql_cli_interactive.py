@@ -3,6 +3,8 @@ Ctrl-C cancelling the running statement on the server while the client stays."""
 
 from __future__ import annotations
 
+import shlex
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from pexpect.popen_spawn import PopenSpawn
 
 from tests.sql_cli.fake_sql_server import FakeSqlServer, fake_sql_server
 
@@ -22,24 +25,47 @@ def fake() -> Iterator[FakeSqlServer]:
         yield server
 
 
-def spawn(fake: FakeSqlServer, history: Path) -> pexpect.spawn:
-    child = pexpect.spawn(
-        sys.executable, ["-m", "strata.cli", "sql", "--url", fake.url, "--history", str(history)],
-        encoding="utf-8", timeout=30, dimensions=(40, 160),
-    )  # fmt: skip
-    child.expect_exact(PROMPT)
-    return child
+class Terminal:
+    """`strata sql` on a real pseudo-terminal made by script(1), driven over pipes.
 
+    pexpect's own pty spawn forks the test process and runs Python before exec, which is unsafe
+    once the test process has threads (DuckDB's, servers'); script(1) is a plain fork+exec.
+    Keys are what a terminal sends: Enter is CR, Ctrl-C is ETX (the line discipline turns it into
+    SIGINT for the client), Ctrl-D is EOT.
+    """
 
-def finish(child: pexpect.spawn) -> int:
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus is not None
-    return child.exitstatus
+    def __init__(self, fake: FakeSqlServer, history: Path) -> None:
+        argv = [sys.executable, "-m", "strata.cli", "sql", "--url", fake.url, "--history", str(history)]
+        command = f"stty cols 160 rows 40; exec {shlex.join(argv)}"
+        self.child = PopenSpawn(["script", "-qfec", command, "/dev/null"], encoding="utf-8", timeout=30)
+        self.child.expect_exact(PROMPT)
+
+    def sendline(self, text: str) -> None:
+        self.child.send(text + "\r")
+
+    def interrupt(self) -> None:
+        self.child.send("\x03")
+
+    def eof(self) -> None:
+        self.child.send("\x04")
+
+    def expect_exact(self, text: str) -> None:
+        self.child.expect_exact(text)
+
+    def expect(self, pattern: str) -> None:
+        self.child.expect(pattern)
+
+    def finish(self) -> int:
+        self.child.expect(pexpect.EOF)
+        return int(self.child.wait())
+
+    def kill(self) -> None:
+        if self.child.proc.poll() is None:
+            self.child.kill(signal.SIGKILL)
 
 
 def test_multiline_statement_table_and_quit(fake: FakeSqlServer, tmp_path: Path) -> None:
-    child = spawn(fake, tmp_path / "history")
+    child = Terminal(fake, tmp_path / "history")
     try:
         child.sendline("SELECT *")
         child.expect_exact("     -> ")
@@ -49,13 +75,13 @@ def test_multiline_statement_table_and_quit(fake: FakeSqlServer, tmp_path: Path)
         child.expect_exact(PROMPT)
         assert fake.requests[-1]["query"] == "SELECT *\nFROM wikipedia"
         child.sendline("\\q")
-        assert finish(child) == 0
+        assert child.finish() == 0
     finally:
-        child.terminate(force=True)
+        child.kill()
 
 
 def test_backslash_commands(fake: FakeSqlServer, tmp_path: Path) -> None:
-    child = spawn(fake, tmp_path / "history")
+    child = Terminal(fake, tmp_path / "history")
     try:
         child.sendline("\\d")
         child.expect_exact("wikipedia")
@@ -79,66 +105,65 @@ def test_backslash_commands(fake: FakeSqlServer, tmp_path: Path) -> None:
         child.sendline("SELECT bad FROM wikipedia;")
         child.expect_exact("Error: INVALID_INPUT: Column 'bad' not found")
         child.expect_exact(PROMPT)
-        child.sendeof()
-        assert finish(child) == 0
+        child.eof()
+        assert child.finish() == 0
     finally:
-        child.terminate(force=True)
+        child.kill()
 
 
 def test_ctrl_c_cancels_the_running_statement_and_keeps_the_client(
     fake: FakeSqlServer, tmp_path: Path
 ) -> None:
-    child = spawn(fake, tmp_path / "history")
+    child = Terminal(fake, tmp_path / "history")
     try:
         child.sendline("SELECT sleep;")
         deadline = time.monotonic() + 10
         while not any("SELECT sleep" in r["query"] for r in fake.requests) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.3)
-        child.sendintr()
+        child.interrupt()
         child.expect_exact("Query cancelled.")
         child.expect_exact(PROMPT)
         assert fake.cancelled and fake.cancelled[-1] == fake.requests[-1]["context"]["sqlQueryId"]
         child.sendline("SELECT * FROM wikipedia;")
         child.expect_exact("#en.wikipedia")
         child.sendline("\\q")
-        assert finish(child) == 0
+        assert child.finish() == 0
     finally:
-        child.terminate(force=True)
+        child.kill()
 
 
 def test_ctrl_c_at_the_prompt_drops_the_unfinished_statement(fake: FakeSqlServer, tmp_path: Path) -> None:
-    child = spawn(fake, tmp_path / "history")
+    child = Terminal(fake, tmp_path / "history")
     try:
         child.sendline("SELECT broken")
         child.expect_exact("     -> ")
-        child.sendintr()
+        child.interrupt()
         child.expect_exact(PROMPT)
         child.sendline("\\q")
-        assert finish(child) == 0
+        assert child.finish() == 0
     finally:
-        child.terminate(force=True)
+        child.kill()
 
 
 def test_history_persists_between_sessions(fake: FakeSqlServer, tmp_path: Path) -> None:
     history = tmp_path / "history"
-    child = spawn(fake, history)
+    child = Terminal(fake, history)
     try:
         child.sendline("SELECT * FROM wikipedia LIMIT 0;")
         child.expect_exact("Retrieved 0 rows")
         child.sendline("\\q")
-        finish(child)
+        child.finish()
     finally:
-        child.terminate(force=True)
+        child.kill()
     assert "SELECT * FROM wikipedia LIMIT 0;" in history.read_text()
-    child = spawn(fake, history)
+    child = Terminal(fake, history)
     try:
         before = len(fake.requests)
-        child.send("\x1b[A\x1b[A")  # up twice: past "\q" to the statement
-        child.send("\r")
+        child.child.send("\x1b[A\x1b[A\r")  # up twice: past "\\q" to the statement, then Enter
         child.expect_exact("Retrieved 0 rows")
         assert fake.requests[before]["query"] == "SELECT * FROM wikipedia LIMIT 0"
         child.sendline("\\q")
-        assert finish(child) == 0
+        assert child.finish() == 0
     finally:
-        child.terminate(force=True)
+        child.kill()
