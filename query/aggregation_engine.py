@@ -38,6 +38,7 @@ from query.granularity_sql import bucket_sql
 from query.post_aggregators import PostAggEnv
 from query.relation import filtered_relation
 from query.segment_input import SEGMENT_INDEX, WINDOW_START, SegmentInput, segment_labels
+from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns
 from timeline import Granularity
 
 MAX_FILLED_BUCKETS = 1_000_000  # zero-filled buckets one query may emit
@@ -63,6 +64,7 @@ class GroupingPlan:
     dimensions: tuple[DimensionSpec, ...]
     aggregators: tuple[Aggregator, ...]
     filter: Filter | None
+    virtual_columns: VirtualColumns = NO_VIRTUAL_COLUMNS
 
     # -- per segment -------------------------------------------------------------------------------
     def input_columns(self) -> list[str]:
@@ -93,7 +95,9 @@ class GroupingPlan:
             starts = window_starts(inputs)
             if self.filter is None and all(reads_whole(i) for i in inputs):
                 bucket, starts = f"CAST({min(starts.values(), default=0)} AS BIGINT)", None
-        relation, types = filtered_relation(inputs, self.input_columns(), self.filter, starts)
+        relation, types = filtered_relation(
+            inputs, self.input_columns(), self.filter, starts, self.virtual_columns
+        )
         dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(self.dimensions)]
         aggs = [e for i, a in enumerate(self.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
         # per segment, group by the segment's small integer index, not its long id string

@@ -69,10 +69,14 @@ def bucket_sql(gran: Granularity, conn: duckdb.DuckDBPyConnection, column: str =
         return column
     step = fixed_step(gran)
     if step is not None:
-        size, origin = step
-        # floor division that is right for times before the origin too (SQL % keeps the sign)
-        return f"({column} - ((({column} - {origin}) % {size}) + {size}) % {size})"
+        return step_floor_sql(column, *step)
     return f"{_bucket_function(conn, gran)}({column})"
+
+
+def step_floor_sql(column: str, size: int, origin: int) -> str:
+    """Start of the fixed-size bucket holding `column`, counted from `origin` (all epoch ms)."""
+    # floor division that is right for times before the origin too (SQL % keeps the sign)
+    return f"({column} - ((({column} - {origin}) % {size}) + {size}) % {size})"
 
 
 def _bucket_function(conn: duckdb.DuckDBPyConnection, gran: Granularity) -> str:

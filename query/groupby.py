@@ -31,7 +31,7 @@ from query.having import Having, parse_having
 from query.limit_spec import LimitSpec, parse_limit_spec
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
 from query.segment_input import SegmentInput
-from query.timeseries import reject_virtual_columns
+from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ class GroupByQuery(Query):
     dimensions: tuple[DimensionSpec, ...]
     granularity: Granularity
     filter: Filter | None = None
+    virtual_columns: VirtualColumns = NO_VIRTUAL_COLUMNS
     aggregations: tuple[Aggregator, ...] = ()
     post_aggregations: tuple[PostAggregator, ...] = ()
     having: Having | None = None
@@ -56,7 +57,6 @@ class GroupByQuery(Query):
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
         what = "groupBy query"
-        reject_virtual_columns(obj, what)
         if obj.get("subtotalsSpec") is not None:
             raise QueryUnsupported("subtotalsSpec is not supported")
         dims = tuple(
@@ -74,6 +74,7 @@ class GroupByQuery(Query):
             dimensions=dims,
             granularity=parse_query_granularity(obj.get("granularity")),
             filter=parse_filter(obj.get("filter")),
+            virtual_columns=parse_virtual_columns(obj, what),
             aggregations=aggs,
             post_aggregations=posts,
             having=parse_having(obj.get("having")),
@@ -87,6 +88,7 @@ class GroupByQuery(Query):
                 "dimensions": [d.to_json() for d in self.dimensions],
                 "granularity": self.granularity.to_json(),
                 "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
                 "aggregations": [a.to_json() for a in self.aggregations],
                 "postAggregations": [p.to_json() for p in self.post_aggregations],
                 "having": None if self.having is None else self.having.to_json(),
@@ -102,13 +104,16 @@ class GroupByQuery(Query):
                 "dimensions": [d.to_json() for d in self.dimensions],
                 "granularity": self.granularity.to_json(),
                 "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
                 "aggregations": [a.to_json() for a in self.aggregations],
             },
         )
 
     @property
     def plan(self) -> GroupingPlan:
-        return GroupingPlan(self.granularity, self.dimensions, self.aggregations, self.filter)
+        return GroupingPlan(
+            self.granularity, self.dimensions, self.aggregations, self.filter, self.virtual_columns
+        )
 
     # -- data path ---------------------------------------------------------------------------------
     def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:

@@ -97,8 +97,10 @@ class Constant(PostAggregator):
 
 
 def _safe_divide(a: pa.Array, b: pa.Array) -> pa.Array:
+    """Druid's `/`: a null operand gives null (checked first), then a zero divisor gives 0."""
     zero = pc.equal(b, 0.0)
-    return pc.if_else(zero, pa.scalar(0.0), pc.divide(a, pc.if_else(zero, pa.scalar(1.0), b)))
+    quotient = pc.divide(a, pc.if_else(zero, pa.scalar(1.0), b))
+    return pc.if_else(pc.and_(zero, pc.is_valid(a)), pa.scalar(0.0), quotient)
 
 
 _OPS: dict[str, Callable[[pa.Array, pa.Array], pa.Array]] = {

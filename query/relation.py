@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from query.filters import Filter
 from query.segment_input import SegmentInput, scan_relation
+from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns
 
 
 def filtered_relation(
@@ -13,15 +14,28 @@ def filtered_relation(
     columns: Iterable[str],
     flt: Filter | None,
     window_starts: Mapping[str, int] | None = None,
+    virtual: VirtualColumns = NO_VIRTUAL_COLUMNS,
 ) -> tuple[str, dict[str, str]]:
     """SQL over all `inputs` with `__segment`, `__time`, `columns` and the filter's columns.
 
     The filter needs the unified column types to render, and the relation needs the rendered
     filter (pushed into each segment's Parquet scan), so types come from a first, cheap pass.
+    Virtual columns are projected over the scan; a filter that reads one applies after them.
     """
     wanted = list(dict.fromkeys(columns))
-    if flt is None:
-        return scan_relation(inputs, wanted, window_starts=window_starts)
-    wanted += [c for c in sorted(flt.columns()) if c not in wanted]
-    _, types = scan_relation(inputs, wanted)
-    return scan_relation(inputs, wanted, where=flt.to_sql(types), window_starts=window_starts)
+    if flt is not None:
+        wanted += [c for c in sorted(flt.columns()) if c not in wanted]
+    if not virtual or not virtual.needed(wanted):
+        if flt is None:
+            return scan_relation(inputs, wanted, window_starts=window_starts)
+        _, types = scan_relation(inputs, wanted)
+        return scan_relation(inputs, wanted, where=flt.to_sql(types), window_starts=window_starts)
+    physical = virtual.physical(wanted)
+    _, types = scan_relation(inputs, physical)
+    reads_virtual = flt is not None and bool(virtual.needed(flt.columns()))
+    pushed = None if flt is None or reads_virtual else flt.to_sql(types)
+    relation, _ = scan_relation(inputs, physical, where=pushed, window_starts=window_starts)
+    relation, types = virtual.project(relation, types, wanted)
+    if flt is not None and reads_virtual:
+        relation = f"SELECT * FROM ({relation}) WHERE {flt.to_sql(types)}"
+    return relation, types

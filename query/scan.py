@@ -26,6 +26,7 @@ from query.fields import get_bool, get_int, get_list, get_str
 from query.filters import Filter, parse_filter
 from query.relation import filtered_relation
 from query.segment_input import TIME_COLUMN, SegmentInput, read_schema
+from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import format_instant
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class ScanQuery(Query):
     offset: int = 0
     order: str = "none"
     filter: Filter | None = None
+    virtual_columns: VirtualColumns = NO_VIRTUAL_COLUMNS
     legacy: bool = False
 
     @classmethod
@@ -74,8 +76,6 @@ class ScanQuery(Query):
             raise QueryUnsupported("resultFormat [valueVector] is not supported")
         if result_format not in RESULT_FORMATS:
             raise invalid("Unknown resultFormat [%s]; expected list or compactedList", result_format)
-        if get_list(obj, "virtualColumns", [], what=what):
-            raise QueryUnsupported("virtualColumns are not supported")
         order = _parse_order(obj)
         if order != "none" and columns and TIME_COLUMN not in columns:
             raise invalid("Scan query ordered by [__time] must include [__time] in [columns]")
@@ -91,6 +91,7 @@ class ScanQuery(Query):
             offset=get_int(obj, "offset", 0, what=what, minimum=0),
             order=order,
             filter=parse_filter(obj.get("filter")),
+            virtual_columns=parse_virtual_columns(obj, what),
             legacy=get_bool(obj, "legacy", False, what=what),
         )
 
@@ -105,6 +106,7 @@ class ScanQuery(Query):
                 "offset": self.offset,
                 "order": self.order,
                 "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
                 "legacy": self.legacy,
             }
         )
@@ -122,7 +124,7 @@ class ScanQuery(Query):
             wanted = [c for c in self.columns if c != TIME_COLUMN]
         else:
             wanted = list(dict.fromkeys(c for cols in own_columns.values() for c in cols[1:]))
-        relation, _ = filtered_relation(inputs, wanted, self.filter)
+        relation, _ = filtered_relation(inputs, wanted, self.filter, virtual=self.virtual_columns)
         projection = ", ".join([SEGMENT_COLUMN, TIME_COLUMN, *map(quote_ident, wanted)])
         sql = f"SELECT {projection} FROM ({relation})"
         if self.order != "none":

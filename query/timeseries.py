@@ -22,21 +22,17 @@ from query.aggregators.base import json_values
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from query.cache_key import digest_key
 from query.duck import connection
-from query.errors import QueryUnsupported, invalid
-from query.fields import JAVA_INT_MAX, get_bool, get_int, get_list
+from query.errors import invalid
+from query.fields import JAVA_INT_MAX, get_bool, get_int
 from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
 from query.segment_input import SegmentInput
+from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
     import duckdb
-
-
-def reject_virtual_columns(obj: Mapping[str, Any], what: str) -> None:
-    if get_list(obj, "virtualColumns", [], what=what):
-        raise QueryUnsupported("virtualColumns are not supported")
 
 
 @register
@@ -46,6 +42,7 @@ class TimeseriesQuery(Query):
 
     granularity: Granularity
     filter: Filter | None = None
+    virtual_columns: VirtualColumns = NO_VIRTUAL_COLUMNS
     aggregations: tuple[Aggregator, ...] = ()
     post_aggregations: tuple[PostAggregator, ...] = ()
     descending: bool = False
@@ -54,7 +51,6 @@ class TimeseriesQuery(Query):
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
         what = "timeseries query"
-        reject_virtual_columns(obj, what)
         aggs = parse_aggregators(obj)
         limit = get_int(obj, "limit", None, what=what, maximum=JAVA_INT_MAX)
         if limit is not None and limit <= 0:
@@ -63,6 +59,7 @@ class TimeseriesQuery(Query):
             **common.as_kwargs(),
             granularity=parse_query_granularity(obj.get("granularity")),
             filter=parse_filter(obj.get("filter")),
+            virtual_columns=parse_virtual_columns(obj, what),
             aggregations=aggs,
             post_aggregations=parse_post_aggregators(obj, [a.name for a in aggs]),
             descending=get_bool(obj, "descending", False, what=what),
@@ -75,6 +72,7 @@ class TimeseriesQuery(Query):
             {
                 "granularity": self.granularity.to_json(),
                 "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
                 "aggregations": [a.to_json() for a in self.aggregations],
                 "postAggregations": [p.to_json() for p in self.post_aggregations],
                 "descending": self.descending,
@@ -89,6 +87,7 @@ class TimeseriesQuery(Query):
             {
                 "granularity": self.granularity.to_json(),
                 "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
                 "aggregations": [a.to_json() for a in self.aggregations],
                 "skipEmptyBuckets": self.context.skip_empty_buckets,
             },
@@ -96,7 +95,7 @@ class TimeseriesQuery(Query):
 
     @property
     def plan(self) -> GroupingPlan:
-        return GroupingPlan(self.granularity, (), self.aggregations, self.filter)
+        return GroupingPlan(self.granularity, (), self.aggregations, self.filter, self.virtual_columns)
 
     # -- data path ---------------------------------------------------------------------------------
     def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:

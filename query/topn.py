@@ -33,7 +33,6 @@ from query.granularity_sql import parse_query_granularity
 from query.orderings import group_positions, ordinal, segment_codes
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
 from query.segment_input import SEGMENT_INDEX, SegmentInput
-from query.timeseries import reject_virtual_columns
 from query.topn_metric import (
     InvertedMetric,
     TopNMetric,
@@ -42,6 +41,7 @@ from query.topn_metric import (
     parse_topn_metric,
     rank_key,
 )
+from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
@@ -70,13 +70,13 @@ class TopNQuery(Query):
     threshold: int
     granularity: Granularity
     filter: Filter | None = None
+    virtual_columns: VirtualColumns = NO_VIRTUAL_COLUMNS
     aggregations: tuple[Aggregator, ...] = ()
     post_aggregations: tuple[PostAggregator, ...] = ()
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
         what = "topN query"
-        reject_virtual_columns(obj, what)
         if obj.get("dimension") is None:
             raise invalid("Missing required field [dimension] of topN query")
         if obj.get("metric") is None:
@@ -94,6 +94,7 @@ class TopNQuery(Query):
             threshold=get_int(obj, "threshold", what=what, minimum=1, maximum=JAVA_INT_MAX),
             granularity=parse_query_granularity(obj.get("granularity")),
             filter=parse_filter(obj.get("filter")),
+            virtual_columns=parse_virtual_columns(obj, what),
             aggregations=aggs,
             post_aggregations=posts,
         )
@@ -107,6 +108,7 @@ class TopNQuery(Query):
                 "threshold": self.threshold,
                 "granularity": self.granularity.to_json(),
                 "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
                 "aggregations": [a.to_json() for a in self.aggregations],
                 "postAggregations": [p.to_json() for p in self.post_aggregations],
             }
@@ -126,6 +128,7 @@ class TopNQuery(Query):
                 "partial": 2,  # partials carry the hidden row count and empty-bucket markers
                 "granularity": self.granularity.to_json(),
                 "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
                 "aggregations": [a.to_json() for a in self.aggregations],
                 # a post-aggregator ranks segments' values only when it is the metric
                 "postAggregations": [p.to_json() for p in self.post_aggregations] if post_used else [],
@@ -136,7 +139,7 @@ class TopNQuery(Query):
     def plan(self) -> GroupingPlan:
         # a hidden row count, last, tells real groups (>= 1) from empty-bucket markers (null)
         aggs = (*self.aggregations, CountAggregator(ROWS))
-        return GroupingPlan(self.granularity, (self.dimension,), aggs, self.filter)
+        return GroupingPlan(self.granularity, (self.dimension,), aggs, self.filter, self.virtual_columns)
 
     @property
     def _rows_col(self) -> str:

@@ -35,7 +35,7 @@ FilterParser = Callable[[Mapping[str, Any]], Filter]
 _PARSERS: dict[str, FilterParser] = {}
 
 # Druid filter types this engine does not evaluate: a clear 501 rather than a wrong answer.
-UNSUPPORTED_TYPES = frozenset({"expression", "javascript", "spatial", "arrayContainsElement"})
+UNSUPPORTED_TYPES = frozenset({"javascript", "spatial", "arrayContainsElement"})
 
 
 def filter_type(name: str) -> Callable[[FilterParser], FilterParser]:

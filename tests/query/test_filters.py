@@ -530,7 +530,6 @@ def test_invalid_filters_are_400(bad: Any) -> None:
             "extractionFn": {"type": "registeredLookup", "lookup": "countries"},
         },
         {"type": "javascript", "dimension": "s", "function": "function(x){return true}"},
-        {"type": "expression", "expression": "s == 'a'"},
         {"type": "and", "fields": [{"type": "spatial", "dimension": "s", "bound": {}}]},
     ],
 )

@@ -1,0 +1,218 @@
+"""Virtual columns and expression filters against DuckDB SQL written by hand over the raw rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from query import parse_query
+from query.errors import InvalidInput, QueryError
+from query.segment_input import SegmentInput
+from tests.query.aggregation_helpers import oracle, run, run_split
+from tests.query.segment_fixtures import wikipedia_rows, write_segments
+from timeline import format_instant
+
+DAY = "2015-09-12/2015-09-13"
+
+
+@pytest.fixture(scope="module")
+def segments(tmp_path_factory: pytest.TempPathFactory) -> list[SegmentInput]:
+    return write_segments(wikipedia_rows(), tmp_path_factory.mktemp("vc_wiki"), rows_per_segment=5_000)
+
+
+def vc(name: str, expression: str, output_type: str | None = None) -> dict[str, Any]:
+    out = {"type": "expression", "name": name, "expression": expression}
+    if output_type:
+        out["outputType"] = output_type
+    return out
+
+
+def base(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"queryType": kind, "dataSource": "wiki", "intervals": [DAY], "granularity": "all", **fields}
+
+
+@pytest.mark.parametrize(
+    ("expression", "where"),
+    [
+        ("added > 100 && delta < 0", "added > 100 AND delta < 0"),
+        ("cityName == 'Paris'", "cityName = 'Paris'"),
+        ("!(cityName == 'Paris')", "NOT (cityName = 'Paris')"),
+        ("isNew", "lower(isNew) = 'true'"),
+        ("like(page, 'Talk:%') || strlen(page) > 60", "page LIKE 'Talk:%' OR length(page) > 60"),
+        ("timestamp_extract(__time, 'HOUR') >= 20", "hour(__time) >= 20"),
+        ("nvl(regionIsoCode, 'none') == 'none'", "coalesce(regionIsoCode, 'none') = 'none'"),
+        ("added / 7 == 2", "trunc(added / 7) = 2"),
+        ("-delta % 5 == 3", "(-delta) % 5 = 3"),
+    ],
+)
+def test_expression_filter_counts(segments: list[SegmentInput], expression: str, where: str) -> None:
+    q = base(
+        "timeseries",
+        filter={"type": "expression", "expression": expression},
+        aggregations=[{"type": "count", "name": "n"}],
+    )
+    (want,) = oracle(f"SELECT count(*) FROM raw WHERE {where}")
+    assert run(q, segments)[0]["result"]["n"] == want[0]
+    negated = {**q, "filter": {"type": "not", "field": q["filter"]}}
+    (unknown_or_false,) = oracle(f"SELECT count(*) FROM raw WHERE NOT ({where})")
+    assert run(negated, segments)[0]["result"]["n"] == unknown_or_false[0]
+
+
+def test_group_by_virtual_dimension_and_summed_expression(segments: list[SegmentInput]) -> None:
+    q = base(
+        "groupBy",
+        virtualColumns=[vc("v0", "upper(substring(page, 0, 1))"), vc("v1", "added - deleted", "LONG")],
+        dimensions=[{"type": "default", "dimension": "v0", "outputName": "first"}],
+        aggregations=[{"type": "count", "name": "n"}, {"type": "longSum", "name": "net", "fieldName": "v1"}],
+    )
+    want = oracle(
+        "SELECT upper(substring(page, 1, 1)) AS f, count(*), sum(added - deleted) FROM raw GROUP BY f ORDER BY f"
+    )
+    for answer in (run(q, segments), run_split(q, segments)):
+        got = [(r["event"]["first"], r["event"]["n"], r["event"]["net"]) for r in answer]
+        assert got == want
+
+
+def test_topn_on_zoned_hour(segments: list[SegmentInput]) -> None:
+    q = base(
+        "topN",
+        virtualColumns=[vc("h", "timestamp_extract(__time, 'HOUR', 'America/Los_Angeles')", "LONG")],
+        dimension={"type": "default", "dimension": "h", "outputName": "hour", "outputType": "LONG"},
+        metric="edits",
+        threshold=4,
+        aggregations=[{"type": "count", "name": "edits"}],
+    )
+    want = oracle(
+        "SELECT hour(timezone('America/Los_Angeles', __time)) AS h, count(*) AS c FROM raw "
+        "GROUP BY h ORDER BY c DESC, h LIMIT 4"
+    )
+    got = [(r["hour"], r["edits"]) for r in run(q, segments)[0]["result"]]
+    assert got == want
+
+
+def test_timeseries_with_monthly_floor_in_zone_and_conditional_sum(segments: list[SegmentInput]) -> None:
+    q = base(
+        "groupBy",
+        virtualColumns=[
+            vc("bucket", "timestamp_floor(__time, 'PT6H', null, 'Asia/Kolkata')"),
+            vc("weighted", "case_searched(added > 50, added * 1.5, delta)"),
+        ],
+        dimensions=[{"type": "default", "dimension": "bucket", "outputType": "LONG"}],
+        aggregations=[{"type": "doubleSum", "name": "w", "fieldName": "weighted"}],
+    )
+    want = oracle(
+        "SELECT epoch_ms(timezone('Asia/Kolkata', time_bucket(INTERVAL 6 HOUR, timezone('Asia/Kolkata', __time)))) "
+        "AS b, sum(CASE WHEN added > 50 THEN added * 1.5 ELSE delta END) FROM raw GROUP BY b ORDER BY b"
+    )
+    got = [(r["event"]["bucket"], r["event"]["w"]) for r in run(q, segments)]
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1] for g in got] == pytest.approx([w[1] for w in want])
+
+
+def test_virtual_column_reading_another_and_shadowing_a_column(segments: list[SegmentInput]) -> None:
+    q = base(
+        "groupBy",
+        virtualColumns=[
+            vc("channel", "concat(lower(namespace), '/', v2)"),
+            vc("v2", "if(added > 10, 'big', 'small')"),
+        ],
+        dimensions=["channel"],
+        aggregations=[{"type": "count", "name": "n"}],
+        limitSpec={"type": "default", "columns": [{"dimension": "n", "direction": "descending"}], "limit": 3},
+    )
+    want = oracle(
+        "SELECT lower(namespace) || '/' || CASE WHEN added > 10 THEN 'big' ELSE 'small' END AS c, count(*) AS n "
+        "FROM raw GROUP BY c ORDER BY n DESC LIMIT 3"
+    )
+    assert [(r["event"]["channel"], r["event"]["n"]) for r in run(q, segments)] == want
+
+
+def test_scan_returns_virtual_columns(segments: list[SegmentInput]) -> None:
+    q = base(
+        "scan",
+        virtualColumns=[
+            vc("len", "strlen(page)"),
+            vc("stamp", "timestamp_format(__time, 'yyyy-MM-dd HH:mm')"),
+        ],
+        columns=["__time", "page", "len", "stamp"],
+        filter={"type": "expression", "expression": "len > 80"},
+        order="ascending",
+        resultFormat="compactedList",
+    )
+    want = oracle(
+        "SELECT epoch_ms(__time), page, length(page), strftime(__time, '%Y-%m-%d %H:%M') FROM raw "
+        "WHERE length(page) > 80 ORDER BY __time"
+    )
+    rows = [tuple(e) for batch in run(q, segments) for e in batch["events"]]
+    assert sorted(rows, key=lambda r: (r[0], r[1])) == sorted(want, key=lambda r: (r[0], r[1]))
+
+
+def test_first_hour_timestamps_are_druid_instants(segments: list[SegmentInput]) -> None:
+    q = base(
+        "timeseries",
+        virtualColumns=[vc("t", "timestamp_shift(__time, 'P1M', -1)")],
+        aggregations=[{"type": "longMin", "name": "t", "fieldName": "t"}],
+    )
+    (want,) = oracle("SELECT epoch_ms(min(__time) - INTERVAL 1 MONTH) FROM raw")
+    assert format_instant(run(q, segments)[0]["result"]["t"]) == format_instant(want[0])
+
+
+@pytest.mark.parametrize(
+    ("virtual", "message"),
+    [
+        ([vc("v", "added +")], "position"),
+        ([vc("v", "frobnicate(added)")], "frobnicate"),
+        ([vc("a", "b + 1"), vc("b", "a + 1")], "itself"),
+        ([vc("v", "1"), vc("v", "2")], "Duplicate"),
+        ([vc("__time", "1")], "reserved"),
+        ([vc("v", "timestamp_floor(__time, 'P1X')")], "period"),
+        ([vc("v", "timestamp_format(__time, 'yyyy', 'Mars/Olympus')")], "time zone"),
+        ([{"type": "expression", "name": "v", "expression": "1", "outputType": "COMPLEX"}], "outputType"),
+    ],
+)
+def test_bad_virtual_columns_are_400(segments: list[SegmentInput], virtual: list[Any], message: str) -> None:
+    q = base(
+        "timeseries",
+        virtualColumns=virtual,
+        aggregations=[{"type": "longSum", "name": "s", "fieldName": "v"}],
+    )
+    with pytest.raises(InvalidInput) as e:
+        run(q, segments)
+    assert message in e.value.error_message and e.value.status == 400
+
+
+def test_unsupported_virtual_column_type_is_501() -> None:
+    with pytest.raises(QueryError) as e:
+        parse_query(base("timeseries", virtualColumns=[{"type": "nested-field", "name": "v"}]))
+    assert e.value.status == 501
+
+
+def test_arithmetic_post_aggregator_null_operand_wins_over_zero_divisor(segments: list[SegmentInput]) -> None:
+    """Found by the differential run: null / 0 is null in Druid (the null check comes first)."""
+    q = base(
+        "timeseries",
+        filter={"type": "selector", "dimension": "channel", "value": "#nowhere"},
+        aggregations=[{"type": "count", "name": "c"}, {"type": "longMax", "name": "m", "fieldName": "delta"}],
+        postAggregations=[
+            {
+                "type": "arithmetic",
+                "name": "p",
+                "fn": "/",
+                "fields": [
+                    {"type": "fieldAccess", "fieldName": "m"},
+                    {"type": "fieldAccess", "fieldName": "c"},
+                ],
+            },
+            {
+                "type": "arithmetic",
+                "name": "z",
+                "fn": "/",
+                "fields": [
+                    {"type": "fieldAccess", "fieldName": "c"},
+                    {"type": "fieldAccess", "fieldName": "c"},
+                ],
+            },
+        ],
+    )
+    assert run(q, segments)[0]["result"] == {"c": 0, "m": None, "p": None, "z": 0.0}
