@@ -173,9 +173,16 @@ def sql_routes(broker: Broker) -> list[Route]:
             plan = statement.plan
             if statement.explain:
                 native = plan.native or {}
+                explained = {
+                    "query": native,
+                    "signature": [{"name": o.source, "type": o.druid_type} for o in plan.outputs],
+                    "columnMappings": [
+                        {"queryColumn": o.source, "outputColumn": o.name} for o in plan.outputs
+                    ],
+                }
                 rows = [
                     [
-                        orjson.dumps([native]).decode(),
+                        orjson.dumps([explained]).decode(),
                         orjson.dumps([{"name": native.get("dataSource"), "type": "DATASOURCE"}]).decode(),
                         orjson.dumps({"statementType": "SELECT"}).decode(),
                     ]

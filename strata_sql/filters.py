@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
@@ -145,15 +146,33 @@ def _time_bounds(c: exp.Expr, now_ms: int) -> tuple[int, int] | list[Interval] |
     return None
 
 
-def to_filter(node: exp.Expr, types: dict[str, str], now_ms: int) -> dict[str, Any]:
-    """A native filter for a SQL condition over plain columns and constants."""
+Fallback = Callable[[exp.Expr], dict[str, Any]]
+
+
+def to_filter(
+    node: exp.Expr, types: dict[str, str], now_ms: int, fallback: Fallback | None = None
+) -> dict[str, Any]:
+    """A native filter for a SQL condition.
+
+    Conditions over plain columns and constants become Druid's typed filters; any other condition
+    goes to `fallback` (the planner's `expression` filter), or is unsupported without one.
+    """
     node = node.unnest()
     if isinstance(node, exp.And):
-        return {"type": "and", "fields": [to_filter(x, types, now_ms) for x in node.flatten()]}
+        return {"type": "and", "fields": [to_filter(x, types, now_ms, fallback) for x in node.flatten()]}
     if isinstance(node, exp.Or):
-        return {"type": "or", "fields": [to_filter(x, types, now_ms) for x in node.flatten()]}
+        return {"type": "or", "fields": [to_filter(x, types, now_ms, fallback) for x in node.flatten()]}
     if isinstance(node, exp.Not):
-        return {"type": "not", "field": to_filter(node.this, types, now_ms)}
+        return {"type": "not", "field": to_filter(node.this, types, now_ms, fallback)}
+    try:
+        return _leaf_filter(node, types, now_ms)
+    except QueryUnsupported:
+        if fallback is None:
+            raise
+        return fallback(node)
+
+
+def _leaf_filter(node: exp.Expr, types: dict[str, str], now_ms: int) -> dict[str, Any]:
     if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
         return {"type": "null", "column": _column(node.this)}
     if isinstance(node, exp.In) and not node.args.get("query"):

@@ -18,7 +18,9 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from query.errors import QueryUnsupported, invalid
+from strata_sql.expressions import ExpressionWriter, expression_kind, is_time_expression
 from strata_sql.filters import TIME, column_name, literal, now_millis, split_time, to_filter
+from timeline import format_instant
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
 _FLOOR_UNITS = {
@@ -39,10 +41,13 @@ class Output:
     name: str
     source: str  # key in the native row: a dimension / aggregator / post-aggregator name, or TIME
     druid_type: str  # STRING, LONG, DOUBLE, FLOAT; LONG with sql_type TIMESTAMP for time
+    timestamp: bool = False  # an expression giving epoch ms that SQL types as TIMESTAMP
 
     @property
     def sql_type(self) -> str:
-        return "TIMESTAMP" if self.source == TIME else SQL_TYPES.get(self.druid_type, "VARCHAR")
+        if self.source == TIME or self.timestamp:
+            return "TIMESTAMP"
+        return SQL_TYPES.get(self.druid_type, "VARCHAR")
 
 
 @dataclass
@@ -87,15 +92,35 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
         return
     for row in results:
         values = row["event"] if kind == "groupBy" else row["result"]
-        yield [row["timestamp"] if o.source == TIME else values.get(o.source) for o in plan.outputs]
+        yield [
+            row["timestamp"] if o.source == TIME else _scan_value(o, values.get(o.source))
+            for o in plan.outputs
+        ]
 
 
 def _scan_value(out: Output, value: Any) -> Any:
-    if out.source == TIME and isinstance(value, int):
-        from timeline import format_instant
-
+    if (out.source == TIME or out.timestamp) and isinstance(value, int):
         return format_instant(value)
     return value
+
+
+class VirtualColumns:
+    """The expression virtual columns of one native query, named v0, v1, ... as Druid names them."""
+
+    def __init__(self, types: Mapping[str, str]) -> None:
+        self.types = types
+        self.specs: list[dict[str, Any]] = []
+        self._by_text: dict[str, str] = {}
+
+    def add(self, text: str) -> tuple[str, str]:
+        """(virtual column name, Druid type) for an expression, shared when written twice."""
+        kind = expression_kind(text, self.types)
+        name = self._by_text.get(text)
+        if name is None:
+            name = f"v{len(self.specs)}"
+            self._by_text[text] = name
+            self.specs.append({"type": "expression", "name": name, "expression": text, "outputType": kind})
+        return name, kind
 
 
 def parse(sql: str) -> tuple[exp.Expr, bool]:
@@ -119,8 +144,9 @@ def plan_select(
     intervals, condition = split_time(None if where is None else where.this, now)
     types = dict(columns)
     native: dict[str, Any] = {"dataSource": data_source, "intervals": intervals}
+    writer = ExpressionWriter(now)
     if condition is not None:
-        native["filter"] = to_filter(condition, types, now)
+        native["filter"] = to_filter(condition, types, now, _expression_filter(writer))
     native["context"] = {k: v for k, v in context.items() if k not in ("sqlTimeZone",)}
     group = select.args.get("group")
     items = _select_items(select, columns)
@@ -128,14 +154,24 @@ def plan_select(
     if select.args.get("distinct") and not aggregating:
         group = exp.Group(expressions=[it for _, it in items])
         aggregating = True
-    builder = _Aggregation(types, now) if aggregating else None
+    virtual = VirtualColumns(types)
+    builder = _Aggregation(types, now, virtual, writer) if aggregating else None
     outputs: list[Output] = []
     if builder is None:
-        plan = _scan(select, items, native, columns, outputs)
+        plan = _scan(select, items, native, columns, outputs, virtual, writer)
     else:
         plan = builder.plan(select, items, group, native, outputs)
+    if virtual.specs:
+        native["virtualColumns"] = virtual.specs
     _order_and_limit(select, plan, items)
     return plan
+
+
+def _expression_filter(writer: ExpressionWriter) -> Any:
+    def make(node: exp.Expr) -> dict[str, Any]:
+        return {"type": "expression", "expression": writer.write(node)}
+
+    return make
 
 
 def _select_items(select: exp.Select, columns: Mapping[str, str]) -> list[tuple[str, exp.Expr]]:
@@ -161,13 +197,16 @@ def _scan(
     native: dict[str, Any],
     columns: Mapping[str, str],
     outputs: list[Output],
+    virtual: VirtualColumns,
+    writer: ExpressionWriter,
 ) -> SqlPlan:
     for name, node in items:
         col = column_name(node)
         if col is None:
-            raise QueryUnsupported(
-                f"Expression [{node.sql(dialect='druid')}] in a non-aggregating SELECT is not supported"
-            )
+            text = writer.write(node)
+            source, kind = virtual.add(text)
+            outputs.append(Output(name, source, kind, is_time_expression(text)))
+            continue
         if col not in columns and col != TIME:
             raise invalid("Column '%s' not found in any table", col)
         outputs.append(Output(name, col, columns.get(col, "LONG")))
@@ -226,9 +265,14 @@ def _output_index(node: exp.Expr, outputs: list[Output], items: list[tuple[str, 
 class _Aggregation:
     """Builds the aggregators, post-aggregators and grouping of an aggregating SELECT."""
 
-    def __init__(self, types: dict[str, str], now: int) -> None:
+    def __init__(
+        self, types: dict[str, str], now: int, virtual: VirtualColumns, writer: ExpressionWriter
+    ) -> None:
         self.types = types
         self.now = now
+        self.virtual = virtual
+        self.writer = writer
+        self.dimension_exprs: list[tuple[exp.Expr, str, str, bool]] = []  # (node, name, type, time)
         self.aggs: list[dict[str, Any]] = []
         self.posts: list[dict[str, Any]] = []
 
@@ -253,7 +297,10 @@ class _Aggregation:
             else:
                 col = column_name(node)
                 if col is None:
-                    raise QueryUnsupported(f"GROUP BY [{node.sql(dialect='druid')}] is not supported")
+                    text = self.writer.write(node)
+                    col, kind = self.virtual.add(text)
+                    self.types[col] = kind
+                    self.dimension_exprs.append((node, col, kind, is_time_expression(text)))
                 dims.append(col)
             grouped.append(node)
         for name, node in items:
@@ -261,6 +308,9 @@ class _Aggregation:
                 column_name(node) == TIME and TIME in [column_name(g) for g in grouped]
             ):
                 outputs.append(Output(name, TIME, "LONG"))
+            elif (grouped_expr := self._grouped_expression(node)) is not None:
+                _, source, kind, is_time = grouped_expr
+                outputs.append(Output(name, source, kind, is_time))
             elif column_name(node) is not None and node.find(exp.AggFunc) is None:
                 col = column_name(node)
                 assert col is not None
@@ -301,13 +351,19 @@ class _Aggregation:
         }
         return SqlPlan(outputs, native, empty_row=not dims and granularity == "all", zero_sources=counts)
 
+    def _grouped_expression(self, node: exp.Expr) -> tuple[exp.Expr, str, str, bool] | None:
+        for entry in self.dimension_exprs:
+            if entry[0] == node:
+                return entry
+        return None
+
     def value(self, node: exp.Expr, name: str) -> tuple[str, str]:
         """An aggregator or post-aggregator computing `node`; (its name, its Druid type)."""
         if isinstance(node, exp.Paren):
             return self.value(node.this, name)
         flt = None
         if isinstance(node, exp.Filter):
-            flt = to_filter(node.expression.this, self.types, self.now)
+            flt = to_filter(node.expression.this, self.types, self.now, _expression_filter(self.writer))
             node = node.this
         if isinstance(node, exp.AggFunc) or (
             isinstance(node, exp.Anonymous) and node.name.upper() in _AGG_FUNCS
@@ -404,9 +460,13 @@ class _Aggregation:
         raise QueryUnsupported(f"Aggregate function [{fn}] is not supported")
 
     def _col(self, node: exp.Expr | None) -> str:
-        col = None if node is None else column_name(node)
-        if col is None:
-            raise QueryUnsupported("Aggregating an expression is not supported; aggregate a column")
+        if node is None:
+            raise QueryUnsupported("This aggregate needs an argument")
+        col = column_name(node)
+        if col is None:  # an expression: aggregated through a virtual column, as Druid plans it
+            name, kind = self.virtual.add(self.writer.write(node))
+            self.types[name] = kind
+            return name
         if col not in self.types and col != TIME:
             raise invalid("Column '%s' not found in any table", col)
         return col

@@ -117,7 +117,7 @@ def test_explain_errors_and_cancel(cluster: dict[str, Any]) -> None:  # noqa: F8
     broker = cluster["broker"]
     plan = rows(broker, "EXPLAIN PLAN FOR SELECT channel, COUNT(*) FROM wikipedia GROUP BY channel")
     assert set(plan[0]) == {"PLAN", "RESOURCES", "ATTRIBUTES"}
-    assert json.loads(plan[0]["PLAN"])[0]["queryType"] == "groupBy"
+    assert json.loads(plan[0]["PLAN"])[0]["query"]["queryType"] == "groupBy"
     for bad, status, category in [("SELEC x", 400, "INVALID_INPUT"), ("SELECT nope FROM wikipedia", 400, "INVALID_INPUT"),
                                   ("SELECT * FROM missing_table", 400, "INVALID_INPUT"),
                                   ("INSERT INTO wikipedia SELECT 1", 501, "UNSUPPORTED"),
