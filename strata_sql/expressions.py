@@ -9,6 +9,7 @@ filter or the input of an aggregator. Timestamps are epoch milliseconds in both 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,7 +32,7 @@ _FLOOR_UNITS = {
     "QUARTER": "P3M",
     "YEAR": "P1Y",
 }
-_BINARY = {
+_BINARY: dict[type[exp.Expr], str] = {
     exp.Add: "+",
     exp.Sub: "-",
     exp.Mul: "*",
@@ -46,7 +47,7 @@ _BINARY = {
     exp.And: "&&",
     exp.Or: "||",
 }
-_SIMPLE = {
+_SIMPLE: dict[type[exp.Expr], str] = {
     exp.Lower: "lower",
     exp.Upper: "upper",
     exp.Length: "strlen",
@@ -112,12 +113,14 @@ class ExpressionWriter:
             return lambda n: self.write(n.this)
         if column_name(node) is not None and not isinstance(node, exp.Cast):
             return lambda n: quote(n.name)
-        for kind, op in _BINARY.items():
-            if type(node) is kind:
-                return lambda n, op=op: f"({self.write(n.this)} {op} {self.write(n.expression)})"
+        if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
+            return self._shift_interval
+        op = _BINARY.get(type(node))
+        if op is not None:
+            return functools.partial(self._binary, op)
         simple = _SIMPLE.get(type(node))
         if simple is not None:
-            return lambda n, fn=simple: f"{fn}({self.write(n.this)})"
+            return functools.partial(self._unary_function, simple)
         handlers: dict[type, Callable[[Any], str]] = {
             exp.Literal: self._literal,
             exp.Null: lambda n: "null",
@@ -152,16 +155,20 @@ class ExpressionWriter:
             exp.RegexpLike: lambda n: f"regexp_like({self.write(n.this)}, {self.write(n.expression)})",
             exp.Anonymous: self._anonymous,
         }
-        for kind, handler in handlers.items():
-            if type(node) is kind:
-                return handler
-        if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
-            return self._shift_interval
+        handler = handlers.get(type(node))
+        if handler is not None:
+            return handler
         if isinstance(node, exp.Func):
             return self._named_function
         raise QueryUnsupported(f"Expression [{node.sql(dialect='druid')}] is not supported")
 
     # -- leaves and operators ---------------------------------------------------------------------
+    def _binary(self, op: str, node: exp.Expr) -> str:
+        return f"({self.write(node.this)} {op} {self.write(node.expression)})"
+
+    def _unary_function(self, fn: str, node: exp.Expr) -> str:
+        return f"{fn}({self.write(node.this)})"
+
     def _literal(self, node: exp.Literal) -> str:
         if node.is_string:
             return string_literal(node.this)
