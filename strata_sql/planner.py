@@ -33,6 +33,7 @@ _FLOOR_UNITS = {
     "QUARTER": "P3M",
     "YEAR": "P1Y",
 }
+MAX_TOPN_LIMIT = 100_000  # Druid's maxTopNLimit
 EXPLAIN = re.compile(r"^\s*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE)
 
 
@@ -76,6 +77,11 @@ class SqlPlan:
         return rows[self.offset : end]
 
 
+def _context_flag(context: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = context.get(key, default)
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
 def _sort_row(index: int, row: list[Any]) -> tuple[int, Any]:
     value = row[index]
     return (0, 0) if value is None else (1, value)
@@ -89,6 +95,11 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
             index = {c: i for i, c in enumerate(batch["columns"])}
             for event in batch["events"]:
                 yield [_scan_value(o, event[index[o.source]]) for o in plan.outputs]
+        return
+    if kind == "topN":
+        for bucket in results:
+            for values in bucket["result"]:
+                yield [_scan_value(o, values.get(o.source)) for o in plan.outputs]
         return
     for row in results:
         values = row["event"] if kind == "groupBy" else row["result"]
@@ -326,7 +337,22 @@ class _Aggregation:
                 "filter": self._having(select.args["having"].this, items, outputs),
             }
         native.update(granularity=granularity, aggregations=self.aggs, postAggregations=self.posts)
-        if dims or native.get("having"):
+        topn = self._topn_metric(select, items, outputs, dims, granularity, native)
+        if topn is not None:
+            metric, threshold = topn
+            dim = dims[0]
+            native.update(
+                queryType="topN",
+                dimension={
+                    "type": "default",
+                    "dimension": dim,
+                    "outputName": dim,
+                    "outputType": self.types.get(dim, "STRING"),
+                },
+                metric=metric,
+                threshold=threshold,
+            )
+        elif dims or native.get("having"):
             native.update(
                 queryType="groupBy",
                 dimensions=[
@@ -350,6 +376,37 @@ class _Aggregation:
             or (a["type"] == "filtered" and a["aggregator"]["type"] == "count")
         }
         return SqlPlan(outputs, native, empty_row=not dims and granularity == "all", zero_sources=counts)
+
+    def _topn_metric(
+        self,
+        select: exp.Select,
+        items: list[tuple[str, exp.Expr]],
+        outputs: list[Output],
+        dims: list[str],
+        granularity: Any,
+        native: dict[str, Any],
+    ) -> tuple[dict[str, Any], int] | None:
+        """Druid's rule for topN: one dimension, no time bucketing, no HAVING, ordered by one
+        aggregate and limited to at most `MAX_TOPN_LIMIT` rows, with no offset, while the context's
+        `useApproximateTopN` is true (the default): (metric spec, threshold), else None."""
+        if len(dims) != 1 or granularity != "all" or native.get("having"):
+            return None
+        if not _context_flag(native.get("context", {}), "useApproximateTopN", True):
+            return None
+        order, limit, offset = select.args.get("order"), select.args.get("limit"), select.args.get("offset")
+        if order is None or limit is None or offset is not None or len(order.expressions) != 1:
+            return None
+        threshold = literal(limit.expression, 0)
+        if not isinstance(threshold, int) or not 1 <= threshold <= MAX_TOPN_LIMIT:
+            return None
+        key = order.expressions[0]
+        source = outputs[_output_index(key.this, outputs, items)].source
+        if source == dims[0] or source == TIME:
+            return None  # ordered by the dimension itself: a groupBy, as in Druid
+        metric: dict[str, Any] = {"type": "numeric", "metric": source}
+        if not key.args.get("desc"):
+            metric = {"type": "inverted", "metric": metric}
+        return metric, threshold
 
     def _grouped_expression(self, node: exp.Expr) -> tuple[exp.Expr, str, str, bool] | None:
         for entry in self.dimension_exprs:
