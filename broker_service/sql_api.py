@@ -7,6 +7,7 @@ same runner, kept for `CATALOG_TTL` seconds per datasource.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import urllib.parse
 import uuid
@@ -19,9 +20,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from query.base import parse_query
-from query.errors import InvalidInput, QueryError, invalid, unknown_exception
+from query.errors import InvalidInput, QueryCancelled, QueryError, invalid, unknown_exception
 from server_kit.json_response import json_response
 from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
+from strata_sql.composed import DeferredPlan, Plan, natives
+from strata_sql.planner import Output, SqlPlan
 
 if TYPE_CHECKING:
     from broker_service.app import Broker
@@ -155,6 +158,7 @@ def _bind(sql: str, parameters: Any) -> str:
 def sql_routes(broker: Broker) -> list[Route]:
     catalog = BrokerCatalog(broker)
     host = broker.settings.host
+    cancelled: dict[str, None] = {}  # recently cancelled SQL query ids, oldest first
 
     async def post_sql(request: Request) -> Response:
         query_id = str(uuid.uuid4())
@@ -172,32 +176,13 @@ def sql_routes(broker: Broker) -> list[Route]:
             statement = plan_statement(sql, catalog, {**context, "queryId": query_id})
             plan = statement.plan
             if statement.explain:
-                native = plan.native or {}
-                explained = {
-                    "query": native,
-                    "signature": [{"name": o.source, "type": o.druid_type} for o in plan.outputs],
-                    "columnMappings": [
-                        {"queryColumn": o.source, "outputColumn": o.name} for o in plan.outputs
-                    ],
-                }
-                rows = [
-                    [
-                        orjson.dumps([explained]).decode(),
-                        orjson.dumps([{"name": native.get("dataSource"), "type": "DATASOURCE"}]).decode(),
-                        orjson.dumps({"statementType": "SELECT"}).decode(),
-                    ]
-                ]
+                rows = explain_rows(plan)
                 names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
             else:
-                results: list[Any] = []
-                if plan.native is not None:
-                    async with broker.admission.admit():
-                        result = await broker.runner.run(parse_query(plan.native))
-                    results = (
-                        result.results if result.results is not None else orjson.loads(result.body or b"[]")
-                    )
-                rows = plan.rows(results)
-                names, types, sql_types = statement.names, statement.types, statement.sql_types
+                rows, outputs = await run_plan(plan, query_id)
+                names = [o.name for o in outputs]
+                types = [o.druid_type for o in outputs]
+                sql_types = [o.sql_type for o in outputs]
             header = bool(body.get("header"))
             payload, media = encode_rows(
                 rows,
@@ -217,14 +202,59 @@ def sql_routes(broker: Broker) -> list[Route]:
         except Exception as e:  # never a stack trace to the client
             return _sql_error(unknown_exception(e, host), host, headers)
 
+    async def run_plan(plan: Plan, query_id: str) -> tuple[list[list[Any]], list[Output]]:
+        """Rows and output columns of a plan: native queries through the broker's runner, the
+        broker-side part of composed plans with DuckDB in a worker thread."""
+        if isinstance(plan, SqlPlan):
+            results: list[Any] = []
+            if plan.native is not None:
+                if query_id in cancelled:
+                    raise QueryCancelled(f"Query [{query_id}] was cancelled")
+                async with broker.admission.admit():
+                    result = await broker.runner.run(parse_query(plan.native))
+                results = result.results if result.results is not None else orjson.loads(result.body or b"[]")
+            return plan.rows(results), plan.outputs
+        inputs = [await run_plan(stage.plan, query_id) for stage in plan.stages]
+        if isinstance(plan, DeferredPlan):
+            return await run_plan(plan.build([rows for rows, _ in inputs]), query_id)
+        rows = await asyncio.to_thread(plan.finish, inputs)
+        return rows, plan.outputs
+
     async def cancel_sql(request: Request) -> Response:
-        found = broker.runner.cancel(request.path_params["query_id"])
+        query_id = request.path_params["query_id"]
+        found = broker.runner.cancel(query_id)
+        if found:  # later stages of a statement planned in several steps must not start
+            cancelled[query_id] = None
+            while len(cancelled) > 10_000:
+                cancelled.pop(next(iter(cancelled)))
         return Response(status_code=202 if found else 404)
 
     return [
         Route("/druid/v2/sql", post_sql, methods=["POST"]),
         Route("/druid/v2/sql/", post_sql, methods=["POST"]),
         Route("/druid/v2/sql/{query_id}", cancel_sql, methods=["DELETE"]),
+    ]
+
+
+def explain_rows(plan: Plan) -> list[list[Any]]:
+    """Druid's EXPLAIN row: PLAN (each native query with its signature), RESOURCES, ATTRIBUTES."""
+    queries = natives(plan)
+    outputs = plan.outputs
+    explained = [
+        {
+            "query": native,
+            "signature": [{"name": o.source, "type": o.druid_type} for o in outputs],
+            "columnMappings": [{"queryColumn": o.source, "outputColumn": o.name} for o in outputs],
+        }
+        for native in queries
+    ]
+    resources = sorted({str(q.get("dataSource")) for q in queries})
+    return [
+        [
+            orjson.dumps(explained).decode(),
+            orjson.dumps([{"name": r, "type": "DATASOURCE"} for r in resources]).decode(),
+            orjson.dumps({"statementType": "SELECT"}).decode(),
+        ]
     ]
 
 

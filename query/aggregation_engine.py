@@ -201,6 +201,9 @@ class GroupingPlan:
         for i, a in enumerate(self.aggregators):
             env.raw[a.name] = a.raw(table, agg_col(i))
             env.final[a.name] = a.finalize(table, agg_col(i))
+        for i, d in enumerate(self.dimensions):  # expression post-aggregators may read dimensions
+            if d.output_name not in env.final and dim_col(i) in table.column_names:
+                env.final[d.output_name] = table.column(dim_col(i)).combine_chunks()
         return env
 
     def aggregator_json(self, table: pa.Table, env: PostAggEnv, finalize: bool) -> dict[str, list[Any]]:

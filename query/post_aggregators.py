@@ -3,7 +3,8 @@
 A post-aggregator reads aggregator values (raw for `fieldAccess`, finalized for
 `finalizingFieldAccess`) and earlier post-aggregators by name, and yields one value per result
 row. Nulls propagate as in Druid's SQL-compatible mode; arithmetic is always floating point and
-`/` returns 0 when dividing by 0 (`quotient` divides plainly).
+`/` returns 0 when dividing by 0 (`quotient` divides plainly). `expression` post-aggregators run
+Druid's expression language over the finalized values with the same engine as virtual columns.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from typing import Any, ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from query.duck import connection, quote_ident
 from query.errors import QueryUnsupported, invalid
+from query.expressions.duck import compile_expression
+from query.expressions.parser import Node, identifiers, parse_expression
+from query.expressions.typed import DOUBLE, LONG, STRING, cast_to
 from query.fields import as_object, get_bool, get_list, get_str
 from query.sketch_functions import estimates
 
@@ -191,6 +196,71 @@ class SketchEstimate(PostAggregator):
         }
 
 
+# -- expression -----------------------------------------------------------------------------------
+_EXPRESSION_KINDS = {"LONG": LONG, "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "STRING": STRING}
+
+
+def _value_duck_type(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return "BIGINT"
+    if pa.types.is_floating(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "DOUBLE"
+    return "VARCHAR"
+
+
+@dataclass(frozen=True)
+class ExpressionPost(PostAggregator):
+    type_name = "expression"
+    name: str
+    expression: str
+    tree: Node
+    output_type: str | None = None
+
+    def compute(self, env: PostAggEnv) -> pa.Array:
+        columns: dict[str, pa.Array] = {}
+        for ident in sorted(identifiers(self.tree)):
+            source = env.final.get(ident, env.raw.get(ident))
+            if source is None:
+                continue  # an unknown name reads as null, as a missing column does
+            if pa.types.is_binary(source.type) or pa.types.is_large_binary(source.type):
+                source = estimates(source)  # sketches read as their estimate
+            columns[ident] = source
+        typed = compile_expression(self.tree, {n: _value_duck_type(a.type) for n, a in columns.items()})
+        if self.output_type is not None:
+            typed = cast_to(typed, _EXPRESSION_KINDS[self.output_type])
+        table = pa.table(columns) if columns else pa.table({"__row": pa.nulls(env.length, pa.int8())})
+        conn = connection()
+        name = "__post_agg_input"
+        conn.register(name, table)
+        try:
+            result = conn.sql(f"SELECT {typed.sql} AS {quote_ident('v')} FROM {name}").to_arrow_table()
+        finally:
+            conn.unregister(name)
+        column = result.column(0)
+        return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    def dependencies(self) -> set[str]:
+        return set()  # names the expression does not find read as null, as in Druid
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "expression", "name": self.name, "expression": self.expression}
+        if self.output_type is not None:
+            out["outputType"] = self.output_type
+        return out
+
+
+def parse_expression_post(name: str, obj: Any) -> ExpressionPost:
+    text = obj.get("expression")
+    if not isinstance(text, str):
+        raise invalid("Missing required field [expression] of postAggregator [%s]", name)
+    output = obj.get("outputType")
+    if output is not None and (not isinstance(output, str) or output.upper() not in _EXPRESSION_KINDS):
+        raise invalid("Field [outputType] of postAggregator [%s] must be LONG, FLOAT, DOUBLE or STRING", name)
+    tree = parse_expression(text)
+    compile_expression(tree, {})  # functions and literal arguments checked up front
+    return ExpressionPost(name, text, tree, output.upper() if output else None)
+
+
 # -- parsing -------------------------------------------------------------------------------------
 def parse_post_aggregator(obj: Any, nested: bool = False) -> PostAggregator:
     """One post-aggregator; as in Druid, those nested in another's fields may go without a name."""
@@ -230,8 +300,9 @@ def parse_post_aggregator(obj: Any, nested: bool = False) -> PostAggregator:
     if kind == "hyperUniqueCardinality":
         fname = get_str(obj, "fieldName", what=what)
         return SketchEstimate(name, FieldAccess(fname, fname), legacy=True)
+    if kind == "expression":
+        return parse_expression_post(name, obj)
     if kind in (
-        "expression",
         "javascript",
         "thetaSketchEstimate",
         "thetaSketchSetOp",

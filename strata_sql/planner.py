@@ -433,22 +433,30 @@ class _Aggregation:
                     else {"type": "filtered", "name": name, "filter": flt, "aggregator": agg}
                 )
             return name, kind
-        ops: dict[Any, str] = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "quotient"}
-        if type(node) in ops:
-            fields = [self._operand(x, f"{name}:{i}") for i, x in enumerate((node.this, node.expression))]
-            self.posts.append({"type": "arithmetic", "name": name, "fn": ops[type(node)], "fields": fields})
-            return name, "DOUBLE"
-        raise QueryUnsupported(
-            f"Expression [{node.sql(dialect='druid')}] is not supported in an aggregating SELECT"
-        )
+        # arithmetic and functions over aggregates: an expression post-aggregator, as Druid
+        # plans them (LONG stays LONG: COUNT(*) * 2 is a BIGINT, SUM(a) / COUNT(*) divides integers)
+        return self._expression_post(node, name)
 
-    def _operand(self, node: exp.Expr, name: str) -> dict[str, Any]:
-        try:
-            value = literal(node, self.now)
-        except QueryUnsupported:
-            source, _ = self.value(node, name)
-            return {"type": "fieldAccess", "fieldName": source}
-        return {"type": "constant", "value": value}
+    def _expression_post(self, node: exp.Expr, name: str) -> tuple[str, str]:
+        """Any other expression over aggregates, grouped columns and constants: Druid's
+        `expression` post-aggregator, each aggregate inside it computed by its own aggregator."""
+        copy = node.copy()
+        kinds = dict(self.types)
+        outermost = [
+            a
+            for a in copy.find_all(exp.AggFunc, exp.Anonymous)
+            if (isinstance(a, exp.AggFunc) or a.name.upper() in _AGG_FUNCS)
+            and not any(isinstance(p, exp.AggFunc) for p in _ancestors(a, copy))
+        ]
+        for i, agg in enumerate(outermost):
+            inner = agg.parent if isinstance(agg.parent, exp.Filter) else agg
+            source, kind = self.value(inner.copy(), f"{name}:{i}")
+            kinds[source] = kind
+            inner.replace(exp.column(source, quoted=True))
+        text = self.writer.write(copy)
+        kind = expression_kind(text, kinds)
+        self.posts.append({"type": "expression", "name": name, "expression": text, "outputType": kind})
+        return name, kind
 
     def _aggregator(
         self, node: exp.Expr, name: str, flt: dict[str, Any] | None
@@ -559,6 +567,15 @@ class _Aggregation:
 
 
 _AGG_FUNCS = {"EARLIEST", "LATEST", "ANY_VALUE", "APPROX_COUNT_DISTINCT"}
+
+
+def _ancestors(node: exp.Expr, root: exp.Expr) -> list[exp.Expr]:
+    out = []
+    parent = node.parent
+    while parent is not None and parent is not root.parent:
+        out.append(parent)
+        parent = parent.parent
+    return out
 
 
 def _resolve(key: exp.Expr, items: list[tuple[str, exp.Expr]]) -> exp.Expr:

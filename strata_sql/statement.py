@@ -12,7 +12,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from query.errors import QueryError, QueryUnsupported, invalid
+from strata_sql.composed import Plan
 from strata_sql.planner import Output, SqlPlan, parse, plan_select
+from strata_sql.subqueries import plan_composed
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
 JDBC_TYPES = {
@@ -60,7 +62,7 @@ class Catalog(Protocol):
 
 @dataclass
 class PlannedStatement:
-    plan: SqlPlan
+    plan: Plan
     explain: bool
 
     @property
@@ -95,30 +97,41 @@ def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> Pl
 
 def _plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
     tree, explain = parse(sql)
-    if isinstance(tree, (exp.Union, exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Merge)):
+    return PlannedStatement(_plan_tree(tree, catalog, context), explain)
+
+
+def _plan_tree(tree: exp.Expr, catalog: Catalog, context: Mapping[str, Any]) -> Plan:
+    if isinstance(tree, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Merge)):
         raise QueryUnsupported(f"Statement [{type(tree).__name__.upper()}] is not supported; only SELECT")
+    if isinstance(tree, exp.Subquery):
+        tree = tree.unnest()
+    composed = plan_composed(tree, context, lambda inner: _plan_tree(inner, catalog, context))
+    if composed is not None:
+        return composed
     if not isinstance(tree, exp.Select):
-        raise invalid("SQL parse failed: expected a SELECT statement, got [%s]", sql.strip()[:200])
+        raise invalid(
+            "SQL parse failed: expected a SELECT statement, got [%s]", tree.sql(dialect="druid")[:200]
+        )
     source = tree.args.get("from_") or tree.args.get("from")
     if tree.args.get("joins"):
         raise QueryUnsupported("JOIN is not supported")
     if source is None:
-        return PlannedStatement(_duckdb_plan(tree, {}), explain)
+        return _duckdb_plan(tree, {})
     table = source.this
     if isinstance(table, exp.Subquery):
         tree = _flatten(tree, table)
         table = tree.args["from_"].this
     if not isinstance(table, exp.Table):
-        raise QueryUnsupported("FROM a subquery is supported only over a plain selection of one table")
+        raise QueryUnsupported(f"FROM [{table.sql(dialect='druid')}] is not supported")
     schema = (table.db or "druid").lower()
     if schema in SYSTEM_SCHEMAS:
-        return PlannedStatement(_duckdb_plan(tree, system_tables(catalog)), explain)
+        return _duckdb_plan(tree, system_tables(catalog))
     if schema != "druid":
         raise invalid("Object '%s.%s' not found", table.db, table.name)
     columns = catalog.columns(table.name)
     if columns is None:
         raise invalid("Object '%s' not found", table.name)
-    return PlannedStatement(plan_select(tree, table.name, columns, context), explain)
+    return plan_select(tree, table.name, columns, context)
 
 
 def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:

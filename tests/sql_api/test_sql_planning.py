@@ -63,3 +63,80 @@ def test_topn_and_groupby_answer_alike_on_the_tutorial(cluster: dict[str, Any]) 
     exact = post(broker, query, context={"useApproximateTopN": False}).json()
     assert approximate == exact
     assert approximate[0] == {"page": "Wikipedia:Vandalismusmeldung", "c": 33}
+
+
+# (Druid SQL, context, the same question for DuckDB over `raw`)
+COMPOSED = [
+    (
+        "SELECT channel, COUNT(*) AS n FROM wikipedia WHERE countryName = 'France' GROUP BY channel "
+        "UNION ALL SELECT 'all' AS channel, COUNT(*) AS n FROM wikipedia",
+        None,
+        "SELECT channel, count(*) AS n FROM raw WHERE countryName = 'France' GROUP BY channel "
+        "UNION ALL SELECT 'all' AS channel, count(*) AS n FROM raw",
+    ),
+    (
+        "SELECT COUNT(*) AS pages, MAX(c) AS top, SUM(c) AS edits FROM "
+        "(SELECT page, COUNT(*) AS c FROM wikipedia GROUP BY page) AS t WHERE c > 2",
+        None,
+        "SELECT count(*) AS pages, max(c) AS top, sum(c) AS edits FROM "
+        "(SELECT page, count(*) AS c FROM raw GROUP BY page) AS t WHERE c > 2",
+    ),
+    (
+        "SELECT channel, COUNT(*) AS n FROM wikipedia WHERE countryName IN "
+        "(SELECT countryName FROM wikipedia WHERE cityName = 'Paris') GROUP BY channel",
+        None,
+        "SELECT channel, count(*) AS n FROM raw WHERE countryName IN "
+        "(SELECT countryName FROM raw WHERE cityName = 'Paris') GROUP BY channel",
+    ),
+    (
+        "SELECT COUNT(*) AS n FROM wikipedia WHERE cityName IN (SELECT cityName FROM wikipedia WHERE 1 = 0)",
+        None,
+        "SELECT count(*) AS n FROM raw WHERE cityName IN (SELECT cityName FROM raw WHERE 1 = 0)",
+    ),
+    (
+        "SELECT channel, COUNT(DISTINCT \"user\") AS u FROM wikipedia WHERE channel LIKE '#e%' GROUP BY channel",
+        {"useApproximateCountDistinct": False},
+        "SELECT channel, count(DISTINCT \"user\") AS u FROM raw WHERE channel LIKE '#e%' GROUP BY channel",
+    ),
+    (
+        "SELECT COUNT(DISTINCT cityName) AS cities FROM wikipedia",
+        {"useApproximateCountDistinct": False},
+        "SELECT count(DISTINCT cityName) AS cities FROM raw",
+    ),
+    (
+        "SELECT h, SUM(n) AS n FROM (SELECT TIME_FLOOR(__time, 'PT6H') AS h, channel, COUNT(*) AS n "
+        "FROM wikipedia GROUP BY 1, 2) GROUP BY h",
+        None,
+        "SELECT strftime(time_bucket(INTERVAL 6 HOUR, t), '%Y-%m-%dT%H:%M:%S.000Z') AS h, count(*) AS n "
+        "FROM raw GROUP BY 1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("druid", "context", "duck"), COMPOSED)
+def test_composed_statements_equal_duckdb(
+    cluster: dict[str, Any],  # noqa: F811
+    wikipedia_sample: Any,
+    druid: str,
+    context: dict[str, Any] | None,
+    duck: str,
+) -> None:
+    from tests.historical_query.wiki_http import RawRows
+    from tests.sql_api.test_sql_expressions import canon
+
+    resp = post(cluster["broker"], druid, context=context or {})
+    assert resp.status_code == 200, resp.text
+    cur = RawRows(wikipedia_sample).conn.execute(duck)
+    names = [d[0] for d in cur.description]
+    want = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    assert canon(resp.json()) == canon(want)
+
+
+def test_unsupported_set_operations_are_501(cluster: dict[str, Any]) -> None:  # noqa: F811
+    for query in (
+        "SELECT channel FROM wikipedia UNION SELECT page FROM wikipedia",
+        "SELECT channel FROM wikipedia EXCEPT SELECT page FROM wikipedia",
+    ):
+        resp = post(cluster["broker"], query)
+        assert resp.status_code == 501, resp.text
+        assert resp.json()["errorCode"] == "unsupported"

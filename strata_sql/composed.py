@@ -1,0 +1,132 @@
+"""Statements answered in several native steps, as Druid's broker answers them.
+
+Druid plans a subquery it cannot fold into one native query as a `query` datasource: the inner
+query runs on the data nodes and the broker computes the outer one over the inner rows in memory.
+Here the same: each inner SELECT is planned to native (`SqlPlan`) and run through the broker's
+path; the outer statement runs on the broker over the inner rows with DuckDB. That covers
+aggregating subqueries in FROM, `UNION ALL` at the top level and exact `COUNT(DISTINCT ...)`.
+`IN (subquery)` runs the subquery first and plans the outer query with its values as a list, so
+the outer query stays one native query on the data nodes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from query.errors import QueryUnsupported, invalid
+from strata_sql.planner import Output, SqlPlan
+from timeline import format_instant, parse_instant
+
+Rows = list[list[Any]]
+
+
+@dataclass
+class Stage:
+    name: str  # the table name the outer statement reads
+    plan: Plan
+
+
+@dataclass
+class ComposedPlan:
+    """An outer statement run with DuckDB over the rows of native stages."""
+
+    stages: list[Stage]
+    outer: exp.Expr  # the statement, reading the stages by name
+    outputs: list[Output] = field(default_factory=list)  # known once `finish` ran
+
+    def finish(self, inputs: Sequence[tuple[Rows, list[Output]]]) -> Rows:
+        conn = duckdb.connect()
+        try:
+            conn.execute("SET TimeZone='UTC'")
+            for stage, (rows, outputs) in zip(self.stages, inputs, strict=True):
+                conn.register(stage.name, _arrow(rows, outputs))
+            try:
+                cur = conn.execute(self.outer.sql(dialect="duckdb"))
+            except duckdb.Error as e:
+                message = " ".join(str(e).split())
+                if "does not exist" in message or "not implemented" in message.lower():
+                    raise QueryUnsupported(f"Outer query over a subquery: {message}") from None
+                raise invalid("%s", message) from None
+            description = cur.description or []
+            result = [list(r) for r in cur.fetchall()]
+        finally:
+            conn.close()
+        self.outputs = [_output(i, d, self.outer) for i, d in enumerate(description)]
+        for row in result:
+            for i, value in enumerate(row):
+                if isinstance(value, datetime.datetime):
+                    aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+                    row[i] = format_instant(int(aware.timestamp() * 1000))
+                elif isinstance(value, decimal.Decimal):
+                    row[i] = float(value)
+        return result
+
+
+@dataclass
+class DeferredPlan:
+    """A plan that needs the rows of `stages` first (an IN subquery's values)."""
+
+    stages: list[Stage]
+    build: Callable[[Sequence[Rows]], Plan]
+    outputs: list[Output] = field(default_factory=list)
+
+
+Plan = SqlPlan | ComposedPlan | DeferredPlan
+
+
+def natives(plan: Plan) -> list[dict[str, Any]]:
+    """Every native query a plan runs (what EXPLAIN shows), inner ones first."""
+    if isinstance(plan, SqlPlan):
+        return [plan.native] if plan.native is not None else []
+    return [q for stage in plan.stages for q in natives(stage.plan)]
+
+
+_ARROW = {"STRING": pa.string(), "LONG": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
+
+
+def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
+    columns: dict[str, pa.Array] = {}
+    for i, out in enumerate(outputs):
+        values = [r[i] for r in rows]
+        if out.sql_type == "TIMESTAMP":
+            millis = [
+                None if v is None else v if isinstance(v, int) else parse_instant(str(v)) for v in values
+            ]
+            columns[out.name] = pa.array(millis, pa.int64()).cast(pa.timestamp("ms", "UTC"))
+        else:
+            columns[out.name] = pa.array(values, _ARROW.get(out.druid_type, pa.string()))
+    return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})
+
+
+_DUCK_TO_DRUID = {
+    "VARCHAR": "STRING",
+    "BIGINT": "LONG",
+    "INTEGER": "LONG",
+    "HUGEINT": "LONG",
+    "SMALLINT": "LONG",
+    "TINYINT": "LONG",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "DECIMAL": "DOUBLE",
+    "BOOLEAN": "LONG",
+}
+
+
+def _output(i: int, description: Any, outer: exp.Expr) -> Output:
+    name, kind = description[0], str(description[1]).split("(")[0].upper()
+    select = outer if isinstance(outer, exp.Select) else outer.find(exp.Select)
+    items = select.expressions if select is not None else []
+    item = items[i] if i < len(items) else None
+    if item is not None and not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
+        name = f"EXPR${i}"
+    if kind.startswith("TIMESTAMP"):
+        return Output(name, name, "LONG", timestamp=True)
+    return Output(name, name, _DUCK_TO_DRUID.get(kind, "STRING"))
