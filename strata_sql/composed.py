@@ -16,6 +16,7 @@ import decimal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import duckdb
 import pyarrow as pa
@@ -41,6 +42,7 @@ class ComposedPlan:
     stages: list[Stage]
     outer: exp.Expr  # the statement, reading the stages by name
     outputs: list[Output] = field(default_factory=list)  # known once `finish` ran
+    time_zone: str | None = None  # sqlTimeZone: timestamps print in it
 
     def finish(self, inputs: Sequence[tuple[Rows, list[Output]]]) -> Rows:
         conn = duckdb.connect()
@@ -64,7 +66,8 @@ class ComposedPlan:
             for i, value in enumerate(row):
                 if isinstance(value, datetime.datetime):
                     aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
-                    row[i] = format_instant(int(aware.timestamp() * 1000))
+                    zone = None if self.time_zone is None else ZoneInfo(self.time_zone)
+                    row[i] = format_instant(int(aware.timestamp() * 1000), zone)
                 elif isinstance(value, decimal.Decimal):
                     row[i] = float(value)
         return result

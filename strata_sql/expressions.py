@@ -20,6 +20,7 @@ from query.errors import QueryUnsupported
 from query.expressions.duck import compile_expression
 from query.expressions.parser import parse_expression
 from strata_sql.filters import TIME, column_name, interval_ms, literal, timestamp_ms
+from strata_sql.session import current_zone
 
 _DUCK = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
 _FLOOR_UNITS = {
@@ -87,7 +88,20 @@ _NAMED = {
     "TIME_PARSE": "timestamp_parse",
     "DIV": "div",
 }
+# position of the time zone argument of the time functions: it defaults to sqlTimeZone
+_ZONE_ARGUMENT = {
+    "timestamp_floor": 3,
+    "timestamp_ceil": 3,
+    "timestamp_shift": 3,
+    "timestamp_extract": 2,
+    "timestamp_format": 2,
+    "timestamp_parse": 2,
+}
 _TIME_RESULT = {"timestamp_floor", "timestamp_ceil", "timestamp_shift", "timestamp_parse"}
+
+
+def _zone() -> str:
+    return string_literal(current_zone() or "UTC")
 
 
 def quote(name: str) -> str:
@@ -223,7 +237,7 @@ class ExpressionWriter:
             else:
                 text = self.write(inner)
                 text = f"timestamp_parse({text})" if self._is_string(inner) else text
-            return f"timestamp_floor({text}, 'P1D', null, 'UTC')" if node.to.is_type("date") else text
+            return f"timestamp_floor({text}, 'P1D', null, {_zone()})" if node.to.is_type("date") else text
         if node.to.is_type(*exp.DataType.INTEGER_TYPES):
             return f"cast({self.write(inner)}, 'LONG')"
         if node.to.is_type(*exp.DataType.REAL_TYPES):
@@ -283,7 +297,7 @@ class ExpressionWriter:
         period = _FLOOR_UNITS.get(unit.name.upper())
         if period is None:
             raise QueryUnsupported(f"FLOOR(... TO {unit.name}) is not supported")
-        return f"timestamp_floor({self._time(node.this)}, '{period}', null, 'UTC')"
+        return f"timestamp_floor({self._time(node.this)}, '{period}', null, {_zone()})"
 
     def _date_trunc(self, node: exp.Expr) -> str:
         unit = node.args.get("unit")
@@ -291,11 +305,11 @@ class ExpressionWriter:
         period = _FLOOR_UNITS.get(name)
         if period is None:
             raise QueryUnsupported(f"DATE_TRUNC unit [{name}] is not supported")
-        return f"timestamp_floor({self._time(node.this)}, '{period}', null, 'UTC')"
+        return f"timestamp_floor({self._time(node.this)}, '{period}', null, {_zone()})"
 
     def _extract(self, node: exp.Extract) -> str:
         unit = node.this.name.upper()
-        return f"timestamp_extract({self._time(node.expression)}, '{unit}', 'UTC')"
+        return f"timestamp_extract({self._time(node.expression)}, '{unit}', {_zone()})"
 
     def _time(self, node: exp.Expr) -> str:
         if column_name(node) == TIME:
@@ -325,7 +339,11 @@ class ExpressionWriter:
         fn = _NAMED.get(name)
         if fn is None:
             raise QueryUnsupported(f"Function [{name}] is not supported")
-        return f"{fn}({', '.join(self._argument(a) for a in args)})"
+        written = [self._argument(a) for a in args]
+        zone_at = _ZONE_ARGUMENT.get(fn)
+        if zone_at is not None and len(written) <= zone_at:  # the session's zone by default
+            written += ["null"] * (zone_at - len(written)) + [_zone()]
+        return f"{fn}({', '.join(written)})"
 
     def _argument(self, node: exp.Expr) -> str:
         return quote(TIME) if column_name(node) == TIME else self.write(node)

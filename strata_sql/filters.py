@@ -15,6 +15,7 @@ from typing import Any
 from sqlglot import exp
 
 from query.errors import QueryUnsupported, invalid
+from strata_sql.session import current_zone_info
 from timeline import Interval, condense_intervals, format_instant, parse_instant
 from timeline.interval import MAX_INSTANT, MIN_INSTANT
 
@@ -76,7 +77,7 @@ def timestamp_ms(value: Any) -> int:
         raise invalid("Cannot read [%s] as a timestamp", value)
     text = value.strip().replace(" ", "T", 1)
     try:
-        return parse_instant(text)
+        return parse_instant(text, current_zone_info())
     except ValueError:
         raise invalid("Cannot read [%s] as a timestamp", value) from None
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import sqlglot
 from sqlglot import exp
@@ -20,7 +21,8 @@ from sqlglot.errors import SqlglotError
 from query.errors import QueryUnsupported, invalid
 from strata_sql.expressions import ExpressionWriter, expression_kind, is_time_expression
 from strata_sql.filters import TIME, column_name, literal, now_millis, split_time, to_filter
-from timeline import format_instant
+from strata_sql.session import current_zone
+from timeline import format_instant, parse_instant
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
 _FLOOR_UNITS = {
@@ -62,6 +64,7 @@ class SqlPlan:
     empty_row: bool = False  # an aggregate over no rows still answers one row
     zero_sources: set[str] = field(default_factory=set)  # counts: 0 in that row, the rest null
     explain: bool = False
+    time_zone: str | None = None  # sqlTimeZone: timestamps print in it
 
     def rows(self, native_results: list[Any]) -> list[list[Any]]:
         if self.native is None:
@@ -90,6 +93,8 @@ def _sort_row(index: int, row: list[Any]) -> tuple[int, Any]:
 def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
     assert plan.native is not None
     kind = plan.native["queryType"]
+    zone = None if plan.time_zone is None else ZoneInfo(plan.time_zone)
+    _scan_value = functools.partial(_value, zone=zone)
     if kind == "scan":
         for batch in results:
             index = {c: i for i, c in enumerate(batch["columns"])}
@@ -104,15 +109,20 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
     for row in results:
         values = row["event"] if kind == "groupBy" else row["result"]
         yield [
-            row["timestamp"] if o.source == TIME else _scan_value(o, values.get(o.source))
+            _scan_value(o, row["timestamp"]) if o.source == TIME else _scan_value(o, values.get(o.source))
             for o in plan.outputs
         ]
 
 
-def _scan_value(out: Output, value: Any) -> Any:
-    if (out.source == TIME or out.timestamp) and isinstance(value, int):
-        return format_instant(value)
-    return value
+def _value(out: Output, value: Any, zone: ZoneInfo | None) -> Any:
+    """A value as Druid SQL prints it: timestamps as ISO instants in the session's zone."""
+    if not (out.source == TIME or out.timestamp) or value is None:
+        return value
+    if isinstance(value, str):
+        if zone is None:
+            return value
+        value = parse_instant(value)
+    return format_instant(int(value), zone)
 
 
 class VirtualColumns:
@@ -175,6 +185,7 @@ def plan_select(
     if virtual.specs:
         native["virtualColumns"] = virtual.specs
     _order_and_limit(select, plan, items)
+    plan.time_zone = current_zone()
     return plan
 
 
@@ -602,13 +613,21 @@ def _time_floor(node: exp.Expr) -> Any:
             gran["origin"] = literal(node.expressions[2], 0)
         if len(node.expressions) >= 4:
             gran["timeZone"] = literal(node.expressions[3], 0)
-        return gran
+        return _zoned(gran)
     if isinstance(node, exp.Floor) and column_name(node.this) == TIME and node.args.get("to") is not None:
         unit = node.args["to"].name.upper()
         if unit in _FLOOR_UNITS:
-            return {"type": "period", "period": _FLOOR_UNITS[unit]}
+            return _zoned({"type": "period", "period": _FLOOR_UNITS[unit]})
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and column_name(node.this) == TIME:
         unit = node.unit.name.upper() if node.unit is not None else ""
         if unit in _FLOOR_UNITS:
-            return {"type": "period", "period": _FLOOR_UNITS[unit]}
+            return _zoned({"type": "period", "period": _FLOOR_UNITS[unit]})
     return None
+
+
+def _zoned(gran: dict[str, Any]) -> dict[str, Any]:
+    """A time floor without its own zone floors in the session's (sqlTimeZone)."""
+    zone = current_zone()
+    if zone is not None and gran.get("timeZone") is None:
+        gran["timeZone"] = zone
+    return gran

@@ -12,8 +12,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from query.errors import QueryError, QueryUnsupported, invalid
-from strata_sql.composed import Plan
+from strata_sql.composed import ComposedPlan, Plan
 from strata_sql.planner import Output, SqlPlan, parse, plan_select
+from strata_sql.session import current_zone, parse_time_zone, time_zone
 from strata_sql.subqueries import plan_composed
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
@@ -97,7 +98,8 @@ def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> Pl
 
 def _plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
     tree, explain = parse(sql)
-    return PlannedStatement(_plan_tree(tree, catalog, context), explain)
+    with time_zone(parse_time_zone(context.get("sqlTimeZone"))):
+        return PlannedStatement(_plan_tree(tree, catalog, context), explain)
 
 
 def _plan_tree(tree: exp.Expr, catalog: Catalog, context: Mapping[str, Any]) -> Plan:
@@ -106,6 +108,8 @@ def _plan_tree(tree: exp.Expr, catalog: Catalog, context: Mapping[str, Any]) -> 
     if isinstance(tree, exp.Subquery):
         tree = tree.unnest()
     composed = plan_composed(tree, context, lambda inner: _plan_tree(inner, catalog, context))
+    if isinstance(composed, ComposedPlan):
+        composed.time_zone = current_zone()
     if composed is not None:
         return composed
     if not isinstance(tree, exp.Select):

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from query.errors import QueryUnsupported
 from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage
+from strata_sql.session import current_zone, time_zone
 
 PlanTree = Callable[[exp.Expr], Plan]
 _names = (f"__stage{i}" for i in itertools.count())
@@ -87,6 +88,7 @@ def _in_subquery(tree: exp.Select, node: exp.In, plan_tree: PlanTree) -> Plan:
         raise QueryUnsupported("IN (subquery) needs a subquery selecting exactly one column")
     stage = Stage(next(_names), plan_tree(inner))
     path = _path_to(tree, node)
+    zone = current_zone()  # the outer query is planned later, under the same session zone
 
     def build(results: Sequence[Rows]) -> Plan:
         values = sorted({r[0] for r in results[0] if r and r[0] is not None}, key=lambda v: (str(type(v)), v))
@@ -97,7 +99,8 @@ def _in_subquery(tree: exp.Select, node: exp.In, plan_tree: PlanTree) -> Plan:
         else:
             replacement = exp.false()
         target.replace(replacement)
-        return plan_tree(outer)
+        with time_zone(zone):
+            return plan_tree(outer)
 
     return DeferredPlan([stage], build)
 

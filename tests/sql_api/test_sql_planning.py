@@ -140,3 +140,43 @@ def test_unsupported_set_operations_are_501(cluster: dict[str, Any]) -> None:  #
         resp = post(cluster["broker"], query)
         assert resp.status_code == 501, resp.text
         assert resp.json()["errorCode"] == "unsupported"
+
+
+LA = {"sqlTimeZone": "America/Los_Angeles"}
+
+
+def test_sql_time_zone_floors_parses_and_prints_in_the_zone(
+    cluster: dict[str, Any],  # noqa: F811
+    wikipedia_sample: Any,
+) -> None:
+    from tests.historical_query.wiki_http import RawRows
+
+    raw = RawRows(wikipedia_sample)
+    broker = cluster["broker"]
+    days = post(broker, "SELECT FLOOR(__time TO DAY) AS d, COUNT(*) AS n FROM wikipedia GROUP BY 1", context=LA)
+    assert days.status_code == 200, days.text
+    want = raw.rows(
+        "SELECT strftime(date_trunc('day', timezone('America/Los_Angeles', t::TIMESTAMPTZ)), '%Y-%m-%d'), count(*) "
+        "FROM raw GROUP BY 1 ORDER BY 1"
+    )
+    assert [(r["d"], r["n"]) for r in days.json()] == [(f"{d}T00:00:00.000-07:00", n) for d, n in want]
+    # a TIMESTAMP literal is a wall-clock time of the zone
+    late = post(
+        broker, "SELECT COUNT(*) AS n FROM wikipedia WHERE __time >= TIMESTAMP '2015-09-12 00:00:00'", context=LA
+    )
+    assert late.json() == [{"n": raw.scalar("SELECT count(*) FROM raw WHERE t >= TIMESTAMP '2015-09-12 07:00:00'")}]
+    # functions default to the zone; scanned timestamps print in it
+    first = post(
+        broker,
+        "SELECT __time, TIME_FORMAT(__time, 'HH:mm') AS hm, TIME_EXTRACT(__time, 'HOUR') AS h FROM wikipedia "
+        "ORDER BY __time LIMIT 1",
+        context=LA,
+    )
+    local = raw.one(
+        "SELECT strftime(timezone('America/Los_Angeles', min(t)::TIMESTAMPTZ), '%Y-%m-%dT%H:%M:%S.%g'), "
+        "strftime(timezone('America/Los_Angeles', min(t)::TIMESTAMPTZ), '%H:%M'), "
+        "hour(timezone('America/Los_Angeles', min(t)::TIMESTAMPTZ)) FROM raw"
+    )
+    assert first.json() == [{"__time": local[0] + "-07:00", "hm": local[1], "h": local[2]}]
+    bad = post(broker, "SELECT 1", context={"sqlTimeZone": "Mars/Olympus_Mons"})
+    assert bad.status_code == 400 and "sqlTimeZone" in bad.json()["errorMessage"]
