@@ -11,12 +11,12 @@ import asyncio
 import time
 import urllib.parse
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from query.base import parse_query
@@ -24,7 +24,10 @@ from query.errors import InvalidInput, QueryCancelled, QueryError, invalid, unkn
 from server_kit.json_response import json_response
 from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
 from strata_sql.composed import DeferredPlan, Plan, natives
+from strata_sql.formats import RowEncoder
 from strata_sql.planner import Output, SqlPlan
+from strata_sql.scan_chunks import chunk_query, scan_chunks
+from timeline import Interval
 
 if TYPE_CHECKING:
     from broker_service.app import Broker
@@ -95,6 +98,11 @@ class BrokerCatalog:
                 }
             )
         return out
+
+    def segment_intervals(self, table: str) -> list[Interval]:
+        return [
+            sel.segment.interval for sel in self.broker.view.selectors() if sel.segment.data_source == table
+        ]
 
     def servers(self) -> list[dict[str, Any]]:
         return [
@@ -175,6 +183,17 @@ def sql_routes(broker: Broker) -> list[Route]:
             await catalog.load(referenced_tables(sql))
             statement = plan_statement(sql, catalog, {**context, "queryId": query_id})
             plan = statement.plan
+            encoding: dict[str, Any] = {
+                "fmt": fmt,
+                "header": bool(body.get("header")),
+                "types_header": bool(body.get("typesHeader")),
+                "sql_types_header": bool(body.get("sqlTypesHeader")),
+            }
+            if encoding["header"]:
+                headers["X-Druid-SQL-Header-Included"] = "yes"
+            if not statement.explain and _streams(plan):
+                assert isinstance(plan, SqlPlan)
+                return await stream_scan(plan, query_id, encoding, headers)
             if statement.explain:
                 rows = explain_rows(plan)
                 names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
@@ -183,36 +202,69 @@ def sql_routes(broker: Broker) -> list[Route]:
                 names = [o.name for o in outputs]
                 types = [o.druid_type for o in outputs]
                 sql_types = [o.sql_type for o in outputs]
-            header = bool(body.get("header"))
-            payload, media = encode_rows(
-                rows,
-                names,
-                types,
-                sql_types,
-                fmt=fmt,
-                header=header,
-                types_header=bool(body.get("typesHeader")),
-                sql_types_header=bool(body.get("sqlTypesHeader")),
-            )
-            if header:
-                headers["X-Druid-SQL-Header-Included"] = "yes"
+            payload, media = encode_rows(rows, names, types, sql_types, **encoding)
             return Response(payload, 200, headers=headers, media_type=media)
         except QueryError as e:
             return _sql_error(e, host, headers)
         except Exception as e:  # never a stack trace to the client
             return _sql_error(unknown_exception(e, host), host, headers)
 
+    async def run_native(native: dict[str, Any], query_id: str) -> list[Any]:
+        if query_id in cancelled:
+            raise QueryCancelled(f"Query [{query_id}] was cancelled")
+        async with broker.admission.admit():
+            result = await broker.runner.run(parse_query(native))
+        return result.results if result.results is not None else orjson.loads(result.body or b"[]")
+
+    async def stream_scan(
+        plan: SqlPlan, query_id: str, encoding: dict[str, Any], headers: dict[str, str]
+    ) -> Response:
+        """A selection answered chunk by chunk (see `strata_sql.scan_chunks`); the first chunk
+        runs before the response starts, so its errors still get their status code."""
+        native = plan.native
+        assert native is not None
+        chunks = scan_chunks(
+            native["intervals"],
+            catalog.segment_intervals(native["dataSource"]),
+            descending=native.get("order") == "descending",
+        )
+        encoder = RowEncoder(
+            [o.name for o in plan.outputs],
+            [o.druid_type for o in plan.outputs],
+            [o.sql_type for o in plan.outputs],
+            **encoding,
+        )
+        skip, left = int(native.get("offset") or 0), native.get("limit")
+
+        async def chunk_rows(intervals: list[str]) -> list[list[Any]]:
+            nonlocal skip, left
+            wanted = None if left is None else left + skip
+            rows = plan.rows(await run_native(chunk_query(native, intervals, wanted), query_id))
+            if skip:
+                dropped = min(skip, len(rows))
+                rows, skip = rows[dropped:], skip - dropped
+            if left is not None:
+                rows = rows[:left]
+                left -= len(rows)
+            return rows
+
+        first = await chunk_rows(chunks[0]) if chunks else []
+
+        async def body() -> AsyncIterator[bytes]:
+            yield encoder.start() + encoder.rows(first)
+            for intervals in chunks[1:]:
+                if left == 0:
+                    break
+                yield encoder.rows(await chunk_rows(intervals))
+            yield encoder.end()
+
+        return StreamingResponse(body(), 200, headers=headers, media_type=encoder.media_type)
+
     async def run_plan(plan: Plan, query_id: str) -> tuple[list[list[Any]], list[Output]]:
         """Rows and output columns of a plan: native queries through the broker's runner, the
         broker-side part of composed plans with DuckDB in a worker thread."""
         if isinstance(plan, SqlPlan):
-            results: list[Any] = []
-            if plan.native is not None:
-                if query_id in cancelled:
-                    raise QueryCancelled(f"Query [{query_id}] was cancelled")
-                async with broker.admission.admit():
-                    result = await broker.runner.run(parse_query(plan.native))
-                results = result.results if result.results is not None else orjson.loads(result.body or b"[]")
+            results = [] if plan.native is None else await run_native(plan.native, query_id)
             return plan.rows(results), plan.outputs
         inputs = [await run_plan(stage.plan, query_id) for stage in plan.stages]
         if isinstance(plan, DeferredPlan):
@@ -234,6 +286,11 @@ def sql_routes(broker: Broker) -> list[Route]:
         Route("/druid/v2/sql/", post_sql, methods=["POST"]),
         Route("/druid/v2/sql/{query_id}", cancel_sql, methods=["DELETE"]),
     ]
+
+
+def _streams(plan: Plan) -> bool:
+    """Selections of rows stream; aggregations and composed statements answer at once."""
+    return isinstance(plan, SqlPlan) and plan.native is not None and plan.native["queryType"] == "scan"
 
 
 def explain_rows(plan: Plan) -> list[list[Any]]:

@@ -1,4 +1,8 @@
-"""Druid SQL result formats: object, array, objectLines, arrayLines, csv, with Druid's header rows."""
+"""Druid SQL result formats: object, array, objectLines, arrayLines, csv, with Druid's header rows.
+
+`RowEncoder` writes a body piece by piece (opening, rows in any number of batches, closing), so a
+large result streams with bounded memory; `encode_rows` is the whole body at once.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,96 @@ from typing import Any
 import orjson
 
 RESULT_FORMATS = ("object", "array", "objectLines", "arrayLines", "csv")
+_MEDIA = {
+    "object": "application/json",
+    "array": "application/json",
+    "objectLines": "text/plain",
+    "arrayLines": "text/plain",
+    "csv": "text/csv",
+}
+
+
+class RowEncoder:
+    """One result body in Druid's compact form (pydruid parses it as a stream)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        types: Sequence[str],
+        sql_types: Sequence[str],
+        *,
+        fmt: str = "object",
+        header: bool = False,
+        types_header: bool = False,
+        sql_types_header: bool = False,
+    ) -> None:
+        if fmt not in RESULT_FORMATS:
+            raise ValueError(fmt)
+        self.names, self.types, self.sql_types = list(names), list(types), list(sql_types)
+        self.fmt = fmt
+        self.header, self.types_header, self.sql_types_header = header, types_header, sql_types_header
+        self.media_type = _MEDIA[fmt]
+        self._first = True
+
+    def start(self) -> bytes:
+        head = self._header_lines()
+        if self.fmt in ("object", "array"):
+            self._first = not head
+            return b"[" + b",".join(head)
+        if self.fmt == "csv":
+            return b"".join(head)
+        return b"".join(line + b"\n" for line in head)
+
+    def rows(self, rows: Sequence[Sequence[Any]]) -> bytes:
+        if not rows:
+            return b""
+        if self.fmt == "csv":
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\n")
+            for r in rows:
+                writer.writerow(["" if v is None else _text(v) for v in r])
+            return out.getvalue().encode()
+        dumps = orjson.dumps
+        if self.fmt in ("object", "objectLines"):
+            names = self.names
+            encoded = [dumps(dict(zip(names, r, strict=True))) for r in rows]
+        else:
+            encoded = [dumps(list(r)) for r in rows]
+        if self.fmt in ("objectLines", "arrayLines"):
+            return b"".join(line + b"\n" for line in encoded)
+        body = b",".join(encoded)
+        if self._first:
+            self._first = False
+            return body
+        return b"," + body
+
+    def end(self) -> bytes:
+        return b"]" if self.fmt in ("object", "array") else b"\n"
+
+    def _header_lines(self) -> list[bytes]:
+        if not self.header:
+            return []
+        dumps = orjson.dumps
+        if self.fmt in ("object", "objectLines"):
+
+            def describe(i: int) -> Any:
+                meta = {
+                    **({"type": self.types[i]} if self.types_header else {}),
+                    **({"sqlType": self.sql_types[i]} if self.sql_types_header else {}),
+                }
+                return meta or None
+
+            return [dumps({n: describe(i) for i, n in enumerate(self.names)})]
+        lines = [self.names]
+        if self.types_header:
+            lines.append(self.types)
+        if self.sql_types_header:
+            lines.append(self.sql_types)
+        if self.fmt == "csv":
+            out = io.StringIO()
+            csv.writer(out, lineterminator="\n").writerows(lines)
+            return [out.getvalue().encode()]
+        return [dumps(x) for x in lines]
 
 
 def encode_rows(
@@ -23,48 +117,17 @@ def encode_rows(
     types_header: bool = False,
     sql_types_header: bool = False,
 ) -> tuple[bytes, str]:
-    """The body and its content type, compact as Druid writes it (pydruid parses it as a stream)."""
-    dumps = orjson.dumps
-    if fmt in ("object", "objectLines"):
-        head: list[bytes] = []
-        if header:
-
-            def describe(i: int) -> Any:
-                meta = {
-                    **({"type": types[i]} if types_header else {}),
-                    **({"sqlType": sql_types[i]} if sql_types_header else {}),
-                }
-                return meta or None
-
-            head.append(dumps({n: describe(i) for i, n in enumerate(names)}))
-        body = head + [dumps(dict(zip(names, r, strict=True))) for r in rows]
-        if fmt == "object":
-            return b"[" + b",".join(body) + b"]", "application/json"
-        return b"".join(line + b"\n" for line in body) + b"\n", "text/plain"
-    if fmt in ("array", "arrayLines"):
-        lines = (
-            [list(names)] * header
-            + [list(types)] * (header and types_header)
-            + [list(sql_types)] * (header and sql_types_header)
-        )
-        body = [dumps(x) for x in lines] + [dumps(list(r)) for r in rows]
-        if fmt == "array":
-            return b"[" + b",".join(body) + b"]", "application/json"
-        return b"".join(line + b"\n" for line in body) + b"\n", "text/plain"
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        if header:
-            writer.writerow(names)
-            if types_header:
-                writer.writerow(types)
-            if sql_types_header:
-                writer.writerow(sql_types)
-        for r in rows:
-            writer.writerow(["" if v is None else _text(v) for v in r])
-        out.write("\n")
-        return out.getvalue().encode(), "text/csv"
-    raise ValueError(fmt)
+    """The whole body and its content type."""
+    enc = RowEncoder(
+        names,
+        types,
+        sql_types,
+        fmt=fmt,
+        header=header,
+        types_header=types_header,
+        sql_types_header=sql_types_header,
+    )
+    return enc.start() + enc.rows(rows) + enc.end(), enc.media_type
 
 
 def _text(v: Any) -> str:

@@ -83,7 +83,8 @@ CASES = [
         "FROM wikipedia WHERE NOT (added + deleted < 5)",
         "SELECT count(*) FILTER (WHERE upper(namespace) = 'MAIN') AS main, count(DISTINCT channel) AS ch "
         "FROM raw WHERE NOT (added + deleted < 5)",
-    ),    (
+    ),
+    (
         "SELECT channel, ROUND(CAST(SUM(added) AS DOUBLE) / COUNT(*), 2) AS mean, UPPER(channel) AS up, "
         "'edits' AS label, COUNT(*) * 2 + 1 AS odd FROM wikipedia WHERE countryName = 'Japan' GROUP BY channel",
         "SELECT channel, round(CAST(sum(added) AS DOUBLE) / count(*), 2) AS mean, upper(channel) AS up, "
