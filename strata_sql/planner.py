@@ -309,14 +309,13 @@ class _Aggregation:
         granularity: Any = "all"
         dims: list[str] = []
         grouped: list[exp.Expr] = []
+        granularity_node: exp.Expr | None = None
         for key in group.expressions if group is not None else []:
             node = _resolve(key, items)
             gran = _time_floor(node)
-            if gran is not None:
-                if granularity != "all":
-                    raise QueryUnsupported("Grouping by two time floors is not supported")
-                granularity = gran
-            else:
+            if gran is not None and granularity_node is None:
+                granularity, granularity_node = gran, node
+            else:  # a further time floor groups as a virtual column, as any expression
                 col = column_name(node)
                 if col is None:
                     text = self.writer.write(node)
@@ -326,7 +325,7 @@ class _Aggregation:
                 dims.append(col)
             grouped.append(node)
         for name, node in items:
-            if _time_floor(node) is not None or (
+            if (granularity_node is not None and node == granularity_node) or (
                 column_name(node) == TIME and TIME in [column_name(g) for g in grouped]
             ):
                 outputs.append(Output(name, TIME, "LONG"))
@@ -497,6 +496,8 @@ class _Aggregation:
                 "filter": not_null,
                 "aggregator": {"type": "count", "name": name},
             }, "LONG"
+        if fn in ("SUM", "MIN", "MAX", "AVG") and kind == "STRING":
+            raise invalid("Cannot apply '%s' to arguments of type '%s(<VARCHAR>)'", fn, fn)
         if fn in ("SUM", "MIN", "MAX"):
             return {"type": f"{numeric}{fn.title()}", "name": name, "fieldName": col}, numeric.upper()
         if fn == "AVG":

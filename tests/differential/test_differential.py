@@ -1,7 +1,8 @@
 """CI's share of the differential test: a fixed-seed batch of generated native queries over three
 segmentations of the wikipedia sample, through a broker without cache, with LRU (cold and warm)
 and on memcached, and directly on the historical, each compared with the oracle.
-`python -m tests.differential --n 5000` runs thousands."""
+`python -m tests.differential --n 5000` runs thousands. Generated SQL goes through the same brokers
+against DuckDB answering the same question (tests.differential.sql_runner)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from strata.local_servers import MemcachedServer
 from tests.differential.oracle import Gran, Oracle, Spec
 from tests.differential.runner import ingest_all, nodes, raw_connection, run
+from tests.differential.sql_runner import run_sql
 
 pytestmark = pytest.mark.integration
 
@@ -32,6 +34,17 @@ def test_generated_queries_match_the_oracle(setup: tuple[dict, dict, Path]) -> N
     targets, ranges, sample = setup
     outcome = run(CI_QUERIES, 20261125, targets, raw_connection(sample), ranges)
     assert sum(outcome.ran.values()) >= CI_QUERIES * 3 * 5
+    assert not outcome.differed, outcome.summary() + "\n" + "\n".join(outcome.failures)
+
+
+CI_STATEMENTS = 100  # generated SQL x 3 datasources x 3 targets = 900 answers checked
+
+
+def test_generated_sql_matches_duckdb(setup: tuple[dict, dict, Path]) -> None:
+    """`python -m tests.differential.sql_runner --n 2000` runs thousands."""
+    targets, _, sample = setup
+    outcome = run_sql(CI_STATEMENTS, 20261125, targets, raw_connection(sample))
+    assert sum(outcome.ran.values()) == CI_STATEMENTS * 3 * 3
     assert not outcome.differed, outcome.summary() + "\n" + "\n".join(outcome.failures)
 
 
