@@ -1,14 +1,23 @@
-"""SQL planning time: Druid SQL text to native query JSON, in process (no I/O).
+"""Druid SQL: planning time in process, then end to end through a real cluster.
 
-    python -m bench.sql [--repeat 2000]
+    python -m bench.sql [--repeat 2000] [--rows 10000000] [--segments 100] [--e2e-repeat 5]
+                        [--planning-only]
 
-Prints the median and p99 microseconds per statement for the shapes dashboards send (target: under
-2 ms). End-to-end SQL through a broker costs this plus the native query (bench.broker).
+1. Planning: the median and p99 microseconds from SQL text to native query JSON for the shapes
+   dashboards send (target: under 2 ms).
+2. End to end on `--rows` synthetic rows in `--segments` hourly segments (ZooKeeper, two
+   historicals, a broker without cache): each statement through the SQL API beside the same native
+   query through the native API and DuckDB over the same Parquet files (median [min-max]).
+3. A selection of every row through the SQL API: time to the first byte, total time and rows/s,
+   the broker's resident memory before and at its peak during the read, beside DuckDB reading the
+   same columns of the same files into Arrow.
+Nothing is asserted: the figures are printed, then one JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -44,20 +53,36 @@ class _Catalog:
         return []
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=2000)
-    args = ap.parse_args(argv)
+def planning(repeat: int) -> dict[str, Any]:
     catalog = _Catalog()
+    out = {}
     for name, text in STATEMENTS.items():
         times = []
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             started = time.perf_counter()
             plan_statement(text, catalog, {})
             times.append((time.perf_counter() - started) * 1e6)
         times.sort()
         p99 = times[int(len(times) * 0.99) - 1]
+        out[name] = {"median_us": round(statistics.median(times)), "p99_us": round(p99)}
         print(f"{name:22} median {statistics.median(times):7.0f} us   p99 {p99:7.0f} us")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=2000)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--segments", type=int, default=100)
+    ap.add_argument("--e2e-repeat", type=int, default=5)
+    ap.add_argument("--planning-only", action="store_true")
+    args = ap.parse_args(argv)
+    report: dict[str, Any] = {"planning": planning(args.repeat)}
+    if not args.planning_only:
+        from bench.sql_end_to_end import end_to_end
+
+        report["end_to_end"] = end_to_end(args.rows, args.segments, args.e2e_repeat)
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -95,11 +95,16 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
     kind = plan.native["queryType"]
     zone = None if plan.time_zone is None else ZoneInfo(plan.time_zone)
     _scan_value = functools.partial(_value, zone=zone)
-    if kind == "scan":
+    if kind == "scan":  # the hot path of large selections: only timestamps need rewriting
         for batch in results:
             index = {c: i for i, c in enumerate(batch["columns"])}
+            picks = [index[o.source] for o in plan.outputs]
+            stamps = [(i, o) for i, o in enumerate(plan.outputs) if o.source == TIME or o.timestamp]
             for event in batch["events"]:
-                yield [_scan_value(o, event[index[o.source]]) for o in plan.outputs]
+                row = [event[i] for i in picks]
+                for i, o in stamps:
+                    row[i] = _scan_value(o, row[i])
+                yield row
         return
     if kind == "topN":
         for bucket in results:

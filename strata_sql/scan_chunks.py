@@ -1,9 +1,10 @@
 """Splitting a large SQL selection into native scans over a few segments each, in time order.
 
 A `SELECT` that reads rows (not aggregates) can be as large as the datasource. The broker answers
-it as consecutive scans over `SEGMENTS_PER_CHUNK` segments' time ranges and writes each chunk's rows
-before asking for the next, so the first rows leave at once and the broker holds one chunk at a
-time. Time ranges follow the segments' intervals, so chunks in time order keep `ORDER BY __time`.
+it as consecutive scans over a few segments' time ranges and writes each chunk's rows before asking
+for the next, so the broker holds one chunk at a time. Chunks grow 1, 2, 4, ... up to
+`SEGMENTS_PER_CHUNK` segments, so the first rows leave after one segment's scan.
+Time ranges follow the segments' intervals, so chunks in time order keep `ORDER BY __time`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from timeline import Interval, condense_intervals
 
-SEGMENTS_PER_CHUNK = 8
+SEGMENTS_PER_CHUNK = 4
 
 
 def scan_chunks(
@@ -33,9 +34,10 @@ def scan_chunks(
             if piece is not None:
                 counts[piece] = counts.get(piece, 0) + 1
     chunks: list[list[Interval]] = []
-    size = per_chunk  # force a new chunk first
+    size = limit = 0  # the first piece opens the first chunk
     for piece, weight in _disjoint(counts):
-        if size + weight > per_chunk and (not chunks or chunks[-1]):
+        if not chunks or (size + weight > limit and chunks[-1]):
+            limit = min(per_chunk, max(1, 2 * size))  # twice what the last chunk held
             chunks.append([])
             size = 0
         chunks[-1].append(piece)

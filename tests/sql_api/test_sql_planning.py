@@ -198,7 +198,7 @@ def test_selections_stream_chunk_by_chunk_with_limits_across_chunks(
     cluster: dict[str, Any],  # noqa: F811
     wikipedia_sample: Any,
 ) -> None:
-    """24 hourly segments, 8 per chunk: offsets and limits that cross chunk boundaries, in both time
+    """24 hourly segments, chunks of 1, 2 and 4: offsets and limits that cross chunk boundaries, in both time
     orders, equal DuckDB over the raw rows; the body arrives in several pieces."""
     from tests.historical_query.wiki_http import RawRows, iso_utc
 

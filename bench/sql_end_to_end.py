@@ -1,0 +1,147 @@
+"""The end-to-end part of `python -m bench.sql`: SQL API vs native API vs DuckDB, and a streamed
+selection of every row with the broker's memory watched while it runs."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Any
+
+import duckdb
+import httpx
+
+from bench.cluster_setup import (
+    Dataset,
+    cluster,
+    log,
+    post_query,
+    spread,
+    time_calls,
+    wait_for_segments,
+    workloads,
+    write_dataset,
+)
+
+NO_CACHE = {"useCache": False, "populateCache": False}
+
+
+def statements(ds: Dataset) -> dict[str, str]:
+    """Druid SQL asking what each native workload of `bench.cluster_setup` asks."""
+    t = ds.name
+    return {
+        "timeseries hour": f"SELECT FLOOR(__time TO HOUR) AS t, COUNT(*) AS c, SUM(added) AS added, "
+        f"SUM(score) AS score FROM {t} GROUP BY 1",
+        "topN page x10": f"SELECT page, SUM(added) AS added, COUNT(*) AS c, SUM(score) AS score FROM {t} "
+        "GROUP BY page ORDER BY added DESC LIMIT 10",
+        "groupBy country,channel": f"SELECT country, channel, COUNT(*) AS c, SUM(added) AS added, "
+        f"SUM(score) AS score FROM {t} GROUP BY 1, 2",
+    }
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def streamed_selection(url: str, pid: int, ds: Dataset) -> dict[str, Any]:
+    before = _rss_kib(pid)
+    peak = before
+    done = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _rss_kib(pid))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    body = {"query": f"SELECT __time, country, page, added FROM {ds.name}", "resultFormat": "arrayLines",
+            "context": NO_CACHE}  # fmt: skip
+    started = time.perf_counter()
+    first = None
+    lines = 0
+    with httpx.stream("POST", url + "/druid/v2/sql", json=body, timeout=3600) as resp:
+        resp.raise_for_status()
+        for chunk in resp.iter_bytes():
+            if first is None and chunk:
+                first = time.perf_counter() - started
+            lines += chunk.count(b"\n")
+    total = time.perf_counter() - started
+    done.set()
+    watcher.join()
+    rows = lines - 1  # the closing empty line
+    conn = duckdb.connect()
+    duck_started = time.perf_counter()
+    duck_rows = (
+        conn.execute(f"SELECT __time, country, page, added FROM read_parquet({ds.parquet_list()})")
+        .to_arrow_table()
+        .num_rows
+    )
+    duck = time.perf_counter() - duck_started
+    out = {
+        "rows": rows,
+        "first_byte_s": round(first or total, 3),
+        "total_s": round(total, 2),
+        "rows_per_s": round(rows / total),
+        "broker_rss_mib_before": round(before / 1024),
+        "broker_rss_mib_peak": round(peak / 1024),
+        "duckdb_arrow_s": round(duck, 2),
+        "duckdb_rows": duck_rows,
+    }
+    log(f"  SELECT every row: {rows:,} rows, first byte after {out['first_byte_s']} s, {total:.1f} s in all "
+        f"({out['rows_per_s']:,} rows/s); broker RSS {out['broker_rss_mib_before']} MiB -> peak "
+        f"{out['broker_rss_mib_peak']} MiB; DuckDB to Arrow {duck:.2f} s")  # fmt: skip
+    return out
+
+
+def end_to_end(rows: int, segments: int, repeat: int) -> dict[str, Any]:
+    report: dict[str, Any] = {"rows": rows, "segments": segments, "queries": []}
+    with cluster() as c:
+        ds = write_dataset(c.root, "bench", rows, segments)
+        c.start_data_nodes(2)
+        broker = c.start_broker("--cache", "none")
+        wait_for_segments(broker, segments)
+        log(f"end to end on {rows:,} rows in {segments} segments (median [min-max] of {repeat}):")
+        conn = duckdb.connect()
+        natives = workloads(ds, NO_CACHE)
+        with httpx.Client(timeout=600) as client:
+            for name, sql in statements(ds).items():
+                native, duck_sql = natives[name]
+                body = {"query": sql, "context": NO_CACHE}
+                sql_rows = client.post(broker.url + "/druid/v2/sql", json=body).json()
+                timings: dict[str, list[float]] = {"sql": [], "native": [], "duckdb": []}
+                for _ in range(repeat):
+                    timings["sql"] += time_calls(
+                        lambda body=body: client.post(broker.url + "/druid/v2/sql", json=body).json(),
+                        1,
+                        warmup=0,
+                    )
+                    timings["native"] += time_calls(
+                        lambda native=native: post_query(client, broker.url, native), 1, warmup=0
+                    )
+                    timings["duckdb"] += time_calls(
+                        lambda q=duck_sql: conn.execute(q).fetchall(), 1, warmup=0
+                    )
+                sql_ms, native_ms, duck_ms = (
+                    statistics.median(timings[k]) for k in ("sql", "native", "duckdb")
+                )
+                entry = {
+                    "query": name,
+                    "rows": len(sql_rows),
+                    **{f"{k}_ms": spread(v) for k, v in timings.items()},
+                    "sql_over_native": round(sql_ms / native_ms, 2),
+                    "sql_over_duckdb": round(sql_ms / duck_ms, 2),
+                }
+                report["queries"].append(entry)
+                log(
+                    f"  {name:24s} SQL {entry['sql_ms']:>20s} ms  native {entry['native_ms']:>20s} ms  "
+                    f"DuckDB {entry['duckdb_ms']:>20s} ms  SQL/native {entry['sql_over_native']:4.2f}  "
+                    f"SQL/DuckDB {entry['sql_over_duckdb']:4.2f}"
+                )
+        report["selection"] = streamed_selection(broker.url, broker.pid, ds)
+    return report
