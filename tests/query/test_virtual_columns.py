@@ -216,3 +216,49 @@ def test_arithmetic_post_aggregator_null_operand_wins_over_zero_divisor(segments
         ],
     )
     assert run(q, segments)[0]["result"] == {"c": 0, "m": None, "p": None, "z": 0.0}
+
+
+def test_extraction_dimension_specs(segments: list[SegmentInput]) -> None:
+    """Druid's `extraction` dimension spec: values mapped by the function, grouped as strings."""
+    q = base(
+        "groupBy",
+        dimensions=[
+            {
+                "type": "extraction",
+                "dimension": "page",
+                "outputName": "first",
+                "extractionFn": {"type": "substring", "index": 0, "length": 1},
+            },
+            {
+                "type": "extraction",
+                "dimension": "__time",
+                "outputName": "hour",
+                "extractionFn": {"type": "timeFormat", "format": "HH", "timeZone": "UTC"},
+            },
+        ],  # fmt: skip
+        aggregations=[{"type": "count", "name": "n"}],
+        filter={"type": "selector", "dimension": "channel", "value": "#de.wikipedia"},
+    )
+    want = oracle(
+        "SELECT substring(page, 1, 1), strftime(__time, '%H'), count(*) FROM raw "
+        "WHERE channel = '#de.wikipedia' GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+    got = sorted((r["event"]["first"], r["event"]["hour"], r["event"]["n"]) for r in run(q, segments))
+    assert got == sorted(want)
+    top = base(
+        "topN",
+        dimension={
+            "type": "extraction",
+            "dimension": "channel",
+            "outputName": "lang",
+            "extractionFn": {"type": "regex", "expr": "^#([a-z]+)\\.", "index": 1},
+        },  # fmt: skip
+        metric="n",
+        threshold=3,
+        aggregations=[{"type": "count", "name": "n"}],
+    )
+    want_top = oracle(
+        "SELECT regexp_extract(channel, '^#([a-z]+)\\.', 1) AS l, count(*) AS n FROM raw GROUP BY l "
+        "ORDER BY n DESC LIMIT 3"
+    )
+    assert [(r["lang"], r["n"]) for r in run(top, segments)[0]["result"]] == want_top
