@@ -10,6 +10,7 @@ row is stamped with the first query interval's start.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
@@ -23,7 +24,7 @@ from query.base import CommonFields, Query, register
 from query.cache_key import digest_key
 from query.dimensions import DimensionSpec, parse_dimension_spec
 from query.duck import connection
-from query.errors import QueryUnsupported, invalid
+from query.errors import invalid
 from query.fields import get_bool, get_list
 from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
@@ -53,12 +54,11 @@ class GroupByQuery(Query):
     post_aggregations: tuple[PostAggregator, ...] = ()
     having: Having | None = None
     limit_spec: LimitSpec = field(default_factory=LimitSpec)
+    subtotals: tuple[tuple[str, ...], ...] | None = None  # subtotalsSpec: dimension output names
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
         what = "groupBy query"
-        if obj.get("subtotalsSpec") is not None:
-            raise QueryUnsupported("subtotalsSpec is not supported")
         dims = tuple(
             parse_dimension_spec(d, "dimension of groupBy query")
             for d in get_list(obj, "dimensions", [], what=what)
@@ -79,6 +79,7 @@ class GroupByQuery(Query):
             post_aggregations=posts,
             having=parse_having(obj.get("having")),
             limit_spec=parse_limit_spec(obj.get("limitSpec")),
+            subtotals=_parse_subtotals(obj.get("subtotalsSpec"), [d.output_name for d in dims]),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -93,6 +94,7 @@ class GroupByQuery(Query):
                 "postAggregations": [p.to_json() for p in self.post_aggregations],
                 "having": None if self.having is None else self.having.to_json(),
                 "limitSpec": self.limit_spec.to_json(),
+                "subtotalsSpec": None if self.subtotals is None else [list(s) for s in self.subtotals],
             }
         )
         return out
@@ -132,6 +134,8 @@ class GroupByQuery(Query):
         return not self.dimensions and self.granularity.is_all and limit.limit != 0 and limit.offset == 0
 
     def finalize(self, merged: pa.Table) -> list[Any]:
+        if self.subtotals is not None:
+            return self._finalize_subtotals(merged)
         plan = self.plan
         if merged.num_rows == 0 and self._summary_row_when_empty():
             merged = null_row(plan.schema())
@@ -170,6 +174,27 @@ class GroupByQuery(Query):
             values[name] = json_values(columns[name].take(picked))
         return self._rows(times, values)
 
+    def _finalize_subtotals(self, merged: pa.Table) -> list[Any]:
+        """Druid's subtotalsSpec: the merged groups re-aggregated over each listed subset of the
+        dimensions, one after the other, each with the query's having, ordering and limit."""
+        assert self.subtotals is not None
+        out: list[Any] = []
+        positions = {d.output_name: i for i, d in enumerate(self.dimensions)}
+        for subset in self.subtotals:
+            keep = [positions[name] for name in subset]
+            sub = dataclasses.replace(
+                self, dimensions=tuple(self.dimensions[i] for i in keep), subtotals=None
+            )
+            columns: dict[str, Any] = {}
+            for name in merged.column_names:
+                if name.startswith("d") and name[1:].isdigit():
+                    continue  # dimension columns: renumbered below
+                columns[name] = merged.column(name)
+            for j, i in enumerate(keep):
+                columns[dim_col(j)] = merged.column(dim_col(i))
+            out += sub.finalize(sub.merge([pa.table(columns)]))
+        return out
+
     def _rows(self, times: np.ndarray, values: dict[str, list[Any]]) -> list[Any]:
         names = list(values)
         tuples = list(zip(*values.values(), strict=True)) if names else [() for _ in range(len(times))]
@@ -186,3 +211,17 @@ class GroupByQuery(Query):
                 stamp = stamps[ms] = format_instant(ms, tz)
             out.append({"version": "v1", "timestamp": stamp, "event": dict(zip(names, t, strict=True))})
         return out
+
+
+def _parse_subtotals(value: Any, names: list[str]) -> tuple[tuple[str, ...], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(s, list) for s in value):
+        raise invalid("Field [subtotalsSpec] of groupBy query must be a list of lists of dimension names")
+    out = []
+    for subset in value:
+        for name in subset:
+            if name not in names:
+                raise invalid("Subtotal spec %s refers to [%s], not a dimension of the query", subset, name)
+        out.append(tuple(subset))
+    return tuple(out)

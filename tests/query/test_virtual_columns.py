@@ -262,3 +262,34 @@ def test_extraction_dimension_specs(segments: list[SegmentInput]) -> None:
         "ORDER BY n DESC LIMIT 3"
     )
     assert [(r["lang"], r["n"]) for r in run(top, segments)[0]["result"]] == want_top
+
+
+def test_subtotals_spec_equals_grouping_sets(segments: list[SegmentInput]) -> None:
+    """Each subtotal is the groupBy over that subset of the dimensions, one after the other."""
+    q = base(
+        "groupBy",
+        dimensions=["channel", "isRobot"],
+        aggregations=[
+            {"type": "count", "name": "n"},
+            {"type": "longSum", "name": "added", "fieldName": "added"},
+        ],
+        filter={"type": "in", "dimension": "channel", "values": ["#de.wikipedia", "#fr.wikipedia"]},
+        subtotalsSpec=[["channel", "isRobot"], ["isRobot"], []],
+    )
+    where = "WHERE channel IN ('#de.wikipedia', '#fr.wikipedia')"
+    got = run(q, segments)
+    sizes = [
+        len(oracle(f"SELECT 1 FROM raw {where} GROUP BY {g}")) for g in ("channel, isRobot", "isRobot", "()")
+    ]
+    parts = [got[: sizes[0]], got[sizes[0] : sizes[0] + sizes[1]], got[sizes[0] + sizes[1] :]]
+    assert sorted(
+        (r["event"]["channel"], r["event"]["isRobot"], r["event"]["n"]) for r in parts[0]
+    ) == sorted(oracle(f"SELECT channel, isRobot, count(*) FROM raw {where} GROUP BY 1, 2"))
+    assert sorted((r["event"]["isRobot"], r["event"]["added"]) for r in parts[1]) == sorted(
+        oracle(f"SELECT isRobot, sum(added) FROM raw {where} GROUP BY 1")
+    )
+    assert [r["event"] for r in parts[2]] == [
+        dict(zip(["n", "added"], oracle(f"SELECT count(*), sum(added) FROM raw {where}")[0], strict=True))
+    ]
+    with pytest.raises(InvalidInput):
+        parse_query({**q, "subtotalsSpec": [["page"]]})
