@@ -15,6 +15,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
@@ -28,6 +29,7 @@ from broker_service.segment_plan import SegmentTask, plan_segments
 from broker_service.server_view import BrokerServerView
 from query import Query
 from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
+from query.subquery import answer_over_rows
 from server_kit.json_response import encode_json
 from timeline import format_instant
 
@@ -127,6 +129,11 @@ class QueryRunner:
 
     async def _run(self, query: Query, deadline: float | None) -> QueryResult:
         loop = asyncio.get_running_loop()
+        if query.inner is not None:  # a query dataSource: the inner query first, then ours over it
+            inner = await self._run(query.inner, deadline)
+            rows = inner.results if inner.results is not None else orjson.loads(inner.body or b"[]")
+            results = await loop.run_in_executor(self.merge_pool, answer_over_rows, query, rows)
+            return QueryResult(results, dict(inner.response_context), body=encode_json(results))
         plan = plan_segments(self.view, query)
         context: dict[str, Any] = {}
         if query.context.uncovered_intervals_limit > 0:

@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from query import Query, QueryError, SegmentInput, parse_query
 from query.duck import connection
-from query.engine import run_for_broker
+from query.engine import require_table_source, run_for_broker
 from query.errors import QueryCancelled, QueryTimeout, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import SegmentsSpec
@@ -158,6 +158,7 @@ class QueryEndpoint:
             body = await request.body()
             obj = decode_query_body(body, MAX_REQUEST_BYTES)
             query = parse_query(obj)
+            require_table_source(query)
             query_id, data_source, query_type = query.context.query_id, query.data_source, query.query_type
             headers["X-Druid-Query-Id"] = query_id
             inputs, missing = self._resolve(query)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from query.context import QueryContext
 from query.data_source import parse_data_source
-from query.errors import invalid
+from query.errors import QueryUnsupported, invalid
 from query.fields import as_object
 from query.segment_spec import QuerySegmentSpec, parse_segment_spec
 
@@ -46,6 +46,8 @@ class Query(ABC):
     data_source: str
     segment_spec: QuerySegmentSpec
     context: QueryContext
+    # a `query` dataSource: the broker runs `inner` first, then this query over its rows
+    inner: Query | None = None
 
     @classmethod
     @abstractmethod
@@ -81,9 +83,14 @@ class Query(ABC):
 
     # -- helpers shared by every type --------------------------------------------------------------
     def common_json(self) -> dict[str, Any]:
+        source: dict[str, Any] = (
+            {"type": "table", "name": self.data_source}
+            if self.inner is None
+            else {"type": "query", "query": self.inner.to_json()}
+        )
         return {
             "queryType": self.query_type,
-            "dataSource": {"type": "table", "name": self.data_source},
+            "dataSource": source,
             "intervals": self.segment_spec.to_json(),
             "context": self.context.to_json(),
         }
@@ -100,9 +107,15 @@ class CommonFields:
     data_source: str
     segment_spec: QuerySegmentSpec
     context: QueryContext
+    inner: Query | None = None
 
     def as_kwargs(self) -> dict[str, Any]:
-        return {"data_source": self.data_source, "segment_spec": self.segment_spec, "context": self.context}
+        return {
+            "data_source": self.data_source,
+            "segment_spec": self.segment_spec,
+            "context": self.context,
+            "inner": self.inner,
+        }
 
 
 _QUERY_TYPES: dict[str, type[Query]] = {}
@@ -138,12 +151,23 @@ def parse_query(obj: Any) -> Query:
         spec: QuerySegmentSpec = IntervalsSpec((ETERNITY,))
     else:
         spec = parse_segment_spec(intervals)
+    source = obj.get("dataSource")
+    inner = None
+    if isinstance(source, Mapping) and source.get("type") == "query":
+        inner = parse_query(as_object(source.get("query"), "query of the query dataSource"))
+        if cls.query_type not in QUERY_DATASOURCE_TYPES:
+            raise QueryUnsupported(f"A query dataSource under a [{cls.query_type}] query is not supported")
     common = CommonFields(
-        data_source=parse_data_source(obj.get("dataSource")),
+        data_source=inner.data_source if inner is not None else parse_data_source(source),
         segment_spec=spec,
         context=QueryContext.parse(obj.get("context")),
+        inner=inner,
     )
     return cls.from_json(obj, common)
+
+
+# outer query types the broker evaluates over a subquery's rows (Druid's common nested shapes)
+QUERY_DATASOURCE_TYPES = frozenset({"groupBy", "timeseries", "topN", "scan"})
 
 
 Parser = Callable[[Mapping[str, Any], CommonFields], Query]

@@ -1,4 +1,5 @@
-"""The `dataSource` of a query. Tables only for now; other kinds fail with a clear 501."""
+"""The `dataSource` of a query: a table's name. A `query` dataSource is parsed by `parse_query`
+(the broker answers it); other kinds fail with a clear 501."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def parse_data_source(value: Any) -> str:
             if not isinstance(name, str) or not name:
                 raise invalid("Table dataSource needs a non-empty [name]")
             return name
-        if kind in ("union", "query", "inline", "join", "lookup", "unnest", "filtered"):
+        if kind in ("union", "inline", "join", "lookup", "unnest", "filtered"):
             raise QueryUnsupported(f"dataSource type [{kind}] is not supported")
         raise invalid("Unknown dataSource type [%s]", kind)
     if value is None:

@@ -12,11 +12,19 @@ import pyarrow as pa
 
 from query.base import Query
 from query.duck import connection
+from query.errors import QueryUnsupported
 from query.segment_input import SegmentInput
+
+
+def require_table_source(query: Query) -> None:
+    """Data nodes read tables; a query dataSource is the broker's (as in Druid)."""
+    if query.inner is not None:
+        raise QueryUnsupported("A query dataSource is answered by the broker, not by a data node")
 
 
 def run_partials(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Per-segment partial results, labelled by `__segment` (what the broker caches and merges)."""
+    require_table_source(query)
     return query.run_partials(connection(), inputs)
 
 
@@ -24,6 +32,7 @@ def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """What a broker gets: per-segment partials where it may cache them or asked for bySegment,
     else (a type that allows it) one merged partial with `__segment` null, far less to ship and merge.
     """
+    require_table_source(query)
     wanted = query.segment_cacheable and query.context.per_segment_partials
     if query.node_may_merge and not wanted and not query.context.by_segment:
         return query.run_merged(connection(), inputs)
@@ -32,4 +41,5 @@ def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
 
 def run_to_json(query: Query, inputs: Sequence[SegmentInput]) -> list[Any]:
     """The merged, finalised Druid response over `inputs` (a data node answering a plain client)."""
+    require_table_source(query)
     return query.finalize(query.run_merged(connection(), inputs))
