@@ -1,0 +1,110 @@
+"""Every `bash tested` block of README.md (and docs/*.md) runs against a real `strata quickstart` on
+free ports; where a command is followed by `# ` lines, its output must be exactly that (as JSON when
+it parses as JSON). The docs cannot drift from what Strata does."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from strata.local_servers import free_port
+from tests.process_helpers import sigint_ignored_by_children
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```bash tested\n(.*?)^```", re.S | re.M)
+
+
+@dataclass
+class Command:
+    source: str
+    text: str
+    expected: list[str] = field(default_factory=list)
+
+
+def _open(text: str) -> bool:
+    """Whether a command continues on the next line (a trailing backslash or an open quote)."""
+    return text.endswith("\\") or text.count("'") % 2 == 1
+
+
+def commands() -> list[Command]:
+    out: list[Command] = []
+    for doc in DOCUMENTS:
+        for block in FENCE.findall(doc.read_text()):
+            current: Command | None = None
+            for line in block.splitlines():
+                if current is not None and _open(current.text):
+                    current.text += "\n" + line
+                elif line.startswith("# ") or line == "#":
+                    assert current is not None, f"output before any command in {doc.name}"
+                    current.expected.append(line[2:])
+                elif line.strip():
+                    current = Command(doc.name, line)
+                    out.append(current)
+    return out
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    work = tmp_path_factory.mktemp("quickstart")
+    port = free_port()
+    argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(port),
+            "--historical-ports", f"{free_port()},{free_port()}"]  # fmt: skip
+    log = (work / "quickstart.out").open("wb")
+    with sigint_ignored_by_children():
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert proc.poll() is None, (work / "quickstart.out").read_text()[-3000:]
+            assert time.monotonic() < deadline, "quickstart not ready in 240 s"
+            try:
+                resp = httpx.post(f"http://127.0.0.1:{port}/druid/v2/sql",
+                                  json={"query": "SELECT COUNT(*) AS n FROM wikipedia"}, timeout=5)  # fmt: skip
+                if resp.status_code == 200 and resp.json() == [{"n": 39244}]:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        yield port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def test_the_docs_have_tested_commands() -> None:
+    assert len(commands()) >= 5
+
+
+@pytest.mark.parametrize("command", commands(), ids=lambda c: c.text.split("\n")[0][:60])
+def test_documented_command(quickstart: int, command: Command) -> None:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    text = command.text.replace("127.0.0.1:8082", f"127.0.0.1:{quickstart}")
+    done = subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, f"{command.source}: {command.text}\n{done.stdout}\n{done.stderr}"
+    if not command.expected:
+        return
+    want = "\n".join(command.expected)
+    got = done.stdout.strip()
+    try:
+        assert json.loads(got) == json.loads(want), f"{command.source}: {command.text}"
+    except json.JSONDecodeError:
+        assert got == want, f"{command.source}: {command.text}"
