@@ -1,0 +1,91 @@
+"""Every component benchmark in one run, and `bench/results.md` with a table per benchmark and plots.
+
+    python -m bench [--rows 10000000] [--segments 100] [--only broker,sql,...] [--out bench]
+
+Each benchmark runs as its own process (`python -m bench.<name>`), at the dataset size given here;
+its last output line (one JSON object) is kept in `results.json` and rendered by `bench.report`
+into `results.md` and PNG plots: latency per query and cache state beside DuckDB, latency against
+segment count (10 to 10,000 one-hour segments), queries per second against concurrency. Every
+figure stands beside its baseline measured in the same run; the machine is described at the top.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.report import write_report
+
+HERE = Path(__file__).resolve().parent
+
+
+def benchmarks(rows: int, segments: int) -> dict[str, list[str]]:
+    """Name -> arguments of each component benchmark at the requested size."""
+    size = ["--rows", str(rows), "--segments", str(segments)]
+    return {
+        "timeline": [],
+        "ingest": ["--repeat", "3"],
+        "historical": [],
+        "broker": [*size, "--repeat", "5", "--seconds", "5"],
+        "cache": [*size, "--repeat", "5", "--seconds", "5"],
+        "cache_down": ["--rows", str(min(rows, 1_000_000)), "--segments", "50", "--repeat", "9"],
+        "sql": ["--repeat", "500", *size, "--e2e-repeat", "5"],
+        "scaling": [],
+        "spark_ingest": ["--rows", str(min(rows, 2_000_000))],
+        "spark_read": [],
+        "realtime": [],
+    }
+
+
+def run_one(name: str, args: list[str], timeout: float) -> dict[str, Any]:
+    started = time.monotonic()
+    print(f"== bench.{name} {' '.join(args)}", file=sys.stderr, flush=True)
+    done = subprocess.run(
+        [sys.executable, "-m", f"bench.{name}", *args], capture_output=True, text=True, timeout=timeout
+    )
+    sys.stderr.write(done.stderr[-4000:])
+    seconds = round(time.monotonic() - started, 1)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        return {
+            "error": f"exit {done.returncode}",
+            "tail": (done.stdout + done.stderr)[-2000:],
+            "seconds": seconds,
+        }
+    return {"figures": json.loads(lines[-1]), "printed": done.stdout[-6000:], "seconds": seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--segments", type=int, default=100)
+    ap.add_argument("--only", default="", help="comma-separated subset, e.g. broker,sql,scaling")
+    ap.add_argument("--out", type=Path, default=HERE)
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per benchmark")
+    args = ap.parse_args(argv)
+    plan = benchmarks(args.rows, args.segments)
+    wanted = [n for n in args.only.split(",") if n] or list(plan)
+    unknown = [n for n in wanted if n not in plan]
+    if unknown:
+        ap.error(f"unknown benchmarks {unknown}; known: {', '.join(plan)}")
+    available = {p.stem for p in HERE.glob("*.py")}
+    results: dict[str, Any] = {}
+    for name in wanted:
+        if name not in available:
+            results[name] = {"error": "not in this checkout"}
+            continue
+        results[name] = run_one(name, plan[name], args.timeout)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    write_report(results, args.out, {"rows": args.rows, "segments": args.segments})
+    print(f"wrote {args.out / 'results.md'}")
+    return 1 if any("error" in r for r in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""`bench/results.md` and its plots from the figures `python -m bench` collected.
+
+Tables are generic (each list of records in a benchmark's JSON becomes a table, each flat record a
+two-column one), so a benchmark that adds a figure needs no change here; the three plots read the
+figures they draw by name.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_NUMBER = re.compile(r"^\s*(-?[0-9.]+)")
+
+
+def median_of(value: Any) -> float | None:
+    """The median of a "12.3 [11.0-15.2]" figure (or a plain number)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = _NUMBER.match(str(value))
+    return float(m.group(1)) if m else None
+
+
+def machine() -> str:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        mem_kib = 0
+    return (
+        f"{os.cpu_count()} cores ({cpu or platform.processor() or 'unknown CPU'}), "
+        f"{mem_kib / 1024 / 1024:.0f} GiB, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value).replace("|", "\\|")
+
+
+def _table(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    keys = list(dict.fromkeys(k for r in records for k, v in r.items() if not isinstance(v, (dict, list))))
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(_cell(r.get(k, "")) for k in keys) + " |" for r in records]
+    return lines
+
+
+def _sections(value: Any, title: str) -> list[str]:
+    """Markdown for one JSON value: lists of records as tables, scalars of a dict as one table."""
+    out: list[str] = []
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        out += [f"**{title}**", "", *_table(value), ""]
+    elif isinstance(value, Mapping):
+        scalars = {k: v for k, v in value.items() if not isinstance(v, (dict, list))}
+        if scalars:
+            out += [f"**{title}**", "", "| figure | value |", "|---|---|"]
+            out += [f"| {k} | {_cell(v)} |" for k, v in scalars.items()]
+            out.append("")
+        for k, v in value.items():
+            if isinstance(v, (dict, list)):
+                out += _sections(v, f"{title} / {k}")
+    return out
+
+
+def _plot_queries(results: Mapping[str, Any], path: Path) -> bool:
+    """Latency per query and cache state (cold, warm, whole answer) beside DuckDB."""
+    rows = (results.get("cache", {}).get("figures", {}) or {}).get("cold_warm") or []
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['cache']}\n{r['query']}" for r in rows]
+    series = {"cold": "cold_ms", "warm (per segment)": "warm_ms", "whole answer": "whole_answer_ms",
+              "DuckDB": "duckdb_ms"}  # fmt: skip
+    fig, ax = plt.subplots(figsize=(max(6, len(rows) * 1.4), 4))
+    width = 0.8 / len(series)
+    for i, (name, key) in enumerate(series.items()):
+        values = [median_of(r.get(key)) or 0.0 for r in rows]
+        ax.bar([x + i * width for x in range(len(rows))], values, width, label=name)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(rows))], labels, fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms (median)")
+    ax.set_title("Latency per query and cache state, beside DuckDB")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _plot_segments(results: Mapping[str, Any], path: Path) -> bool:
+    rows = (results.get("scaling", {}).get("figures", {}) or {}).get("segments") or []
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [r["segments"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, key in (("cold", "cold_ms"), ("warm (cached)", "warm_ms"), ("DuckDB", "duckdb_ms")):
+        ax.plot(xs, [median_of(r[key]) or 0.0 for r in rows], marker="o", label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("one-hour segments")
+    ax.set_ylabel("ms (median)")
+    ax.set_title("Timeseries latency against segment count")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _plot_concurrency(results: Mapping[str, Any], path: Path) -> bool:
+    rows = (results.get("scaling", {}).get("figures", {}) or {}).get("concurrency") or []
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([r["clients"] for r in rows], [r["qps"] for r in rows], marker="o")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrent clients")
+    ax.set_ylabel("queries/s")
+    ax.set_title("Warm timeseries throughput against concurrency")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_report(results: Mapping[str, Any], out: Path, size: Mapping[str, Any]) -> None:
+    lines = [
+        "# Strata benchmark results",
+        "",
+        f"Machine: {machine()}. Dataset: {size['rows']:,} synthetic rows in {size['segments']} hourly "
+        "segments (benchmarks with their own sizes say so). Written by `python -m bench`; every "
+        "figure stands beside its baseline measured in the same run.",
+        "",
+    ]
+    plots = [("latency_by_query.png", _plot_queries), ("latency_by_segments.png", _plot_segments),
+             ("qps_by_clients.png", _plot_concurrency)]  # fmt: skip
+    drawn = [name for name, draw in plots if draw(results, out / name)]
+    lines += [f"![{name}]({name})" for name in drawn] + [""]
+    for name, result in results.items():
+        lines += [f"## {name}", ""]
+        if "error" in result:
+            lines += [
+                f"Not run: {result['error']}",
+                "",
+                "```",
+                str(result.get("tail", ""))[-1500:],
+                "```",
+                "",
+            ]
+            continue
+        lines += [
+            f"{result.get('seconds', 0):.0f} s. Printed:",
+            "",
+            "```",
+            result.get("printed", "").strip(),
+            "```",
+            "",
+        ]
+        lines += _sections(result["figures"], name)
+    (out / "results.md").write_text("\n".join(lines) + "\n")
