@@ -54,8 +54,16 @@ def parse_response_context(header: str | None) -> list[SegmentDescriptor]:
 
 
 class DataNodeClient:
-    def __init__(self, *, max_connections_per_node: int = 32, connect_timeout_s: float = 5.0):
+    def __init__(
+        self,
+        *,
+        max_connections_per_node: int = 32,
+        connect_timeout_s: float = 5.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
+        """`transport` replaces the network (an `httpx.MockTransport` in tests of failure handling)."""
         self._http = httpx.AsyncClient(
+            transport=transport,
             timeout=httpx.Timeout(None, connect=connect_timeout_s),
             limits=httpx.Limits(
                 max_connections=max_connections_per_node * 8,
