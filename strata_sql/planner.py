@@ -327,7 +327,8 @@ class _Aggregation:
                     col, kind = self.virtual.add(text)
                     self.types[col] = kind
                     self.dimension_exprs.append((node, col, kind, is_time_expression(text)))
-                dims.append(col)
+                if col not in dims:  # grouping twice by one column is grouping by it once
+                    dims.append(col)
             grouped.append(node)
         for name, node in items:
             if (granularity_node is not None and node == granularity_node) or (

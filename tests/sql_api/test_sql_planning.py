@@ -104,6 +104,11 @@ COMPOSED = [
         {"useApproximateCountDistinct": False},
         "SELECT channel, count(DISTINCT \"user\") AS u FROM raw WHERE channel LIKE '#e%' GROUP BY channel",
     ),
+    (  # found by the SQL differential run: the counted column is also the grouping key
+        "SELECT cityName AS d, COUNT(DISTINCT cityName) AS u FROM wikipedia WHERE countryName = 'Italy' GROUP BY 1",
+        {"useApproximateCountDistinct": False},
+        "SELECT cityName AS d, count(DISTINCT cityName) AS u FROM raw WHERE countryName = 'Italy' GROUP BY 1",
+    ),
     (
         "SELECT COUNT(DISTINCT cityName) AS cities FROM wikipedia",
         {"useApproximateCountDistinct": False},
