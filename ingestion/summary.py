@@ -39,6 +39,7 @@ class SegmentWritten:
 @dataclass
 class IngestionSummary:
     data_source: str
+    engine: str = "local"  # which engine ran it (local or spark)
     version: str = ""
     rows_read: int = 0  # input rows, including unparseable and thrown-away ones
     rows_ingested: int = 0  # rows stored in segments (after rollup)
@@ -52,6 +53,7 @@ class IngestionSummary:
     def to_json(self) -> dict[str, Any]:
         return {
             "dataSource": self.data_source,
+            "engine": self.engine,
             "version": self.version,
             "rowsRead": self.rows_read,
             "rowsIngested": self.rows_ingested,
