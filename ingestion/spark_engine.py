@@ -1,0 +1,281 @@
+"""The Spark ingestion engine: the same spec, the same segments as the local engine, built on executors.
+
+Two Spark stages over the local engine's own pieces:
+
+1. read: one task per input split (`readers.split_inputs`) reads, normalizes and buckets its rows
+   (`prepare.prepare_block`), and emits each block's rows per time chunk as compressed Arrow IPC,
+   plus one small stats record (rows, bad rows with their lines, dimensions it discovered). The
+   result is persisted, and the driver first collects only the stats: it checks
+   maxParseExceptions, merges the discovered dimensions in input order and learns how many rows
+   each time chunk holds, before anything is written.
+2. build: the rows are shuffled so that every time chunk lands whole in one task (chunks spread
+   over tasks by size); each task runs `segment_build.build_segments` over its chunks, exactly as
+   the local engine does over all of them, writing one Parquet file per partition into a staging
+   directory in deep storage (which every executor must reach).
+
+The driver then moves the staged segments into place and publishes them in one transaction
+(`segment_build.publish_segments`); on any failure it removes the staging directory and whatever
+it had pushed, so nothing is ever half-published.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ingestion.errors import IngestionError, ParseProblem, TooManyParseExceptions
+from ingestion.local_engine import check_granularity, nothing_to_ingest
+from ingestion.normalize import MAX_KEPT_PROBLEMS, TIME
+from ingestion.prepare import allowed_chunks, prepare_block
+from ingestion.readers import InputSplit, read_split, resolve_inputs, split_inputs
+from ingestion.rollup import CHUNK
+from ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments
+from ingestion.spec import DimensionSpec, IngestionSpec
+from ingestion.summary import IngestionSummary, NoProgress, Progress
+from storage.deep_storage import LocalDeepStorage
+from storage.metadata_store import MetadataStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_STATS, _ROWS = 0, 1
+_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+@dataclass
+class SplitStats:
+    """What reading one split found; small, collected on the driver."""
+
+    split: int
+    dimensions: list[DimensionSpec]
+    rows_read: int = 0
+    parse_errors: int = 0
+    thrown_away: int = 0
+    problems: list[ParseProblem] = field(default_factory=list)
+    chunk_rows: dict[int, int] = field(default_factory=dict)
+
+
+def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A session for one ingestion: local[*] by default, Python workers on this interpreter
+    (PySpark takes them from PYSPARK_PYTHON, else `python3` on the PATH)."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    master = master or "local[*]"
+    builder = SparkSession.builder.appName("strata ingest").master(master)
+    defaults = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"], "spark.sql.shuffle.partitions": "8"}
+    if master.startswith("local"):  # loopback only, no web UI or console bars for a one-shot job
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        defaults |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                     "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}  # fmt: skip
+    for key, value in (defaults | dict(conf or {})).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run_spark(
+    spec: IngestionSpec,
+    deep: LocalDeepStorage,
+    store: MetadataStore,
+    progress: Progress | None = None,
+    *,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> IngestionSummary:
+    """Run the ingestion on `spark` (or on a session of its own, stopped afterwards)."""
+    check_granularity(spec)
+    progress = progress or NoProgress()
+    splits = split_inputs(resolve_inputs(spec.input_source), spec.input_format)
+    progress.start(sum(s.file.size for s in splits))
+    own = spark is None
+    session = spark if spark is not None else spark_session(master, conf)
+    try:
+        return _run(session, spec, splits, deep, store, progress)
+    finally:
+        if own:
+            session.stop()
+
+
+def _run(
+    spark: SparkSession,
+    spec: IngestionSpec,
+    splits: list[InputSplit],
+    deep: LocalDeepStorage,
+    store: MetadataStore,
+    progress: Progress,
+) -> IngestionSummary:
+    from pyspark import StorageLevel
+
+    began = time.monotonic()
+    summary = IngestionSummary(spec.data_source, engine="spark")
+    sc = spark.sparkContext
+    allowed = allowed_chunks(spec)
+    progress.phase("spark: read")
+    records = sc.parallelize(list(enumerate(splits)), len(splits)).flatMap(
+        lambda item: _read_split(item[0], item[1], spec, allowed)
+    )
+    records.persist(StorageLevel.MEMORY_AND_DISK)
+    job = deep.staging_dir()
+    try:
+        stats = sorted(
+            _spark_call(lambda: records.filter(lambda r: r[0] == _STATS).map(lambda r: r[1]).collect()),
+            key=lambda s: s.split,
+        )
+        dims, chunk_rows = _merge_stats(spec, stats, summary)
+        progress.advance(sum(s.file.size for s in splits), summary.rows_read)
+        existing = store.used_segments(spec.data_source)
+        summary.version = new_version(existing)
+        tasks = _assign_chunks(chunk_rows, max(1, sc.defaultParallelism))
+        progress.phase("spark: build")
+        version = summary.version
+        staged: list[StagedSegment] = _spark_call(
+            lambda: records.filter(lambda r: r[0] == _ROWS)
+            .map(lambda r: (r[1], r[2]))
+            .partitionBy(max(tasks.values()) + 1, lambda chunk: tasks[chunk])
+            .mapPartitionsWithIndex(
+                lambda i, rows: _build_task(i, rows, spec, dims, existing, version, job), True
+            )
+            .collect()
+        )
+        summary.rows_ingested = sum(s.rows for s in staged)
+        summary.rows_rolled_up = sum(chunk_rows.values()) - summary.rows_ingested
+        progress.phase("publish")
+        staged.sort(key=lambda s: (s.segment.interval, s.segment.partition_num))
+        summary.segments = publish_segments(deep, store, staged, overwrite=not spec.append)
+    finally:
+        records.unpersist()
+        shutil.rmtree(job, ignore_errors=True)
+    summary.seconds = time.monotonic() - began
+    return summary
+
+
+def _merge_stats(
+    spec: IngestionSpec, stats: Sequence[SplitStats], summary: IngestionSummary
+) -> tuple[list[DimensionSpec], dict[int, int]]:
+    """Totals and problems into `summary`; the dimensions in input order; rows per chunk."""
+    dims = list(spec.dimensions.dimensions)
+    chunk_rows: dict[int, int] = {}
+    for s in stats:
+        dims += [d for d in s.dimensions if d not in dims]
+        summary.rows_read += s.rows_read
+        summary.parse_errors += s.parse_errors
+        summary.rows_thrown_away += s.thrown_away
+        summary.problems += s.problems[: MAX_KEPT_PROBLEMS - len(summary.problems)]
+        for chunk, n in s.chunk_rows.items():
+            chunk_rows[chunk] = chunk_rows.get(chunk, 0) + n
+    if summary.parse_errors > spec.tuning.max_parse_exceptions:
+        raise TooManyParseExceptions(summary.parse_errors, spec.tuning.max_parse_exceptions, summary.problems)
+    if not chunk_rows:
+        raise nothing_to_ingest(summary)
+    return dims, chunk_rows
+
+
+def _assign_chunks(chunk_rows: Mapping[int, int], slots: int) -> dict[int, int]:
+    """Chunk -> task, biggest chunks first onto the least loaded task (whole chunks per task)."""
+    load = [0] * min(slots, len(chunk_rows))
+    out: dict[int, int] = {}
+    for chunk, n in sorted(chunk_rows.items(), key=lambda kv: (-kv[1], kv[0])):
+        task = load.index(min(load))
+        out[chunk] = task
+        load[task] += n
+    return out
+
+
+def _spark_call(fn: Any) -> Any:
+    """Run a Spark action; a failed job becomes an `IngestionError` with the task's own message."""
+    try:
+        return fn()
+    except Exception as e:
+        if type(e).__module__.startswith(("pyspark", "py4j")):
+            raise IngestionError(f"the Spark job failed: {_task_message(str(e))}") from e
+        raise
+
+
+def _task_message(text: str) -> str:
+    """The last exception line of a Python worker's traceback inside Spark's error text."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if "Error:" in ln or "Exception:" in ln:
+            return ln
+    return lines[0] if lines else text
+
+
+# -- executor side ---------------------------------------------------------------------------------
+def _read_split(
+    index: int, split: InputSplit, spec: IngestionSpec, allowed: np.ndarray | None
+) -> Iterator[tuple[Any, ...]]:
+    """Stage 1 task: (ROWS, chunk, (split, block, ipc)) per block and chunk, then (STATS, stats)."""
+    stats = SplitStats(index, list(spec.dimensions.dimensions))
+    for b, block in enumerate(read_split(split, spec.input_format)):
+        prepared = prepare_block(block, spec, stats.dimensions, allowed)
+        stats.dimensions = prepared.dimensions
+        stats.rows_read += prepared.rows_read
+        stats.parse_errors += prepared.parse_errors
+        stats.thrown_away += prepared.thrown_away
+        stats.problems += prepared.problems[: MAX_KEPT_PROBLEMS - len(stats.problems)]
+        table = prepared.table
+        chunks = table.column(CHUNK).to_numpy()
+        order = np.argsort(chunks, kind="stable")
+        ordered, sorted_chunks = table.take(pa.array(order)), chunks[order]
+        edges = np.flatnonzero(np.diff(sorted_chunks)) + 1
+        for lo, hi in zip(np.r_[0, edges].tolist(), np.r_[edges, chunks.size].tolist(), strict=True):
+            if hi > lo:
+                chunk = int(sorted_chunks[lo])
+                stats.chunk_rows[chunk] = stats.chunk_rows.get(chunk, 0) + hi - lo
+                yield _ROWS, chunk, (index, b, _to_ipc(ordered.slice(lo, hi - lo)))
+    yield _STATS, stats
+
+
+def _build_task(
+    task: int,
+    rows: Iterator[tuple[int, tuple[int, int, bytes]]],
+    spec: IngestionSpec,
+    dims: list[DimensionSpec],
+    existing: Sequence[Any],
+    version: str,
+    job: Path,
+) -> Iterator[StagedSegment]:
+    """Stage 2 task: the whole time chunks it was given -> staged segment files."""
+    from pyspark import TaskContext
+
+    pieces = sorted((split, block, chunk, ipc) for chunk, (split, block, ipc) in rows)
+    if not pieces:
+        return
+    parts = [_conform(_from_ipc(ipc), dims) for *_, ipc in pieces]
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    yield from build_segments(parts, dims, spec, existing, version, job / f"task-{task}-{attempt}")
+
+
+def _conform(table: pa.Table, dims: Sequence[DimensionSpec]) -> pa.Table:
+    """Add the dimensions other splits discovered (null here, as the local engine's concat fills
+    them), every part's columns in one order."""
+    for d in dims:
+        if d.name not in table.column_names:
+            table = table.append_column(d.name, pa.nulls(table.num_rows, pa.string()))
+    first = [TIME, *(d.name for d in dims)]
+    return table.select(first + [c for c in table.column_names if c not in set(first)])
+
+
+def _to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
+def _from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
