@@ -84,7 +84,9 @@ def ingest(
         if engine == "spark":
             from ingestion.spark_engine import run_spark
 
-            summary = run_spark(parsed, deep, store, progress, spark=spark, master=spark_master, conf=spark_conf)
+            summary = run_spark(
+                parsed, deep, store, progress, spark=spark, master=spark_master, conf=spark_conf
+            )
         else:
             from ingestion.local_engine import run_local
 

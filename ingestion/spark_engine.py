@@ -23,7 +23,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,7 +241,7 @@ def _read_split(
 
 def _build_task(
     task: int,
-    rows: Iterator[tuple[int, tuple[int, int, bytes]]],
+    rows: Iterable[tuple[int, tuple[int, int, bytes]]],
     spec: IngestionSpec,
     dims: list[DimensionSpec],
     existing: Sequence[Any],
