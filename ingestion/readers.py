@@ -297,7 +297,7 @@ class InputSplit:
     first_row: int = 0  # rows before this split in its file (row numbers in reports)
 
 
-def split_inputs(files: list[InputFile], fmt: InputFormat, split_rows: int = SPLIT_ROWS) -> list[InputSplit]:
+def split_inputs(files: list[InputFile], fmt: InputFormat, split_rows: int | None = None) -> list[InputSplit]:
     """Files in order, Parquet files cut at row-group boundaries into splits of ~`split_rows` rows.
 
     Text files stay whole: a line number in a report needs every line before it counted.
@@ -306,6 +306,7 @@ def split_inputs(files: list[InputFile], fmt: InputFormat, split_rows: int = SPL
         return [InputSplit(f) for f in files]
     import pyarrow.parquet as pq
 
+    split_rows = split_rows or SPLIT_ROWS
     out: list[InputSplit] = []
     for f in files:
         if f.path is None:
