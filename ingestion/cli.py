@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)"
     )
     spark.add_argument(
-        "--spark-threshold", type=_bytes, default=None, metavar="SIZE",
+        "--spark-threshold", type=size, default=None, metavar="SIZE",
         help="input size from which auto picks Spark, e.g. 512MiB (default 2GiB)",
     )  # fmt: skip
     flags = parser.add_argument_group("without a spec file")
@@ -47,8 +47,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
-def _bytes(text: str) -> int:
-    """`2GiB`, `512MiB`, `100kb`, `1000` -> bytes."""
+def size(text: str) -> int:
+    """`2GiB`, `512MiB`, `100kb`, `1000` -> bytes (a ValueError names the flag's bad value)."""
     units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
              "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}  # fmt: skip
     t = text.strip().lower()
@@ -56,10 +56,13 @@ def _bytes(text: str) -> int:
     try:
         return int(float(digits) * units[t[len(digits) :].strip()])
     except (KeyError, ValueError):
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 512MiB, 2GiB)") from None
+        raise ValueError(f"not a size: {text!r} (e.g. 512MiB, 2GiB)") from None
 
 
-def _spark_conf(items: list[str]) -> dict[str, str]:
+def spark_conf(items: list[str] | str) -> dict[str, str]:
+    """`--spark-conf k=v` flags (or one comma-separated string from the environment or a config file)."""
+    if isinstance(items, str):
+        items = [i for i in items.split(",") if i.strip()]
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -131,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         from ingestion.api import AUTO_SPARK_BYTES, choose_engine, ingest, load_spec
 
         spec: Any = load_spec(args.spec if args.spec else spec_from_flags(args))
-        conf = _spark_conf(args.spark_conf)
+        conf = spark_conf(args.spark_conf)
         engine, why = args.engine, ""
         if engine == "auto":
             engine, why = choose_engine(spec, args.spark_threshold or AUTO_SPARK_BYTES)

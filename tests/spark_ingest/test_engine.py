@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,7 @@ def test_too_many_bad_rows_publish_nothing(tmp_path, spark):
         ingest(inline_spec(data), deep_storage=deep, metadata=meta, engine="spark", spark=spark)
     assert "inline:2" in str(err.value)
     assert files_under(deep) == []
-    with open_metadata_store(meta) as store:
+    with closing(open_metadata_store(meta)) as store:
         assert store.segments(include_unused=True) == []
 
 
@@ -203,5 +204,5 @@ def test_append_joins_the_latest_version(tmp_path, spark):
     two = ingest(second, **stores, engine="spark", spark=spark)
     (seg,) = [w.segment for w in two.segments]
     assert seg.version == one.segments[0].segment.version and seg.partition_num == 1
-    with open_metadata_store(stores["metadata"]) as store:
+    with closing(open_metadata_store(stores["metadata"])) as store:
         assert len(store.used_segments("t")) == 2
