@@ -95,13 +95,21 @@ class _Counting(io.RawIOBase):
         return n or 0
 
 
-def _line_chunks(f: InputFile) -> Iterator[tuple[bytes, int, int]]:
-    """(chunk of whole lines, line number of its first line, input bytes consumed) per chunk."""
+def _line_chunks(f: InputFile, byte_range: tuple[int, int] | None = None) -> Iterator[tuple[bytes, int, int]]:
+    """(chunk of whole lines, line number of its first line, input bytes consumed) per chunk.
+
+    `byte_range` (of an uncompressed file, cut after a newline) reads only `[start, end)`; its
+    first line is then line 1.
+    """
     if f.data is not None:
         yield f.data, 1, len(f.data)
         return
     assert f.path is not None
     with open(f.path, "rb") as raw:
+        remaining: int | None = None
+        if byte_range is not None:
+            raw.seek(byte_range[0])
+            remaining = byte_range[1] - byte_range[0]
         counting = _Counting(raw)
         name = f.path.name.lower()
         buffered = io.BufferedReader(counting)
@@ -115,9 +123,12 @@ def _line_chunks(f: InputFile) -> Iterator[tuple[bytes, int, int]]:
             stream = lzma.LZMAFile(buffered)  # noqa: SIM115
         line, tail, reported = 1, b"", 0
         while True:
-            data = stream.read(CHUNK_BYTES)
+            want = CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining)
+            data = stream.read(want) if want else b""
             if not data:
                 break
+            if remaining is not None:
+                remaining -= len(data)
             data = tail + data
             cut = data.rfind(b"\n") + 1
             if cut == 0:
@@ -284,67 +295,9 @@ def _skip_lines(chunk: bytes, n: int) -> bytes:
     return chunk
 
 
-# -- splits: pieces of the input a parallel engine reads side by side -----------------------------
-SPLIT_ROWS = 1 << 20  # Parquet row groups are grouped into splits of about this many rows
-
-
-@dataclass(frozen=True)
-class InputSplit:
-    """A whole input file, or for Parquet a run of its row groups `[first, end)`."""
-
-    file: InputFile
-    row_groups: tuple[int, int] | None = None
-    first_row: int = 0  # rows before this split in its file (row numbers in reports)
-
-
-def split_inputs(files: list[InputFile], fmt: InputFormat, split_rows: int | None = None) -> list[InputSplit]:
-    """Files in order, Parquet files cut at row-group boundaries into splits of ~`split_rows` rows.
-
-    Text files stay whole: a line number in a report needs every line before it counted.
-    """
-    if fmt.type != "parquet":
-        return [InputSplit(f) for f in files]
-    import pyarrow.parquet as pq
-
-    split_rows = split_rows or SPLIT_ROWS
-    out: list[InputSplit] = []
-    for f in files:
-        if f.path is None:
-            raise IngestionError("parquet input needs files, not inline data")
-        try:
-            meta = pq.ParquetFile(f.path).metadata
-        except (pa.ArrowInvalid, OSError) as e:
-            raise IngestionError(f"{f.name}: not a readable Parquet file: {e}") from None
-        first = rows = before = 0
-        for g in range(meta.num_row_groups):
-            rows += meta.row_group(g).num_rows
-            if rows >= split_rows or g == meta.num_row_groups - 1:
-                out.append(InputSplit(f, (first, g + 1), before))
-                first, before, rows = g + 1, before + rows, 0
-        if meta.num_row_groups == 0:
-            out.append(InputSplit(f))
-    return out
-
-
-def read_split(split: InputSplit, fmt: InputFormat) -> Iterator[Block]:
-    if split.row_groups is None:
-        yield from read_blocks(split.file, fmt)
-        return
-    import pyarrow.parquet as pq
-
-    assert split.file.path is not None
-    lo, hi = split.row_groups
-    try:
-        table = pq.ParquetFile(split.file.path).read_row_groups(range(lo, hi))
-    except (pa.ArrowInvalid, OSError) as e:
-        raise IngestionError(f"{split.file.name}: not a readable Parquet file: {e}") from None
-    for row in range(0, table.num_rows, PARQUET_BATCH_ROWS):
-        part = table.slice(row, PARQUET_BATCH_ROWS)
-        yield Block(part, split.file.name, split.first_row + row + 1)
-
-
 # -- all formats ----------------------------------------------------------------------------------
-def read_blocks(f: InputFile, fmt: InputFormat) -> Iterator[Block]:
+def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | None = None) -> Iterator[Block]:
+    """Blocks of a whole file, or of the lines in `byte_range` of an uncompressed text file."""
     if fmt.type == "parquet":
         if f.path is None:
             raise IngestionError("parquet input needs files, not inline data")
@@ -358,7 +311,7 @@ def read_blocks(f: InputFile, fmt: InputFormat) -> Iterator[Block]:
             yield Block(part, f.name, row + 1, progress_bytes=size * part.num_rows // total)
         return
     if fmt.type == "json":
-        for chunk, line, consumed in _line_chunks(f):
+        for chunk, line, consumed in _line_chunks(f, byte_range):
             block = read_json_block(chunk, f.name, line)
             block.progress_bytes = consumed
             yield block
@@ -366,7 +319,9 @@ def read_blocks(f: InputFile, fmt: InputFormat) -> Iterator[Block]:
     names, header_lines = _header(f, fmt)
     if not names:
         raise IngestionError(f"{f.name}: no column names for {fmt.type} input")
-    for chunk, line, consumed in _line_chunks(f):
+    if byte_range is not None and byte_range[0] > 0:
+        header_lines = 0  # the header is at the file's start, in another split
+    for chunk, line, consumed in _line_chunks(f, byte_range):
         if line <= header_lines:
             skip = header_lines - line + 1
             chunk, line = _skip_lines(chunk, skip), line + skip

@@ -35,10 +35,11 @@ from ingestion.errors import IngestionError, ParseProblem, TooManyParseException
 from ingestion.local_engine import check_granularity, nothing_to_ingest
 from ingestion.normalize import MAX_KEPT_PROBLEMS, TIME
 from ingestion.prepare import allowed_chunks, prepare_block
-from ingestion.readers import InputSplit, read_split, resolve_inputs, split_inputs
+from ingestion.readers import resolve_inputs
 from ingestion.rollup import CHUNK
 from ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments
 from ingestion.spec import DimensionSpec, IngestionSpec
+from ingestion.splits import InputSplit, count_lines, read_split, split_inputs
 from ingestion.summary import IngestionSummary, NoProgress, Progress
 from storage.deep_storage import LocalDeepStorage
 from storage.metadata_store import MetadataStore
@@ -59,8 +60,9 @@ class SplitStats:
     rows_read: int = 0
     parse_errors: int = 0
     thrown_away: int = 0
-    problems: list[ParseProblem] = field(default_factory=list)
+    problems: list[ParseProblem] = field(default_factory=list)  # lines counted from the split's start
     chunk_rows: dict[int, int] = field(default_factory=dict)
+    lines: int = 0  # a byte-range split's line count
 
 
 def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
@@ -134,7 +136,7 @@ def _run(
             _spark_call(lambda: records.filter(lambda r: r[0] == _STATS).map(lambda r: r[1]).collect()),
             key=lambda s: s.split,
         )
-        dims, chunk_rows = _merge_stats(spec, stats, summary)
+        dims, chunk_rows = _merge_stats(spec, splits, stats, summary)
         progress.advance(sum(s.file.size for s in splits), summary.rows_read)
         existing = store.used_segments(spec.data_source)
         summary.version = new_version(existing)
@@ -142,13 +144,15 @@ def _run(
         progress.phase("spark: build")
         version = summary.version
         staged: list[StagedSegment] = _spark_call(
-            lambda: records.filter(lambda r: r[0] == _ROWS)
-            .map(lambda r: (r[1], r[2]))
-            .partitionBy(max(tasks.values()) + 1, lambda chunk: tasks[chunk])
-            .mapPartitionsWithIndex(
-                lambda i, rows: _build_task(i, rows, spec, dims, existing, version, job), True
+            lambda: (
+                records.filter(lambda r: r[0] == _ROWS)
+                .map(lambda r: (r[1], r[2]))
+                .partitionBy(max(tasks.values()) + 1, lambda chunk: tasks[chunk])
+                .mapPartitionsWithIndex(
+                    lambda i, rows: _build_task(i, rows, spec, dims, existing, version, job), True
+                )
+                .collect()
             )
-            .collect()
         )
         summary.rows_ingested = sum(s.rows for s in staged)
         summary.rows_rolled_up = sum(chunk_rows.values()) - summary.rows_ingested
@@ -163,17 +167,25 @@ def _run(
 
 
 def _merge_stats(
-    spec: IngestionSpec, stats: Sequence[SplitStats], summary: IngestionSummary
+    spec: IngestionSpec, splits: Sequence[InputSplit], stats: Sequence[SplitStats], summary: IngestionSummary
 ) -> tuple[list[DimensionSpec], dict[int, int]]:
-    """Totals and problems into `summary`; the dimensions in input order; rows per chunk."""
+    """Totals and problems into `summary` (line numbers of byte-range splits made absolute); the
+    dimensions in input order; rows per chunk."""
     dims = list(spec.dimensions.dimensions)
     chunk_rows: dict[int, int] = {}
+    lines_before: dict[str, int] = {}
     for s in stats:
         dims += [d for d in s.dimensions if d not in dims]
         summary.rows_read += s.rows_read
         summary.parse_errors += s.parse_errors
         summary.rows_thrown_away += s.thrown_away
-        summary.problems += s.problems[: MAX_KEPT_PROBLEMS - len(summary.problems)]
+        problems = s.problems
+        split = splits[s.split]
+        if split.byte_range is not None:
+            offset = lines_before.get(split.file.name, 0)
+            problems = [ParseProblem(p.source, p.line + offset, p.message) for p in problems]
+            lines_before[split.file.name] = offset + s.lines
+        summary.problems += problems[: MAX_KEPT_PROBLEMS - len(summary.problems)]
         for chunk, n in s.chunk_rows.items():
             chunk_rows[chunk] = chunk_rows.get(chunk, 0) + n
     if summary.parse_errors > spec.tuning.max_parse_exceptions:
@@ -219,6 +231,8 @@ def _read_split(
 ) -> Iterator[tuple[Any, ...]]:
     """Stage 1 task: (ROWS, chunk, (split, block, ipc)) per block and chunk, then (STATS, stats)."""
     stats = SplitStats(index, list(spec.dimensions.dimensions))
+    if split.byte_range is not None:
+        stats.lines = count_lines(split)
     for b, block in enumerate(read_split(split, spec.input_format)):
         prepared = prepare_block(block, spec, stats.dimensions, allowed)
         stats.dimensions = prepared.dimensions

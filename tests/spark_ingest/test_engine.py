@@ -145,13 +145,13 @@ def test_several_files_schemaless_discovery_equal_local(tmp_path, spark, wikiped
 
 def test_parquet_input_split_by_row_groups(tmp_path, spark, wikipedia_sample, monkeypatch):
     """A Parquet file is read by several tasks (runs of row groups); row numbers stay exact."""
-    import ingestion.readers as readers
+    import ingestion.splits as splits
 
     rows = [json.loads(x) for x in gzip.decompress(wikipedia_sample.read_bytes()).decode().splitlines()]
     rows[12_345]["time"] = "not a time"
     path = tmp_path / "wiki.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=4000)
-    monkeypatch.setattr(readers, "SPLIT_ROWS", 10_000)
+    monkeypatch.setattr(splits, "SPLIT_ROWS", 10_000)
     spec = inline_spec("", {"type": "parquet"}, dataSource="wiki",
                        timestampSpec={"column": "time", "format": "iso"},
                        dimensionsSpec={"dimensions": ["channel", "page", {"name": "added", "type": "long"}]},
@@ -206,3 +206,44 @@ def test_append_joins_the_latest_version(tmp_path, spark):
     assert seg.version == one.segments[0].segment.version and seg.partition_num == 1
     with closing(open_metadata_store(stores["metadata"])) as store:
         assert len(store.used_segments("t")) == 2
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_text_file_split_by_byte_ranges(fmt, tmp_path, spark, wikipedia_sample, monkeypatch):
+    """One uncompressed file read by several tasks (byte ranges cut after a newline): the same
+    segments, and bad rows reported at their line in the whole file, as the local engine does."""
+    import ingestion.splits as splits
+
+    rows = [
+        json.loads(x) for x in gzip.decompress(wikipedia_sample.read_bytes()).decode().splitlines()[:12_000]
+    ]
+    keep = ["time", "channel", "page", "added"]
+    path = tmp_path / f"wiki.{fmt}"
+    if fmt == "json":
+        lines = [json.dumps({k: r[k] for k in keep}) for r in rows]
+        bad_at = [0, 4_321, 11_999]  # 0-based indexes of lines to break
+        for i in bad_at:
+            lines[i] = "{broken"
+    else:
+        lines = [",".join(keep)] + [
+            ",".join(json.dumps(r[k]) if k == "page" else str(r[k]) for k in keep) for r in rows
+        ]
+        bad_at = [1, 6_000, 12_000]
+        for i in bad_at:
+            lines[i] = "2015-09-12T00:00:00Z,only-two"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(splits, "SPLIT_BYTES", 150_000)
+    fmt_spec = {"type": fmt, "findColumnsFromHeader": True} if fmt == "csv" else {"type": fmt}
+    spec = inline_spec("", fmt_spec, dataSource="wiki", timestampSpec={"column": "time", "format": "iso"},
+                       dimensionsSpec={"dimensions": ["channel", "page", {"name": "added", "type": "long"}]},
+                       tuning={"maxParseExceptions": 5, "partitionsSpec": {"type": "dynamic", "maxRowsPerSegment": 4000}})  # fmt: skip
+    spec["ioConfig"]["inputSource"] = {"type": "local", "files": [str(path)]}
+    from ingestion.readers import resolve_inputs
+    from ingestion.spec import parse_spec
+
+    parsed = parse_spec(spec)
+    assert len(splits.split_inputs(resolve_inputs(parsed.input_source), parsed.input_format)) > 3
+    local, built = _both(spec, tmp_path, spark)
+    assert [p.line for p in built.problems] == [i + 1 for i in bad_at]
+    assert [str(p) for p in built.problems] == [str(p) for p in local.problems]
+    assert_same_segments(local, built)
