@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import strata_spark
@@ -152,3 +154,35 @@ def test_bad_options_are_clear_errors(wiki, tmp_path, change, message):
     with pytest.raises(Exception, match=message):
         wiki.write.format("strata").options(**{**_opts(tmp_path), **change}).mode("append").save()
     assert files_under(tmp_path / "deep") == []
+
+
+def test_timestamp_column_and_typed_dimensions_from_the_schema(spark, tmp_path):
+    """A Spark timestamp keeps its millisecond; numeric columns become long/double dimensions."""
+    from datetime import UTC, datetime
+
+    strata_spark.register(spark)
+    rows = [
+        (datetime(2024, 3, 1, 10, 0, 0, 123000, tzinfo=UTC), "a", 5, 1.5),
+        (datetime(2024, 3, 1, 11, 30, 0, 7000, tzinfo=UTC), None, -2, None),
+        (datetime(2024, 3, 2, 0, 0, 0, 999000, tzinfo=UTC), "b", None, 2.25),
+    ]
+    df = spark.createDataFrame(rows, "ts timestamp, d string, n int, x double").coalesce(1)
+    df.write.format("strata").options(**_opts(tmp_path, datasource="typed", timestampColumn="ts")).mode(
+        "overwrite"
+    ).save()
+    segs = _used(tmp_path, "typed")
+    assert [str(s.interval)[:10] for s in segs] == ["2024-03-01", "2024-03-02"]
+    assert segs[0].dimensions == ("d", "n", "x")
+    paths = [s.load_spec["path"] for s in segs]
+    table = pa.concat_tables([pq.read_table(p) for p in paths]).sort_by("__time")
+    assert [str(t) for t in table.schema.types] == ["timestamp[ms, tz=UTC]", "string", "int64", "double"]
+    assert [r["__time"].isoformat() for r in table.to_pylist()] == [
+        "2024-03-01T10:00:00.123000+00:00",
+        "2024-03-01T11:30:00.007000+00:00",
+        "2024-03-02T00:00:00.999000+00:00",
+    ]
+    assert table.column("n").to_pylist() == [5, -2, None] and table.column("x").to_pylist() == [
+        1.5,
+        None,
+        2.25,
+    ]
