@@ -2,16 +2,19 @@
 
 Two Spark stages over the local engine's own pieces:
 
-1. read: one task per input split (`readers.split_inputs`) reads, normalizes and buckets its rows
-   (`prepare.prepare_block`), and emits each block's rows per time chunk as compressed Arrow IPC,
-   plus one small stats record (rows, bad rows with their lines, dimensions it discovered). The
-   result is persisted, and the driver first collects only the stats: it checks
+1. read: one task per input split (`splits.split_inputs`) reads, normalizes and buckets its rows
+   (`prepare.prepare_block`) and writes each block's rows, sorted by time chunk, as an Arrow IPC
+   file (one record batch run per chunk) into the job's staging directory in deep storage, which
+   every executor must reach anyway. It returns only small stats (rows, bad rows with their lines,
+   dimensions it discovered, where each chunk's rows are), so the driver checks
    maxParseExceptions, merges the discovered dimensions in input order and learns how many rows
-   each time chunk holds, before anything is written.
-2. build: the rows are shuffled so that every time chunk lands whole in one task (chunks spread
-   over tasks by size); each task runs `segment_build.build_segments` over its chunks, exactly as
-   the local engine does over all of them, writing one Parquet file per partition into a staging
-   directory in deep storage (which every executor must reach).
+   each time chunk holds before any segment is written.
+2. build: every time chunk goes whole to one task (chunks spread over tasks by size); each task
+   memory-maps its chunks' rows and runs `segment_build.build_segments` over them, exactly as the
+   local engine does over all chunks, writing one Parquet file per partition into the staging
+   directory. The rows travel between the stages through those files rather than Spark's shuffle:
+   they are Arrow already, and a memory-mapped IPC file is read without copying or pickling
+   (measured 2-3x faster than `partitionBy` over pickled batches on 2 cores).
 
 The driver then moves the staged segments into place and publishes them in one transaction
 (`segment_build.publish_segments`); on any failure it removes the staging directory and whatever
@@ -23,7 +26,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,8 +50,17 @@ from storage.metadata_store import MetadataStore
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-_STATS, _ROWS = 0, 1
-_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+
+@dataclass(frozen=True)
+class Piece:
+    """The rows of one time chunk from one block of one split: record batches of an IPC file."""
+
+    chunk: int
+    split: int
+    block: int
+    path: str
+    batches: tuple[int, ...]
+    rows: int
 
 
 @dataclass
@@ -57,11 +69,11 @@ class SplitStats:
 
     split: int
     dimensions: list[DimensionSpec]
+    pieces: list[Piece] = field(default_factory=list)
     rows_read: int = 0
     parse_errors: int = 0
     thrown_away: int = 0
     problems: list[ParseProblem] = field(default_factory=list)  # lines counted from the split's start
-    chunk_rows: dict[int, int] = field(default_factory=dict)
     lines: int = 0  # a byte-range split's line count
 
 
@@ -119,37 +131,38 @@ def _run(
     store: MetadataStore,
     progress: Progress,
 ) -> IngestionSummary:
-    from pyspark import StorageLevel
-
     began = time.monotonic()
     summary = IngestionSummary(spec.data_source, engine="spark")
     sc = spark.sparkContext
     allowed = allowed_chunks(spec)
-    progress.phase("spark: read")
-    records = sc.parallelize(list(enumerate(splits)), len(splits)).flatMap(
-        lambda item: _read_split(item[0], item[1], spec, allowed)
-    )
-    records.persist(StorageLevel.MEMORY_AND_DISK)
     job = deep.staging_dir()
     try:
-        stats = sorted(
-            _spark_call(lambda: records.filter(lambda r: r[0] == _STATS).map(lambda r: r[1]).collect()),
-            key=lambda s: s.split,
+        progress.phase("spark: read")
+        stats: list[SplitStats] = _spark_call(
+            lambda: (
+                sc.parallelize(list(enumerate(splits)), len(splits))
+                .map(lambda item: _read_split(item[0], item[1], spec, allowed, job))
+                .collect()
+            )
         )
+        stats.sort(key=lambda s: s.split)
         dims, chunk_rows = _merge_stats(spec, splits, stats, summary)
         progress.advance(sum(s.file.size for s in splits), summary.rows_read)
         existing = store.used_segments(spec.data_source)
         summary.version = new_version(existing)
         tasks = _assign_chunks(chunk_rows, max(1, sc.defaultParallelism))
+        work: list[list[Piece]] = [[] for _ in range(max(tasks.values()) + 1)]
+        for piece in (p for s in stats for p in s.pieces):
+            work[tasks[piece.chunk]].append(piece)
         progress.phase("spark: build")
         version = summary.version
         staged: list[StagedSegment] = _spark_call(
             lambda: (
-                records.filter(lambda r: r[0] == _ROWS)
-                .map(lambda r: (r[1], r[2]))
-                .partitionBy(max(tasks.values()) + 1, lambda chunk: tasks[chunk])
+                sc.parallelize(work, len(work))
                 .mapPartitionsWithIndex(
-                    lambda i, rows: _build_task(i, rows, spec, dims, existing, version, job), True
+                    lambda i, lists: _build_task(
+                        i, [p for ps in lists for p in ps], spec, dims, existing, version, job
+                    )
                 )
                 .collect()
             )
@@ -160,7 +173,6 @@ def _run(
         staged.sort(key=lambda s: (s.segment.interval, s.segment.partition_num))
         summary.segments = publish_segments(deep, store, staged, overwrite=not spec.append)
     finally:
-        records.unpersist()
         shutil.rmtree(job, ignore_errors=True)
     summary.seconds = time.monotonic() - began
     return summary
@@ -186,8 +198,8 @@ def _merge_stats(
             problems = [ParseProblem(p.source, p.line + offset, p.message) for p in problems]
             lines_before[split.file.name] = offset + s.lines
         summary.problems += problems[: MAX_KEPT_PROBLEMS - len(summary.problems)]
-        for chunk, n in s.chunk_rows.items():
-            chunk_rows[chunk] = chunk_rows.get(chunk, 0) + n
+        for p in s.pieces:
+            chunk_rows[p.chunk] = chunk_rows.get(p.chunk, 0) + p.rows
     if summary.parse_errors > spec.tuning.max_parse_exceptions:
         raise TooManyParseExceptions(summary.parse_errors, spec.tuning.max_parse_exceptions, summary.problems)
     if not chunk_rows:
@@ -227,9 +239,15 @@ def _task_message(text: str) -> str:
 
 # -- executor side ---------------------------------------------------------------------------------
 def _read_split(
-    index: int, split: InputSplit, spec: IngestionSpec, allowed: np.ndarray | None
-) -> Iterator[tuple[Any, ...]]:
-    """Stage 1 task: (ROWS, chunk, (split, block, ipc)) per block and chunk, then (STATS, stats)."""
+    index: int, split: InputSplit, spec: IngestionSpec, allowed: np.ndarray | None, job: Path
+) -> SplitStats:
+    """Stage 1 task: the split's prepared rows into IPC files (per block, sorted by chunk)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    out = job / "rows"
+    out.mkdir(parents=True, exist_ok=True)
     stats = SplitStats(index, list(spec.dimensions.dimensions))
     if split.byte_range is not None:
         stats.lines = count_lines(split)
@@ -240,22 +258,34 @@ def _read_split(
         stats.parse_errors += prepared.parse_errors
         stats.thrown_away += prepared.thrown_away
         stats.problems += prepared.problems[: MAX_KEPT_PROBLEMS - len(stats.problems)]
-        table = prepared.table
-        chunks = table.column(CHUNK).to_numpy()
-        order = np.argsort(chunks, kind="stable")
-        ordered, sorted_chunks = table.take(pa.array(order)), chunks[order]
-        edges = np.flatnonzero(np.diff(sorted_chunks)) + 1
+        if prepared.table.num_rows:
+            path = out / f"split{index}-block{b}-attempt{attempt}.arrow"
+            stats.pieces += _write_pieces(prepared.table, path, index, b)
+    return stats
+
+
+def _write_pieces(table: pa.Table, path: Path, split: int, block: int) -> list[Piece]:
+    """`table` sorted by chunk (stable) into one IPC file; a `Piece` per chunk."""
+    chunks = table.column(CHUNK).to_numpy()
+    order = np.argsort(chunks, kind="stable")
+    ordered, sorted_chunks = table.take(pa.array(order)), chunks[order]
+    edges = np.flatnonzero(np.diff(sorted_chunks)) + 1
+    pieces: list[Piece] = []
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, ordered.schema) as writer:
+        written = 0
         for lo, hi in zip(np.r_[0, edges].tolist(), np.r_[edges, chunks.size].tolist(), strict=True):
-            if hi > lo:
-                chunk = int(sorted_chunks[lo])
-                stats.chunk_rows[chunk] = stats.chunk_rows.get(chunk, 0) + hi - lo
-                yield _ROWS, chunk, (index, b, _to_ipc(ordered.slice(lo, hi - lo)))
-    yield _STATS, stats
+            batches = ordered.slice(lo, hi - lo).to_batches()
+            for batch in batches:
+                writer.write_batch(batch)
+            ids = tuple(range(written, written + len(batches)))
+            written += len(batches)
+            pieces.append(Piece(int(sorted_chunks[lo]), split, block, str(path), ids, hi - lo))
+    return pieces
 
 
 def _build_task(
     task: int,
-    rows: Iterable[tuple[int, tuple[int, int, bytes]]],
+    pieces: list[Piece],
     spec: IngestionSpec,
     dims: list[DimensionSpec],
     existing: Sequence[Any],
@@ -265,10 +295,15 @@ def _build_task(
     """Stage 2 task: the whole time chunks it was given -> staged segment files."""
     from pyspark import TaskContext
 
-    pieces = sorted((split, block, chunk, ipc) for chunk, (split, block, ipc) in rows)
     if not pieces:
         return
-    parts = [_conform(_from_ipc(ipc), dims) for *_, ipc in pieces]
+    readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
+    parts = []
+    for p in sorted(pieces, key=lambda p: (p.split, p.block, p.chunk)):  # input order, as the local engine
+        if p.path not in readers:
+            readers[p.path] = pa.ipc.open_file(pa.memory_map(p.path))
+        batches = [readers[p.path].get_batch(i) for i in p.batches]
+        parts.append(_conform(pa.Table.from_batches(batches), dims))
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
     yield from build_segments(parts, dims, spec, existing, version, job / f"task-{task}-{attempt}")
@@ -282,14 +317,3 @@ def _conform(table: pa.Table, dims: Sequence[DimensionSpec]) -> pa.Table:
             table = table.append_column(d.name, pa.nulls(table.num_rows, pa.string()))
     first = [TIME, *(d.name for d in dims)]
     return table.select(first + [c for c in table.column_names if c not in set(first)])
-
-
-def _to_ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
-        writer.write_table(table)
-    return bytes(sink.getvalue())
-
-
-def _from_ipc(data: bytes) -> pa.Table:
-    return pa.ipc.open_stream(data).read_all()
