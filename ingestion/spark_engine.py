@@ -14,7 +14,8 @@ Two Spark stages over the local engine's own pieces:
    local engine does over all chunks, writing one Parquet file per partition into the staging
    directory. The rows travel between the stages through those files rather than Spark's shuffle:
    they are Arrow already, and a memory-mapped IPC file is read without copying or pickling
-   (measured 2-3x faster than `partitionBy` over pickled batches on 2 cores).
+   (1M rows on 2 busy cores: 2.4 s against 2.9 s with `partitionBy` over pickled IPC batches).
+   The staging area needs room for the prepared rows, uncompressed, until the publish.
 
 The driver then moves the staged segments into place and publishes them in one transaction
 (`segment_build.publish_segments`); on any failure it removes the staging directory and whatever
