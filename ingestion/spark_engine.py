@@ -88,7 +88,7 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     master = master or "local[*]"
     builder = SparkSession.builder.appName("strata ingest").master(master)
-    defaults = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"], "spark.sql.shuffle.partitions": "8"}
+    defaults = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"]}
     if master.startswith("local"):  # loopback only, no web UI or console bars for a one-shot job
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         defaults |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
