@@ -230,12 +230,15 @@ def _spark_call(fn: Any) -> Any:
 
 
 def _task_message(text: str) -> str:
-    """The last exception line of a Python worker's traceback inside Spark's error text."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if "Error:" in ln or "Exception:" in ln:
-            return ln
-    return lines[0] if lines else text
+    """The exception line of the last Python traceback in Spark's error text (the first
+    unindented line after it), else the text's first line."""
+    lines = text.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call last)")]
+    if starts:
+        for ln in lines[starts[-1] + 1 :]:
+            if ln.strip() and not ln.startswith((" ", "\t")):
+                return ln.strip()
+    return next((ln.strip() for ln in lines if ln.strip()), text)
 
 
 # -- executor side ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingestion import TooManyParseExceptions, ingest
+from ingestion import IngestionError, TooManyParseExceptions, ingest
 from storage import open_metadata_store
 from tests.ingestion.conftest import inline_spec
 from tests.spark_ingest.compare import assert_same_segments, files_under, query_raw, query_segments
@@ -247,3 +247,36 @@ def test_text_file_split_by_byte_ranges(fmt, tmp_path, spark, wikipedia_sample, 
     assert [p.line for p in built.problems] == [i + 1 for i in bad_at]
     assert [str(p) for p in built.problems] == [str(p) for p in local.problems]
     assert_same_segments(local, built)
+
+
+def test_rows_outside_the_intervals_are_thrown_away(tmp_path, spark):
+    data = "".join(f'{{"ts": "2020-01-0{d}T12:00:00Z", "d": "x{d}"}}\n' for d in range(1, 6))
+    spec = inline_spec(
+        data, granularitySpec={"segmentGranularity": "day", "intervals": ["2020-01-02/2020-01-04"]}
+    )
+    local, built = _both(spec, tmp_path, spark)
+    assert built.rows_thrown_away == 3 and built.rows_ingested == 2
+    assert_same_segments(local, built)
+    outside = inline_spec(
+        data, granularitySpec={"segmentGranularity": "day", "intervals": ["2021-01-01/2021-01-02"]}
+    )
+    with pytest.raises(IngestionError, match="nothing to ingest: 5 rows read, 0 unparseable, 5 outside"):
+        ingest(outside, deep_storage=tmp_path / "x", metadata=tmp_path / "x.db", engine="spark", spark=spark)
+
+
+def test_a_failing_read_task_is_a_clear_error_and_leaves_nothing(tmp_path, spark, wikipedia_sample):
+    """A corrupt gzip file fails its Spark task: the error is the task's own, nothing is published."""
+    good = tmp_path / "in" / "a.json.gz"
+    good.parent.mkdir()
+    good.write_bytes(wikipedia_sample.read_bytes())
+    (tmp_path / "in" / "b.json.gz").write_bytes(wikipedia_sample.read_bytes()[:1000] + b"garbage" * 100)
+    spec = inline_spec(
+        "", timestampSpec={"column": "time", "format": "iso"}, tuning={"maxParseExceptions": -1}
+    )
+    spec["ioConfig"]["inputSource"] = {"type": "local", "baseDir": str(good.parent), "filter": "*.gz"}
+    deep, meta = tmp_path / "deep", tmp_path / "m.db"
+    with pytest.raises(IngestionError, match=r"the Spark job failed: .*(gzip|Compressed|CRC|Error)"):
+        ingest(spec, deep_storage=deep, metadata=meta, engine="spark", spark=spark)
+    assert files_under(deep) == []
+    with closing(open_metadata_store(meta)) as store:
+        assert store.segments(include_unused=True) == []
