@@ -88,11 +88,12 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     master = master or "local[*]"
     builder = SparkSession.builder.appName("strata ingest").master(master)
-    defaults = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"]}
-    if master.startswith("local"):  # loopback only, no web UI or console bars for a one-shot job
+    # the command line draws its own progress: no console bars from Spark
+    defaults = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"], "spark.ui.showConsoleProgress": "false"}
+    if master.startswith("local"):  # loopback only, no web UI for a one-shot job
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         defaults |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                     "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}  # fmt: skip
+                     "spark.ui.enabled": "false"}  # fmt: skip
     for key, value in (defaults | dict(conf or {})).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
