@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -52,18 +49,3 @@ def test_size_and_conf_flags():
     assert spark_conf("spark.a=1,spark.b=2") == {"spark.a": "1", "spark.b": "2"}  # from STRATA_SPARK_CONF
     with pytest.raises(ValueError, match="KEY=VALUE"):
         spark_conf(["spark.a"])
-
-
-@pytest.mark.timeout(240)
-def test_auto_past_the_threshold_runs_spark_from_the_command_line(tmp_path):
-    """The real command in a child process: its own Spark session on --spark-master, with --spark-conf."""
-    args = [*_flags(tmp_path), "--spark-threshold", "10", "--spark-master", "local[1]",
-            "--spark-conf", "spark.sql.shuffle.partitions=1", "--spark-conf", "spark.ui.enabled=false"]  # fmt: skip
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "strata.cli", *args], capture_output=True, text=True, timeout=200, env=env
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "strata ingest: engine spark (96 B of input is at least the 10 B threshold)" in done.stderr
-    summary = orjson.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["engine"] == "spark" and summary["rowsIngested"] == 2 and len(summary["segments"]) == 2
