@@ -78,6 +78,7 @@ class StrataWriter(DataSourceArrowWriter):
             block = Block(pa.Table.from_batches([batch]), f"Spark partition {task}", row + 1)
             row += batch.num_rows
             prepared = prepare_block(block, spec, dims, allowed)
+            dims = prepared.dimensions  # grows only when `dimensions` was given empty (schemaless)
             message.rows_read += prepared.rows_read
             message.parse_errors += prepared.parse_errors
             message.problems += prepared.problems[: MAX_KEPT_PROBLEMS - len(message.problems)]
