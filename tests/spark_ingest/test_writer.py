@@ -186,3 +186,10 @@ def test_timestamp_column_and_typed_dimensions_from_the_schema(spark, tmp_path):
         None,
         2.25,
     ]
+    # an empty `dimensions` is schemaless, as `strata ingest`: every other column a string dimension
+    opts = _opts(tmp_path, datasource="schemaless", timestampColumn="ts", dimensions="")
+    df.write.format("strata").options(**opts).mode("overwrite").save()
+    segs = _used(tmp_path, "schemaless")
+    table = pa.concat_tables([pq.read_table(s.load_spec["path"]) for s in segs]).sort_by("__time")
+    assert segs[0].dimensions == ("d", "n", "x") and set(map(str, table.schema.types[1:])) == {"string"}
+    assert table.column("n").to_pylist() == ["5", "-2", None]
