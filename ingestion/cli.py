@@ -13,7 +13,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", help="Druid ingestion spec JSON (index_parallel / index)")
     parser.add_argument("--deep-storage", default="var/deep-storage", help="deep storage directory")
     parser.add_argument("--metadata", default="var/metadata.db", help="metadata store (SQLite file)")
-    parser.add_argument("--engine", default="local", choices=["local", "spark"], help="ingestion engine")
+    parser.add_argument(
+        "--engine",
+        default="auto",
+        choices=["auto", "local", "spark"],
+        help="ingestion engine; auto: Spark from --spark-threshold bytes of input up, else local",
+    )
+    spark = parser.add_argument_group("Spark (--engine spark or auto)")
+    spark.add_argument("--spark-master", help="Spark master URL (default local[*])")
+    spark.add_argument(
+        "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)"
+    )
+    spark.add_argument(
+        "--spark-threshold", type=size, default=None, metavar="SIZE",
+        help="input size from which auto picks Spark, e.g. 512MiB (default 2GiB)",
+    )  # fmt: skip
     flags = parser.add_argument_group("without a spec file")
     flags.add_argument("--datasource", help="data source name")
     flags.add_argument("--input", action="append", help="input file or directory (repeatable)")
@@ -31,6 +45,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     flags.add_argument("--max-parse-exceptions", type=int, help="unparseable rows allowed (default 0)")
     flags.add_argument("--append", action="store_true", help="add partitions instead of overwriting")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def size(text: str) -> int:
+    """`2GiB`, `512MiB`, `100kb`, `1000` -> bytes (a ValueError names the flag's bad value)."""
+    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+             "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}  # fmt: skip
+    t = text.strip().lower()
+    digits = t.rstrip("kmgib")
+    try:
+        return int(float(digits) * units[t[len(digits) :].strip()])
+    except (KeyError, ValueError):
+        raise ValueError(f"not a size: {text!r} (e.g. 512MiB, 2GiB)") from None
+
+
+def spark_conf(items: list[str] | str) -> dict[str, str]:
+    """`--spark-conf k=v` flags (or one comma-separated string from the environment or a config file)."""
+    if isinstance(items, str):
+        items = [i for i in items.split(",") if i.strip()]
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--spark-conf wants KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def spec_from_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -92,18 +131,26 @@ def run(args: argparse.Namespace) -> int:
     from storage.metadata_store import MetadataStoreError
 
     try:
-        from ingestion.api import ingest
+        from ingestion.api import AUTO_SPARK_BYTES, choose_engine, ingest, load_spec
 
-        spec: Any = args.spec if args.spec else spec_from_flags(args)
+        spec: Any = load_spec(args.spec if args.spec else spec_from_flags(args))
+        conf = spark_conf(args.spark_conf)
+        engine, why = args.engine, ""
+        if engine == "auto":
+            engine, why = choose_engine(spec, args.spark_threshold or AUTO_SPARK_BYTES)
+            print(f"strata ingest: engine {engine} ({why})", file=sys.stderr)
         progress = RichProgress() if sys.stderr.isatty() and not args.json else None
         try:
             summary = ingest(
                 spec,
                 deep_storage=args.deep_storage,
                 metadata=args.metadata,
-                engine=args.engine,
+                engine=engine,
                 progress=progress,
+                spark_master=args.spark_master,
+                spark_conf=conf,
             )
+            summary.engine_reason = why
         finally:
             if progress is not None:
                 progress.stop()

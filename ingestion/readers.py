@@ -95,13 +95,21 @@ class _Counting(io.RawIOBase):
         return n or 0
 
 
-def _line_chunks(f: InputFile) -> Iterator[tuple[bytes, int, int]]:
-    """(chunk of whole lines, line number of its first line, input bytes consumed) per chunk."""
+def _line_chunks(f: InputFile, byte_range: tuple[int, int] | None = None) -> Iterator[tuple[bytes, int, int]]:
+    """(chunk of whole lines, line number of its first line, input bytes consumed) per chunk.
+
+    `byte_range` (of an uncompressed file, cut after a newline) reads only `[start, end)`; its
+    first line is then line 1.
+    """
     if f.data is not None:
         yield f.data, 1, len(f.data)
         return
     assert f.path is not None
     with open(f.path, "rb") as raw:
+        remaining: int | None = None
+        if byte_range is not None:
+            raw.seek(byte_range[0])
+            remaining = byte_range[1] - byte_range[0]
         counting = _Counting(raw)
         name = f.path.name.lower()
         buffered = io.BufferedReader(counting)
@@ -115,9 +123,12 @@ def _line_chunks(f: InputFile) -> Iterator[tuple[bytes, int, int]]:
             stream = lzma.LZMAFile(buffered)  # noqa: SIM115
         line, tail, reported = 1, b"", 0
         while True:
-            data = stream.read(CHUNK_BYTES)
+            want = CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining)
+            data = stream.read(want) if want else b""
             if not data:
                 break
+            if remaining is not None:
+                remaining -= len(data)
             data = tail + data
             cut = data.rfind(b"\n") + 1
             if cut == 0:
@@ -285,7 +296,8 @@ def _skip_lines(chunk: bytes, n: int) -> bytes:
 
 
 # -- all formats ----------------------------------------------------------------------------------
-def read_blocks(f: InputFile, fmt: InputFormat) -> Iterator[Block]:
+def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | None = None) -> Iterator[Block]:
+    """Blocks of a whole file, or of the lines in `byte_range` of an uncompressed text file."""
     if fmt.type == "parquet":
         if f.path is None:
             raise IngestionError("parquet input needs files, not inline data")
@@ -299,7 +311,7 @@ def read_blocks(f: InputFile, fmt: InputFormat) -> Iterator[Block]:
             yield Block(part, f.name, row + 1, progress_bytes=size * part.num_rows // total)
         return
     if fmt.type == "json":
-        for chunk, line, consumed in _line_chunks(f):
+        for chunk, line, consumed in _line_chunks(f, byte_range):
             block = read_json_block(chunk, f.name, line)
             block.progress_bytes = consumed
             yield block
@@ -307,7 +319,9 @@ def read_blocks(f: InputFile, fmt: InputFormat) -> Iterator[Block]:
     names, header_lines = _header(f, fmt)
     if not names:
         raise IngestionError(f"{f.name}: no column names for {fmt.type} input")
-    for chunk, line, consumed in _line_chunks(f):
+    if byte_range is not None and byte_range[0] > 0:
+        header_lines = 0  # the header is at the file's start, in another split
+    for chunk, line, consumed in _line_chunks(f, byte_range):
         if line <= header_lines:
             skip = header_lines - line + 1
             chunk, line = _skip_lines(chunk, skip), line + skip

@@ -6,7 +6,7 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ingestion.summary import IngestionSummary
+from ingestion.summary import IngestionSummary, human_size
 
 
 class RichProgress:
@@ -36,14 +36,6 @@ class RichProgress:
         self._bar.stop()
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
-
-
 def print_summary(summary: IngestionSummary, as_json: bool = False) -> None:
     if as_json:
         print(orjson.dumps(summary.to_json()).decode())
@@ -65,6 +57,6 @@ def print_summary(summary: IngestionSummary, as_json: bool = False) -> None:
     )
     for w in s.segments:
         table.add_row(
-            str(w.segment.interval), str(w.segment.partition_num), f"{w.rows:,}", _size(w.segment.size)
+            str(w.segment.interval), str(w.segment.partition_num), f"{w.rows:,}", human_size(w.segment.size)
         )
     console.print(table)

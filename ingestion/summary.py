@@ -30,6 +30,15 @@ class NoProgress:
         pass
 
 
+def human_size(n: float) -> str:
+    """Bytes as B / KiB / MiB / GiB with one decimal."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
 @dataclass(frozen=True)
 class SegmentWritten:
     segment: DataSegment
@@ -39,6 +48,8 @@ class SegmentWritten:
 @dataclass
 class IngestionSummary:
     data_source: str
+    engine: str = "local"  # which engine ran it (local or spark)
+    engine_reason: str = ""  # why, when `auto` chose it
     version: str = ""
     rows_read: int = 0  # input rows, including unparseable and thrown-away ones
     rows_ingested: int = 0  # rows stored in segments (after rollup)
@@ -52,6 +63,8 @@ class IngestionSummary:
     def to_json(self) -> dict[str, Any]:
         return {
             "dataSource": self.data_source,
+            "engine": self.engine,
+            **({"engineReason": self.engine_reason} if self.engine_reason else {}),
             "version": self.version,
             "rowsRead": self.rows_read,
             "rowsIngested": self.rows_ingested,

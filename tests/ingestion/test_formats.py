@@ -149,6 +149,6 @@ def test_bad_specs_are_refused(patch, message):
         parse_spec(spec)
 
 
-def test_spark_engine_not_available(stores):
-    with pytest.raises(SpecError, match="not available yet"):
-        ingest(inline_spec('{"ts": 0}'), engine="spark", **stores)
+def test_unknown_engine(stores):
+    with pytest.raises(SpecError, match="unknown engine 'flink'"):
+        ingest(inline_spec('{"ts": 0}'), engine="flink", **stores)

@@ -1,0 +1,324 @@
+"""The Spark ingestion engine: the same spec, the same segments as the local engine, built on executors.
+
+Two Spark stages over the local engine's own pieces:
+
+1. read: one task per input split (`splits.split_inputs`) reads, normalizes and buckets its rows
+   (`prepare.prepare_block`) and writes each block's rows, sorted by time chunk, as an Arrow IPC
+   file (one record batch run per chunk) into the job's staging directory in deep storage, which
+   every executor must reach anyway. It returns only small stats (rows, bad rows with their lines,
+   dimensions it discovered, where each chunk's rows are), so the driver checks
+   maxParseExceptions, merges the discovered dimensions in input order and learns how many rows
+   each time chunk holds before any segment is written.
+2. build: every time chunk goes whole to one task (chunks spread over tasks by size); each task
+   memory-maps its chunks' rows and runs `segment_build.build_segments` over them, exactly as the
+   local engine does over all chunks, writing one Parquet file per partition into the staging
+   directory. The rows travel between the stages through those files rather than Spark's shuffle:
+   they are Arrow already, and a memory-mapped IPC file is read without copying or pickling
+   (1M rows on 2 busy cores: 2.4 s against 2.9 s with `partitionBy` over pickled IPC batches).
+   The staging area needs room for the prepared rows, uncompressed, until the publish.
+
+The driver then moves the staged segments into place and publishes them in one transaction
+(`segment_build.publish_segments`); on any failure it removes the staging directory and whatever
+it had pushed, so nothing is ever half-published.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ingestion.errors import IngestionError, ParseProblem, TooManyParseExceptions
+from ingestion.local_engine import check_granularity, nothing_to_ingest
+from ingestion.normalize import MAX_KEPT_PROBLEMS, TIME
+from ingestion.prepare import allowed_chunks, prepare_block
+from ingestion.readers import resolve_inputs
+from ingestion.rollup import CHUNK
+from ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments
+from ingestion.spec import DimensionSpec, IngestionSpec
+from ingestion.splits import InputSplit, count_lines, read_split, split_inputs
+from ingestion.summary import IngestionSummary, NoProgress, Progress
+from storage.deep_storage import LocalDeepStorage
+from storage.metadata_store import MetadataStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class Piece:
+    """The rows of one time chunk from one block of one split: record batches of an IPC file."""
+
+    chunk: int
+    split: int
+    block: int
+    path: str
+    batches: tuple[int, ...]
+    rows: int
+
+
+@dataclass
+class SplitStats:
+    """What reading one split found; small, collected on the driver."""
+
+    split: int
+    dimensions: list[DimensionSpec]
+    pieces: list[Piece] = field(default_factory=list)
+    rows_read: int = 0
+    parse_errors: int = 0
+    thrown_away: int = 0
+    problems: list[ParseProblem] = field(default_factory=list)  # lines counted from the split's start
+    lines: int = 0  # a byte-range split's line count
+
+
+def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A session for one ingestion: local[*] by default, Python workers on this interpreter
+    (PySpark takes them from PYSPARK_PYTHON, else `python3` on the PATH)."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    master = master or "local[*]"
+    builder = SparkSession.builder.appName("strata ingest").master(master)
+    # the command line draws its own progress: no console bars from Spark
+    defaults = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"], "spark.ui.showConsoleProgress": "false"}
+    if master.startswith("local"):  # loopback only, no web UI for a one-shot job
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        defaults |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                     "spark.ui.enabled": "false"}  # fmt: skip
+    for key, value in (defaults | dict(conf or {})).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run_spark(
+    spec: IngestionSpec,
+    deep: LocalDeepStorage,
+    store: MetadataStore,
+    progress: Progress | None = None,
+    *,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> IngestionSummary:
+    """Run the ingestion on `spark` (or on a session of its own, stopped afterwards)."""
+    check_granularity(spec)
+    progress = progress or NoProgress()
+    splits = split_inputs(resolve_inputs(spec.input_source), spec.input_format)
+    progress.start(sum(s.file.size for s in splits))
+    own = spark is None
+    session = spark if spark is not None else spark_session(master, conf)
+    try:
+        return _run(session, spec, splits, deep, store, progress)
+    finally:
+        if own:
+            session.stop()
+
+
+def _run(
+    spark: SparkSession,
+    spec: IngestionSpec,
+    splits: list[InputSplit],
+    deep: LocalDeepStorage,
+    store: MetadataStore,
+    progress: Progress,
+) -> IngestionSummary:
+    began = time.monotonic()
+    summary = IngestionSummary(spec.data_source, engine="spark")
+    sc = spark.sparkContext
+    allowed = allowed_chunks(spec)
+    job = deep.staging_dir()
+    try:
+        progress.phase("spark: read")
+        stats: list[SplitStats] = _spark_call(
+            lambda: (
+                sc.parallelize(list(enumerate(splits)), len(splits))
+                .map(lambda item: _read_split(item[0], item[1], spec, allowed, job))
+                .collect()
+            )
+        )
+        stats.sort(key=lambda s: s.split)
+        dims, chunk_rows = _merge_stats(spec, splits, stats, summary)
+        progress.advance(sum(s.file.size for s in splits), summary.rows_read)
+        existing = store.used_segments(spec.data_source)
+        summary.version = new_version(existing)
+        tasks = _assign_chunks(chunk_rows, max(1, sc.defaultParallelism))
+        work: list[list[Piece]] = [[] for _ in range(max(tasks.values()) + 1)]
+        for piece in (p for s in stats for p in s.pieces):
+            work[tasks[piece.chunk]].append(piece)
+        progress.phase("spark: build")
+        version = summary.version
+        staged: list[StagedSegment] = _spark_call(
+            lambda: (
+                sc.parallelize(work, len(work))
+                .mapPartitionsWithIndex(
+                    lambda i, lists: _build_task(
+                        i, [p for ps in lists for p in ps], spec, dims, existing, version, job
+                    )
+                )
+                .collect()
+            )
+        )
+        summary.rows_ingested = sum(s.rows for s in staged)
+        summary.rows_rolled_up = sum(chunk_rows.values()) - summary.rows_ingested
+        progress.phase("publish")
+        staged.sort(key=lambda s: (s.segment.interval, s.segment.partition_num))
+        summary.segments = publish_segments(deep, store, staged, overwrite=not spec.append)
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+    summary.seconds = time.monotonic() - began
+    return summary
+
+
+def _merge_stats(
+    spec: IngestionSpec, splits: Sequence[InputSplit], stats: Sequence[SplitStats], summary: IngestionSummary
+) -> tuple[list[DimensionSpec], dict[int, int]]:
+    """Totals and problems into `summary` (line numbers of byte-range splits made absolute); the
+    dimensions in input order; rows per chunk."""
+    dims = list(spec.dimensions.dimensions)
+    chunk_rows: dict[int, int] = {}
+    lines_before: dict[str, int] = {}
+    for s in stats:
+        dims += [d for d in s.dimensions if d not in dims]
+        summary.rows_read += s.rows_read
+        summary.parse_errors += s.parse_errors
+        summary.rows_thrown_away += s.thrown_away
+        problems = s.problems
+        split = splits[s.split]
+        if split.byte_range is not None:
+            offset = lines_before.get(split.file.name, 0)
+            problems = [ParseProblem(p.source, p.line + offset, p.message) for p in problems]
+            lines_before[split.file.name] = offset + s.lines
+        summary.problems += problems[: MAX_KEPT_PROBLEMS - len(summary.problems)]
+        for p in s.pieces:
+            chunk_rows[p.chunk] = chunk_rows.get(p.chunk, 0) + p.rows
+    if summary.parse_errors > spec.tuning.max_parse_exceptions:
+        raise TooManyParseExceptions(summary.parse_errors, spec.tuning.max_parse_exceptions, summary.problems)
+    if not chunk_rows:
+        raise nothing_to_ingest(summary)
+    return dims, chunk_rows
+
+
+def _assign_chunks(chunk_rows: Mapping[int, int], slots: int) -> dict[int, int]:
+    """Chunk -> task, biggest chunks first onto the least loaded task (whole chunks per task)."""
+    load = [0] * min(slots, len(chunk_rows))
+    out: dict[int, int] = {}
+    for chunk, n in sorted(chunk_rows.items(), key=lambda kv: (-kv[1], kv[0])):
+        task = load.index(min(load))
+        out[chunk] = task
+        load[task] += n
+    return out
+
+
+def _spark_call(fn: Any) -> Any:
+    """Run a Spark action; a failed job becomes an `IngestionError` with the task's own message."""
+    try:
+        return fn()
+    except Exception as e:
+        if type(e).__module__.startswith(("pyspark", "py4j")):
+            raise IngestionError(f"the Spark job failed: {_task_message(str(e))}") from e
+        raise
+
+
+def _task_message(text: str) -> str:
+    """The exception line of the last Python traceback in Spark's error text (the first
+    unindented line after it), else the text's first line."""
+    lines = text.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call last)")]
+    if starts:
+        for ln in lines[starts[-1] + 1 :]:
+            if ln.strip() and not ln.startswith((" ", "\t")):
+                return ln.strip()
+    return next((ln.strip() for ln in lines if ln.strip()), text)
+
+
+# -- executor side ---------------------------------------------------------------------------------
+def _read_split(
+    index: int, split: InputSplit, spec: IngestionSpec, allowed: np.ndarray | None, job: Path
+) -> SplitStats:
+    """Stage 1 task: the split's prepared rows into IPC files (per block, sorted by chunk)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    out = job / "rows"
+    out.mkdir(parents=True, exist_ok=True)
+    stats = SplitStats(index, list(spec.dimensions.dimensions))
+    if split.byte_range is not None:
+        stats.lines = count_lines(split)
+    for b, block in enumerate(read_split(split, spec.input_format)):
+        prepared = prepare_block(block, spec, stats.dimensions, allowed)
+        stats.dimensions = prepared.dimensions
+        stats.rows_read += prepared.rows_read
+        stats.parse_errors += prepared.parse_errors
+        stats.thrown_away += prepared.thrown_away
+        stats.problems += prepared.problems[: MAX_KEPT_PROBLEMS - len(stats.problems)]
+        if prepared.table.num_rows:
+            path = out / f"split{index}-block{b}-attempt{attempt}.arrow"
+            stats.pieces += _write_pieces(prepared.table, path, index, b)
+    return stats
+
+
+def _write_pieces(table: pa.Table, path: Path, split: int, block: int) -> list[Piece]:
+    """`table` sorted by chunk (stable) into one IPC file; a `Piece` per chunk."""
+    chunks = table.column(CHUNK).to_numpy()
+    order = np.argsort(chunks, kind="stable")
+    ordered, sorted_chunks = table.take(pa.array(order)), chunks[order]
+    edges = np.flatnonzero(np.diff(sorted_chunks)) + 1
+    pieces: list[Piece] = []
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, ordered.schema) as writer:
+        written = 0
+        for lo, hi in zip(np.r_[0, edges].tolist(), np.r_[edges, chunks.size].tolist(), strict=True):
+            batches = ordered.slice(lo, hi - lo).to_batches()
+            for batch in batches:
+                writer.write_batch(batch)
+            ids = tuple(range(written, written + len(batches)))
+            written += len(batches)
+            pieces.append(Piece(int(sorted_chunks[lo]), split, block, str(path), ids, hi - lo))
+    return pieces
+
+
+def _build_task(
+    task: int,
+    pieces: list[Piece],
+    spec: IngestionSpec,
+    dims: list[DimensionSpec],
+    existing: Sequence[Any],
+    version: str,
+    job: Path,
+) -> Iterator[StagedSegment]:
+    """Stage 2 task: the whole time chunks it was given -> staged segment files."""
+    from pyspark import TaskContext
+
+    if not pieces:
+        return
+    readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
+    parts = []
+    for p in sorted(pieces, key=lambda p: (p.split, p.block, p.chunk)):  # input order, as the local engine
+        if p.path not in readers:
+            readers[p.path] = pa.ipc.open_file(pa.memory_map(p.path))
+        batches = [readers[p.path].get_batch(i) for i in p.batches]
+        parts.append(_conform(pa.Table.from_batches(batches), dims))
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    yield from build_segments(parts, dims, spec, existing, version, job / f"task-{task}-{attempt}")
+
+
+def _conform(table: pa.Table, dims: Sequence[DimensionSpec]) -> pa.Table:
+    """Add the dimensions other splits discovered (null here, as the local engine's concat fills
+    them), every part's columns in one order."""
+    for d in dims:
+        if d.name not in table.column_names:
+            table = table.append_column(d.name, pa.nulls(table.num_rows, pa.string()))
+    first = [TIME, *(d.name for d in dims)]
+    return table.select(first + [c for c in table.column_names if c not in set(first)])

@@ -1,0 +1,140 @@
+"""`df.write.format("strata")`: Spark tasks write segments, the driver publishes them all or none.
+
+Each task prepares its batches exactly as `strata ingest` prepares a block of input
+(`ingestion.prepare`), rolls up and cuts its rows into segments (`ingestion.segment_build`) and
+writes them into a job directory under deep storage's staging area. Rollup is per task (Druid's
+"best-effort" rollup: equal rows in different Spark partitions stay two rows; repartition by time
+first for perfect rollup). Only `commit()`, run on the driver once every task has succeeded,
+decides versions and partition numbers, moves the segments into place and publishes them in one
+metadata transaction; `abort()` and any failure in `commit()` remove every file the job wrote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from ingestion.errors import ParseProblem, TooManyParseExceptions
+from ingestion.normalize import MAX_KEPT_PROBLEMS
+from ingestion.partitioning import PartitionPlan
+from ingestion.prepare import allowed_chunks, prepare_block
+from ingestion.readers import Block
+from ingestion.segment_build import (
+    StagedSegment,
+    build_segments,
+    chunk_targets,
+    new_version,
+    publish_segments,
+)
+from storage import DEFAULT_DEEP_STORAGE, DEFAULT_METADATA, LocalDeepStorage, open_metadata_store
+from strata_spark.write_options import option, spec_from_options
+from timeline import DataSegment
+
+
+@dataclass
+class StrataCommitMessage(WriterCommitMessage):
+    """What one task wrote (staged, unpublished) and what it read."""
+
+    task: int
+    staged: list[StagedSegment] = field(default_factory=list)
+    rows_read: int = 0
+    parse_errors: int = 0
+    problems: list[ParseProblem] = field(default_factory=list)
+
+
+class StrataWriter(DataSourceArrowWriter):
+    """Built on the driver (options checked, nothing written yet), then pickled to every task."""
+
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool):
+        self.overwrite = overwrite
+        self.spec = spec_from_options(options, schema, append=not overwrite)
+        deep = option(options, "deepStorage", DEFAULT_DEEP_STORAGE)
+        self.deep_root = str(Path(deep or DEFAULT_DEEP_STORAGE).resolve())
+        self.metadata = str(option(options, "metadata", DEFAULT_METADATA))
+        if "://" not in self.metadata:
+            self.metadata = str(Path(self.metadata).resolve())
+        open_metadata_store(self.metadata).close()  # fail here, before any task runs
+        self.job = str(Path(self.deep_root) / ".staging" / f"spark-write-{uuid.uuid4().hex}")
+
+    # -- tasks ---------------------------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StrataCommitMessage:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task, attempt = (ctx.partitionId(), ctx.attemptNumber()) if ctx is not None else (0, 0)
+        spec, allowed = self.spec, allowed_chunks(self.spec)
+        message = StrataCommitMessage(task)
+        dims, parts, row = list(spec.dimensions.dimensions), [], 0
+        for batch in iterator:
+            block = Block(pa.Table.from_batches([batch]), f"Spark partition {task}", row + 1)
+            row += batch.num_rows
+            prepared = prepare_block(block, spec, dims, allowed)
+            dims = prepared.dimensions  # grows only when `dimensions` was given empty (schemaless)
+            message.rows_read += prepared.rows_read
+            message.parse_errors += prepared.parse_errors
+            message.problems += prepared.problems[: MAX_KEPT_PROBLEMS - len(message.problems)]
+            if message.parse_errors > spec.tuning.max_parse_exceptions:
+                raise TooManyParseExceptions(
+                    message.parse_errors, spec.tuning.max_parse_exceptions, message.problems
+                )
+            if prepared.table.num_rows:
+                parts.append(prepared.table)
+        if parts:
+            staging = Path(self.job) / f"task-{task}-{attempt}"
+            # version and partition numbers are the driver's to decide at commit: provisional here
+            message.staged = build_segments(parts, dims, spec, [], "provisional", staging, final=False)
+        return message
+
+    # -- driver --------------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        try:
+            done = [m for m in messages if isinstance(m, StrataCommitMessage)]
+            errors = sum(m.parse_errors for m in done)
+            if errors > self.spec.tuning.max_parse_exceptions:
+                problems = [p for m in done for p in m.problems][:MAX_KEPT_PROBLEMS]
+                raise TooManyParseExceptions(errors, self.spec.tuning.max_parse_exceptions, problems)
+            staged = [s for m in sorted(done, key=lambda m: m.task) for s in m.staged]
+            if not staged:
+                return
+            store = open_metadata_store(self.metadata)
+            try:
+                final = self._numbered(staged, store.used_segments(self.spec.data_source))
+                publish_segments(LocalDeepStorage(self.deep_root), store, final, overwrite=self.overwrite)
+            finally:
+                store.close()
+        finally:
+            shutil.rmtree(self.job, ignore_errors=True)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        shutil.rmtree(self.job, ignore_errors=True)
+
+    def _numbered(self, staged: list[StagedSegment], existing: list[DataSegment]) -> list[StagedSegment]:
+        """The final version and shard spec of every staged segment, chunk by chunk.
+
+        Overwrite: a new version, partitions 0..n-1 of n. Append: the chunk's latest version,
+        numbered after its existing partitions (or a new version where the chunk is empty).
+        """
+        version = new_version(existing)
+        by_chunk: dict[int, list[StagedSegment]] = {}
+        for s in staged:
+            by_chunk.setdefault(s.segment.interval.start, []).append(s)
+        targets = chunk_targets(self.spec, by_chunk, existing if not self.overwrite else [], version)
+        out: list[StagedSegment] = []
+        for start, segs in sorted(by_chunk.items()):
+            _, chunk_version, first, core = targets[start]
+            for i, s in enumerate(segs):
+                plan = PartitionPlan(start, i, len(segs), np.empty(0, np.int64))
+                seg = dataclasses.replace(
+                    s.segment, version=chunk_version, shard_spec=plan.shard_spec(first, core)
+                )
+                out.append(StagedSegment(seg, s.directory, s.rows))
+        return out
