@@ -1,0 +1,25 @@
+"""Strata for Spark: `register(spark)` makes `spark.read.format("strata")` available.
+
+One call registers the Python data source and sets the session settings it needs:
+- `spark.sql.python.filterPushdown.enabled=true`: Spark offers WHERE conjuncts to the reader,
+  which sends them to the broker (off by default in Spark, and a reader that accepts filters
+  fails while it is off).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strata_spark.broker_client import StrataError
+from strata_spark.source import StrataDataSource
+
+SPARK_SETTINGS = {"spark.sql.python.filterPushdown.enabled": "true"}
+
+__all__ = ["SPARK_SETTINGS", "StrataDataSource", "StrataError", "register"]
+
+
+def register(spark: Any) -> None:
+    """Register the `strata` format on `spark` (a SparkSession) and apply `SPARK_SETTINGS`."""
+    for key, value in SPARK_SETTINGS.items():
+        spark.conf.set(key, value)
+    spark.dataSource.register(StrataDataSource)
