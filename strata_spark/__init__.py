@@ -3,7 +3,11 @@
 One call registers the Python data source and sets the session settings it needs:
 - `spark.sql.python.filterPushdown.enabled=true`: Spark offers WHERE conjuncts to the reader,
   which sends them to the broker (off by default in Spark, and a reader that accepts filters
-  fails while it is off).
+  fails while it is off);
+- `spark.sql.execution.pyspark.udf.hideTraceback.enabled=true`: an error raised in a Python
+  worker reaches the driver as its one-line message (`StrataError: cannot reach the Strata
+  broker at ...`) instead of a Python traceback; it applies to Python UDFs too (set it back to
+  false to debug a UDF).
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from typing import Any
 from strata_spark.broker_client import StrataError
 from strata_spark.source import StrataDataSource
 
-SPARK_SETTINGS = {"spark.sql.python.filterPushdown.enabled": "true"}
+SPARK_SETTINGS = {
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.execution.pyspark.udf.hideTraceback.enabled": "true",
+}
 
 __all__ = ["SPARK_SETTINGS", "StrataDataSource", "StrataError", "register"]
 

@@ -9,6 +9,7 @@ reads incrementally, so a scan of any size is never held whole. Every failure be
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,6 +21,7 @@ import pyarrow as pa
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 ERROR_METADATA_KEY = b"strata.error"
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # terminal underlines some parsers put in messages
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 
 
@@ -40,7 +42,7 @@ def druid_error_message(body: Any, fallback: str) -> str:
     if not isinstance(body, Mapping):
         return fallback
     kind = body.get("category") or body.get("errorCode") or body.get("error") or "error"
-    message = str(body.get("errorMessage") or body.get("error") or fallback)
+    message = ANSI_ESCAPE.sub("", str(body.get("errorMessage") or body.get("error") or fallback))
     return f"{kind}: {' '.join(message.split())}"
 
 
