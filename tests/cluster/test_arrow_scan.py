@@ -1,6 +1,8 @@
 """Scans answered as a streamed Arrow IPC stream (`Accept: application/vnd.apache.arrow.stream`)
 by a real broker over two historicals, checked against the same scan's JSON answer and DuckDB."""
 
+# ruff: noqa: F811 - pytest fixtures imported from another module are parameters here
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,7 +34,7 @@ def json_events(broker_url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for batch in resp.json() for e in batch["events"]]
 
 
-def test_arrow_scan_equals_the_json_scan(cluster: dict[str, Any]) -> None:  # noqa: F811
+def test_arrow_scan_equals_the_json_scan(cluster: dict[str, Any]) -> None:
     url = cluster["broker"].url
     body = {"queryType": "scan", "dataSource": "wikipedia", "intervals": [DAY],
             "columns": ["__time", "page", "added", "cityName"],
@@ -52,7 +54,7 @@ def test_arrow_scan_equals_the_json_scan(cluster: dict[str, Any]) -> None:  # no
     assert got == want and len(got) > 0
 
 
-def test_every_column_and_limit_offset(cluster: dict[str, Any], wikipedia_sample: Path) -> None:  # noqa: F811
+def test_every_column_and_limit_offset(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
     url = cluster["broker"].url
     whole = arrow_scan(url, {"queryType": "scan", "dataSource": "wikipedia", "intervals": DAY})
     ((rows,),) = raw("SELECT count(*) FROM RAW", wikipedia_sample)
@@ -62,7 +64,7 @@ def test_every_column_and_limit_offset(cluster: dict[str, Any], wikipedia_sample
     assert part.num_rows == 2500
 
 
-def test_named_segments_only(cluster: dict[str, Any], wikipedia_sample: Path) -> None:  # noqa: F811
+def test_named_segments_only(cluster: dict[str, Any], wikipedia_sample: Path) -> None:
     url = cluster["broker"].url
     located = httpx.get(f"{url}/druid/v2/datasources/wikipedia/candidates", params={"intervals": DAY}).json()
     picked = [{k: c[k] for k in ("itvl", "ver", "part")} for c in located[3:5]]  # hours 03 and 04
@@ -72,16 +74,16 @@ def test_named_segments_only(cluster: dict[str, Any], wikipedia_sample: Path) ->
     assert table.num_rows == rows
 
 
-def test_ordered_scan_is_refused_with_a_status(cluster: dict[str, Any]) -> None:  # noqa: F811
+def test_ordered_scan_is_refused_with_a_status(cluster: dict[str, Any]) -> None:
     body = {"queryType": "scan", "dataSource": "wikipedia", "intervals": DAY, "columns": ["__time"],
             "order": "ascending"}  # fmt: skip
     resp = httpx.post(f"{cluster['broker'].url}/druid/v2/", json=body, headers={"Accept": ARROW}, timeout=60)
     assert resp.status_code == 501 and "unordered" in resp.json()["errorMessage"]
 
 
-def test_a_failure_mid_stream_reaches_the_client(cluster: dict[str, Any]) -> None:  # noqa: F811
+def test_a_failure_mid_stream_reaches_the_client(cluster: dict[str, Any]) -> None:
     body = {"queryType": "scan", "dataSource": "wikipedia", "intervals": DAY, "context": {"timeout": 1}}
     client = BrokerClient(cluster["broker"].url, 60)
-    with pytest.raises(StrataError, match="failed a scan: .*timed out"):
+    with pytest.raises(StrataError, match=r"failed a scan: .*timed out"):
         for _ in client.scan_batches(body):
             pass

@@ -38,12 +38,12 @@ def test_each_filter_becomes_a_druid_filter_the_engine_parses() -> None:
         GreaterThanOrEqual(("ratio",), 0.5),
         LessThan(("added",), 5),
         LessThanOrEqual(("ratio",), 2),
-        In(("page",), ["a", "b"]),
+        In(("page",), ("a", "b")),
         IsNull(("page",)),
         IsNotNull(("added",)),
         Not(EqualTo(("page",), "A")),
         Not(EqualNullSafe(("page",), "A")),
-        Not(In(("added",), [1, 2])),
+        Not(In(("added",), (1, 2))),
         Not(IsNull(("page",))),
         StringStartsWith(("page",), "50%_off\\"),
         StringEndsWith(("page",), "x"),
@@ -80,13 +80,13 @@ def test_shapes() -> None:
 def test_what_is_left_to_spark() -> None:
     left = [
         EqualTo(("f",), 1.5),  # FLOAT: float32 rounding
-        In(("page",), ["a", None]),  # IN with null
+        In(("page",), ("a", None)),  # IN with null
         EqualTo(("page",), 3),  # mistyped literal
         EqualTo(("added",), "3"),
         EqualTo(("nested", "x"), 1),
         EqualTo(("unknown",), 1),
         StringContains(("added",), "1"),
-        In(("__time",), [dt.datetime(2015, 9, 12, tzinfo=dt.UTC)]),
+        In(("__time",), (dt.datetime(2015, 9, 12, tzinfo=dt.UTC),)),
         Not(GreaterThan(("__time",), dt.datetime(2015, 9, 12, tzinfo=dt.UTC))),
     ]
     pushed = Pushed()
