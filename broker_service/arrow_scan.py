@@ -38,6 +38,7 @@ ERROR_METADATA_KEY = b"strata.error"
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
 SEGMENTS_PER_FETCH = 1  # a fetch holds one segment's rows in memory (per prefetch slot)
 PREFETCH = 2  # fetches in flight while the previous one is written
+BATCH_ROWS = 65_536  # rows per record batch sent: the client holds one batch at a time
 
 
 def wants_arrow(accept: str | None) -> bool:
@@ -107,7 +108,7 @@ class ArrowEncoder:
 
     def table(self, table: pa.Table) -> tuple[bytes, int]:
         conformed = conform(table, self.schema)
-        self._writer.write_table(conformed)
+        self._writer.write_table(conformed, max_chunksize=BATCH_ROWS)
         return self._sink.take(), conformed.num_rows
 
     def error(self, body: Mapping[str, Any]) -> bytes:
@@ -163,10 +164,12 @@ async def _stream(
         partials = _limited(_partials(broker, query, tasks), query.offset, query.limit)
         async with broker.admission.admit(), aclosing(partials) as tables:
             async for table in tables:
-                data, rows = await loop.run_in_executor(pool, encoder.table, table)
-                broker.metrics.streamed_rows.inc(rows)
-                broker.metrics.streamed_bytes.inc(len(data))
-                yield data
+                for start in range(0, table.num_rows, BATCH_ROWS):  # bounded pieces, sent as made
+                    piece = table.slice(start, BATCH_ROWS)
+                    data, rows = await loop.run_in_executor(pool, encoder.table, piece)
+                    broker.metrics.streamed_rows.inc(rows)
+                    broker.metrics.streamed_bytes.inc(len(data))
+                    yield data
     except QueryError as e:
         yield encoder.error(e.to_body(broker.settings.host))
         return

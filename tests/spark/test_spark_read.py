@@ -15,12 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
+from storage import open_metadata_store
+from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
+from storage.segment_file import write_segment_file
+from tests.cluster.cluster_kit import wait_until
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
+from timeline import DataSegment, Interval, ShardSpec
 
 pytestmark = pytest.mark.integration
 
@@ -242,3 +249,45 @@ def test_invalid_sql_and_query(spark: SparkSession, cluster: dict[str, Any]) -> 
     with pytest.raises(Exception) as excinfo:
         strata(spark, cluster, query=json.dumps({"queryType": "topN", "dataSource": "wikipedia"}))
     assert re.search(r"StrataError: .*HTTP 400\)", one_line_error(excinfo))
+
+
+WIDE_ROWS = 200_000
+PAYLOAD = 1000  # bytes of text per row: about 200 MB in one segment, one Spark partition
+
+
+def publish_wide_segment(root: Path) -> Interval:
+    """One hourly segment of wide rows, written into the cluster's deep storage and published."""
+    start = 1_577_836_800_000  # 2020-01-01T00:00:00Z
+    interval = Interval(start, start + 3_600_000)
+    n = pa.array(range(WIDE_ROWS), pa.int64())
+    payload = pc.binary_join_element_wise(pc.cast(n, pa.string()), pa.scalar("x" * PAYLOAD), "")
+    table = pa.table({"__time": pc.add(n, start).cast(pa.timestamp("ms", tz="UTC")),
+                      "payload": pc.utf8_slice_codeunits(payload, 0, PAYLOAD), "n": n})  # fmt: skip
+    deep = LocalDeepStorage(root / "deep")
+    staging = deep.staging_dir()
+    facts = {"dataSource": "wide", "interval": str(interval), "version": "v1", "partitionNum": 0,
+             "dimensions": [{"name": "payload", "type": "string"}], "metrics": [{"type": "longSum", "name": "n", "fieldName": "n"}],
+             "queryGranularity": {"type": "none"}, "rollup": False, "numRows": WIDE_ROWS}  # fmt: skip
+    write_segment_file(table, staging / SEGMENT_FILE, facts)
+    segment = DataSegment("wide", interval, "v1", dimensions=("payload",), metrics=("n",),
+                          shard_spec=ShardSpec.numbered(0, 1))  # fmt: skip
+    store = open_metadata_store(root / "meta.db")
+    try:
+        store.publish([deep.push(staging, segment)], overwrite=False)
+    finally:
+        store.close()
+    return interval
+
+
+def test_a_partition_of_hundreds_of_megabytes(spark: SparkSession, cluster: dict[str, Any]) -> None:
+    publish_wide_segment(cluster["root"])
+    wait_until(lambda: "wide" in httpx.get(f"{url(cluster)}/druid/v2/datasources", timeout=10).json(),
+               "the broker to see the wide segment", 60, [cluster["broker"]])  # fmt: skip
+    df = strata(spark, cluster, datasource="wide")
+    assert df.rdd.getNumPartitions() == 1
+    before = metric(cluster, "strata_broker_streamed_bytes")
+    got = df.agg(F.count("*"), F.sum("n"), F.sum(F.length("payload")), F.countDistinct("payload")).first()
+    streamed = metric(cluster, "strata_broker_streamed_bytes") - before
+    assert got is not None
+    assert tuple(got) == (WIDE_ROWS, WIDE_ROWS * (WIDE_ROWS - 1) // 2, WIDE_ROWS * PAYLOAD, WIDE_ROWS)
+    assert streamed > WIDE_ROWS * PAYLOAD  # one response of about 200 MB, streamed in batches
