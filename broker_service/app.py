@@ -25,7 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from broker_service.admission import Admission
-from broker_service.arrow_scan import arrow_scan_response, wants_arrow
+from broker_service.arrow_scan import SegmentColumnTypes, arrow_scan_response, wants_arrow
 from broker_service.cache_status import CacheCollector, cache_status, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.datasource_info import (
@@ -106,6 +106,7 @@ class Broker:
             lost=lambda: view.lost_segment_count,
         )
         self.cache_kind = cache_kind
+        self.scan_types = SegmentColumnTypes()  # for streamed Arrow scans
         self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
         per_source = lambda: Counter(s.segment.data_source for s in view.selectors())  # noqa: E731
         self.metrics.bind_cache(SegmentCountCollector(per_source))
