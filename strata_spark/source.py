@@ -81,9 +81,14 @@ class StrataDataSource(DataSource):
         return {"timeout": int(float(timeout) * 1000)} if timeout else {}
 
     def _column_types(self, client: BrokerClient) -> dict[str, str]:
-        data_source = str(self._option("datasource"))
-        client.require_datasource(data_source)
-        return client.column_types(data_source, [str(i) for i in self._intervals()])
+        """Asked once: Spark pickles this object after `schema()` and every read reuses it."""
+        cached: dict[str, str] | None = getattr(self, "_types", None)
+        if cached is None:
+            data_source = str(self._option("datasource"))
+            client.require_datasource(data_source)
+            cached = client.column_types(data_source, [str(i) for i in self._intervals()])
+            self._types = cached
+        return cached
 
     # -- Spark's entry points ---------------------------------------------------------------------
     def schema(self) -> StructType:
