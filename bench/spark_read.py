@@ -13,9 +13,7 @@ The broker read sends the filter to the broker; the direct read pushes it into i
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import duckdb
 
 from bench.cluster_setup import cluster, wait_for_segments, write_dataset
+from tests.spark.spark_kit import local_session
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -34,26 +33,6 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
         result = fn()
         samples.append(time.perf_counter() - t)
     return statistics.median(samples), result
-
-
-def spark_session() -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    from strata_spark import register
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("strata-bench-spark-read")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    register(spark)
-    return spark
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
         c.start_data_nodes(2)
         broker = c.start_broker()
         wait_for_segments(broker, args.segments)
-        spark = spark_session()
+        spark = local_session("strata-bench-spark-read")
         try:
             through_broker = (
                 spark.read.format("strata").option("broker", broker.url).option("datasource", "bench")
