@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         mrows = args.rows / t_broker / 1e6
         print(
             f"{name:14} {t_broker:10.2f}s {t_direct:12.2f}s {t_duck:7.2f}s  {t_broker / t_direct:5.2f}x"
-            f"   ({mrows:.2f} M rows/s through the broker)"
+            f"   ({mrows:.2f} M rows scanned/s via the broker)"
         )
 
 
