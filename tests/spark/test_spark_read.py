@@ -161,6 +161,10 @@ def test_time_range_asks_only_its_segments(
     before = metric(cluster, "strata_broker_streamed_segments")
     assert millis(df) == millis(window(raw_df))
     assert metric(cluster, "strata_broker_streamed_segments") - before == 3
+    as_sql = strata(spark, cluster, datasource="wikipedia").where(
+        "__time >= '2015-09-12 05:00:00' AND __time < '2015-09-12 07:30:00'"
+    )
+    assert as_sql.rdd.getNumPartitions() == 3  # string literals are cast to timestamps, then pushed
 
 
 def test_intervals_option(spark: SparkSession, cluster: dict[str, Any], raw_df: DataFrame) -> None:
