@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from broker_service.admission import Admission
+from broker_service.arrow_scan import SegmentColumnTypes, arrow_scan_response, wants_arrow
 from broker_service.cache_status import CacheCollector, cache_status, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.datasource_info import (
@@ -44,6 +45,7 @@ from broker_service.sql_api import sql_routes
 from query import Query, QueryError, parse_query
 from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
+from query.scan import ScanQuery
 from query.segment_spec import parse_segment_spec
 from server_kit import __version__
 from server_kit.druid_metrics import SegmentCountCollector
@@ -104,6 +106,7 @@ class Broker:
             lost=lambda: view.lost_segment_count,
         )
         self.cache_kind = cache_kind
+        self.scan_types = SegmentColumnTypes()  # for streamed Arrow scans
         self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
         per_source = lambda: Counter(s.segment.data_source for s in view.selectors())  # noqa: E731
         self.metrics.bind_cache(SegmentCountCollector(per_source))
@@ -152,6 +155,9 @@ def create_app(broker: Broker) -> Starlette:
             query = await _read_query(request, broker.settings.max_request_bytes)
             query_type, data_source = query.query_type, query.data_source
             headers["X-Druid-Query-Id"] = query.context.query_id
+            if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
+                status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
+                return await arrow_scan_response(broker, query, headers)
             async with broker.admission.admit():
                 result = await broker.runner.run(query)
             headers["X-Druid-Response-Context"] = encode_response_context(result.response_context)

@@ -39,6 +39,15 @@ class BrokerMetrics:
         self.node_failures = Counter(
             "strata_broker_node_failures", "Data node requests that failed", ["server"], registry=r
         )
+        self.streamed_rows = Counter(
+            "strata_broker_streamed_rows", "Rows sent in streamed Arrow scan answers", registry=r
+        )
+        self.streamed_segments = Counter(
+            "strata_broker_streamed_segments", "Segments read for streamed Arrow scan answers", registry=r
+        )
+        self.streamed_bytes = Counter(
+            "strata_broker_streamed_bytes", "Bytes sent in streamed Arrow scan answers", registry=r
+        )
         self.retries = Counter("strata_broker_retries", "Retry rounds for missing segments", registry=r)
         self.missing_segments = Counter(
             "strata_broker_missing_segments", "Segments no server could answer", registry=r

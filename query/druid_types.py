@@ -17,3 +17,17 @@ def druid_type(t: pa.DataType) -> str:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return "COMPLEX<HLLSketch>"  # the only complex metric segments hold
     return "STRING"
+
+
+def arrow_type(druid: str) -> pa.DataType:
+    """The Arrow type a column of Druid type `druid` travels as (typed scans, the Spark reader)."""
+    kind = druid.upper()
+    if kind == "LONG":
+        return pa.int64()
+    if kind == "FLOAT":
+        return pa.float32()
+    if kind == "DOUBLE":
+        return pa.float64()
+    if kind.startswith("COMPLEX"):
+        return pa.binary()
+    return pa.string()

@@ -1,25 +1,41 @@
-"""Strata for Spark: `df.write.format("strata")` (and, later, `spark.read.format("strata")`).
+"""Strata for Spark: `register(spark)` makes `spark.read.format("strata")` and
+`df.write.format("strata")` available.
 
     import strata_spark
     strata_spark.register(spark)
+    spark.read.format("strata").option("broker", "http://127.0.0.1:8082").option("datasource", "wiki").load()
     df.write.format("strata").option("datasource", "events").option("timestampColumn", "ts").save()
 
-Executors need this package and Strata's own importable by the Python PySpark runs them on
-(PYSPARK_PYTHON), and deep storage must be a directory every executor reaches.
+One call registers the Python data source and sets the session settings it needs:
+- `spark.sql.python.filterPushdown.enabled=true`: Spark offers WHERE conjuncts to the reader,
+  which sends them to the broker (off by default in Spark, and a reader that accepts filters
+  fails while it is off);
+- `spark.sql.execution.pyspark.udf.hideTraceback.enabled=true`: an error raised in a Python
+  worker reaches the driver as its one-line message (`StrataError: cannot reach the Strata
+  broker at ...`) instead of a Python traceback; it applies to Python UDFs too (set it back to
+  false to debug a UDF).
+Writing needs Strata importable by the Python PySpark runs executors on (PYSPARK_PYTHON), and
+deep storage a directory every executor reaches.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from strata_spark.broker_client import StrataError
+from strata_spark.source import StrataDataSource
 
 FORMAT = "strata"
+SPARK_SETTINGS = {
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.execution.pyspark.udf.hideTraceback.enabled": "true",
+}
+
+__all__ = ["FORMAT", "SPARK_SETTINGS", "StrataDataSource", "StrataError", "register"]
 
 
-def register(spark: SparkSession) -> None:
-    """Register the `strata` data source with `spark`."""
-    from strata_spark.source import StrataDataSource
-
+def register(spark: Any) -> None:
+    """Register the `strata` format on `spark` (a SparkSession) and apply `SPARK_SETTINGS`."""
+    for key, value in SPARK_SETTINGS.items():
+        spark.conf.set(key, value)
     spark.dataSource.register(StrataDataSource)

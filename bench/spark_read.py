@@ -1,0 +1,103 @@
+"""Spark reading a datasource through the broker (`format("strata")`) beside Spark reading the same
+Parquet segment files directly, and DuckDB over those files as the baseline.
+
+    python -m bench.spark_read [--rows 2000000] [--segments 8] [--repeat 3]
+
+A real cluster (ZooKeeper, two historicals, one broker) serves synthetic hourly segments
+(bench.cluster_setup). Two reads, each timed after one warm-up run (median of `--repeat`):
+- full: every row and every column, materialised (Spark's `noop` sink);
+- filtered: `channel = '#ch3' AND country = 'country07'` (about 1 row in 1,000), counted.
+The broker read sends the filter to the broker; the direct read pushes it into its Parquet scan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+
+from bench.cluster_setup import cluster, wait_for_segments, write_dataset
+from tests.spark.spark_kit import local_session
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Median seconds of `repeat` runs after one warm-up, and the last result."""
+    result = fn()
+    samples = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples), result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--segments", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    from pyspark.sql import functions as F
+
+    with cluster() as c:
+        data = write_dataset(c.root, "bench", args.rows, args.segments)
+        c.start_data_nodes(2)
+        broker = c.start_broker()
+        wait_for_segments(broker, args.segments)
+        spark = local_session("strata-bench-spark-read")
+        try:
+            through_broker = (
+                spark.read.format("strata").option("broker", broker.url).option("datasource", "bench")
+            )
+            direct = spark.read.parquet(*data.files)
+            selective = (F.col("channel") == "#ch3") & (F.col("country") == "country07")
+
+            def full(df: Any) -> Callable[[], Any]:
+                return lambda: df.write.format("noop").mode("overwrite").save()
+
+            def filtered(df: Any) -> Callable[[], int]:
+                return lambda: df.where(selective).count()
+
+            if through_broker.load().count() != direct.count():
+                raise SystemExit("full read: row counts differ between the broker and the files")
+            rows: list[tuple[str, float, float, float]] = []
+            duck = duckdb.connect()
+            files = data.parquet_list()
+            where = "channel = '#ch3' AND country = 'country07'"
+
+            def duck_full() -> int:
+                return int(duck.sql(f"SELECT * FROM read_parquet({files})").to_arrow_table().num_rows)
+
+            def duck_filtered() -> Any:
+                return duck.execute(f"SELECT count(*) FROM read_parquet({files}) WHERE {where}").fetchall()
+
+            for name, broker_fn, direct_fn, duck_fn in (
+                ("full read", full(through_broker.load()), full(direct), duck_full),
+                ("filtered read", filtered(through_broker.load()), filtered(direct), duck_filtered),
+            ):
+                t_broker, got = timed(broker_fn, args.repeat)
+                t_direct, want = timed(direct_fn, args.repeat)
+                t_duck, _ = timed(duck_fn, args.repeat)
+                if got != want:
+                    raise SystemExit(f"{name}: through the broker {got} rows, direct {want}")
+                rows.append((name, t_broker, t_direct, t_duck))
+        finally:
+            spark.stop()
+
+    print(f"\n{args.rows:,} rows in {args.segments} hourly segments, 2 historicals, Spark local[2], 2 cores")
+    print(f"{'':14} {'via broker':>11} {'Spark direct':>13} {'DuckDB':>8}  broker/direct")
+    for name, t_broker, t_direct, t_duck in rows:
+        mrows = args.rows / t_broker / 1e6
+        print(
+            f"{name:14} {t_broker:10.2f}s {t_direct:12.2f}s {t_duck:7.2f}s  {t_broker / t_direct:5.2f}x"
+            f"   ({mrows:.2f} M rows scanned/s via the broker)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""A local Spark session set up for Strata: shared by the Spark tests and bench.spark_read."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+
+def local_session(app_name: str) -> Any:
+    """local[2], no UI, on loopback, UTC, workers on this interpreter, `strata` registered."""
+    # workers must run this interpreter (pyarrow, strata_spark) and stay on loopback
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    from strata_spark import register
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    register(session)
+    return session
