@@ -26,6 +26,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```bash tested\n(.*?)^```", re.S | re.M)
+PYTHON_FENCE = re.compile(r"^```python tested\n(.*?)^```", re.S | re.M)
 
 
 @dataclass
@@ -90,8 +91,34 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         log.close()
 
 
+def python_blocks() -> list[tuple[str, str, str | None]]:
+    """(document, code, expected stdout from a `# prints:` line) of every `python tested` block."""
+    out = []
+    for doc in DOCUMENTS:
+        for block in PYTHON_FENCE.findall(doc.read_text()):
+            prints = [
+                line.removeprefix("# prints:").strip()
+                for line in block.splitlines()
+                if line.startswith("# prints:")
+            ]
+            out.append((doc.name, block, "\n".join(prints) if prints else None))
+    return out
+
+
 def test_the_docs_have_tested_commands() -> None:
-    assert len(commands()) >= 5
+    assert len(commands()) >= 5 and len(python_blocks()) >= 2
+
+
+@pytest.mark.parametrize("block", python_blocks(), ids=lambda b: b[1].splitlines()[0][:60])
+def test_documented_python(quickstart: int, block: tuple[str, str, str | None]) -> None:
+    source, code, expected = block
+    code = code.replace("127.0.0.1:8082", f"127.0.0.1:{quickstart}").replace(
+        "port=8082", f"port={quickstart}"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{source}:\n{code}\n{done.stdout}\n{done.stderr[-3000:]}"
+    if expected is not None:
+        assert done.stdout.strip() == expected, f"{source}:\n{code}"
 
 
 @pytest.mark.parametrize("command", commands(), ids=lambda c: c.text.split("\n")[0][:60])
