@@ -152,8 +152,8 @@ class ShardSpec:
             core = obj.get("numCorePartitions")
             start, end = obj.get("start"), obj.get("end")
             if kind == "range":
-                start = ",".join(start) if isinstance(start, list) else start
-                end = ",".join(end) if isinstance(end, list) else end
+                start = _tuple_text(start)
+                end = _tuple_text(end)
             return cls(kind, num, None if core is None or core < 0 else int(core), start, end, raw=dict(obj))
         if kind == "tombstone":
             return cls("tombstone", num, 1, raw=dict(obj))
@@ -170,3 +170,11 @@ class ShardSpec:
         if self.type in ("single", "range") and self.partitions is None:
             return StringPartitionChunk(self.start, self.end, self.partition_num, obj)
         return NumberedPartitionChunk(self.partition_num, self.partitions or 0, obj)
+
+
+def _tuple_text(value: Any) -> Any:
+    """A multi-dimension range boundary (Druid's StringTuple) as one comparable string; a null
+    element is empty, so it sorts first as Druid's nulls do."""
+    if not isinstance(value, list):
+        return value
+    return ",".join("" if v is None else str(v) for v in value)
