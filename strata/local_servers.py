@@ -73,6 +73,10 @@ class _ChildServer:
     def _spawn(self, argv: list[str], log: Path | None) -> None:
         out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
         extra = child_popen_kwargs() if self.tied else {"start_new_session": True}
+        if not self.tied and shutil.which("setpriv"):
+            # killed with us even if we die without stopping it (a test run killed mid-way):
+            # util-linux's setpriv sets PR_SET_PDEATHSIG and execs, no Python runs after fork
+            argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
         try:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, **extra
