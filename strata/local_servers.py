@@ -70,13 +70,15 @@ class _ChildServer:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def _spawn(self, argv: list[str], log: Path | None) -> None:
+    def _spawn(self, argv: list[str], log: Path | None, setpriv: tuple[str, ...] = ()) -> None:
+        """Start `argv`; `setpriv` are extra setpriv(1) options (e.g. a user to run as) applied in
+        the same exec as the parent-death signal, which a later uid change would clear."""
         out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
         extra = child_popen_kwargs() if self.tied else {"start_new_session": True}
         if not self.tied and shutil.which("setpriv"):
             # killed with us even if we die without stopping it (a test run killed mid-way):
             # util-linux's setpriv sets PR_SET_PDEATHSIG and execs, no Python runs after fork
-            argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
+            argv = ["setpriv", *setpriv, "--pdeathsig", "KILL", "--", *argv]
         try:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, **extra
@@ -203,8 +205,14 @@ class MemcachedServer(_ChildServer):
         ]
         if self.max_item:
             argv += ["-I", self.max_item]
-        if os.geteuid() == 0:
-            argv += ["-u", "nobody"]  # memcached refuses to run as root without -u
-        self._spawn(argv, log)
+        setpriv: tuple[str, ...] = ()
+        if os.geteuid() == 0:  # memcached refuses to run as root
+            if not self.tied and shutil.which("setpriv"):
+                # dropped to nobody by setpriv itself: memcached's own -u would clear the
+                # parent-death signal
+                setpriv = ("--reuid", "nobody", "--regid", "nogroup", "--clear-groups")
+            else:
+                argv += ["-u", "nobody"]
+        self._spawn(argv, log, setpriv)
         self._wait_ready(self.serving, timeout, "memcached")
         return self

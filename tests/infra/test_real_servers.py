@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -62,3 +66,34 @@ def test_memcached_server_can_be_stopped_and_restarted_on_the_same_port() -> Non
         assert server.serving()
     finally:
         server.stop()
+
+
+def test_servers_die_with_a_parent_that_never_stopped_them(tmp_path: Path) -> None:
+    """A test process killed mid-way must not leave ZooKeeper or memcached holding a port."""
+    script = (
+        "import os, sys\nfrom pathlib import Path\n"
+        "from strata.local_servers import MemcachedServer, ZooKeeperServer, free_port\n"
+        "zk = ZooKeeperServer(port=free_port(), data_dir=Path(sys.argv[1])).start()\n"
+        "mc = MemcachedServer(port=free_port()).start()\n"
+        "print(zk.pid, mc.pid, flush=True)\nos._exit(0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(Path(tmp_path) / "zk")], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2, done.stderr
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}") and "zombie" not in _state(p)]
+        time.sleep(0.2)
+    for p in alive:  # only if the test is about to fail: ours to clean up
+        os.kill(p, 9)
+    assert not alive
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((line for line in f if line.startswith("State:")), "").lower()
+    except OSError:
+        return "zombie"
