@@ -24,16 +24,16 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from discovery import ServerMetadata, ServerType, ZkPaths
-from historical_service.announcer import CompositeAnnouncer, SegmentAnnouncer, ZkAnnouncer
-from historical_service.change_feed import ChangeHistory, change_feed_route
 from historical_service.cluster_view import ClusterView, StaticClusterView, ZkClusterView
 from historical_service.control_loop import ControlLoop
 from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
 from historical_service.query_routes import add_query_routes
-from historical_service.served import ServedSegments
+from server_kit.announcer import CompositeAnnouncer, SegmentAnnouncer, ZkAnnouncer
+from server_kit.change_feed import ChangeHistory, change_feed_route
 from server_kit.json_response import druid_error_handlers
 from server_kit.json_response import json_response as _json
+from server_kit.served import ServedSegments
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from discovery import BatchLimits, ServerMetadata, ZkPaths, batch_znode_name, make_kazoo_client
-from historical_service.batch_set import BatchSet
+from server_kit.batch_set import BatchSet
 from timeline import DataSegment
 
 if TYPE_CHECKING:
