@@ -157,7 +157,7 @@ class PushEndpoint:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise PushTooLarge(
-                f"the body has {declared} bytes; at most {self.max_body_bytes} are taken per push"
+                f"the body has {declared} bytes; at most {self.max_body_bytes} are taken per push: split it"
             )
         chunks, size = [], 0
         async for chunk in request.stream():
