@@ -29,7 +29,7 @@ class LiveIndex:
         self.dimensions: list[DimensionSpec] = list(spec.dimensions.dimensions)
         self.producers = Producers()
         self.applied_lsn = 0
-        self.handed_off: set[str] = set()  # ids of segments already handed off (rows for them refused)
+        self.handed_off: dict[str, int] = {}  # segments handed off (id -> bucket start): rows refused
         self.max_event_time: int | None = None
         self.rows_applied = 0
         self._versions: dict[int, str] = {}  # bucket start -> version chosen before the rows are logged
@@ -52,12 +52,9 @@ class LiveIndex:
         sink = self.sinks.get(start)
         if sink is not None and sink.closed:
             return "its segment is being handed off"
-        if self._segment_id(start, self.version_for(start)) in self.handed_off:
+        if sink is None and start in self.handed_off.values():
             return "its segment was already handed off"
         return None
-
-    def _segment_id(self, start: int, version: str) -> str:
-        return self._segment(start, version).id
 
     def _segment(self, start: int, version: str) -> DataSegment:
         interval = Interval(start, self.spec.granularity.segment.bucket_end(start))

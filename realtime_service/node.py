@@ -110,7 +110,7 @@ class RealtimeNode:
         idx = self.index
         idx.applied_lsn = int(state.get("lsn", 0))
         idx.producers = Producers.from_json(state.get("producers") or {})
-        idx.handed_off = set(state.get("handedOff") or [])
+        idx.handed_off = {k: int(v) for k, v in (state.get("handedOff") or {}).items()}
         idx._merge_dimensions(state.get("dimensions") or [])
         idx.max_event_time = state.get("maxTime")
         listed: set[str] = set()
@@ -261,7 +261,7 @@ class RealtimeNode:
         return {
             "lsn": lsn,
             "producers": producers,
-            "handedOff": sorted(idx.handed_off),
+            "handedOff": idx.handed_off,
             "sinks": sinks,
             "dimensions": [{"name": d.name, "type": d.type} for d in idx.dimensions],
             "maxTime": idx.max_event_time,
@@ -314,7 +314,7 @@ class RealtimeNode:
         async with self._lock:
             await self.announcer.unannounce([sink.segment])
             self.served.remove(sink.segment)
-            self.index.handed_off.add(sink.segment.id)
+            self.index.handed_off[sink.segment.id] = start
             del self.index.sinks[start]
             state = self._checkpoint(self.index.applied_lsn, self.index.producers.to_json())
             await asyncio.to_thread(write_checkpoint, self.base, state)
