@@ -211,6 +211,8 @@ class PushEndpoint:
         try:
             record = await node.log_batch(header, payload)
         except WalError as e:
+            log.warning("push not acknowledged: %s", e)
+            node.request_persist()  # moves the log's rows into parts and frees its files
             raise PushUnavailable(f"{e}; the batch was not acknowledged, retry later") from None
         return self._answer(counts, batch, record.lsn)
 

@@ -108,7 +108,7 @@ class WriteAheadLog:
         self._cond = threading.Condition()
         self._stop = False
         self._rotate = False
-        self._file: Any = None
+        self._fd: int | None = None
         self._path: Path | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -143,9 +143,9 @@ class WriteAheadLog:
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def delete_up_to(self, lsn: int) -> int:
         """Delete the files whose every record is at or below `lsn` (never the file being written)."""
@@ -182,10 +182,11 @@ class WriteAheadLog:
                 return
 
     def _open(self, lsn: int) -> None:
-        if self._file is not None:
-            self._file.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         self._path = self.directory / f"wal-{lsn:016d}.log"
-        self._file = open(self._path, "ab")  # noqa: SIM115 - kept open across groups
+        self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         _fsync_dir(self.directory)
         self.file_max_lsn.setdefault(self._path, lsn - 1)
 
@@ -196,15 +197,16 @@ class WriteAheadLog:
         for record in group:
             record.lsn = lsn
             lsn += 1
-        if self._file is None or rotate or self._file.tell() >= self.max_file_bytes:
+        if self._fd is None or rotate or os.lseek(self._fd, 0, os.SEEK_END) >= self.max_file_bytes:
             self._open(group[0].lsn)
-        payload = b"".join(r.encode() for r in group)
-        start = self._file.tell()
+        assert self._fd is not None
+        payload = memoryview(b"".join(r.encode() for r in group))
+        start = os.lseek(self._fd, 0, os.SEEK_END)
         began = time.monotonic()
         try:
-            self._file.write(payload)
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            while payload:  # unbuffered: a failed write leaves nothing pending to flush later
+                payload = payload[os.write(self._fd, payload) :]
+            os.fsync(self._fd)
         except OSError as e:
             self._cut_back(start)
             raise WalError(f"cannot write the write-ahead log in {self.directory}: {e.strerror or e}") from e
@@ -217,15 +219,15 @@ class WriteAheadLog:
 
     def _cut_back(self, offset: int) -> None:
         """Drop a partly written group so the file ends with a whole record; else start a new file."""
+        assert self._fd is not None
         try:
-            self._file.truncate(offset)
-            self._file.seek(offset)
-            os.fsync(self._file.fileno())
-        except (OSError, ValueError):
+            os.ftruncate(self._fd, offset)
+            os.fsync(self._fd)
+        except OSError:
             log.error("could not cut the write-ahead log back after a failed write; starting a new file")
             with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None  # the torn tail is skipped by replay: a reader stops at a bad record
+                os.close(self._fd)
+            self._fd = None  # the torn tail is skipped by replay: a reader stops at a bad record
 
     def _finish(self, group: list[WalRecord], error: BaseException | None) -> None:
         if error is None:

@@ -185,3 +185,71 @@ def test_kill_9_loses_no_acknowledged_event_and_applies_none_twice(tmp_path: Pat
         assert hourly_answer(proc_box[0]) == hourly(pushed)
         assert key_answer(proc_box[0]) == by_key(pushed)
         assert status(proc_box[0])["ingestion"]["producers"] == 4
+
+
+def _retry_until_acked(node: StrataProcess, batch: list[dict[str, Any]], producer: str, seq: int,
+                       seen: dict[int, int]) -> None:  # fmt: skip
+    for _ in range(600):
+        resp = push(node, batch, producer, seq)
+        seen[resp.status_code] = seen.get(resp.status_code, 0) + 1
+        if resp.status_code == 200:
+            return
+        assert resp.status_code in (429, 503), resp.text
+        assert int(resp.headers["Retry-After"]) >= 1
+        assert {"error", "errorMessage", "category"} <= resp.json().keys()
+        threading.Event().wait(0.05)
+    raise AssertionError("never acknowledged")
+
+
+def test_back_pressure_answers_429_and_every_retried_event_counts_once(tmp_path: Path) -> None:
+    proc = realtime(tmp_path, write_spec(tmp_path, max_rows=300))
+    seen: dict[int, int] = {}
+    batches = [events(250, offset=i * 250) for i in range(24)]
+    with running([proc]):
+        proc.start()
+
+        def producer(p: int) -> None:  # a producer sends its batches in order, each until acknowledged
+            for i in range(p, 24, 4):
+                _retry_until_acked(proc, batches[i], f"bp{p}", i, seen)
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(producer, range(4)))
+        pushed = [e for b in batches for e in b]
+        assert hourly_answer(proc) == hourly(pushed)
+        assert status(proc)["ingestion"]["persists"] >= 1
+    assert seen.get(429, 0) >= 1, seen  # memory filled faster than persists emptied it
+
+
+class LimitedFileSize(StrataProcess):
+    """A node whose files cannot grow past `fsize` bytes (RLIMIT_FSIZE): writes fail as on a full disk."""
+
+    fsize: int = 64 * 1024
+
+    def argv(self) -> list[str]:
+        return ["prlimit", f"--fsize={self.fsize}", *super().argv()]
+
+
+def test_a_full_disk_is_a_clear_503_and_loses_no_acknowledged_event(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path)
+    plain = realtime(tmp_path, spec)
+    limited = LimitedFileSize(plain.subcommand, plain.args, plain.log_path, port=plain.port)
+    seen: dict[int, int] = {}
+    acked: list[dict[str, Any]] = []
+    with running([limited]):
+        limited.start()
+        for seq in range(1, 31):
+            batch = events(100, offset=seq * 100)
+            _retry_until_acked(limited, batch, "disk", seq, seen)
+            acked += batch
+        assert seen.get(503, 0) >= 1, seen
+        full = push(limited, events(100), "disk", 99)
+        assert full.status_code in (200, 503)
+        if full.status_code == 503:
+            assert "write-ahead log" in full.json()["errorMessage"]
+        else:
+            acked += events(100)
+        limited.kill()
+    restarted = realtime(tmp_path, spec)  # the disk has room again; same base dir
+    with running([restarted]):
+        restarted.start()
+        assert hourly_answer(restarted) == hourly(acked)
