@@ -12,7 +12,7 @@ when the table changed and unregistered once its key is gone, so no stale table 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,7 @@ class MemoryRows:
 
 
 _lock = threading.Lock()
-_rows: dict[str, MemoryRows] = {}
+_rows: dict[str, MemoryRows | Callable[[], MemoryRows]] = {}
 _views = threading.local()  # per thread: view name -> the table registered under it
 
 
@@ -50,7 +50,9 @@ def memory_key(name: str) -> str:
     return MEMORY_PREFIX + name
 
 
-def register(key: str, rows: MemoryRows) -> None:
+def register(key: str, rows: MemoryRows | Callable[[], MemoryRows]) -> None:
+    """`rows` or a function giving them, called by the query that needs them (so the owner need
+    not build a snapshot on every change, only describe it)."""
     if not is_memory(key):
         raise ValueError(f"a memory key starts with {MEMORY_PREFIX!r}: {key!r}")
     with _lock:
@@ -67,7 +69,7 @@ def lookup(path: str) -> MemoryRows:
         rows = _rows.get(path)
     if rows is None:
         raise FileNotFoundError(f"live segment {path!r} is no longer served")
-    return rows
+    return rows if isinstance(rows, MemoryRows) else rows()
 
 
 def _view_name(key: str) -> str:

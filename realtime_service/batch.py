@@ -18,7 +18,7 @@ import orjson
 import pyarrow as pa
 
 from ingestion.normalize import TIME, discover_dimensions, normalize_block
-from ingestion.readers import Block, table_from_rows
+from ingestion.readers import Block, read_json_block
 from ingestion.rollup import CHUNK, segment_rows
 from ingestion.spec import DimensionSpec
 from realtime_service.spec import RealtimeSpec
@@ -49,11 +49,13 @@ class ParsedBatch:
         }
 
 
-def parse_body(body: bytes) -> tuple[list[dict[str, Any]], list[int], list[str]]:
-    """Objects of the body with their 1-based line (array element) numbers, and per-line problems."""
+def read_body(body: bytes) -> Block:
+    """The events of a body as the batch ingestion reads a JSON file: Arrow's JSON reader in one
+    pass, or line by line when some lines are bad (each reported by its number: the line, or the
+    element of a JSON array)."""
     text = body.lstrip()
     if not text:
-        return [], [], []
+        return Block(pa.table({}), "push", 1)
     if text[:1] == b"[":
         try:
             items = orjson.loads(body)
@@ -61,48 +63,24 @@ def parse_body(body: bytes) -> tuple[list[dict[str, Any]], list[int], list[str]]
             raise BadBody(f"the body is not valid JSON: {e}") from None
         if not isinstance(items, list):
             raise BadBody("a JSON body must be an array of event objects")
-        numbered = list(enumerate(items, 1))
-    elif text[:1] == b"{":
-        numbered = []
-        problems: list[str] = []
-        for n, line in enumerate(body.split(b"\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                numbered.append((n, orjson.loads(line)))
-            except orjson.JSONDecodeError as e:
-                problems.append(f"line {n}: not valid JSON ({e})")
-        rows, lines, more = _objects(numbered)
-        return rows, lines, problems + more
-    else:
+        body = b"\n".join(orjson.dumps(item) for item in items)
+    elif text[:1] != b"{":
         raise BadBody("the body must be a JSON array of events or newline-delimited JSON objects")
-    return _objects(numbered)
-
-
-def _objects(numbered: list[tuple[int, Any]]) -> tuple[list[dict[str, Any]], list[int], list[str]]:
-    rows, lines, problems = [], [], []
-    for n, item in numbered:
-        if isinstance(item, dict):
-            rows.append(item)
-            lines.append(n)
-        else:
-            problems.append(f"event {n}: not a JSON object ({type(item).__name__})")
-    return rows, lines, problems
+    return read_json_block(body, "push", 1, use_threads=False)
 
 
 def build_batch(
     body: bytes, spec: RealtimeSpec, known: Sequence[DimensionSpec], min_time: int | None
 ) -> ParsedBatch:
     """Rows to keep; `min_time`: events before it are outside the window (None: no window)."""
-    events, lines, problems = parse_body(body)
+    block = read_body(body)
     ingestion = spec.as_ingestion_spec()
     dims = list(known)
-    table = table_from_rows(events)
     if spec.dimensions.discover:
-        dims = discover_dimensions(table.schema, ingestion, dims)
-    block = Block(table, "push", 1, np.asarray(lines, np.int64))
+        dims = discover_dimensions(block.table.schema, ingestion, dims)
     norm = normalize_block(block, ingestion, dims)
-    reasons = problems + [f"event {p.line}: {p.message}" for p in norm.problems]
+    problems = sorted(block.problems + norm.problems, key=lambda p: p.line)
+    reasons = [f"event {p.line}: {p.message}" for p in problems]
     kept = norm.table
     times = kept.column(TIME).to_numpy()
     thrown_away = 0
@@ -119,8 +97,8 @@ def build_batch(
     return ParsedBatch(
         rows,
         dims,
-        received=len(events) + len(problems),
-        unparseable=len(problems) + norm.bad_rows,
+        received=block.table.num_rows + len(block.problems),
+        unparseable=len(block.problems) + norm.bad_rows,
         thrown_away=thrown_away,
         reasons=reasons[:MAX_REASONS],
         max_time=max_time,

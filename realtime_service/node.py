@@ -22,6 +22,7 @@ from discovery import ZkPaths
 from realtime_service.handoff import historicals_serving, publish_final
 from realtime_service.index import LiveIndex
 from realtime_service.persist import (
+    WrittenPart,
     read_checkpoint,
     remove_unlisted_parts,
     write_checkpoint,
@@ -205,7 +206,7 @@ class RealtimeNode:
         producers = idx.producers.to_json()
         work = [s for s in idx.sinks.values() if s.batches]
         for sink in work:
-            sink.persisting, sink.batches = sink.batches, []
+            sink.begin_persist()
         written = []
         try:
             for sink in work:
@@ -219,40 +220,41 @@ class RealtimeNode:
                     sink.facts,
                 )
                 written.append((sink, part))
-            for sink, part in written:
-                sink.add_part(part.path, part.num_rows, part.size, part.schema, part.time_range)
-                sink.persisting = []
-            state = self._checkpoint(lsn, producers)
+            new_parts = {sink.segment.id: [part] for sink, part in written}
+            state = self._checkpoint(lsn, producers, new_parts)
             await asyncio.to_thread(write_checkpoint, self.base, state)
         except Exception as e:
             self.stats.persist_failures += 1
             self.stats.last_error = f"persist failed: {e}"
             log.error("persist failed (rows stay in memory and in the log): %s", e)
-            for sink, part in written:
-                if part.path in sink.files:
-                    sink.files.remove(part.path)
-                    sink.file_rows -= part.num_rows
-                    sink.file_bytes -= part.size
+            for _, part in written:
                 await asyncio.to_thread(Path(part.path).unlink, True)
             for sink in work:
-                sink.batches, sink.persisting = sink.persisting + sink.batches, []
-            raise
-        finally:
-            for sink in work:
+                sink.abort_persist()
                 sink.publish_rows()
+            raise
+        # no await from here: queries see the rows either in memory or in the part, never both
+        for sink, part in written:
+            sink.add_part(part.path, part.num_rows, part.size, part.schema, part.time_range)
+            sink.end_persist()
+            sink.publish_rows()
         self.wal.delete_up_to(lsn)
         self.stats.persists += 1
         self.stats.last_persist = time.monotonic()
 
-    def _checkpoint(self, lsn: int, producers: dict[str, Any]) -> dict[str, Any]:
+    def _checkpoint(
+        self, lsn: int, producers: dict[str, Any], new_parts: dict[str, list[WrittenPart]] | None = None
+    ) -> dict[str, Any]:
         idx = self.index
         sinks = []
         for sink in idx.sinks.values():
             ranges = {path: sink.part_ranges[path] for path in sink.files}
+            extra = (new_parts or {}).get(sink.segment.id, [])
+            ranges.update((p.path, p.time_range) for p in extra)
             sinks.append(
                 {
                     "segment": sink.segment.to_json(),
-                    "files": list(sink.files),
+                    "files": [*sink.files, *(p.path for p in extra)],
                     "timeRanges": ranges,
                     "closed": sink.closed,
                     "published": sink.published,

@@ -9,6 +9,7 @@ snapshot the engine reads through `query.memory_source`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,40 @@ TIME = "__time"
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
 
 
+@dataclass(frozen=True, eq=False)
+class _View:
+    """What a query sees of a sink at one moment; its table is concatenated on first use, in the
+    query's thread, so ingesting a batch costs no copy and no concatenation."""
+
+    tables: tuple[pa.Table, ...]
+    files: tuple[str, ...]
+    columns: dict[str, pa.DataType]
+    file_rows: int
+    file_bytes: int
+    time_range: tuple[int, int] | None
+    facts: dict[str, Any]
+
+    @functools.cached_property
+    def rows(self) -> MemoryRows:
+        schema = pa.schema([pa.field(n, t) for n, t in self.columns.items()])
+        table = (
+            pa.concat_tables(self.tables, promote_options="default") if self.tables else schema.empty_table()
+        )
+        sizes = {name: table.column(name).nbytes for name in table.column_names}
+        if self.file_bytes and self.columns:
+            share = self.file_bytes // len(self.columns)
+            sizes = {name: sizes.get(name, 0) + share for name in self.columns}
+        return MemoryRows(
+            table=table,
+            files=self.files,
+            columns=self.columns,
+            num_rows=table.num_rows + self.file_rows,
+            time_range=self.time_range,
+            facts=self.facts,
+            part_bytes=sizes,
+        )
+
+
 @dataclass
 class Sink:
     segment: DataSegment
@@ -41,6 +76,8 @@ class Sink:
     closed: bool = False  # handing off: rows for this bucket are refused
     published: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
+    rows_in_memory: int = 0  # in `batches` and `persisting`
+    bytes_in_memory: int = 0
 
     @property
     def interval(self) -> Interval:
@@ -50,26 +87,35 @@ class Sink:
     def key(self) -> str:
         return memory_key(self.segment.id)
 
-    @property
-    def rows_in_memory(self) -> int:
-        return sum(t.num_rows for t in self.batches) + sum(t.num_rows for t in self.persisting)
-
-    @property
-    def bytes_in_memory(self) -> int:
-        return sum(t.nbytes for t in self.batches) + sum(t.nbytes for t in self.persisting)
-
     def add(self, table: pa.Table) -> None:
         """Append one batch's rows (`__time` as timestamp ms, dimensions, metrics)."""
         if not table.num_rows:
             return
         self.batches.append(table)
+        self.rows_in_memory += table.num_rows
+        self.bytes_in_memory += table.nbytes
         for f in table.schema:
             self.columns.setdefault(f.name, f.type)
         bounds = pc.min_max(table.column(TIME).cast(pa.int64())).as_py()
-        lo, hi = bounds["min"], bounds["max"]
+        self._widen((bounds["min"], bounds["max"]))
+
+    def _widen(self, span: tuple[int, int]) -> None:
         if self.time_range is not None:
-            lo, hi = min(lo, self.time_range[0]), max(hi, self.time_range[1])
-        self.time_range = (lo, hi)
+            span = (min(span[0], self.time_range[0]), max(span[1], self.time_range[1]))
+        self.time_range = span
+
+    def begin_persist(self) -> list[pa.Table]:
+        self.persisting, self.batches = self.batches, []
+        return self.persisting
+
+    def end_persist(self) -> None:
+        """The part holding `persisting` is in `files` now: drop the in-memory copy."""
+        self.rows_in_memory -= sum(t.num_rows for t in self.persisting)
+        self.bytes_in_memory -= sum(t.nbytes for t in self.persisting)
+        self.persisting = []
+
+    def abort_persist(self) -> None:
+        self.batches, self.persisting = self.persisting + self.batches, []
 
     def add_part(
         self, path: str, num_rows: int, size: int, schema: pa.Schema, time_range: tuple[int, int]
@@ -80,36 +126,25 @@ class Sink:
         self.file_bytes += size
         for f in schema:
             self.columns.setdefault(f.name, f.type)
-        if self.time_range is not None:
-            time_range = (min(time_range[0], self.time_range[0]), max(time_range[1], self.time_range[1]))
-        self.time_range = time_range
+        self._widen(time_range)
 
-    def memory_table(self) -> pa.Table:
-        tables = [*self.persisting, *self.batches]
-        schema = pa.schema([pa.field(n, t) for n, t in self.columns.items()])
-        if not tables:
-            return schema.empty_table()
-        return pa.concat_tables(tables, promote_options="default")
+    def remove_part(self, path: str, num_rows: int, size: int) -> None:
+        if path in self.files:
+            self.files.remove(path)
+            self.file_rows -= num_rows
+            self.file_bytes -= size
 
     def rows(self) -> MemoryRows:
-        table = self.memory_table()
-        sizes = {name: table.column(name).nbytes for name in table.column_names}
-        if self.file_bytes and self.columns:
-            share = self.file_bytes // len(self.columns)
-            sizes = {name: sizes.get(name, 0) + share for name in self.columns}
-        return MemoryRows(
-            table=table,
-            files=tuple(self.files),
-            columns=dict(self.columns),
-            num_rows=table.num_rows + self.file_rows,
-            time_range=self.time_range,
-            facts=self.facts,
-            part_bytes=sizes,
-        )
+        return self._view().rows
+
+    def _view(self) -> _View:
+        return _View((*self.persisting, *self.batches), tuple(self.files), dict(self.columns), self.file_rows,
+                     self.file_bytes, self.time_range, self.facts)  # fmt: skip
 
     def publish_rows(self) -> None:
-        """Make the current rows what queries read."""
-        register(self.key, self.rows())
+        """Make the current rows what queries read (cheap: the table is built by the first query)."""
+        view = self._view()
+        register(self.key, lambda: view.rows)
 
     def forget(self) -> None:
         unregister(self.key)
