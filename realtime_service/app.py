@@ -19,21 +19,19 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from discovery import ServerMetadata, ServerType, ZkPaths
 from realtime_service.node import RealtimeNode
 from realtime_service.push_api import PushEndpoint
 from realtime_service.spec import RealtimeSpec
-from server_kit.announcer import CompositeAnnouncer, SegmentAnnouncer, ZkAnnouncer
+from server_kit.announcer import CompositeAnnouncer, SegmentAnnouncer, ZkAnnouncer, leave, reconcile_forever
 from server_kit.change_feed import ChangeHistory, change_feed_route
 from server_kit.druid_metrics import DruidQueryMetrics, SegmentCountCollector, add_process_metrics, outcome_of
 from server_kit.json_response import druid_error_handlers
-from server_kit.json_response import json_response as _json
 from server_kit.query_api import QueryEndpoint
 from server_kit.served import ServedSegments
+from server_kit.status_routes import node_status_routes
 
 log = logging.getLogger(__name__)
 
@@ -104,56 +102,23 @@ def _event_count(state: RealtimeState, key: str) -> float:
 
 
 def _status_routes(state: RealtimeState) -> list[BaseRoute]:
-    from server_kit import __version__
-
-    async def status(request: Request) -> Response:
-        node = state.node
-        body: dict[str, Any] = {
-            "version": __version__,
-            "modules": [],
-            "strata": {
-                "name": state.config.name,
-                "type": "realtime",
-                "segments": len(state.served),
-                "zookeeper": state.config.zk is not None,
-            },
-        }
+    def strata() -> dict[str, Any]:
+        c, node = state.config, state.node
+        body: dict[str, Any] = {"name": c.name, "type": "realtime", "segments": len(state.served),
+                                "zookeeper": c.zk is not None}  # fmt: skip
         if node is not None:
             wal = node.wal
-            body["strata"]["ingestion"] = {
+            body["ingestion"] = {
                 **node.index.status(),
                 "events": dict(state.push.counts) if state.push else {},
-                "wal": {
-                    "nextLsn": wal.next_lsn,
-                    "syncs": wal.syncs,
-                    "records": wal.records,
-                    "syncSeconds": round(wal.sync_seconds, 6),
-                    "files": len(wal.file_max_lsn),
-                },
-                "persists": node.stats.persists,
-                "persistFailures": node.stats.persist_failures,
-                "handoffs": node.stats.handoffs,
-                "lastError": node.stats.last_error,
-            }
-        return _json(body)
+                "wal": {"nextLsn": wal.next_lsn, "syncs": wal.syncs, "records": wal.records,
+                        "syncSeconds": round(wal.sync_seconds, 6), "files": len(wal.file_max_lsn)},
+                "persists": node.stats.persists, "persistFailures": node.stats.persist_failures,
+                "handoffs": node.stats.handoffs, "lastError": node.stats.last_error,
+            }  # fmt: skip
+        return body
 
-    async def health(request: Request) -> Response:
-        return _json(True)
-
-    async def ready(request: Request) -> Response:
-        return _json(state.node is not None, 200 if state.node is not None else 503)
-
-    async def metrics(request: Request) -> Response:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-        return Response(generate_latest(state.registry), media_type=CONTENT_TYPE_LATEST)
-
-    return [
-        Route("/status", status),
-        Route("/status/health", health),
-        Route("/status/ready", ready),
-        Route("/metrics", metrics),
-    ]
+    return node_status_routes(strata, lambda: state.node is not None, lambda: state.registry)
 
 
 @contextlib.asynccontextmanager
@@ -185,10 +150,11 @@ async def _lifespan(state: RealtimeState) -> AsyncIterator[None]:
     state.node = node
     assert state.push is not None
     state.push.node = node
-    state.background = [
-        asyncio.create_task(node.tick_forever(), name="realtime-clock"),
-        asyncio.create_task(_reconcile_forever(state), name="zk-reconcile"),
-    ]
+    state.background = [asyncio.create_task(node.tick_forever(), name="realtime-clock")]
+    if state.zk_announcer is not None:
+        state.background.append(
+            asyncio.create_task(reconcile_forever(state.zk_announcer), name="zk-reconcile")
+        )
     log.info("real-time node %s ingesting %s (zk=%s)", c.name, c.spec.data_source, c.zk or "off")
     try:
         yield
@@ -200,20 +166,8 @@ async def _lifespan(state: RealtimeState) -> AsyncIterator[None]:
 
 
 async def leave_cluster(state: RealtimeState) -> None:
-    for t in state.background:
-        t.cancel()
-    await asyncio.gather(*state.background, return_exceptions=True)
-    if state.zk_announcer is not None:
-        await state.zk_announcer.stop()
-
-
-async def _reconcile_forever(state: RealtimeState) -> None:
-    while state.zk_announcer is not None:
-        await asyncio.sleep(2.0)
-        try:
-            await state.zk_announcer.reconcile()
-        except Exception as e:
-            log.warning("ZooKeeper reconcile failed: %s", e)
+    """Stop the clock, then leave ZooKeeper (see `server_kit.announcer.leave`)."""
+    await leave(state.background, state.zk_announcer)
 
 
 def create_app(config: RealtimeConfig) -> Starlette:

@@ -6,27 +6,20 @@ import argparse
 import sys
 
 from server_kit.lifecycle import add_drain_flag
+from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
 
 HELP = "Run a real-time node: push ingestion, queries over live segments, handoff to historicals"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, default=8100, help="HTTP port (default 8100)")
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind and announce (default 127.0.0.1)"
-    )
-    parser.add_argument(
-        "--zk", help="ZooKeeper HOST:PORT,...; needed to see historicals take over at handoff"
-    )
-    parser.add_argument("--zk-base", default="/druid", help="ZooKeeper base path (default /druid)")
-    parser.add_argument("--deep-storage", default="var/deep-storage", help="deep storage directory")
-    parser.add_argument("--metadata", default="var/metadata.db", help="metadata store (SQLite file)")
+    add_data_node_flags(parser, 8100)
     parser.add_argument(
         "--base-dir", default="var/realtime", help="write-ahead log and intermediate persists"
     )
-    parser.add_argument("--spec", required=False, help="JSON file: Druid dataSchema (+ tuningConfig)")
-    parser.add_argument("--tier", default="_default_tier", help="tier announced for this node")
-    parser.add_argument("--priority", type=int, default=0, help="priority announced for this node")
+    parser.add_argument(
+        "--spec", help="JSON file: Druid dataSchema (+ tuningConfig), bare or in an ingestion spec"
+    )
+    add_announce_flags(parser)
     parser.add_argument(
         "--drop-delay",
         type=float,
@@ -57,13 +50,8 @@ def run(args: argparse.Namespace) -> int:
     except (SpecError, ValueError) as e:
         print(f"strata realtime: error: {e}", file=sys.stderr)
         return 2
-    host = args.host
-    if host in ("0.0.0.0", "::", ""):
-        import socket
-
-        host = socket.gethostname()
     config = RealtimeConfig(
-        name=f"{host}:{args.port}",
+        name=advertised(args.host, args.port),
         spec=spec,
         base_dir=Path(args.base_dir),
         deep_storage=Path(args.deep_storage),

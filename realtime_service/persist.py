@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ingestion.spec import DimensionSpec, MetricSpec
 from realtime_service.sink import TIME, combined
+from realtime_service.wal import fsync_dir
 from storage.segment_file import write_segment_file
 
 CHECKPOINT = "checkpoint.json"
@@ -33,14 +34,6 @@ class WrittenPart:
     size: int
     schema: pa.Schema
     time_range: tuple[int, int]
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_part(

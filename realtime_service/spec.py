@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ingestion.api import read_spec_file
 from ingestion.errors import SpecError
 from ingestion.spec import (
     DimensionsSpec,
@@ -129,10 +128,4 @@ def parse_realtime_spec(obj: Any) -> RealtimeSpec:
 
 
 def load_realtime_spec(path: str | Path) -> RealtimeSpec:
-    try:
-        obj = orjson.loads(Path(path).read_bytes())
-    except OSError as e:
-        raise SpecError(f"cannot read real-time spec {path}: {e.strerror}") from None
-    except orjson.JSONDecodeError as e:
-        raise SpecError(f"real-time spec {path} is not valid JSON: {e}") from None
-    return parse_realtime_spec(obj)
+    return parse_realtime_spec(read_spec_file(path, "real-time spec"))

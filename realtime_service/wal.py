@@ -52,7 +52,7 @@ class WalRecord:
         return _HEAD.pack(MAGIC, len(head), len(self.body), crc) + head + self.body
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -187,7 +187,7 @@ class WriteAheadLog:
             self._fd = None
         self._path = self.directory / f"wal-{lsn:016d}.log"
         self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         self.file_max_lsn.setdefault(self._path, lsn - 1)
 
     def _write(self, group: list[WalRecord], rotate: bool) -> None:
