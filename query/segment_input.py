@@ -193,9 +193,7 @@ def scan_relation(
             f"{TIME_COLUMN} >= make_timestamptz({inp.interval.start}::BIGINT * 1000) "
             f"AND {TIME_COLUMN} < make_timestamptz({inp.interval.end}::BIGINT * 1000)"
         )
-        inner = (
-            f"SELECT {', '.join(projections)} FROM {source_sql(inp.path)} WHERE {time_window}"
-        )
+        inner = f"SELECT {', '.join(projections)} FROM {source_sql(inp.path)} WHERE {time_window}"
         if where:
             inner = f"SELECT * FROM ({inner}) WHERE {where}"
         branches.append(inner)

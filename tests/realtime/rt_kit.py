@@ -111,13 +111,17 @@ def ask(node: StrataProcess, body: dict[str, Any]) -> Any:
     return resp.json()
 
 
-def hourly_answer(node: StrataProcess, interval: str = INTERVAL, **context: Any) -> list[tuple[str, int, int]]:
+def hourly_answer(
+    node: StrataProcess, interval: str = INTERVAL, **context: Any
+) -> list[tuple[str, int, int]]:
     return [(r["timestamp"], r["result"]["events"], r["result"]["n"])
             for r in ask(node, timeseries_body(interval, **context))]  # fmt: skip
 
 
 def key_answer(node: StrataProcess, interval: str = INTERVAL) -> dict[str, tuple[int, int]]:
-    return {r["event"]["k"]: (r["event"]["events"], r["event"]["n"]) for r in ask(node, groupby_body(interval))}
+    return {
+        r["event"]["k"]: (r["event"]["events"], r["event"]["n"]) for r in ask(node, groupby_body(interval))
+    }
 
 
 def status(node: StrataProcess) -> dict[str, Any]:
