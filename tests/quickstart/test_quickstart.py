@@ -56,11 +56,14 @@ def test_events_pushed_to_the_quickstart_are_counted_at_once_and_after_handoff(t
     with quickstart(tmp_path) as (_proc, _pids, ports):
         broker, realtime = f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[3]}"
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-        edits = [{"time": now, "channel": "#en", "page": f"Page {i % 3}", "user": "u", "added": i} for i in range(10)]
+        edits = [
+            {"time": now, "channel": "#en", "page": f"Page {i % 3}", "user": "u", "added": i}
+            for i in range(10)
+        ]
         pushed = httpx.post(f"{realtime}/v1/push/wikipedia_live", content="\n".join(map(json.dumps, edits)),
                             timeout=30)  # fmt: skip
         assert pushed.status_code == 200 and pushed.json()["accepted"] == 10, pushed.text
-        sql = {"query": "SELECT SUM(\"count\") AS edits, SUM(added) AS added FROM wikipedia_live"}
+        sql = {"query": 'SELECT SUM("count") AS edits, SUM(added) AS added FROM wikipedia_live'}
 
         def counted() -> list[dict[str, int]]:
             resp = httpx.post(f"{broker}/druid/v2/sql", json=sql, timeout=30)
