@@ -271,3 +271,18 @@ def test_a_full_disk_is_a_clear_503_and_loses_no_acknowledged_event(tmp_path: Pa
     with running([restarted]):
         restarted.start()
         assert hourly_answer(restarted) == hourly(acked)
+
+
+def test_sigterm_stops_cleanly_and_a_restart_serves_the_same_rows(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path)
+    first = realtime(tmp_path, spec)
+    pushed = events(700)
+    with running([first]):
+        first.start()
+        assert push(first, pushed, "term", 1).status_code == 200
+        assert first.stop() == 0  # SIGTERM: drain, leave, close the log, exit 0
+    again = realtime(tmp_path, spec)
+    with running([again]):
+        again.start()
+        assert hourly_answer(again) == hourly(pushed)
+        assert push(again, pushed, "term", 1).json()["duplicate"] is True  # the producer's state survived
