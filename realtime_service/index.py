@@ -91,9 +91,10 @@ class LiveIndex:
         if record.body:
             versions = {int(k): v for k, v in (header.get("buckets") or {}).items()}
             for start, rows in split_by_chunk(decode_rows(record.body)).items():
-                sink, new = self.sink_for(start, versions.get(start) or self.version_for(start))
-                if sink.segment.id in self.handed_off:
+                version = versions.get(start) or self.version_for(start)
+                if start not in self.sinks and self._segment(start, version).id in self.handed_off:
                     continue
+                sink, new = self.sink_for(start, version)
                 sink.add(rows)
                 self.rows_applied += rows.num_rows
                 touched.append(sink)

@@ -79,6 +79,7 @@ class RealtimeNode:
         self._handoffs: dict[int, asyncio.Task[None]] = {}
         self._persisting: asyncio.Task[None] | None = None
         self._announce_queue: list[DataSegment] = []
+        self._cut: tuple[int, dict[str, Any]] = (0, {})  # the last checkpoint's lsn and producers
 
     @property
     def parts_dir(self) -> Path:
@@ -114,6 +115,7 @@ class RealtimeNode:
         idx.handed_off = {k: int(v) for k, v in (state.get("handedOff") or {}).items()}
         idx._merge_dimensions(state.get("dimensions") or [])
         idx.max_event_time = state.get("maxTime")
+        self._cut = (idx.applied_lsn, state.get("producers") or {})
         listed: set[str] = set()
         import pyarrow.parquet as pq
 
@@ -238,6 +240,7 @@ class RealtimeNode:
             sink.add_part(part.path, part.num_rows, part.size, part.schema, part.time_range)
             sink.end_persist()
             sink.publish_rows()
+        self._cut = (lsn, producers)
         self.wal.delete_up_to(lsn)
         self.stats.persists += 1
         self.stats.last_persist = time.monotonic()
@@ -298,7 +301,9 @@ class RealtimeNode:
         sink.closed = True
         await self.barrier()
         await self.persist()  # every row of the bucket in a part; the checkpoint says it is closed
-        if not sink.published:
+        if not sink.files:  # nothing was ever taken for it: nothing to publish or wait for
+            sink.published = True
+        elif not sink.published:
             await asyncio.to_thread(
                 publish_final,
                 sink.segment,
@@ -312,13 +317,15 @@ class RealtimeNode:
             )
             sink.published = True
             await self.persist()
-        await self._wait_for_historical(sink.segment.id)
+        if sink.files:
+            await self._wait_for_historical(sink.segment.id)
         async with self._lock:
             await self.announcer.unannounce([sink.segment])
             self.served.remove(sink.segment)
             self.index.handed_off[sink.segment.id] = start
             del self.index.sinks[start]
-            state = self._checkpoint(self.index.applied_lsn, self.index.producers.to_json())
+            # the last persist's cut still holds for every other bucket: only the handoff is new
+            state = self._checkpoint(*self._cut)
             await asyncio.to_thread(write_checkpoint, self.base, state)
         self.stats.handoffs += 1
         log.info("handed off %s", sink.segment.id)

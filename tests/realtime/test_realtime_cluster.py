@@ -116,3 +116,18 @@ def test_live_and_historical_merge_live_is_never_cached_and_handoff_keeps_every_
         # a late event for a handed-off hour is counted as thrown away, not silently merged
         late = push(rt, events(1), "feed", 4).json()
         assert (late["accepted"], late["thrownAway"]) == (0, 1)
+
+        # new live rows, then kill -9: the restart replays them, and the handed-off hours stay gone
+        fresh = [{**e, "ts": "2025-01-01T05" + e["ts"][13:]} for e in events(40, offset=9000)]
+        assert push(rt, fresh, "feed", 5).status_code == 200
+        rt.kill()
+        again = StrataProcess(rt.subcommand, rt.args, rt.log_path, port=rt.port)
+        with running([again]):
+            again.start()
+            want = hourly(history + live + more + fresh)
+            wait_until(lambda: hourly_answer(broker, SPAN) == want, "the broker to answer after the restart",
+                       logs=[again, broker])  # fmt: skip
+            assert status(again)["segments"] == 1 and status(again)["ingestion"]["handedOff"] == sorted(
+                live_ids
+            )
+            assert push(again, events(1), "feed", 4).json()["duplicate"] is True
