@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import resource
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -24,16 +22,23 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from discovery import ServerMetadata, ServerType, ZkPaths
-from historical_service.announcer import CompositeAnnouncer, SegmentAnnouncer, ZkAnnouncer
-from historical_service.change_feed import ChangeHistory, change_feed_route
 from historical_service.cluster_view import ClusterView, StaticClusterView, ZkClusterView
 from historical_service.control_loop import ControlLoop
 from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
 from historical_service.query_routes import add_query_routes
-from historical_service.served import ServedSegments
+from server_kit.announcer import (
+    CompositeAnnouncer,
+    SegmentAnnouncer,
+    ZkAnnouncer,
+    leave,
+    reconcile_forever,
+)
+from server_kit.change_feed import ChangeHistory, change_feed_route
 from server_kit.json_response import druid_error_handlers
 from server_kit.json_response import json_response as _json
+from server_kit.served import ServedSegments
+from server_kit.status_routes import node_status_routes
 
 log = logging.getLogger(__name__)
 
@@ -77,57 +82,34 @@ class HistoricalState:
         return ServerMetadata(c.name, c.name, c.server_type, c.tier, c.priority, c.max_size)
 
 
-def _memory() -> dict[str, int]:
-    used = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"maxMemory": total, "totalMemory": total, "freeMemory": total - used, "usedMemory": used,
-            "directMemory": 0}  # fmt: skip
-
-
 def _status_routes(state: HistoricalState) -> list[BaseRoute]:
-    from server_kit import __version__
-
-    async def status(request: Request) -> Response:
+    def strata() -> dict[str, Any]:
         control = state.control
-        body = {
-            "version": __version__,
-            "modules": [],
-            "memory": _memory(),
-            "strata": {
-                "name": state.name,
-                "type": "historical",
-                "segments": len(state.served),
-                "assigned": len(control.assigned) if control else 0,
-                "failedLoads": len(control.loader.failures) if control else 0,
-                "members": sorted(control.members) if control else [],
-                "zookeeper": state.config.zk is not None,
-                "zkReannouncements": state.zk_announcer.resyncs if state.zk_announcer else 0,
-            },
+        return {
+            "name": state.name,
+            "type": "historical",
+            "segments": len(state.served),
+            "assigned": len(control.assigned) if control else 0,
+            "failedLoads": len(control.loader.failures) if control else 0,
+            "members": sorted(control.members) if control else [],
+            "zookeeper": state.config.zk is not None,
+            "zkReannouncements": state.zk_announcer.resyncs if state.zk_announcer else 0,
         }
-        return _json(body)
 
-    async def health(request: Request) -> Response:
-        return _json(True)
+    def ready() -> bool:
+        return state.control is not None and state.control.ready
 
-    async def ready(request: Request) -> Response:
-        ok = state.control is not None and state.control.ready
+    async def readiness(request: Request) -> Response:
+        ok = ready()
         return _json(ok, 200 if ok else 503)
 
     async def load_status(request: Request) -> Response:
         return _json({"cacheInitialized": state.control is not None and state.control.passes > 0})
 
-    async def metrics(request: Request) -> Response:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
     return [
-        Route("/status", status),
-        Route("/status/health", health),
-        Route("/status/ready", ready),
+        *node_status_routes(strata, ready, lambda: state.metrics.registry),
         Route("/druid/historical/v1/loadstatus", load_status),
-        Route("/druid/historical/v1/readiness", ready),
-        Route("/metrics", metrics),
+        Route("/druid/historical/v1/readiness", readiness),
     ]
 
 
@@ -159,8 +141,10 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
     if zk_view is not None:
         await asyncio.sleep(0)  # let run() record its loop before watch callbacks arrive
         await asyncio.to_thread(zk_view.watch, control.wake_threadsafe)
-    reconcile = asyncio.create_task(_reconcile_forever(state), name="zk-reconcile")
-    state.background = [task, reconcile]
+    state.background = [task]
+    if state.zk_announcer is not None:
+        reconcile = reconcile_forever(state.zk_announcer)
+        state.background.append(asyncio.create_task(reconcile, name="zk-reconcile"))
     log.info("historical %s started (zk=%s, replicas=%d)", c.name, c.zk or "off", c.replicas)
     try:
         yield
@@ -172,25 +156,8 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
 
 
 async def leave_cluster(state: HistoricalState) -> None:
-    """Stop loading and announcing, then close the ZooKeeper session (every znode of ours goes).
-
-    Run first when the node is asked to stop, so brokers stop routing to it while in-flight
-    queries drain; again (a no-op) by the lifespan's shutdown.
-    """
-    for t in state.background:
-        t.cancel()
-    await asyncio.gather(*state.background, return_exceptions=True)
-    if state.zk_announcer is not None:
-        await state.zk_announcer.stop()
-
-
-async def _reconcile_forever(state: HistoricalState) -> None:
-    while state.zk_announcer is not None:
-        await asyncio.sleep(2.0)
-        try:
-            await state.zk_announcer.reconcile()
-        except Exception as e:
-            log.warning("ZooKeeper reconcile failed: %s", e)
+    """Stop loading and announcing, then leave ZooKeeper (see `server_kit.announcer.leave`)."""
+    await leave(state.background, state.zk_announcer)
 
 
 def create_app(config: HistoricalConfig) -> Starlette:

@@ -6,24 +6,15 @@ import argparse
 import sys
 
 from server_kit.lifecycle import add_drain_flag
+from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
 
 HELP = "Run a historical node: load segments from deep storage, announce them, serve queries"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, default=8083, help="HTTP port (default 8083)")
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind and announce (default 127.0.0.1)"
-    )
-    parser.add_argument(
-        "--zk", help="ZooKeeper HOST:PORT,...; without it, announce via the HTTP change feed only"
-    )
-    parser.add_argument("--zk-base", default="/druid", help="ZooKeeper base path (default /druid)")
-    parser.add_argument("--deep-storage", default="var/deep-storage", help="deep storage directory")
-    parser.add_argument("--metadata", default="var/metadata.db", help="metadata store (SQLite file)")
+    add_data_node_flags(parser, 8083)
     parser.add_argument("--segment-cache", default="var/segment-cache", help="local segment cache directory")
-    parser.add_argument("--tier", default="_default_tier", help="tier announced for this node")
-    parser.add_argument("--priority", type=int, default=0, help="priority announced for this node")
+    add_announce_flags(parser)
     parser.add_argument("--max-size", type=int, default=0, help="announced capacity in bytes")
     parser.add_argument("--replicas", type=int, default=2, help="copies of each segment across historicals")
     parser.add_argument(
@@ -36,14 +27,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drop-delay", type=float, default=30.0,
                         help="seconds a dropped segment's files outlive queries reading them")  # fmt: skip
     add_drain_flag(parser)
-
-
-def _advertised(host: str, port: int) -> str:
-    if host in ("0.0.0.0", "::", ""):
-        import socket
-
-        host = socket.gethostname()
-    return f"{host}:{port}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"strata historical: error: {e}", file=sys.stderr)
         return 2
     config = HistoricalConfig(
-        name=_advertised(args.host, args.port),
+        name=advertised(args.host, args.port),
         deep_storage=Path(args.deep_storage),
         metadata=args.metadata,
         segment_cache=Path(args.segment_cache),

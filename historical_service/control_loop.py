@@ -16,12 +16,12 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from historical_service.announcer import SegmentAnnouncer
 from historical_service.assignment import assigned_to, owners
 from historical_service.cluster_view import ClusterView
 from historical_service.loader import LoadFailed, SegmentLoader
 from historical_service.metrics import HistoricalMetrics
-from historical_service.served import ServedSegments
+from server_kit.announcer import SegmentAnnouncer
+from server_kit.served import ServedSegments
 from timeline import DataSegment
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from historical_service.query_api import QueryEndpoint
+from server_kit.query_api import QueryEndpoint
 
 
 def add_query_routes(routes: list[BaseRoute], state: Any) -> None:

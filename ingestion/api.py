@@ -44,14 +44,18 @@ def load_spec(spec: IngestionSpec | Mapping[str, Any] | str | Path) -> Ingestion
     if isinstance(spec, IngestionSpec):
         return spec
     if isinstance(spec, (str, Path)):
-        try:
-            obj = orjson.loads(Path(spec).read_bytes())
-        except OSError as e:
-            raise SpecError(f"cannot read ingestion spec {spec}: {e.strerror}") from None
-        except orjson.JSONDecodeError as e:
-            raise SpecError(f"ingestion spec {spec} is not valid JSON: {e}") from None
-        return parse_spec(obj)
+        return parse_spec(read_spec_file(spec))
     return parse_spec(spec)
+
+
+def read_spec_file(path: str | Path, what: str = "ingestion spec") -> Any:
+    """The JSON of a spec file; `SpecError` when it cannot be read or parsed."""
+    try:
+        return orjson.loads(Path(path).read_bytes())
+    except OSError as e:
+        raise SpecError(f"cannot read {what} {path}: {e.strerror}") from None
+    except orjson.JSONDecodeError as e:
+        raise SpecError(f"{what} {path} is not valid JSON: {e}") from None
 
 
 def ingest(

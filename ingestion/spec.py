@@ -324,16 +324,8 @@ def parse_partitions(tuning: Mapping[str, Any]) -> PartitionsSpec:
     raise SpecError(f"partitionsSpec type {kind!r} is not supported (dynamic, hashed, range, single_dim)")
 
 
-def parse_spec(obj: Any) -> IngestionSpec:
-    """Druid's ingestion spec JSON (task form or bare spec) -> `IngestionSpec`; raises `SpecError`."""
-    obj = _obj(obj, "ingestion spec")
-    if "spec" in obj:
-        if obj.get("type") not in (None, "index_parallel", "index"):
-            raise SpecError(f"task type {obj.get('type')!r} is not supported (index_parallel or index)")
-        obj = _obj(obj["spec"], "spec")
-    schema = _obj(obj.get("dataSchema"), "dataSchema")
-    io = _obj(obj.get("ioConfig"), "ioConfig")
-    tuning = _obj(obj.get("tuningConfig"), "tuningConfig")
+def parse_data_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Druid's `dataSchema` -> the `IngestionSpec` fields it gives (batch and real-time share it)."""
     data_source = schema.get("dataSource")
     if not isinstance(data_source, str) or not data_source.strip():
         raise SpecError("dataSchema.dataSource must be a non-empty string")
@@ -342,27 +334,42 @@ def parse_spec(obj: Any) -> IngestionSpec:
     transform = _obj(schema.get("transformSpec"), "transformSpec")
     if transform.get("filter") or transform.get("transforms"):
         raise SpecError("dataSchema.transformSpec is not supported yet")
-    if "inputSource" not in io:
-        raise SpecError("ioConfig.inputSource is required")
-    if "inputFormat" not in io:
-        raise SpecError("ioConfig.inputFormat is required")
     metrics = tuple(parse_metric(m) for m in schema.get("metricsSpec") or ())
     dims = parse_dimensions_spec(_obj(schema.get("dimensionsSpec"), "dimensionsSpec"))
     names = [m.name for m in metrics]
     clash = sorted(set(names) & {d.name for d in dims.dimensions} | {n for n in names if names.count(n) > 1})
     if clash:
         raise SpecError(f"names used more than once among dimensions and metrics: {', '.join(clash)}")
+    return {
+        "data_source": data_source,
+        "timestamp": parse_timestamp_spec(_obj(schema.get("timestampSpec"), "timestampSpec")),
+        "dimensions": dims,
+        "metrics": metrics,
+        "granularity": parse_granularity_spec(_obj(schema.get("granularitySpec"), "granularitySpec")),
+    }
+
+
+def parse_spec(obj: Any) -> IngestionSpec:
+    """Druid's ingestion spec JSON (task form or bare spec) -> `IngestionSpec`; raises `SpecError`."""
+    obj = _obj(obj, "ingestion spec")
+    if "spec" in obj:
+        if obj.get("type") not in (None, "index_parallel", "index"):
+            raise SpecError(f"task type {obj.get('type')!r} is not supported (index_parallel or index)")
+        obj = _obj(obj["spec"], "spec")
+    io = _obj(obj.get("ioConfig"), "ioConfig")
+    tuning = _obj(obj.get("tuningConfig"), "tuningConfig")
+    schema = parse_data_schema(_obj(obj.get("dataSchema"), "dataSchema"))
+    if "inputSource" not in io:
+        raise SpecError("ioConfig.inputSource is required")
+    if "inputFormat" not in io:
+        raise SpecError("ioConfig.inputFormat is required")
     max_parse = tuning.get("maxParseExceptions")
     if max_parse is None:
         max_parse = DEFAULT_MAX_PARSE_EXCEPTIONS
     elif _int(max_parse, "maxParseExceptions", -1) < 0:  # Druid accepts -1 for unlimited
         max_parse = UNLIMITED
     return IngestionSpec(
-        data_source=data_source,
-        timestamp=parse_timestamp_spec(_obj(schema.get("timestampSpec"), "timestampSpec")),
-        dimensions=dims,
-        metrics=metrics,
-        granularity=parse_granularity_spec(_obj(schema.get("granularitySpec"), "granularitySpec")),
+        **schema,
         input_source=parse_input_source(_obj(io["inputSource"], "inputSource")),
         input_format=parse_input_format(_obj(io["inputFormat"], "inputFormat")),
         append=bool(io.get("appendToExisting", False)),

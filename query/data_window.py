@@ -12,6 +12,7 @@ import os
 
 import pyarrow.parquet as pq
 
+from query.memory_source import is_memory, lookup
 from query.segment_input import TIME_COLUMN, SegmentInput
 from timeline import Interval
 
@@ -46,7 +47,7 @@ def _scan_range(path: str) -> tuple[int, int] | None:
 
 def data_interval(path: str) -> Interval | None:
     """[first row time, last row time + 1ms) of a segment file; None when it has no rows."""
-    bounds = _time_range(path, os.stat(path).st_mtime_ns)
+    bounds = lookup(path).time_range if is_memory(path) else _time_range(path, os.stat(path).st_mtime_ns)
     return None if bounds is None else Interval(bounds[0], bounds[1] + 1)
 
 

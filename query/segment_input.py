@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from query.duck import quote_ident, quote_str
+from query.memory_source import MemoryRows, is_memory, lookup, source_sql
 from timeline import Interval, SegmentDescriptor
 
 TIME_COLUMN = "__time"
@@ -79,8 +80,25 @@ def _read_schema(path: str, mtime_ns: int) -> SegmentSchema:
 
 
 def read_schema(path: str) -> SegmentSchema:
-    """Schema of a segment file, cached until the file changes."""
+    """Schema of a segment file, cached until the file changes; of live rows held in memory."""
+    if is_memory(path):
+        return _memory_schema(lookup(path))
     return _read_schema(path, os.stat(path).st_mtime_ns)
+
+
+def _memory_schema(rows: MemoryRows) -> SegmentSchema:
+    facts = rows.facts
+    dims = facts.get("dimensions", [])
+    return SegmentSchema(
+        columns=rows.columns,
+        num_rows=rows.num_rows,
+        size=sum(rows.part_bytes.values()),
+        dimensions=tuple(d["name"] if isinstance(d, dict) else d for d in dims),
+        metrics=tuple(facts.get("metrics", [])),
+        query_granularity=facts.get("queryGranularity"),
+        rollup=bool(facts.get("rollup", False)),
+        extra=facts,
+    )
 
 
 def _duck_type(t: pa.DataType) -> str:
@@ -175,9 +193,7 @@ def scan_relation(
             f"{TIME_COLUMN} >= make_timestamptz({inp.interval.start}::BIGINT * 1000) "
             f"AND {TIME_COLUMN} < make_timestamptz({inp.interval.end}::BIGINT * 1000)"
         )
-        inner = (
-            f"SELECT {', '.join(projections)} FROM read_parquet({quote_str(inp.path)}) WHERE {time_window}"
-        )
+        inner = f"SELECT {', '.join(projections)} FROM {source_sql(inp.path)} WHERE {time_window}"
         if where:
             inner = f"SELECT * FROM ({inner}) WHERE {where}"
         branches.append(inner)
@@ -205,7 +221,7 @@ def _shared_scan_positions(
     positions: list[int] = []
     paths: set[str] = set()
     for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
-        if inp.path in paths or TIME_COLUMN not in schema.columns:
+        if inp.path in paths or TIME_COLUMN not in schema.columns or is_memory(inp.path):
             continue
         if any(v in schema.columns for v in _VIRTUAL_COLUMNS):
             return []  # a real column would shadow DuckDB's file_index

@@ -22,6 +22,7 @@ from query.druid_types import druid_type
 from query.duck import quote_ident
 from query.errors import invalid
 from query.fields import as_object, get_bool, get_list
+from query.memory_source import column_sizes, is_memory
 from query.segment_input import TIME_COLUMN, SegmentInput, read_schema, scan_relation, to_json_bytes
 from timeline import Interval, condense_intervals
 
@@ -303,6 +304,8 @@ def _fold_column(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def _column_sizes(path: str) -> dict[str, int]:
     """Compressed bytes of each column in the file (Druid estimates a column's size similarly)."""
+    if is_memory(path):
+        return column_sizes(path)
     meta = pq.read_metadata(path)
     sizes: dict[str, int] = {}
     for g in range(meta.num_row_groups):

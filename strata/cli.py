@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "ingest": "ingestion.cli",
     "segments": "storage.cli",
     "historical": "historical_service.cli",
+    "realtime": "realtime_service.cli",
     "broker": "broker_service.cli",
     "quickstart": "strata.quickstart",
     "sql": "strata.sql_cli",

@@ -2,7 +2,8 @@
 
 Ingests the sample into day segments (once; later runs reuse the data), starts ZooKeeper from
 Debian's package when it is installed (otherwise the broker follows the historicals' HTTP change
-feeds and says so), two historicals and a broker as child processes logging into the working
+feeds and says so), two historicals, a real-time node (`wikipedia_live`, pushed to on port 8100)
+and a broker as child processes logging into the working
 directory, waits until the broker sees every segment, runs Druid's tutorial "top 10 pages by
 edits" query, prints the table, and serves on 127.0.0.1:8082 until SIGINT or SIGTERM.
 
@@ -30,7 +31,7 @@ from typing import Any
 
 from server_kit.lifecycle import Shutdown, add_drain_flag, child_popen_kwargs, raise_on_signals
 
-HELP = "Run a local cluster (ZooKeeper, two historicals, a broker) on Druid's wikipedia sample"
+HELP = "Run a local cluster (ZooKeeper, two historicals, a real-time node, a broker) on the wikipedia sample"
 
 TOP_PAGES = {
     "queryType": "topN",
@@ -43,11 +44,31 @@ TOP_PAGES = {
     "aggregations": [{"type": "count", "name": "count"}],
 }
 
+# the real-time node's data source: wikipedia-like edits pushed as they happen
+LIVE_SPEC = {
+    "dataSchema": {
+        "dataSource": "wikipedia_live",
+        "timestampSpec": {"column": "time", "format": "iso"},
+        "dimensionsSpec": {"dimensions": ["channel", "page", "user"]},
+        "metricsSpec": [
+            {"type": "count", "name": "count"},
+            {"type": "longSum", "name": "added", "fieldName": "added"},
+        ],
+        "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "minute", "rollup": True},
+    },
+    "tuningConfig": {
+        "windowPeriod": "PT10M",
+        "intermediatePersistPeriod": "PT10M",
+        "maxRowsInMemory": 150000,
+    },
+}
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", default="quickstart", help="working directory (data, logs)")
     parser.add_argument("--port", type=int, default=8082, help="broker port")
     parser.add_argument("--historical-ports", default="8083,8084", help="two historical ports")
+    parser.add_argument("--realtime-port", type=int, default=8100, help="real-time node port (0: none)")
     parser.add_argument("--exit-after-query", action="store_true", help="stop after printing the table")
     add_drain_flag(parser)
 
@@ -159,8 +180,9 @@ def run(args: argparse.Namespace) -> int:
     work = Path(args.dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     ports = [args.port, *(int(p) for p in args.historical_ports.split(","))]
+    claimed = [*ports, args.realtime_port] if args.realtime_port else ports
     try:
-        with raise_on_signals() as hold, _claim(work, ports):
+        with raise_on_signals() as hold, _claim(work, claimed):
             return _run(args, work, ports[1:], hold)
     except AlreadyRunning as e:
         print(f"strata quickstart: {e}", file=sys.stderr)
@@ -201,6 +223,16 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             ]  # fmt: skip
             children.append(_spawn(argv, work / f"historical-{i}.log"))
         nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
+        if args.realtime_port:
+            spec = work / "realtime-spec.json"
+            spec.write_text(json.dumps(LIVE_SPEC, indent=2))
+            argv = [
+                "realtime", "--port", str(args.realtime_port), *discovery, *drain, "--spec", str(spec),
+                "--deep-storage", str(work / "deep-storage"), "--metadata", str(work / "metadata.db"),
+                "--base-dir", str(work / "realtime"),
+            ]  # fmt: skip
+            children.append(_spawn(argv, work / "realtime.log"))
+            nodes += f",127.0.0.1:{args.realtime_port}/realtime"
         broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
         broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain]
         children.append(_spawn(broker_argv, work / "broker.log"))
@@ -208,6 +240,9 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
         _wait_for_segments(url, expected, children, timeout=120)
         result = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60).json()
         _print_top_pages(result)
+        if args.realtime_port:
+            print(f"Real-time node taking pushes for wikipedia_live on "
+                  f"http://127.0.0.1:{args.realtime_port}/v1/push/wikipedia_live")  # fmt: skip
         print(f"Broker serving Druid's API on {url}/druid/v2/ ; logs in {work}. Ctrl-C to stop.")
         sys.stdout.flush()
         if args.exit_after_query:
@@ -221,7 +256,7 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
         return 1
     finally:
         hold()  # a signal from now on must not interrupt stopping the children
-        print("shutting down: stopping the broker, the historicals and ZooKeeper", flush=True)
+        print("shutting down: stopping the broker, the data nodes and ZooKeeper", flush=True)
         _stop(children, args.drain_seconds)
         if zk is not None:
             zk.stop()

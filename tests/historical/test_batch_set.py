@@ -7,7 +7,7 @@ import itertools
 import orjson
 
 from discovery import BatchLimits
-from historical_service.batch_set import BatchSet
+from server_kit.batch_set import BatchSet
 from timeline import DataSegment, Interval
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from discovery import ChangeCounter
-from historical_service.change_feed import ChangeHistory
+from server_kit.change_feed import ChangeHistory
 from timeline import DataSegment, Interval
 
 

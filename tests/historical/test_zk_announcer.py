@@ -9,7 +9,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from discovery import BatchLimits, ServerMetadata, ZkPaths
-from historical_service.announcer import ZkAnnouncer
+from server_kit.announcer import ZkAnnouncer
 from tests.historical.segment_factory import kazoo, served_ids, unique_base, wait_until
 from timeline import DataSegment, Interval
 

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 from starlette.applications import Starlette
 
-from historical_service.query_api import ARROW_STREAM, QueryEndpoint
-from historical_service.served import ServedSegments
 from ingestion.api import ingest
+from server_kit.query_api import ARROW_STREAM, QueryEndpoint
+from server_kit.served import ServedSegments
 from storage import open_metadata_store
 from timeline import Interval, SegmentDescriptor
 

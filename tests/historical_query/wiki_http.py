@@ -19,9 +19,9 @@ import httpx
 import orjson
 from starlette.applications import Starlette
 
-from historical_service.query_api import QueryEndpoint
-from historical_service.served import ServedSegments
 from ingestion.api import ingest
+from server_kit.query_api import QueryEndpoint
+from server_kit.served import ServedSegments
 from storage import open_metadata_store
 
 RAW_VIEW = """

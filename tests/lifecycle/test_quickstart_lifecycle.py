@@ -62,9 +62,10 @@ def quickstart(
     work: Path, *extra: str, ignore_sigint: bool = False
 ) -> Iterator[tuple[subprocess.Popen[str], list[int], list[int]]]:
     """A running quickstart (past its table), its child pids and its ports; all ended on exit."""
-    ports = [free_port(), free_port(), free_port()]
+    ports = [free_port(), free_port(), free_port(), free_port()]
     argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(ports[0]),
-            "--historical-ports", f"{ports[1]},{ports[2]}", "--drain-seconds", "5", *extra]  # fmt: skip
+            "--historical-ports", f"{ports[1]},{ports[2]}", "--realtime-port", str(ports[3]),
+            "--drain-seconds", "5", *extra]  # fmt: skip
     with sigint_ignored_by_children(ignore_sigint):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pids: list[int] = []
@@ -95,7 +96,7 @@ def test_signal_stops_every_child_and_frees_the_ports(
     tmp_path: Path, sig: signal.Signals, ignored: bool
 ) -> None:
     with quickstart(tmp_path, ignore_sigint=ignored) as (proc, pids, ports):
-        expected = 4 if ZooKeeperServer.available() else 3
+        expected = 5 if ZooKeeperServer.available() else 4  # + 2 historicals, real-time node, broker
         assert len(pids) == expected, pids
         proc.send_signal(sig)
         assert proc.wait(60) == 0
@@ -117,7 +118,8 @@ def test_a_second_quickstart_says_so_and_exits_1(tmp_path: Path) -> None:
     with quickstart(tmp_path) as (proc, _pids, ports):
         same_dir = subprocess.run(
             [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(tmp_path), "--port",
-             str(free_port()), "--historical-ports", f"{free_port()},{free_port()}"],
+             str(free_port()), "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port",
+             str(free_port())],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert same_dir.returncode == 1

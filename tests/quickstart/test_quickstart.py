@@ -24,7 +24,8 @@ PUBLISHED = [
 
 def argv(work: Path, *extra: str) -> list[str]:
     return [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(free_port()),
-            "--historical-ports", f"{free_port()},{free_port()}", *extra]  # fmt: skip
+            "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port", str(free_port()),
+            *extra]  # fmt: skip
 
 
 def test_quickstart_prints_the_tutorial_answer_and_reuses_data(tmp_path: Path) -> None:
@@ -37,6 +38,46 @@ def test_quickstart_prints_the_tutorial_answer_and_reuses_data(tmp_path: Path) -
     second = subprocess.run(argv(tmp_path, "--exit-after-query"), capture_output=True, text=True, timeout=240)
     assert second.returncode == 0 and "reusing it" in second.stdout
     assert (tmp_path / "broker.log").exists() and (tmp_path / "historical-0.log").exists()
+    assert (tmp_path / "realtime.log").exists() and (tmp_path / "realtime-spec.json").exists()
 
 
 # Stopping (SIGINT, SIGTERM, kill -9, a second quickstart): tests/lifecycle/test_quickstart_lifecycle.py
+
+
+def test_events_pushed_to_the_quickstart_are_counted_at_once_and_after_handoff(tmp_path: Path) -> None:
+    import json
+    import time
+    from datetime import UTC, datetime
+
+    import httpx
+
+    from tests.lifecycle.test_quickstart_lifecycle import quickstart
+
+    with quickstart(tmp_path) as (_proc, _pids, ports):
+        broker, realtime = f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[3]}"
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        edits = [
+            {"time": now, "channel": "#en", "page": f"Page {i % 3}", "user": "u", "added": i}
+            for i in range(10)
+        ]
+        pushed = httpx.post(f"{realtime}/v1/push/wikipedia_live", content="\n".join(map(json.dumps, edits)),
+                            timeout=30)  # fmt: skip
+        assert pushed.status_code == 200 and pushed.json()["accepted"] == 10, pushed.text
+        sql = {"query": 'SELECT SUM("count") AS edits, SUM(added) AS added FROM wikipedia_live'}
+
+        def counted() -> list[dict[str, int]]:
+            resp = httpx.post(f"{broker}/druid/v2/sql", json=sql, timeout=30)
+            return list(resp.json()) if resp.status_code == 200 else []
+
+        deadline = time.monotonic() + 60
+        while counted() != [{"edits": 10, "added": 45}]:
+            assert time.monotonic() < deadline, counted()
+            time.sleep(0.3)
+        handing = httpx.post(f"{realtime}/v1/push/wikipedia_live/handoff", timeout=30).json()["handingOff"]
+        assert len(handing) == 1
+        deadline = time.monotonic() + 120
+        while httpx.get(f"{realtime}/status", timeout=10).json()["strata"]["segments"]:
+            assert counted() == [{"edits": 10, "added": 45}]  # during the handoff too
+            assert time.monotonic() < deadline, "the handoff did not finish"
+            time.sleep(0.5)
+        assert counted() == [{"edits": 10, "added": 45}]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from discovery import BatchLimits, ServerMetadata, ZkPaths, batch_znode_name, make_kazoo_client
-from historical_service.batch_set import BatchSet
+from server_kit.batch_set import BatchSet
 from timeline import DataSegment
 
 if TYPE_CHECKING:
@@ -206,6 +206,29 @@ class ZkAnnouncer:
 
         with contextlib.suppress(NoNodeError):
             self.zk.retry(self.zk.delete, path)
+
+
+async def reconcile_forever(announcer: ZkAnnouncer, period_s: float = 2.0) -> None:
+    """Write every announcement again whenever an earlier write failed (run as a background task)."""
+    while True:
+        await asyncio.sleep(period_s)
+        try:
+            await announcer.reconcile()
+        except Exception as e:
+            log.warning("ZooKeeper reconcile failed: %s", e)
+
+
+async def leave(background: Sequence[asyncio.Task[Any]], announcer: ZkAnnouncer | None) -> None:
+    """Stop a node's background work, then close its ZooKeeper session (every znode of ours goes).
+
+    Run first when a node is asked to stop, so brokers stop routing to it while in-flight queries
+    drain; again (a no-op) by the lifespan's shutdown.
+    """
+    for t in background:
+        t.cancel()
+    await asyncio.gather(*background, return_exceptions=True)
+    if announcer is not None:
+        await announcer.stop()
 
 
 def _close(zk: Any) -> None:

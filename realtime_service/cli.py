@@ -1,0 +1,74 @@
+"""`strata realtime`: take pushed events, answer queries over them at once, hand segments off."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from server_kit.lifecycle import add_drain_flag
+from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
+
+HELP = "Run a real-time node: push ingestion, queries over live segments, handoff to historicals"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_data_node_flags(parser, 8100)
+    parser.add_argument(
+        "--base-dir", default="var/realtime", help="write-ahead log and intermediate persists"
+    )
+    parser.add_argument(
+        "--spec", help="JSON file: Druid dataSchema (+ tuningConfig), bare or in an ingestion spec"
+    )
+    add_announce_flags(parser)
+    parser.add_argument(
+        "--drop-delay",
+        type=float,
+        default=30.0,
+        help="seconds a handed-off segment stays readable for queries already running",
+    )
+    add_drain_flag(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from discovery import ZkPaths
+    from ingestion.errors import SpecError
+    from realtime_service.app import RealtimeConfig, create_app, leave_cluster
+    from realtime_service.spec import load_realtime_spec
+    from server_kit.lifecycle import serve
+
+    if not args.spec:
+        print("strata realtime: error: --spec SPEC.json is required", file=sys.stderr)
+        return 2
+    if not 0 < args.port < 65536:
+        print("strata realtime: error: a valid --port is required", file=sys.stderr)
+        return 2
+    try:
+        spec = load_realtime_spec(args.spec)
+        zk_base = ZkPaths(args.zk_base).base
+    except (SpecError, ValueError) as e:
+        print(f"strata realtime: error: {e}", file=sys.stderr)
+        return 2
+    config = RealtimeConfig(
+        name=advertised(args.host, args.port),
+        spec=spec,
+        base_dir=Path(args.base_dir),
+        deep_storage=Path(args.deep_storage),
+        metadata=args.metadata,
+        zk=args.zk or None,
+        zk_base=zk_base,
+        tier=args.tier,
+        priority=args.priority,
+        drop_delay_s=args.drop_delay,
+    )
+    app = create_app(config)
+    state = app.state.realtime
+    return serve(
+        app,
+        args.host,
+        args.port,
+        drain_s=args.drain_seconds,
+        log_level=args.log_level,
+        on_stop=lambda: leave_cluster(state),
+    )
