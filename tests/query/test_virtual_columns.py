@@ -235,7 +235,7 @@ def test_extraction_dimension_specs(segments: list[SegmentInput]) -> None:
                 "outputName": "hour",
                 "extractionFn": {"type": "timeFormat", "format": "HH", "timeZone": "UTC"},
             },
-        ],  # fmt: skip
+        ],
         aggregations=[{"type": "count", "name": "n"}],
         filter={"type": "selector", "dimension": "channel", "value": "#de.wikipedia"},
     )
@@ -252,7 +252,7 @@ def test_extraction_dimension_specs(segments: list[SegmentInput]) -> None:
             "dimension": "channel",
             "outputName": "lang",
             "extractionFn": {"type": "regex", "expr": "^#([a-z]+)\\.", "index": 1},
-        },  # fmt: skip
+        },
         metric="n",
         threshold=3,
         aggregations=[{"type": "count", "name": "n"}],
