@@ -41,10 +41,12 @@ def _open(text: str) -> bool:
     return text.endswith("\\") or text.count("'") % 2 == 1
 
 
-def commands() -> list[Command]:
-    out: list[Command] = []
+def blocks() -> list[list[Command]]:
+    """The commands of each `bash tested` block (a block runs in one shell: variables carry over)."""
+    out: list[list[Command]] = []
     for doc in DOCUMENTS:
         for block in FENCE.findall(doc.read_text()):
+            commands: list[Command] = []
             current: Command | None = None
             for line in block.splitlines():
                 if current is not None and _open(current.text):
@@ -54,16 +56,33 @@ def commands() -> list[Command]:
                     current.expected.append(line[2:])
                 elif line.strip():
                     current = Command(doc.name, line)
-                    out.append(current)
+                    commands.append(current)
+            out.append(commands)
     return out
 
 
+MARK = "@@strata-docs-command-done@@"
+
+
+@dataclass(frozen=True)
+class Ports:
+    broker: int
+    realtime: int
+
+    def substitute(self, text: str) -> str:
+        """The docs' default ports (broker 8082, real-time node 8100) replaced by this run's."""
+        text = text.replace("127.0.0.1:8082", f"127.0.0.1:{self.broker}").replace(
+            "port=8082", f"port={self.broker}"
+        )
+        return text.replace("127.0.0.1:8100", f"127.0.0.1:{self.realtime}")
+
+
 @pytest.fixture(scope="module")
-def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ports]:
     work = tmp_path_factory.mktemp("quickstart")
-    port = free_port()
+    port, realtime = free_port(), free_port()
     argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(port),
-            "--historical-ports", f"{free_port()},{free_port()}"]  # fmt: skip
+            "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port", str(realtime)]  # fmt: skip
     log = (work / "quickstart.out").open("wb")
     with sigint_ignored_by_children():
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -80,7 +99,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
-        yield port
+        yield Ports(port, realtime)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -106,32 +125,39 @@ def python_blocks() -> list[tuple[str, str, str | None]]:
 
 
 def test_the_docs_have_tested_commands() -> None:
-    assert len(commands()) >= 5 and len(python_blocks()) >= 2
+    assert sum(len(b) for b in blocks()) >= 5 and len(python_blocks()) >= 2
 
 
 @pytest.mark.parametrize("block", python_blocks(), ids=lambda b: b[1].splitlines()[0][:60])
-def test_documented_python(quickstart: int, block: tuple[str, str, str | None]) -> None:
+def test_documented_python(quickstart: Ports, block: tuple[str, str, str | None]) -> None:
     source, code, expected = block
-    code = code.replace("127.0.0.1:8082", f"127.0.0.1:{quickstart}").replace(
-        "port=8082", f"port={quickstart}"
-    )
+    code = quickstart.substitute(code)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{source}:\n{code}\n{done.stdout}\n{done.stderr[-3000:]}"
     if expected is not None:
         assert done.stdout.strip() == expected, f"{source}:\n{code}"
 
 
-@pytest.mark.parametrize("command", commands(), ids=lambda c: c.text.split("\n")[0][:60])
-def test_documented_command(quickstart: int, command: Command) -> None:
+@pytest.mark.parametrize("block", blocks(), ids=lambda b: b[0].text.split("\n")[0][:60])
+def test_documented_commands(quickstart: Ports, block: list[Command]) -> None:
+    """The block as one bash script, each command followed by a marker with its exit status."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    text = command.text.replace("127.0.0.1:8082", f"127.0.0.1:{quickstart}")
-    done = subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, f"{command.source}: {command.text}\n{done.stdout}\n{done.stderr}"
-    if not command.expected:
-        return
-    want = "\n".join(command.expected)
-    got = done.stdout.strip()
-    try:
-        assert json.loads(got) == json.loads(want), f"{command.source}: {command.text}"
-    except json.JSONDecodeError:
-        assert got == want, f"{command.source}: {command.text}"
+    script = "".join(f'{quickstart.substitute(c.text)}\necho "{MARK} $?"\n' for c in block)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    pieces = done.stdout.split(MARK)
+    assert len(pieces) == len(block) + 1, (
+        f"{block[0].source}: the block stopped early\n{done.stdout}\n{done.stderr}"
+    )
+    # pieces[i + 1] starts with command i's exit status, then holds command i + 1's output
+    for i, command in enumerate(block):
+        output = pieces[i] if i == 0 else pieces[i].split("\n", 1)[-1]
+        status = pieces[i + 1].split("\n", 1)[0].strip()
+        got = output.strip()
+        assert status == "0", f"{command.source}: {command.text}\nexit {status}\n{got}\n{done.stderr}"
+        if not command.expected:
+            continue
+        want = "\n".join(command.expected)
+        try:
+            assert json.loads(got) == json.loads(want), f"{command.source}: {command.text}"
+        except json.JSONDecodeError:
+            assert got == want, f"{command.source}: {command.text}"
