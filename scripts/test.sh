@@ -4,7 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-system-packages.sh
 scripts/setup-venv.sh test
-echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
+echo "== ruff"
+.venv/bin/ruff check .          # one command per line: `set -e` ignores a failure inside an && list
+.venv/bin/ruff format --check .
 echo "== mypy"; .venv/bin/mypy .
 echo "== import layers"; .venv/bin/lint-imports
 echo "== pytest"; .venv/bin/python -m pytest "$@"

@@ -28,14 +28,13 @@ from typing import Any
 
 import pytest
 
-from strata.cli import SUBCOMMANDS, build_parser
+from strata.cli import build_parser
 
 yaml = pytest.importorskip("yaml")
 jsonschema = pytest.importorskip("jsonschema")
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
-NOT_YET = {"realtime": "`strata realtime` is issue 14; the service sits behind the `realtime` profile"}
 
 
 def compose() -> dict[str, Any]:
@@ -63,8 +62,6 @@ def test_compose_file_is_valid_against_the_compose_schema() -> None:
 def test_every_strata_command_is_parsed_by_strata(service: str) -> None:
     command = strata_services()[service]["command"]
     assert isinstance(command, list) and command, "commands are exec-form lists"
-    if command[0] in NOT_YET and command[0] not in SUBCOMMANDS:
-        pytest.skip(NOT_YET[command[0]])
     parser, _children = build_parser()
     try:
         args = parser.parse_args(command)
@@ -79,7 +76,7 @@ def test_services_keep_the_operational_promises() -> None:
     assert {"zookeeper", "memcached", "broker", "historical1", "historical2", "realtime", "ingest"} <= set(
         services
     )
-    assert services["realtime"].get("profiles") == ["realtime"]
+    assert "profiles" not in services["realtime"]  # part of the default cluster
     for name, service in services.items():
         for port in service.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond the loopback"
@@ -101,7 +98,9 @@ def test_services_keep_the_operational_promises() -> None:
     assert sample.startswith("/opt/strata/src/")
     assert (ROOT / sample.removeprefix("/opt/strata/src/")).exists()
     spec = services["realtime"]["command"][services["realtime"]["command"].index("--spec") + 1]
-    assert json.loads((ROOT / spec.removeprefix("/opt/strata/src/")).read_text())["dataSchema"]["dataSource"]
+    from realtime_service.spec import load_realtime_spec
+
+    assert load_realtime_spec(ROOT / spec.removeprefix("/opt/strata/src/")).data_source == "wikipedia_live"
 
 
 def test_dockerfile_runs_install_sh_as_non_root_with_java_only_in_the_spark_stage() -> None:
