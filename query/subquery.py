@@ -15,13 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from query.base import Query
 from query.engine import run_to_json
 from query.errors import QueryUnsupported
 from query.segment_input import TIME_COLUMN, SegmentInput
-from timeline import ETERNITY, SegmentDescriptor, parse_instant
+from timeline import Interval, SegmentDescriptor, parse_instant
+
+_DUCK_MIN_MS = -9_223_372_036_854  # DuckDB keeps microseconds in a signed 64-bit integer
+_DUCK_MAX_MS = 9_223_372_036_854
 
 
 def _records(inner: Query, results: Sequence[Any]) -> tuple[list[int], list[Mapping[str, Any]]]:
@@ -62,8 +66,11 @@ def rows_table(inner: Query, results: Sequence[Any]) -> pa.Table:
     """The inner answer as rows: `__time` (the row's timestamp) and each field as a column."""
     times, records = _records(inner, results)
     names = list(dict.fromkeys(k for r in records for k in r if k != TIME_COLUMN))
+    # DuckDB's timestamps end near year ±290,000: an inner answer stamped with the eternity
+    # interval's start (year -146,136,543) is moved to the earliest one DuckDB reads
+    clamped = [min(max(t, _DUCK_MIN_MS), _DUCK_MAX_MS) for t in times]
     columns: dict[str, pa.Array] = {
-        TIME_COLUMN: pa.array(times, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+        TIME_COLUMN: pa.array(clamped, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
     }
     for name in names:
         values = [r.get(name) for r in records]
@@ -84,6 +91,13 @@ def answer_over_rows(outer: Query, inner_results: Sequence[Any]) -> list[Any]:
     with tempfile.TemporaryDirectory(prefix="strata-subquery-") as tmp:
         path = Path(tmp) / "index.parquet"
         pq.write_table(table, path)
-        descriptor = SegmentDescriptor(ETERNITY, "subquery", 0)
-        inputs = [SegmentInput("subquery", descriptor, str(path), iv) for iv in outer.segment_spec.intervals]
+        inputs: list[SegmentInput] = []
+        if table.num_rows:
+            times = table.column(TIME_COLUMN).cast(pa.int64())
+            span = Interval(pc.min(times).as_py(), pc.max(times).as_py() + 1)  # the segment's own interval
+            descriptor = SegmentDescriptor(span, "subquery", 0)
+            for wanted in outer.segment_spec.intervals:
+                part = wanted.overlap(span)
+                if part is not None:
+                    inputs.append(SegmentInput("subquery", descriptor, str(path), part))
         return run_to_json(plain, inputs)

@@ -14,8 +14,9 @@ from typing import Any
 
 from sqlglot import exp
 
-from query.errors import QueryUnsupported
+from query.errors import QueryError, QueryUnsupported
 from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage
+from strata_sql.planner import SqlPlan
 from strata_sql.session import current_zone, time_zone
 
 PlanTree = Callable[[exp.Expr], Plan]
@@ -23,6 +24,7 @@ _names = (f"__stage{i}" for i in itertools.count())
 
 
 def plan_composed(tree: exp.Expr, context: Mapping[str, Any], plan_tree: PlanTree) -> Plan | None:
+    """(see the module docstring); `context` is the statement's SQL context."""
     if isinstance(tree, exp.SetOperation):
         return _union(tree, plan_tree)
     if not isinstance(tree, exp.Select):
@@ -35,7 +37,7 @@ def plan_composed(tree: exp.Expr, context: Mapping[str, Any], plan_tree: PlanTre
         return _exact_distinct(tree, plan_tree)
     source = tree.args.get("from_")
     if source is not None and isinstance(source.this, exp.Subquery) and not _flattenable(source.this):
-        return _over_subquery(tree, source.this, plan_tree)
+        return _over_subquery(tree, source.this, plan_tree, context)
     return None
 
 
@@ -73,12 +75,44 @@ def _flattenable(sub: exp.Subquery) -> bool:
     )
 
 
-def _over_subquery(tree: exp.Select, sub: exp.Subquery, plan_tree: PlanTree) -> Plan:
-    stage = Stage(next(_names), plan_tree(sub.this))
+def _over_subquery(
+    tree: exp.Select, sub: exp.Subquery, plan_tree: PlanTree, context: Mapping[str, Any]
+) -> Plan:
+    inner = plan_tree(sub.this)
+    native = _as_query_data_source(tree, inner, context)
+    if native is not None:
+        return native
+    stage = Stage(next(_names), inner)
     outer = tree.copy()
     table = exp.to_table(stage.name)
     outer.set("from_", exp.From(this=table.as_(sub.alias) if sub.alias else table))
     return ComposedPlan([stage], outer)
+
+
+def _as_query_data_source(tree: exp.Select, inner: Plan, context: Mapping[str, Any]) -> SqlPlan | None:
+    """The outer SELECT as one native query over a `query` dataSource, as Druid plans it, when the
+    inner answer's native rows are exactly the subquery's rows (fields named as its columns, no
+    ordering or limit applied after the native query); None otherwise."""
+    from strata_sql.planner import TIME, plan_select
+
+    if not isinstance(inner, SqlPlan) or inner.native is None or inner.native["queryType"] != "groupBy":
+        return None
+    if inner.order or inner.limit is not None or inner.offset or inner.empty_row:
+        return None
+    if any(o.source != o.name or o.timestamp for o in inner.outputs):
+        return None  # a field renamed, or a time bucket under another name: the broker computes it
+    columns = {TIME: "LONG", **{o.name: o.druid_type for o in inner.outputs if o.source != TIME}}
+    outer = tree.copy()
+    for column in outer.find_all(exp.Column):
+        column.set("table", None)
+    outer.set("from_", exp.From(this=exp.to_table("__subquery")))
+    try:
+        plan = plan_select(outer, "__subquery", columns, context)
+    except QueryError:
+        return None  # an outer shape the native planner cannot take: the broker computes it
+    assert plan.native is not None
+    plan.native["dataSource"] = {"type": "query", "query": inner.native}
+    return plan
 
 
 def _in_subquery(tree: exp.Select, node: exp.In, plan_tree: PlanTree) -> Plan:

@@ -227,3 +227,44 @@ def test_selections_stream_chunk_by_chunk_with_limits_across_chunks(
         assert times == [iso_utc(ms) for (ms,) in want]
     csv_lines = post(broker, "SELECT page FROM wikipedia LIMIT 3", resultFormat="csv", header=True).text
     assert csv_lines.splitlines()[0] == "page" and len(csv_lines.strip().splitlines()) == 4
+
+
+def test_a_repeated_statement_is_served_from_the_cache(cluster: dict[str, Any]) -> None:  # noqa: F811
+    """SQL runs through the broker's own native path: a repeat on a caching broker reaches no data node."""
+    from tests.cluster.test_broker_cluster import HOURS, historical_queries, wait_for_segments
+    from tests.process_helpers import StrataProcess
+
+    broker = StrataProcess("broker", ["--zk", cluster["historicals"][0].args[1], "--zk-base", cluster["base"],
+                                      "--cache", "lru", "--cache-size", "100000000"],
+                           cluster["root"] / "broker-sql-cache.log").start()  # fmt: skip
+    try:
+        wait_for_segments(broker, HOURS)
+        # a timeseries and a topN: the types Druid caches per segment (groupBy is not, as in Druid)
+        statement = "SELECT FLOOR(__time TO HOUR) AS h, SUM(added) AS added FROM wikipedia GROUP BY 1"
+        topn = "SELECT page, SUM(added) AS added FROM wikipedia GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
+        cold = [post(broker, q).json() for q in (statement, topn)]
+        before = sum(historical_queries(h) for h in cluster["historicals"])
+        warm = [post(broker, q).json() for q in (statement, topn)]
+        after = sum(historical_queries(h) for h in cluster["historicals"])
+        assert warm == cold and len(cold[0]) == HOURS and len(cold[1]) == 5
+        assert after == before
+    finally:
+        broker.stop()
+
+
+def test_an_aggregating_subquery_plans_as_a_query_data_source(cluster: dict[str, Any]) -> None:  # noqa: F811
+    """As Druid plans it: the outer query over `{"type": "query"}` wrapping the inner groupBy."""
+    native = planned(
+        cluster["broker"],
+        "SELECT COUNT(*) AS pages, MAX(c) AS top FROM (SELECT page, COUNT(*) AS c FROM wikipedia GROUP BY page) "
+        "AS t WHERE c > 2",
+    )
+    assert native["queryType"] == "timeseries" and native["dataSource"]["type"] == "query"
+    assert native["dataSource"]["query"]["queryType"] == "groupBy"
+    assert native["filter"] == {
+        "type": "range",
+        "column": "c",
+        "matchValueType": "LONG",
+        "lower": 2,
+        "lowerOpen": True,
+    }
