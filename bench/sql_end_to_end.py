@@ -78,7 +78,7 @@ def streamed_selection(url: str, pid: int, ds: Dataset) -> dict[str, Any]:
     conn = duckdb.connect()
     duck_started = time.perf_counter()
     duck_rows = (
-        conn.execute(f"SELECT __time, country, page, added FROM read_parquet({ds.parquet_list()})")
+        conn.sql(f"SELECT __time, country, page, added FROM read_parquet({ds.parquet_list()})")
         .to_arrow_table()
         .num_rows
     )
