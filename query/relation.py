@@ -25,7 +25,7 @@ def filtered_relation(
     wanted = list(dict.fromkeys(columns))
     if flt is not None:
         wanted += [c for c in sorted(flt.columns()) if c not in wanted]
-    if not virtual or not virtual.needed(wanted):
+    if not virtual.needed(wanted):
         if flt is None:
             return scan_relation(inputs, wanted, window_starts=window_starts)
         _, types = scan_relation(inputs, wanted)

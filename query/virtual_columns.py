@@ -54,8 +54,17 @@ class VirtualColumns:
         return [c.to_json() for c in self.columns]
 
     def needed(self, wanted: Iterable[str]) -> list[VirtualColumn]:
-        """The virtual columns `wanted` reads, directly or through each other, dependencies first."""
+        """The virtual columns `wanted` reads, directly or through each other, dependencies first.
+
+        A name made by `expression_column` (an aggregator's `expression` input) is an implicit
+        virtual column of that expression.
+        """
+        wanted = list(wanted)
         by_name = {c.name: c for c in self.columns}
+        for name in wanted:
+            if name.startswith(EXPRESSION_PREFIX) and name not in by_name:
+                text = name.removeprefix(EXPRESSION_PREFIX)
+                by_name[name] = VirtualColumn(name, text, None, parse_expression(text))
         out: list[VirtualColumn] = []
         state: dict[str, int] = {}  # 1 visiting, 2 done
 
@@ -114,6 +123,13 @@ class VirtualColumns:
 
 
 NO_VIRTUAL_COLUMNS = VirtualColumns()
+EXPRESSION_PREFIX = "__expression:"
+
+
+def expression_column(expression: str) -> str:
+    """The name under which an aggregator reads an expression (checked here, computed per row)."""
+    compile_expression(parse_expression(expression), {})
+    return EXPRESSION_PREFIX + expression
 
 
 def parse_virtual_columns(obj: Mapping[str, Any], what: str) -> VirtualColumns:

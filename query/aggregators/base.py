@@ -209,8 +209,16 @@ def agg_name(obj: Mapping[str, Any], kind: str) -> str:
 
 
 def field_name(obj: Mapping[str, Any], kind: str, name: str) -> str:
-    if obj.get("expression") is not None:
-        raise QueryUnsupported(f"Aggregator [{name}]: [expression] inputs are not supported")
+    """The column an aggregator reads; an `expression` input reads an implicit virtual column."""
+    expression = obj.get("expression")
+    if expression is not None:
+        if obj.get("fieldName") is not None:
+            raise invalid("Aggregator [%s] takes [fieldName] or [expression], not both", name)
+        if not isinstance(expression, str):
+            raise invalid("Field [expression] of aggregator [%s] must be a string", name)
+        from query.virtual_columns import expression_column
+
+        return expression_column(expression)
     value = get_str(obj, "fieldName", None, what=f"aggregator [{name}]")
     if not value:
         raise invalid("Missing required field [fieldName] of aggregator [%s] (type %s)", name, kind)

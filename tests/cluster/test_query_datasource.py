@@ -86,3 +86,24 @@ def test_data_nodes_refuse_query_data_sources(cluster: dict[str, Any]) -> None: 
     body = {**PER_PAGE, "dataSource": {"type": "query", "query": PER_PAGE}, "dimensions": ["channel"]}
     resp = post(historical.url, body)
     assert resp.status_code == 501 and "broker" in resp.json()["errorMessage"]
+
+
+def test_expression_inputs_through_the_broker(cluster: dict[str, Any], wikipedia_sample: Path) -> None:  # noqa: F811
+    """An aggregator's `expression` input and a virtual column travel from the broker to the data nodes."""
+    body = {
+        "queryType": "topN",
+        "dataSource": "wikipedia",
+        "intervals": DAY,
+        "granularity": "all",
+        "virtualColumns": [{"type": "expression", "name": "lang", "expression": "substring(channel, 1, 2)"}],
+        "dimension": "lang",
+        "metric": "net",
+        "threshold": 3,
+        "aggregations": [{"type": "longSum", "name": "net", "expression": "added - deleted"}],
+    }
+    resp = post(cluster["broker"].url, body)
+    assert resp.status_code == 200, resp.text
+    want = RawRows(wikipedia_sample).rows(
+        "SELECT substring(channel, 2, 2) AS l, sum(added - deleted) AS n FROM raw GROUP BY 1 ORDER BY 2 DESC LIMIT 3"
+    )
+    assert [(r["lang"], r["net"]) for r in resp.json()[0]["result"]] == want

@@ -293,3 +293,32 @@ def test_subtotals_spec_equals_grouping_sets(segments: list[SegmentInput]) -> No
     ]
     with pytest.raises(InvalidInput):
         parse_query({**q, "subtotalsSpec": [["page"]]})
+
+
+def test_aggregators_with_an_expression_input(segments: list[SegmentInput]) -> None:
+    q = base(
+        "timeseries",
+        aggregations=[
+            {"type": "longSum", "name": "net", "expression": "added - deleted"},
+            {"type": "doubleMax", "name": "ratio", "expression": "added / (deleted + 1.0)"},
+            {
+                "type": "filtered",
+                "name": "fr",
+                "filter": {"type": "selector", "dimension": "channel", "value": "#fr.wikipedia"},
+                "aggregator": {"type": "longSum", "name": "fr", "expression": "strlen(page)"},
+            },
+        ],
+    )
+    (want,) = oracle(
+        "SELECT sum(added - deleted), max(added / (deleted + 1.0)), "
+        "sum(length(page)) FILTER (WHERE channel = '#fr.wikipedia') FROM raw"
+    )
+    for answer in (run(q, segments), run_split(q, segments)):
+        got = answer[0]["result"]
+        assert (got["net"], got["fr"]) == (want[0], want[2]) and got["ratio"] == pytest.approx(want[1])
+    for bad in (
+        {"type": "longSum", "name": "x", "expression": "added +"},
+        {"type": "longSum", "name": "x", "expression": "added", "fieldName": "added"},
+    ):
+        with pytest.raises(InvalidInput):
+            parse_query(base("timeseries", aggregations=[bad]))
