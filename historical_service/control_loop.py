@@ -177,23 +177,27 @@ class ControlLoop:
             return
         await self.announcer.unannounce(segments)
         for segment in segments:
-            self.served.remove(segment)
             del self.loaded[segment.id]
-            if self.drop_delay_s > 0:  # as Druid's dropSegmentDelayMillis: queries already reading it finish
-                self._deleting[segment.id] = asyncio.create_task(self._delete_later(segment.id))
+            if self.drop_delay_s > 0:
+                # Druid's dropSegmentDelayMillis: unannounced at once, still answered until the delay
+                # ends, so queries reading it finish and a broker that has not yet seen the new
+                # owner's announcement gets an answer rather than "missing segment"
+                self._deleting[segment.id] = asyncio.create_task(self._delete_later(segment))
             else:
+                self.served.remove(segment)
                 await self.loader.delete(segment.id)
         self.metrics.drops.labels(reason).inc(len(segments))
         log.info("dropped %d segments (%s)", len(segments), reason)
         self._update_gauges()
 
-    async def _delete_later(self, segment_id: str) -> None:
+    async def _delete_later(self, segment: DataSegment) -> None:
         try:
             await asyncio.sleep(self.drop_delay_s)
-            if segment_id not in self.loaded:
-                await self.loader.delete(segment_id)
+            if segment.id not in self.loaded:
+                self.served.remove(segment)
+                await self.loader.delete(segment.id)
         finally:
-            self._deleting.pop(segment_id, None)
+            self._deleting.pop(segment.id, None)
 
     async def _clean_cache(self, used: dict[str, DataSegment]) -> None:
         """Remove cached segments of an earlier run that are no longer used at all."""

@@ -55,6 +55,13 @@ class DataSegment:
     binary_version: int = field(default=9, compare=False)
     size: int = field(default=0, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # the id, built once: a broker reads it for every segment of every query (cache keys, routing)
+    _id: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        base = f"{self.data_source}_{self.interval.__str__().replace('/', '_')}_{self.version}"
+        partition = self.shard_spec.partition_num
+        object.__setattr__(self, "_id", base if partition == 0 else f"{base}_{partition}")
 
     @property
     def partition_num(self) -> int:
@@ -63,8 +70,7 @@ class DataSegment:
     @property
     def id(self) -> str:
         """Druid's SegmentId: `dataSource_start_end_version[_partitionNum]` (partition 0 omitted)."""
-        base = f"{self.data_source}_{self.interval.__str__().replace('/', '_')}_{self.version}"
-        return base if self.partition_num == 0 else f"{base}_{self.partition_num}"
+        return self._id
 
     @property
     def descriptor(self) -> SegmentDescriptor:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from broker_service.cached_partials import decode_partial, encode_partial
 from broker_service.data_server import DataServer
-from broker_service.segment_cache import SegmentCache, decode_partial, encode_partial, segment_cache_key
+from broker_service.segment_cache import SegmentCache, segment_cache_key
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import ServerSelector
 from tests.broker.helpers import run, segment, sum_query

@@ -7,6 +7,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
 from kazoo.client import KazooClient
@@ -145,5 +146,38 @@ def test_segments_unused_in_metadata_are_dropped_everywhere(zk_hosts: str, tmp_p
         wait_until(lambda: served_count(zk_hosts, paths) == want, 60, "drop + add")
         for node in nodes:
             assert not (tmp_path / f"cache-h{nodes.index(node) + 1}" / segments[0].id).exists()
+    finally:
+        cluster.stop_all()
+
+
+def test_a_dropped_segment_is_still_answered_until_the_drop_delay_ends(zk_hosts: str, tmp_path: Path) -> None:
+    """Druid's dropSegmentDelayMillis: unannounced at once, answered until the delay ends, so a broker
+    that has not yet seen the unannouncement (or the new owner) gets rows, not "missing segment"."""
+    cluster = HistoricalCluster(tmp_path, zk_hosts, unique_base("dropdelay"))
+    paths = ZkPaths(cluster.zk_base)
+    segments = cluster.add_segments("wiki", range(2))
+    gone = segments[0]
+    query = {"queryType": "timeseries", "dataSource": "wiki", "granularity": "all",
+             "intervals": {"type": "segments", "segments": [gone.descriptor.to_json()]},
+             "aggregations": [{"type": "longSum", "name": "n", "fieldName": "count"}]}  # fmt: skip
+    try:
+        node = cluster.historical("h1", extra=["--drop-delay", "6"]).start()
+        wait_until(
+            lambda: served_count(zk_hosts, paths) == Counter({s.id: 1 for s in segments}), 60, "loaded"
+        )
+        cluster.mark_unused([gone.id])
+        wait_until(lambda: gone.id not in served_count(zk_hosts, paths), 30, "unannounced")
+        during = httpx.post(f"{node.url}/druid/v2/", json=query, timeout=10)
+        assert during.status_code == 200
+        # build_segment writes 20 rows of count 1 from the day's start
+        assert during.json() == [{"timestamp": "2015-09-01T00:00:00.000Z", "result": {"n": 20}}]
+        assert "missingSegments" not in during.headers.get("X-Druid-Response-Context", "")
+
+        def reported_missing() -> bool:
+            resp = httpx.post(f"{node.url}/druid/v2/", json=query, timeout=10)
+            return "missingSegments" in resp.headers.get("X-Druid-Response-Context", "")
+
+        wait_until(reported_missing, 30, "the node stops answering for it once the delay ends")
+        wait_until(lambda: not (tmp_path / "cache-h1" / gone.id).exists(), 10, "files deleted")
     finally:
         cluster.stop_all()
