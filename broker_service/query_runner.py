@@ -25,7 +25,7 @@ from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
 from broker_service.scatter import Scatter
 from broker_service.segment_cache import split_by_segment
-from broker_service.segment_plan import SegmentTask, plan_segments
+from broker_service.segment_plan import SegmentPlanner, SegmentTask
 from broker_service.server_view import BrokerServerView
 from query import Query
 from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
@@ -70,6 +70,7 @@ class QueryRunner:
         metrics: BrokerMetrics | None = None,
     ):
         self.view = view
+        self.planner = SegmentPlanner(view)
         self.client = client
         self.merge_pool = merge_pool
         self.cache_policy: SegmentCachePolicy = cache_policy or NoSegmentCache()
@@ -134,7 +135,7 @@ class QueryRunner:
             rows = inner.results if inner.results is not None else orjson.loads(inner.body or b"[]")
             results = await loop.run_in_executor(self.merge_pool, answer_over_rows, query, rows)
             return QueryResult(results, dict(inner.response_context), body=encode_json(results))
-        plan = plan_segments(self.view, query)
+        plan = self.planner.plan(query)
         context: dict[str, Any] = {}
         if query.context.uncovered_intervals_limit > 0:
             context["uncoveredIntervals"] = [str(i) for i in plan.uncovered]

@@ -10,7 +10,6 @@ segment's partial table as a compressed Arrow IPC stream.
 from __future__ import annotations
 
 import asyncio
-import struct
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -26,13 +25,7 @@ from timeline import DataSegment
 
 
 def segment_cache_key(task: SegmentTask, query_key: bytes) -> bytes:
-    d = task.descriptor
-    return (
-        struct.pack(">qq", d.interval.start, d.interval.end)
-        + d.version.encode()
-        + struct.pack(">i", d.partition)
-        + query_key
-    )
+    return task.cache_key_prefix + query_key
 
 
 DECODE_INLINE_BELOW = 64

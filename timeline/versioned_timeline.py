@@ -12,6 +12,7 @@ so a query always sees a consistent state without locks.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from timeline.segment import DataSegment
 
 T = TypeVar("T")
+
+# one counter for every timeline: a generation is never reused, even by a timeline made later
+_GENERATIONS = itertools.count(1)
 
 
 class OverlappingSameVersionError(ValueError):
@@ -116,9 +120,12 @@ class VersionedIntervalTimeline(Generic[T]):
         self._max_duration = 0
         self._complete: _Visible[T] = _Visible()
         self._incomplete: _Visible[T] = _Visible()
+        # changes on every add and remove: what was looked up at one generation holds until the next
+        self.generation = next(_GENERATIONS)
 
     # -- mutation -------------------------------------------------------------------------------------
     def add(self, interval: Interval, version: str, chunk: PartitionChunk[T]) -> None:
+        self.generation = next(_GENERATIONS)
         versions = self._all.get(interval)
         if versions is None:
             versions = self._all[interval] = {}
@@ -148,6 +155,7 @@ class VersionedIntervalTimeline(Generic[T]):
         return self.remove(segment.interval, segment.version, segment.shard_spec.create_chunk(obj))
 
     def remove(self, interval: Interval, version: str, chunk: PartitionChunk[T]) -> PartitionChunk[T] | None:
+        self.generation = next(_GENERATIONS)
         versions = self._all.get(interval)
         entry = versions.get(version) if versions else None
         if entry is None or versions is None:

@@ -1,0 +1,61 @@
+"""Plans are reused only while the datasource's timeline is unchanged; each equals a fresh plan."""
+
+from __future__ import annotations
+
+from broker_service.data_server import DataServer
+from broker_service.segment_plan import SegmentPlanner, plan_segments
+from broker_service.server_view import BrokerServerView
+from tests.broker.helpers import segment, sum_query
+
+H1 = DataServer("h1:8083", "h1:8083", "historical", "_default_tier", 0)
+DAYS = [f"2015-09-{d:02d}/2015-09-{d + 1:02d}" for d in range(10, 16)]
+
+
+def ids(plan: object) -> list[str]:
+    return [t.segment_id for t in plan.tasks]  # type: ignore[attr-defined]
+
+
+def test_a_repeated_query_reuses_its_plan_until_the_timeline_changes() -> None:
+    view = BrokerServerView()
+    view.add_server(H1)
+    for day in DAYS[:4]:
+        view.add_segment(H1.name, segment(interval=day))
+    planner = SegmentPlanner(view)
+    query = sum_query("2015-09-10/2015-09-20")
+    first = planner.plan(query)
+    assert planner.plan(sum_query("2015-09-10/2015-09-20")) is first  # same intervals: the same plan
+    assert len(first.tasks) == 4
+
+    view.add_segment(H1.name, segment(interval=DAYS[4]))  # a new segment: planned again
+    second = planner.plan(query)
+    assert second is not first
+    assert ids(second) == ids(plan_segments(view, query)) and len(second.tasks) == 5
+
+    newer = segment(interval=DAYS[0], version="v2")  # overshadows day one
+    view.add_segment(H1.name, newer)
+    third = planner.plan(query)
+    assert newer.id in ids(third) and segment(interval=DAYS[0]).id not in ids(third)
+
+    view.remove_segment(H1.name, newer.id)  # gone again: the older version is visible again
+    assert ids(planner.plan(query)) == ids(second)
+
+
+def test_other_intervals_limits_and_datasources_are_planned_apart() -> None:
+    view = BrokerServerView()
+    view.add_server(H1)
+    for day in DAYS:
+        view.add_segment(H1.name, segment(interval=day))
+    view.add_segment(H1.name, segment(ds="other", interval=DAYS[0]))
+    planner = SegmentPlanner(view, size=2)
+    narrow = planner.plan(sum_query("2015-09-11/2015-09-13"))
+    assert len(narrow.tasks) == 2
+    assert len(planner.plan(sum_query("2015-09-01/2015-09-30")).tasks) == 6
+    assert len(planner.plan(sum_query("2015-09-01/2015-09-30", ds="other")).tasks) == 1
+    gaps = planner.plan(sum_query("2015-09-01/2015-09-30", uncoveredIntervalsLimit=5))
+    assert [str(i) for i in gaps.uncovered] == [
+        "2015-09-01T00:00:00.000Z/2015-09-10T00:00:00.000Z",
+        "2015-09-16T00:00:00.000Z/2015-09-30T00:00:00.000Z",
+    ]
+    assert planner.plan(sum_query("2015-09-11/2015-09-13")) is not narrow  # evicted (size 2), same tasks
+    assert ids(planner.plan(sum_query("2015-09-11/2015-09-13"))) == ids(narrow)
+    assert planner.plan(sum_query("2015-09-01/2015-09-30", ds="missing")).tasks == ()
