@@ -11,12 +11,15 @@ neighbours: it falls back to a full read of its own, which names it unreadable.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Hashable, Sequence
 
 import pyarrow as pa
+from cachetools import LRUCache
 
 COMPRESS_ABOVE_BYTES = 16 * 1024
+DECODED_MEMO_BYTES = 64 * 1024 * 1024
+_TABLE_OVERHEAD = 512  # a small table's Python and C++ objects, beyond its buffers
 _CONTINUATION = 0xFFFFFFFF
 _END_OF_STREAM = struct.pack("<Ii", _CONTINUATION, 0)
 
@@ -41,15 +44,9 @@ def decode_partial(payload: bytes) -> pa.Table:
         return reader.read_all()
 
 
-@dataclass
-class DecodedPartials:
-    tables: list[pa.Table] = field(default_factory=list)  # not one per payload: groups are joined
-    unreadable: list[int] = field(default_factory=list)  # positions of payloads that did not decode
-
-
-def decode_partials(payloads: Sequence[bytes]) -> DecodedPartials:
-    """Every readable payload's rows; payloads sharing schema bytes share one parsed schema."""
-    out = DecodedPartials()
+def decode_partials(payloads: Sequence[bytes]) -> list[pa.Table | None]:
+    """Each payload's table, or None where it does not decode; shared schema bytes parsed once."""
+    out: list[pa.Table | None] = [None] * len(payloads)
     groups: dict[bytes, list[int]] = {}
     singles: list[int] = []
     for i, payload in enumerate(payloads):
@@ -63,20 +60,69 @@ def decode_partials(payloads: Sequence[bytes]) -> DecodedPartials:
             singles.extend(members)
             continue
         schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
-        batches: list[pa.RecordBatch] = []
         for i in members:
-            read = _record_batches(payloads[i], len(schema_bytes), schema)
-            if read is None:
+            batches = _record_batches(payloads[i], len(schema_bytes), schema)
+            if batches is None:
                 singles.append(i)
             else:
-                batches += read
-        out.tables.append(pa.Table.from_batches(batches, schema))
-    for i in sorted(singles):
+                out[i] = pa.Table.from_batches(batches, schema)
+    for i in singles:
         try:
-            out.tables.append(decode_partial(payloads[i]))
+            out[i] = decode_partial(payloads[i])
         except (pa.ArrowInvalid, OSError):
-            out.unreadable.append(i)
+            out[i] = None
     return out
+
+
+class DecodedPartials:
+    """Recently read partials kept decoded, each with the exact payload it came from.
+
+    A repeat of a dashboard's query reads the same cached values again; comparing the payload
+    (the same object for the in-process LRU, equal bytes from memcached) is far cheaper than
+    decoding it, and equal bytes decode to an equal table, so a stale entry can never be used.
+    Bounded by bytes (payload plus table); thread-safe, as bulk reads run on worker threads.
+    """
+
+    def __init__(self, max_bytes: int = DECODED_MEMO_BYTES):
+        self._lru: LRUCache[Hashable, tuple[bytes, pa.Table]] = LRUCache(
+            max_bytes, getsizeof=lambda entry: len(entry[0]) + entry[1].nbytes + _TABLE_OVERHEAD
+        )
+        self._lock = threading.Lock()
+
+    def decode(self, items: Sequence[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
+        """The table of each (key, payload), or None where the payload does not decode."""
+        out: list[pa.Table | None] = [None] * len(items)
+        unknown: list[int] = []
+        with self._lock:
+            for i, (key, payload) in enumerate(items):
+                entry = self._lru.get(key)
+                if entry is not None and (entry[0] is payload or entry[0] == payload):
+                    out[i] = entry[1]
+                else:
+                    unknown.append(i)
+        if unknown:
+            decoded = decode_partials([items[i][1] for i in unknown])
+            self.remember(
+                [
+                    (items[i][0], items[i][1], t)
+                    for i, t in zip(unknown, decoded, strict=True)
+                    if t is not None
+                ]
+            )
+            for i, table in zip(unknown, decoded, strict=True):
+                out[i] = table
+        return out
+
+    def remember(self, entries: Sequence[tuple[Hashable, bytes, pa.Table]]) -> None:
+        with self._lock:
+            for key, payload, table in entries:
+                try:
+                    self._lru[key] = (payload, table)
+                except ValueError:  # larger than the whole memo
+                    continue
+
+    def __len__(self) -> int:
+        return len(self._lru)
 
 
 def _schema_end(payload: bytes) -> int | None:

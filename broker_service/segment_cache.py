@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedPartial
-from broker_service.cached_partials import DecodedPartials, decode_partials, encode_partial
+from broker_service.cached_partials import DecodedPartials, encode_partial
 from broker_service.segment_plan import SegmentTask
 from query import SEGMENT_COLUMN, Query
 from timeline import DataSegment
@@ -50,6 +50,13 @@ class SegmentCache:
         self.make_key = make_key
         self.stats: Counter[str] = stats if stats is not None else Counter()
         self._flights: dict[Hashable, SharedPartial] = {}  # cache key -> partial being fetched now
+        self.decoded = DecodedPartials()
+
+    async def _decode(self, hits: list[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
+        """Thousands of cached partials take milliseconds to read: off the event loop then."""
+        if len(hits) < DECODE_INLINE_BELOW:
+            return self.decoded.decode(hits)
+        return await asyncio.get_running_loop().run_in_executor(None, self.decoded.decode, hits)
 
     def _cacheable(
         self, query: Query, tasks: Sequence[SegmentTask]
@@ -70,12 +77,12 @@ class SegmentCache:
         keys = {t.segment_id: self.make_key(t.segment_id, segment_cache_key(t, query_key)) for t in cacheable}
         use_cache = query.context.use_cache
         found = await self.cache.aget_many(list(keys.values())) if use_cache else {}
-        hit_keys = [key for key in keys.values() if key in found]
-        decoded = await _decode([found[key] for key in hit_keys])
-        unreadable = {hit_keys[i] for i in decoded.unreadable}
-        self.stats["hits"] += len(hit_keys) - len(unreadable)
+        hits = [(key, found[key]) for key in keys.values() if key in found]
+        tables = await self._decode(hits)
+        unreadable = {key for (key, _), table in zip(hits, tables, strict=True) if table is None}
+        self.stats["hits"] += len(hits) - len(unreadable)
         self.stats["errors"] += len(unreadable)
-        out = CacheLookup(hits=decoded.tables)
+        out = CacheLookup(hits=[t for t in tables if t is not None])
         for task in tasks:
             key = keys.get(task.segment_id)
             if key is not None and key in found and key not in unreadable:
@@ -124,11 +131,12 @@ class SegmentCache:
         query_key = _query_key(query)
         if not tasks or query_key is None:
             return
-        items = {
-            self.make_key(t.segment_id, segment_cache_key(t, query_key)): encode_partial(parts[t.segment_id])
-            for t in tasks
-        }
+        entries = [
+            (self.make_key(t.segment_id, segment_cache_key(t, query_key)), parts[t.segment_id]) for t in tasks
+        ]
+        items = {key: encode_partial(part) for key, part in entries}
         await self.cache.aput_many(items)
+        self.decoded.remember([(key, items[key], part) for key, part in entries])
         self.stats["puts"] += len(items)
 
     def _available(self) -> bool:
@@ -156,13 +164,6 @@ class SegmentCache:
     @property
     def flights(self) -> int:
         return len(self._flights)
-
-
-async def _decode(payloads: list[bytes]) -> DecodedPartials:
-    """Thousands of cached partials take tens of milliseconds to read: off the event loop then."""
-    if len(payloads) < DECODE_INLINE_BELOW:
-        return decode_partials(payloads)
-    return await asyncio.get_running_loop().run_in_executor(None, decode_partials, payloads)
 
 
 def _new_flight() -> SharedPartial:

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from broker_service.cached_partials import (
     COMPRESS_ABOVE_BYTES,
+    DecodedPartials,
     decode_partial,
     decode_partials,
     encode_partial,
@@ -25,34 +26,22 @@ def partial(segment: str, rows: int, offset: int = 0) -> pa.Table:
     )
 
 
-def rows_of(tables: list[pa.Table]) -> list[dict[str, object]]:
-    return sorted(
-        (r for t in tables for r in t.to_pylist()),
-        key=lambda r: (str(r["__segment"]), r["__bucket"]),
-    )
-
-
-def test_shared_schemas_are_read_as_one_stream_with_every_row() -> None:
-    tables = [partial(f"s{i}", 1 + i % 4, i * 10) for i in range(300)]
-    decoded = decode_partials([encode_partial(t) for t in tables])
-    assert decoded.unreadable == []
-    assert len(decoded.tables) == 1  # one schema parsed, one table
-    assert rows_of(decoded.tables) == rows_of(tables)
-
-
-def test_different_schemas_compressed_and_empty_partials_mix() -> None:
+def test_shared_schemas_compressed_and_empty_partials() -> None:
     big = partial("big", 3000)  # over the compression threshold: zstd record batches
     assert big.nbytes > COMPRESS_ABOVE_BYTES and len(encode_partial(big)) < big.nbytes / 2
     other = pa.table({"__segment": ["x"], "d0": ["Berlin"], "a0": pa.array([1], pa.int64())})
-    empty = partial("e", 0)
-    tables = [partial("a", 2), big, other, partial("b", 5), empty, partial("c", 1)]
+    tables = [
+        partial("a", 2),
+        big,
+        other,
+        partial("b", 5),
+        partial("e", 0),
+        *(partial(f"s{i}", 1) for i in range(50)),
+    ]
     decoded = decode_partials([encode_partial(t) for t in tables])
-    assert decoded.unreadable == []
-    assert sum(t.num_rows for t in decoded.tables) == sum(t.num_rows for t in tables)
-    assert rows_of([t for t in decoded.tables if "d0" not in t.column_names]) == rows_of(
-        [t for t in tables if "d0" not in t.column_names]
-    )
-    assert next(t for t in decoded.tables if "d0" in t.column_names).equals(other)
+    assert len(decoded) == len(tables)
+    for want, got in zip(tables, decoded, strict=True):
+        assert got is not None and got.equals(want)
 
 
 def test_unreadable_payloads_are_singled_out_and_the_rest_still_read() -> None:
@@ -61,8 +50,10 @@ def test_unreadable_payloads_are_singled_out_and_the_rest_still_read() -> None:
     payloads[3] = payloads[3][:-20] + payloads[3][-8:]  # truncated body, intact end marker
     payloads[7] = b"not arrow at all"
     decoded = decode_partials(payloads)
-    assert decoded.unreadable == [3, 7]
-    assert rows_of(decoded.tables) == rows_of([t for i, t in enumerate(tables) if i not in (3, 7)])
+    assert [i for i, t in enumerate(decoded) if t is None] == [3, 7]
+    for i, table in enumerate(decoded):
+        if i not in (3, 7):
+            assert table is not None and table.equals(tables[i])
 
 
 @settings(max_examples=60, deadline=None)
@@ -70,20 +61,39 @@ def test_unreadable_payloads_are_singled_out_and_the_rest_still_read() -> None:
 def test_bulk_read_equals_one_read_per_payload(shapes: list[tuple[int, int]]) -> None:
     def make(kind: int, rows: int, i: int) -> pa.Table:
         t = partial(f"s{i}", rows, i * 100)
-        if kind == 1:
-            return t.append_column("d0", pa.array([f"v{j}" for j in range(rows)], pa.string()))
         if kind == 3:  # dictionary messages: not read by the batch-only path, read whole instead
             return t.append_column("d0", pa.array([f"v{j % 2}" for j in range(rows)]).dictionary_encode())
         if kind == 2:
             return t.cast(pa.schema([*[*t.schema][:-1], pa.field("a1", pa.float32())]))
+        if kind == 1:
+            return t.append_column("d0", pa.array([f"v{j}" for j in range(rows)], pa.string()))
         return t
 
-    tables = [make(kind, rows, i) for i, (kind, rows) in enumerate(shapes)]
-    payloads = [encode_partial(t) for t in tables]
+    payloads = [encode_partial(make(kind, rows, i)) for i, (kind, rows) in enumerate(shapes)]
     one_by_one = [decode_partial(p) for p in payloads]
-    decoded = decode_partials(payloads)
-    assert decoded.unreadable == []
-    for schema in {t.schema.to_string() for t in one_by_one}:
-        want = [t for t in one_by_one if t.schema.to_string() == schema]
-        got = [t for t in decoded.tables if t.schema.to_string() == schema]
-        assert rows_of(got) == rows_of(want)
+    for want, got in zip(one_by_one, decode_partials(payloads), strict=True):
+        assert got is not None and got.equals(want)
+
+
+def test_the_memo_answers_only_for_the_exact_payload_it_decoded() -> None:
+    memo = DecodedPartials()
+    first, second = partial("s", 3), partial("s", 4)
+    p1, p2 = encode_partial(first), encode_partial(second)
+    [got] = memo.decode([("k", p1)])
+    assert got is not None and got.equals(first) and len(memo) == 1
+    [again] = memo.decode([("k", bytes(bytearray(p1)))])  # equal bytes from a remote cache
+    assert again is got
+    [changed] = memo.decode([("k", p2)])  # the same key now holds another value: decoded afresh
+    assert changed is not None and changed.equals(second)
+    [broken] = memo.decode([("other", b"garbage")])
+    assert broken is None and len(memo) == 1  # unreadable payloads are not remembered
+    memo.remember([("put", p1, first)])
+    [remembered] = memo.decode([("put", p1)])
+    assert remembered is first
+
+
+def test_the_memo_is_bounded_by_bytes() -> None:
+    memo = DecodedPartials(max_bytes=64 * 1024)
+    for i in range(200):
+        memo.decode([(i, encode_partial(partial(f"s{i}", 20)))])
+    assert 0 < len(memo) < 200
