@@ -144,6 +144,6 @@ def _run_bash(cluster: Cluster, block: Block) -> None:
             continue
         want = cluster.substitute("\n".join(command.expected))
         try:
-            assert json.loads(got) == json.loads(want), f"{command.source}: {command.text}"
+            assert json.loads(got) == json.loads(want), f"{command.source}: {command.text}\ngot: {got}"
         except json.JSONDecodeError:
-            assert got == want, f"{command.source}: {command.text}"
+            assert got == want, f"{command.source}: {command.text}\ngot: {got}"
