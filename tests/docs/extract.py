@@ -97,17 +97,34 @@ def python_expected(block: Block) -> str | None:
     return "\n".join(prints) if prints else None
 
 
+SHELL_WORDS = {"until", "while", "if", "then", "do", "else", "!", "time", "exec"}
+
+
 def strata_argvs(command: Command) -> list[list[str]]:
-    """The argument lists of every `strata ...` invocation in a command line (pipes and `&&` split)."""
-    text = re.sub(r"\\\n", " ", command.text)
-    text = re.sub(r"\s#[^'\"]*$", "", text, flags=re.M)  # a trailing comment
+    """The argument lists of every `strata ...` invocation in a command line (split at pipes, `;`,
+    `&&`, `||`, `&`; redirections, here-document bodies and leading shell keywords dropped)."""
+    text = re.sub(r"<<-?\s*'?(\w+)'?\n.*?^\1$", "", command.text, flags=re.S | re.M)
+    text = re.sub(r"(?<=\s)\d>&\d", " ", text.replace("\\\n", " "))  # 2>&1 (no target)
+    text = re.sub(r"(?<=\s)\d>", " > ", text)  # 2> file
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.commenters = "#"
+    lexer.wordchars += "$%{}[]*?,=.:/@+-~^"
+    tokens = list(lexer)
+    segments: list[list[str]] = [[]]
+    skip = False
+    for token in tokens:
+        if skip:
+            skip = False
+        elif token and set(token) <= set("|&;()"):
+            segments.append([])
+        elif token and set(token) <= set("<>&"):
+            skip = True  # the redirection's target
+        else:
+            segments[-1].append(token)
     out = []
-    for part in re.split(r"\|\||&&|[|;&]|\$\(", text):
-        words = shlex.split(part, posix=True)
-        words = [w for w in words if not re.match(r"^\w+=", w)] if words and "=" in words[0] else words
+    for words in segments:
+        while words and (words[0] in SHELL_WORDS or re.match(r"^\w+=", words[0])):
+            words = words[1:]
         if words and words[0] == "strata":
-            argv = words[1:]
-            if ">" in argv:
-                argv = argv[: argv.index(">")]
-            out.append([w for w in argv if not w.startswith(("2>", ">"))])
+            out.append(words[1:])
     return out
