@@ -83,7 +83,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         log.close()
 
 
-def tested_blocks() -> list[Block]:
+def runnable_blocks() -> list[Block]:
     return [b for b in fenced_blocks() if b.tested]
 
 
@@ -93,12 +93,12 @@ def _block_id(block: Block) -> str:
 
 
 def test_the_docs_have_tested_commands() -> None:
-    blocks = tested_blocks()
+    blocks = runnable_blocks()
     assert sum(len(commands(b)) for b in blocks if b.language == "bash") >= 5
     assert sum(b.language == "python" for b in blocks) >= 2
 
 
-@pytest.mark.parametrize("block", tested_blocks(), ids=_block_id)
+@pytest.mark.parametrize("block", runnable_blocks(), ids=_block_id)
 def test_documented_block(quickstart: Cluster, block: Block) -> None:
     if block.language == "python":
         _run_python(quickstart, block)

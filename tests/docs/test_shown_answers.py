@@ -295,6 +295,11 @@ def total_count(shown: str) -> Any:
     return [{"timestamp": min_time(), "result": {"edits": one("SELECT COUNT(*) FROM wiki")}}]
 
 
+def first_hour_count(shown: str) -> Any:
+    n = one("SELECT COUNT(*) FROM wiki WHERE time < '2015-09-12T01:00:00Z'")
+    return [{"timestamp": min_time(), "result": {"edits": n}}]
+
+
 # -- ingestion.md --------------------------------------------------------------------------------
 
 
@@ -418,8 +423,14 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("cache.md", 's["kind"]'): [lru_counts],
     ("cache.md", "If-None-Match"): [expect("304")],  # the rule: an unchanged ETag is 304 Not Modified
     ("cache.md", "druid_query_cache_total_"): [cache_gauges],
-    ("cache.md", '-d "$query"'): [total_count, total_count],  # memcached up, then down: the same answer
-    ("cache.md", '["breakers"]'): [expect("{'127.0.0.1:11211': {'state': 'open', 'trips': 1}}")],  # one trip
+    ("cache.md", '-d "$query"'): [total_count],
+    ("cache.md", '-d "${query/'): [first_hour_count],
+    # the breaker's rule: closed while memcached answers, opened by the first failure after the kill
+    ("cache.md", '["breakers"]'): [
+        expect("{'127.0.0.1:11211': {'state': 'closed', 'trips': 0}}"),
+        expect("{'127.0.0.1:11211': {'state': 'open', 'trips': 1}}"),
+    ],
+    ("cache.md", "memcached is gone"): [expect("memcached is gone")],  # not data: an echo once it stopped
     ("ingestion.md", "--datasource clicks --metadata"): [clicks_hours],
     ("ingestion.md", "AS rows_"): [clicks_by_country],
     ("ingestion.md", "clicks-index.json --deep-storage"): [clicks_rollup_summary],
@@ -436,8 +447,7 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ],  # none used
     ("ingestion.md", "segments drop --datasource late_clicks"): [late_days],
     ("ingestion.md", "--all --metadata"): [lambda s: 1],  # the one dropped segment, kept as unused
-    # two quickstart historicals, one added, then stopped
-    ("operations.md", "server_type = 'historical'"): [expect(3), expect(2)],
+    ("operations.md", "server_type = 'historical'"): [expect(3)],  # the quickstart's two and one added
     ("operations.md", "COUNT(*) FROM wikipedia"): [lambda s: one("SELECT COUNT(*) FROM wiki")],
     ("operations.md", "# TYPE druid_"): [historical_types],
     ("spark.md", "wikipedia_hourly"): [spark_totals],
