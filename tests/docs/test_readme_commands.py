@@ -7,6 +7,7 @@ quickstart's working directory `quickstart/`, so the docs can name its files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -112,10 +113,32 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PATH": path}
 
 
+def _run(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run a block in its own process group; past the timeout the whole group (the nodes a block
+    started in the background, Spark's JVM) is stopped, so nothing outlives the test."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                          env=_env(), start_new_session=True) as proc:  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, sig)
+                try:
+                    out, err = proc.communicate(timeout=15)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            pytest.fail(f"the block did not finish in {timeout:.0f} s:\n{argv[-1][:2000]}")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever the block left behind
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def _run_python(cluster: Cluster, block: Block) -> None:
     code = cluster.substitute(block.body)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          cwd=cluster.cwd, env=_env())  # fmt: skip
+    done = _run([sys.executable, "-c", code], cluster.cwd)
     assert done.returncode == 0, f"{block.source}:\n{code}\n{done.stdout}\n{done.stderr[-3000:]}"
     expected = python_expected(block)
     if expected is not None:
@@ -128,8 +151,7 @@ def _run_bash(cluster: Cluster, block: Block) -> None:
     cmds = commands(block)
     script = "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n"
     script += "".join(f'{cluster.substitute(c.text)}\necho "{MARK} $?"\n' for c in cmds)
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300,
-                          cwd=cluster.cwd, env=_env())  # fmt: skip
+    done = _run(["bash", "-c", script], cluster.cwd)
     pieces = done.stdout.split(MARK)
     assert len(pieces) == len(cmds) + 1, (
         f"{block.source}: the block stopped early\n{done.stdout}\n{done.stderr}"
