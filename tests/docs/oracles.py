@@ -59,7 +59,11 @@ def doc_file(doc: str, name: str) -> str:
 
 @cache
 def scratch() -> Path:
-    return Path(tempfile.mkdtemp(prefix="strata-docs-oracle-"))
+    """A directory for the files the docs write, removed when the test process exits."""
+    return Path(_SCRATCH.setdefault("dir", tempfile.TemporaryDirectory(prefix="strata-docs-oracle-")).name)
+
+
+_SCRATCH: dict[str, tempfile.TemporaryDirectory[str]] = {}
 
 
 @cache
