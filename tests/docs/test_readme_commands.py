@@ -1,9 +1,13 @@
-"""Every `bash tested` block of README.md (and docs/*.md) runs against a real `strata quickstart` on
-free ports; where a command is followed by `# ` lines, its output must be exactly that (as JSON when
-it parses as JSON). The docs cannot drift from what Strata does."""
+"""Every `bash tested` / `python tested` block of README.md and docs/*.md runs, in document order,
+against one real `strata quickstart` on free ports; where a command is followed by `# ` lines (a
+python block by `# prints:` lines), its output must be exactly that (as JSON when it parses as
+JSON). The docs cannot drift from what Strata does. Blocks run in the directory holding the
+quickstart's working directory `quickstart/`, so the docs can name its files.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,80 +16,47 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
 from strata.local_servers import free_port
+from tests.docs.extract import Block, commands, fenced_blocks, python_expected
 from tests.process_helpers import sigint_ignored_by_children
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```bash tested\n(.*?)^```", re.S | re.M)
-PYTHON_FENCE = re.compile(r"^```python tested\n(.*?)^```", re.S | re.M)
-
-
-@dataclass
-class Command:
-    source: str
-    text: str
-    expected: list[str] = field(default_factory=list)
-
-
-def _open(text: str) -> bool:
-    """Whether a command continues on the next line (a trailing backslash or an open quote)."""
-    return text.endswith("\\") or text.count("'") % 2 == 1
-
-
-def blocks() -> list[list[Command]]:
-    """The commands of each `bash tested` block (a block runs in one shell: variables carry over)."""
-    out: list[list[Command]] = []
-    for doc in DOCUMENTS:
-        for block in FENCE.findall(doc.read_text()):
-            commands: list[Command] = []
-            current: Command | None = None
-            for line in block.splitlines():
-                if current is not None and _open(current.text):
-                    current.text += "\n" + line
-                elif line.startswith("# ") or line == "#":
-                    assert current is not None, f"output before any command in {doc.name}"
-                    current.expected.append(line[2:])
-                elif line.strip():
-                    current = Command(doc.name, line)
-                    commands.append(current)
-            out.append(commands)
-    return out
-
-
 MARK = "@@strata-docs-command-done@@"
+# the ports the docs show: broker, historicals, real-time node, ZooKeeper, and the extra nodes the
+# chapters start (a second broker, a third historical, a second real-time node, memcached)
+DOC_PORTS = (8082, 8083, 8084, 8100, 2181, 8090, 8085, 8101, 11211)
 
 
 @dataclass(frozen=True)
-class Ports:
-    broker: int
-    realtime: int
+class Cluster:
+    ports: dict[int, int]  # a port the docs show -> this run's
+    cwd: Path
 
     def substitute(self, text: str) -> str:
-        """The docs' default ports (broker 8082, real-time node 8100) replaced by this run's."""
-        text = text.replace("127.0.0.1:8082", f"127.0.0.1:{self.broker}").replace(
-            "port=8082", f"port={self.broker}"
-        )
-        return text.replace("127.0.0.1:8100", f"127.0.0.1:{self.realtime}")
+        """The docs' ports replaced by this run's (after `:`, `=` or a space: `--port 8090`)."""
+        pattern = r"(?<=[:= ])(" + "|".join(str(p) for p in self.ports) + r")\b"
+        return re.sub(pattern, lambda m: str(self.ports[int(m.group(1))]), text)
 
 
 @pytest.fixture(scope="module")
-def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ports]:
-    work = tmp_path_factory.mktemp("quickstart")
-    port, realtime = free_port(), free_port()
-    argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(port),
-            "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port", str(realtime)]  # fmt: skip
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    base = tmp_path_factory.mktemp("docs")
+    work = base / "quickstart"
+    work.mkdir()
+    ports = {p: free_port() for p in DOC_PORTS}
+    argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(ports[8082]),
+            "--historical-ports", f"{ports[8083]},{ports[8084]}", "--realtime-port", str(ports[8100])]  # fmt: skip
     log = (work / "quickstart.out").open("wb")
     with sigint_ignored_by_children():
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    port = ports[8082]
     try:
         deadline = time.monotonic() + 240
         while True:
@@ -99,7 +70,10 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ports]:
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
-        yield Ports(port, realtime)
+        zk = re.search(r"ZooKeeper on 127\.0\.0\.1:(\d+)", (work / "quickstart.out").read_text())
+        assert zk, "the docs need the quickstart's ZooKeeper"
+        ports[2181] = int(zk.group(1))
+        yield Cluster(ports, base)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -110,54 +84,88 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ports]:
         log.close()
 
 
-def python_blocks() -> list[tuple[str, str, str | None]]:
-    """(document, code, expected stdout from a `# prints:` line) of every `python tested` block."""
-    out = []
-    for doc in DOCUMENTS:
-        for block in PYTHON_FENCE.findall(doc.read_text()):
-            prints = [
-                line.removeprefix("# prints:").strip()
-                for line in block.splitlines()
-                if line.startswith("# prints:")
-            ]
-            out.append((doc.name, block, "\n".join(prints) if prints else None))
-    return out
+def runnable_blocks() -> list[Block]:
+    return [b for b in fenced_blocks() if b.tested]
+
+
+def _block_id(block: Block) -> str:
+    first = next(line for line in block.body.splitlines() if line.strip())
+    return f"{block.source}:{first[:60]}"
 
 
 def test_the_docs_have_tested_commands() -> None:
-    assert sum(len(b) for b in blocks()) >= 5 and len(python_blocks()) >= 2
+    blocks = runnable_blocks()
+    assert sum(len(commands(b)) for b in blocks if b.language == "bash") >= 5
+    assert sum(b.language == "python" for b in blocks) >= 2
 
 
-@pytest.mark.parametrize("block", python_blocks(), ids=lambda b: b[1].splitlines()[0][:60])
-def test_documented_python(quickstart: Ports, block: tuple[str, str, str | None]) -> None:
-    source, code, expected = block
-    code = quickstart.substitute(code)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"{source}:\n{code}\n{done.stdout}\n{done.stderr[-3000:]}"
+@pytest.mark.parametrize("block", runnable_blocks(), ids=_block_id)
+def test_documented_block(quickstart: Cluster, block: Block) -> None:
+    if block.language == "python":
+        _run_python(quickstart, block)
+    else:
+        assert block.language == "bash", f"{block.source}: only bash and python blocks run"
+        _run_bash(quickstart, block)
+
+
+def _env() -> dict[str, str]:
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path}
+
+
+def _run(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run a block in its own process group; past the timeout the whole group (the nodes a block
+    started in the background, Spark's JVM) is stopped, so nothing outlives the test."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                          env=_env(), start_new_session=True) as proc:  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, sig)
+                try:
+                    out, err = proc.communicate(timeout=15)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            pytest.fail(f"the block did not finish in {timeout:.0f} s:\n{argv[-1][:2000]}")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever the block left behind
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _run_python(cluster: Cluster, block: Block) -> None:
+    code = cluster.substitute(block.body)
+    done = _run([sys.executable, "-c", code], cluster.cwd)
+    assert done.returncode == 0, f"{block.source}:\n{code}\n{done.stdout}\n{done.stderr[-3000:]}"
+    expected = python_expected(block)
     if expected is not None:
-        assert done.stdout.strip() == expected, f"{source}:\n{code}"
+        assert done.stdout.strip() == cluster.substitute(expected), f"{block.source}:\n{code}"
 
 
-@pytest.mark.parametrize("block", blocks(), ids=lambda b: b[0].text.split("\n")[0][:60])
-def test_documented_commands(quickstart: Ports, block: list[Command]) -> None:
-    """The block as one bash script, each command followed by a marker with its exit status."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    script = "".join(f'{quickstart.substitute(c.text)}\necho "{MARK} $?"\n' for c in block)
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, env=env)
+def _run_bash(cluster: Cluster, block: Block) -> None:
+    """The block as one bash script, each command followed by a marker with its exit status; any
+    process the block left in the background is stopped when the script ends."""
+    cmds = commands(block)
+    script = "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n"
+    script += "".join(f'{cluster.substitute(c.text)}\necho "{MARK} $?"\n' for c in cmds)
+    done = _run(["bash", "-c", script], cluster.cwd)
     pieces = done.stdout.split(MARK)
-    assert len(pieces) == len(block) + 1, (
-        f"{block[0].source}: the block stopped early\n{done.stdout}\n{done.stderr}"
+    assert len(pieces) == len(cmds) + 1, (
+        f"{block.source}: the block stopped early\n{done.stdout}\n{done.stderr}"
     )
     # pieces[i + 1] starts with command i's exit status, then holds command i + 1's output
-    for i, command in enumerate(block):
+    for i, command in enumerate(cmds):
         output = pieces[i] if i == 0 else pieces[i].split("\n", 1)[-1]
         status = pieces[i + 1].split("\n", 1)[0].strip()
         got = output.strip()
         assert status == "0", f"{command.source}: {command.text}\nexit {status}\n{got}\n{done.stderr}"
         if not command.expected:
             continue
-        want = "\n".join(command.expected)
+        want = cluster.substitute("\n".join(command.expected))
         try:
-            assert json.loads(got) == json.loads(want), f"{command.source}: {command.text}"
+            assert json.loads(got) == json.loads(want), f"{command.source}: {command.text}\ngot: {got}"
         except json.JSONDecodeError:
-            assert got == want, f"{command.source}: {command.text}"
+            assert got == want, f"{command.source}: {command.text}\ngot: {got}"

@@ -1,0 +1,202 @@
+"""Every output shown in README.md and docs/*.md is also what an independent oracle says.
+
+`test_readme_commands.py` checks that Strata prints what the docs show; this module checks that
+what the docs show is right: numbers come from DuckDB over the raw rows (Druid's wikipedia sample,
+the files the docs write, the events they push), written here apart from Strata. Outputs that are
+not data (Druid's error bodies, metric names, cache counters) are checked against the rule the
+docs state for them. Each shown output must have exactly one oracle, found by a snippet of its
+command, so a new example cannot be added without one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import pytest
+
+from tests.docs.extract import commands, fenced_blocks, python_expected
+from tests.docs.oracles import (
+    Oracle,
+    cache_gauges,
+    channel_array,
+    clicks_by_country,
+    clicks_daily,
+    clicks_hours,
+    clicks_rollup_summary,
+    closed_bucket,
+    druid_error,
+    expect,
+    explain_topn,
+    first_hour_count,
+    first_push,
+    fr_over_100,
+    historical_types,
+    hourly_timeseries,
+    languages,
+    late_days,
+    live_rows,
+    long_pages,
+    los_angeles,
+    lru_counts,
+    max_ingested,
+    one,
+    pari_cities,
+    paris_scan,
+    parse_allowed,
+    parse_failure,
+    readme_channels,
+    readme_deleted_by_hour,
+    readme_lang,
+    readme_live,
+    readme_top_pages,
+    realtime_event_gauges,
+    retried_push,
+    search_pari,
+    spark_totals,
+    time_boundary,
+    tokyo_days,
+    top_countries,
+    total_count,
+    wikipedia_name,
+)
+
+# (document, a snippet of the command) -> one oracle per output of the commands it matches, in order
+ORACLES: dict[tuple[str, str], list[Oracle]] = {
+    ("README.md", "druid/v2/datasources"): [lambda s: [wikipedia_name()]],
+    ("README.md", '"dimension": "page"'): [readme_top_pages],
+    ("README.md", "SUM(deleted)"): [readme_deleted_by_hour],
+    ("README.md", "UPPER(SUBSTRING"): [readme_lang],
+    ("README.md", "SELECT channel, COUNT(*) AS edits"): [readme_channels],
+    ("README.md", "FROM wikipedia_live"): [readme_live],
+    ("README.md", "cityName = 'Paris'"): [
+        lambda s: str(one("SELECT COUNT(*) FROM wiki WHERE cityName = 'Paris'"))
+    ],
+    ("README.md", "added > 100"): [lambda s: str(fr_over_100(s)[0]["edits"])],
+    ("query-api.md", '"granularity": "hour"'): [hourly_timeseries],
+    ("query-api.md", '"dimension": "countryName"'): [top_countries],
+    ("query-api.md", '"name": "lang"'): [languages],
+    ("query-api.md", '"queryType": "scan"'): [paris_scan],
+    ("query-api.md", '"queryType": "search"'): [search_pari],
+    ("query-api.md", '"queryType": "timeBoundary"'): [time_boundary],
+    ("query-api.md", '"queryType": "dataSourceMetadata"'): [max_ingested],
+    ("query-api.md", "America/Los_Angeles"): [los_angeles],
+    ("query-api.md", "strlen(page) > 40"): [long_pages],
+    ("query-api.md", '"wikipedia", "granularity": "all"'): [
+        druid_error(400, "INVALID_INPUT", "invalidInput", "org.apache.druid.error.DruidException")
+    ],
+    ("query-api.md", '"javascript"'): [
+        druid_error(
+            501, "UNSUPPORTED", "legacyQueryException", "org.apache.druid.query.QueryUnsupportedException"
+        )
+    ],
+    ("query-api.md", '"parameters"'): [fr_over_100],
+    ("query-api.md", '"sqlTypesHeader": true'): [channel_array],
+    ("query-api.md", "EXPLAIN PLAN FOR"): [explain_topn],
+    ("query-api.md", "Asia/Tokyo"): [tokyo_days],
+    ("query-api.md", "LIKE 'Pari%'"): [pari_cities],
+    # the SQL API's rule: an unknown table is INVALID_INPUT; the client prints it in one line, exit 1
+    ("query-api.md", "FROM nope"): [expect("Error: INVALID_INPUT: Object 'nope' not found\nexit 1")],
+    ("realtime.md", '"added": 1}]\''): [first_push],
+    ("realtime.md", '"added": 5}]\''): [retried_push],
+    ("realtime.md", "stored_rows FROM edits_live GROUP BY 1"): [live_rows(False), live_rows(True)],
+    ("realtime.md", "10:05:00Z"): [closed_bucket],
+    ("realtime.md", "'not json'"): [
+        druid_error(400, "INVALID_INPUT", "invalidInput", "org.apache.druid.error.DruidException")
+    ],
+    ("realtime.md", "push/wikipedia -d"): [
+        druid_error(404, "NOT_FOUND", "notFound", "org.apache.druid.error.DruidException")
+    ],
+    ("realtime.md", "strata_realtime_events{"): [realtime_event_gauges],
+    ("cache.md", 's["kind"]'): [lru_counts],
+    ("cache.md", "If-None-Match"): [expect("304")],  # the rule: an unchanged ETag is 304 Not Modified
+    ("cache.md", "druid_query_cache_total_"): [cache_gauges],
+    ("cache.md", '-d "$query"'): [total_count],
+    ("cache.md", '-d "${query/'): [first_hour_count],
+    # the breaker's rule: closed while memcached answers, opened by the first failure after the kill
+    ("cache.md", '["breakers"]'): [
+        expect("{'127.0.0.1:11211': {'state': 'closed', 'trips': 0}}"),
+        expect("{'127.0.0.1:11211': {'state': 'open', 'trips': 1}}"),
+    ],
+    ("cache.md", "memcached is gone"): [expect("memcached is gone")],  # not data: an echo once it stopped
+    ("ingestion.md", "--datasource clicks --metadata"): [clicks_hours],
+    ("ingestion.md", "AS rows_"): [clicks_by_country],
+    ("ingestion.md", "clicks-index.json --deep-storage"): [clicks_rollup_summary],
+    ("ingestion.md", "FROM clicks_daily"): [clicks_daily],
+    # the refusal rule: a transformSpec is refused by name, nothing ingested, exit 1
+    ("ingestion.md", "filtered-index.json --deep"): [
+        expect("strata ingest: error: dataSchema.transformSpec is not supported yet\nexit 1")
+    ],
+    ("ingestion.md", "--timestamp-column ts \\\n"): [parse_failure],
+    ("ingestion.md", "--max-parse-exceptions 1"): [parse_allowed],
+    ("ingestion.md", "late_clicks --metadata quickstart/metadata.db --json"): [
+        expect(0),
+        expect(0),
+    ],  # none used
+    ("ingestion.md", "segments drop --datasource late_clicks"): [late_days],
+    ("ingestion.md", "--all --metadata"): [lambda s: 1],  # the one dropped segment, kept as unused
+    ("operations.md", "server_type = 'historical'"): [expect(3)],  # the quickstart's two and one added
+    ("operations.md", "COUNT(*) FROM wikipedia"): [lambda s: one("SELECT COUNT(*) FROM wiki")],
+    ("operations.md", "# TYPE druid_"): [historical_types],
+    ("spark.md", "wikipedia_hourly"): [spark_totals],
+}
+
+
+def shown_outputs() -> list[tuple[str, str, str]]:
+    """(document, the command followed by its shown output, the shown text), in document order."""
+    out = []
+    for block in fenced_blocks():
+        if not block.tested:
+            continue
+        if block.language == "python":
+            expected = python_expected(block)
+            if expected is not None:
+                out.append((block.source, block.body, expected))
+            continue
+        for command in commands(block):
+            if command.expected:
+                shown = "\n".join(command.expected)
+                out.append((block.source, command.text + "\n# " + "\n# ".join(command.expected), shown))
+    return out
+
+
+def _key(doc: str, text: str) -> tuple[str, str]:
+    keys = [(d, k) for (d, k) in ORACLES if d == doc and k in text]
+    assert len(keys) == 1, f"{doc}: {text[:300]!r} matches oracles {keys} (exactly one needed)"
+    return keys[0]
+
+
+def test_every_shown_output_has_its_oracles() -> None:
+    seen: dict[tuple[str, str], int] = {}
+    for doc, text, _shown in shown_outputs():
+        key = _key(doc, text)
+        seen[key] = seen.get(key, 0) + 1
+    for key, oracles in ORACLES.items():
+        assert seen.get(key, 0) == len(oracles), f"{key}: {len(oracles)} oracles, {seen.get(key, 0)} outputs"
+
+
+def _with_position() -> list[tuple[str, str, str, int]]:
+    counts: dict[tuple[str, str], int] = {}
+    out = []
+    for doc, text, shown in shown_outputs():
+        key = _key(doc, text)
+        out.append((doc, text, shown, counts.get(key, 0)))
+        counts[key] = counts.get(key, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("item", _with_position(), ids=lambda i: f"{i[0]}:{i[1].splitlines()[0][:50]}")
+def test_shown_output_is_the_oracles_answer(item: tuple[str, str, str, int]) -> None:
+    doc, text, shown, position = item
+    want = ORACLES[_key(doc, text)][position](shown)
+    if want is None:
+        return  # the oracle checked the shown text itself
+    try:
+        got: Any = json.loads(shown)
+    except json.JSONDecodeError:
+        got = shown
+    if isinstance(want, str) and not isinstance(got, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            want = json.loads(want)
+    assert got == want, f"{doc}: the docs show\n{shown}\nbut the oracle says\n{want}\nfor\n{text[:500]}"
