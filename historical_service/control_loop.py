@@ -63,6 +63,7 @@ class ControlLoop:
         self.handoff_check_s = handoff_check_s
         self.drop_delay_s = drop_delay_s
         self._deleting: dict[str, asyncio.Task[None]] = {}
+        self._waiting_replacement: set[str] = set()  # overwritten, kept until the new version is served
         self.loaded: dict[str, DataSegment] = {}
         self.assigned: set[str] = set()
         self.members: set[str] = {name}
@@ -119,9 +120,10 @@ class ControlLoop:
         self.metrics.segments_assigned.set(len(self.assigned))
         self.loader.forget_failures(keep=self.assigned)
 
-        await self._drop([self.loaded[sid] for sid in self.loaded if sid not in used], reason="unused")
         wanted = [used[sid] for sid in sorted(self.assigned) if sid not in self.loaded]
         await self._load([s for s in wanted if self.loader.may_try(s.id)])
+        unused = [self.loaded[sid] for sid in self.loaded if sid not in used]
+        await self._drop(await self._replaced(unused, used), reason="unused")
         await self._hand_off(used)
         if self.passes == 0:
             await self._clean_cache(used)
@@ -154,9 +156,34 @@ class ControlLoop:
                 log.info("loaded and announced %d segments", len(ready))
             self._update_gauges()
 
+    async def _replaced(
+        self, unused: Sequence[DataSegment], used: dict[str, DataSegment]
+    ) -> list[DataSegment]:
+        """Unused segments that may go now. One overwritten by a newer version stays announced until
+        every segment of that version over its interval is announced somewhere (what Druid's
+        coordinator ensures by marking a segment overshadowed only once its replacement is
+        loaded): a query in between reads the old rows, never a gap. Deleted ones go at once."""
+        self._waiting_replacement = set()
+        if not unused:
+            return []
+        newer = {u.id: [s.id for s in used.values() if _overwrites(s, u)] for u in unused}
+        if not any(newer.values()):
+            return list(unused)
+        try:
+            served = await self.cluster.served_by()
+        except Exception as e:
+            log.warning("cannot read who serves what (%s); keeping %d overwritten segments", e, len(unused))
+            self._waiting_replacement = {u.id for u in unused if newer[u.id]}
+            return [u for u in unused if not newer[u.id]]
+        # without ZooKeeper this node is the cluster, and it has loaded what it could
+        announced = set(self.loaded) if served is None else set().union(*served.values()) | set(self.loaded)
+        ready = [u for u in unused if all(sid in announced for sid in newer[u.id])]
+        self._waiting_replacement = {u.id for u in unused} - {u.id for u in ready}
+        return ready
+
     async def _hand_off(self, used: dict[str, DataSegment]) -> None:
         leaving = [sid for sid in self.loaded if sid in used and sid not in self.assigned]
-        self.pending_handoff = set(leaving)
+        self.pending_handoff = set(leaving) | self._waiting_replacement
         if not leaving:
             return
         try:
@@ -211,3 +238,11 @@ class ControlLoop:
 
     async def unannounce_all(self) -> None:
         await self.announcer.unannounce(list(self.loaded.values()))
+
+
+def _overwrites(newer: DataSegment, older: DataSegment) -> bool:
+    return (
+        newer.data_source == older.data_source
+        and newer.version > older.version
+        and newer.interval.overlaps(older.interval)
+    )

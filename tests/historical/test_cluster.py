@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +15,15 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from discovery import ZkPaths
-from tests.historical.segment_factory import HistoricalCluster, kazoo, served_ids, unique_base, wait_until
+from storage import open_metadata_store
+from tests.historical.segment_factory import (
+    HistoricalCluster,
+    build_segment,
+    kazoo,
+    served_ids,
+    unique_base,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -179,5 +188,40 @@ def test_a_dropped_segment_is_still_answered_until_the_drop_delay_ends(zk_hosts:
 
         wait_until(reported_missing, 30, "the node stops answering for it once the delay ends")
         wait_until(lambda: not (tmp_path / "cache-h1" / gone.id).exists(), 10, "files deleted")
+    finally:
+        cluster.stop_all()
+
+
+def test_an_overwritten_segment_is_served_until_its_replacement_is(zk_hosts: str, tmp_path: Path) -> None:
+    """Druid's coordinator marks a segment overshadowed only once the new version is loaded; here a
+    historical keeps the old version announced (and answering) while the new one cannot load yet,
+    so a broker never sees a gap in the timeline during an overwrite."""
+    cluster = HistoricalCluster(tmp_path, zk_hosts, unique_base("overwrite"))
+    paths = ZkPaths(cluster.zk_base)
+    (old,) = cluster.add_segments("wiki", [0])
+    new = build_segment(cluster.deep, "wiki", 0, version="2024-02-01T00:00:00.000Z", rows=30)
+    files = Path(str(new.load_spec["path"])).parent
+    hidden = files.with_name(files.name + ".hidden")
+    query = {"queryType": "timeseries", "dataSource": "wiki", "granularity": "all",
+             "intervals": ["2015-09-01/2015-09-02"],
+             "aggregations": [{"type": "longSum", "name": "n", "fieldName": "count"}]}  # fmt: skip
+    try:
+        node = cluster.historical("h1", replicas=1).start()
+        wait_until(lambda: served_count(zk_hosts, paths) == Counter({old.id: 1}), 60, "the old version")
+        files.rename(hidden)  # the new version's files are not there yet: its load fails and retries
+        store = open_metadata_store(cluster.metadata_path)
+        try:
+            store.publish([new], overwrite=True)  # marks the old version unused in the same transaction
+        finally:
+            store.close()
+        for _ in range(8):  # several poll periods (0.5 s): the old version stays while the new cannot load
+            time.sleep(0.5)
+            assert served_count(zk_hosts, paths) == Counter({old.id: 1})
+        answer = httpx.post(f"{node.url}/druid/v2/", json=query, timeout=10).json()
+        assert answer == [{"timestamp": "2015-09-01T00:00:00.000Z", "result": {"n": 20}}]  # old: 20 rows
+        hidden.rename(files)
+        wait_until(lambda: served_count(zk_hosts, paths) == Counter({new.id: 1}), 60, "the new version only")
+        answer = httpx.post(f"{node.url}/druid/v2/", json=query, timeout=10).json()
+        assert answer == [{"timestamp": "2015-09-01T00:00:00.000Z", "result": {"n": 30}}]  # new: 30 rows
     finally:
         cluster.stop_all()
