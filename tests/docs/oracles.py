@@ -156,12 +156,10 @@ def readme_fr(shown: str) -> str:
     return csv_lines(("edits", "added"), *got)
 
 
-def readme_spark_reads(shown: str) -> str:
-    late = one("SELECT COUNT(*) FROM wiki WHERE channel = '#en.wikipedia' AND added > 50 "
-               "AND time >= '2015-09-12T20:00:00Z'")  # fmt: skip
+def readme_spark_tour(shown: str) -> str:
+    fr = one("SELECT COUNT(*) FROM wiki WHERE channel = '#fr.wikipedia' AND added > 100")
     channel, n = rows("SELECT channel, COUNT(*) FROM wiki GROUP BY 1 ORDER BY 2 DESC LIMIT 1")[0]
-    pages = min(10, one("SELECT COUNT(DISTINCT page) FROM wiki"))  # the topN's threshold
-    return f"{late}\nRow(channel='{channel}', edits={n})\n['timestamp', 'page', 'edits'] {pages}"
+    return f"{fr}\nRow(channel='{channel}', edits={n})"
 
 
 README_MAX_ROWS = 2  # the README's --max-rows-per-segment

@@ -57,7 +57,7 @@ from tests.docs.oracles import (
     readme_live_hours,
     readme_push,
     readme_segments,
-    readme_spark_reads,
+    readme_spark_tour,
     readme_sql_top_pages,
     readme_tokyo,
     readme_top_pages,
@@ -83,7 +83,7 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("README.md", "cityName = 'Paris'"): [
         lambda s: str(one("SELECT COUNT(*) FROM wiki WHERE cityName = 'Paris'"))
     ],
-    ("README.md", "added > 100"): [lambda s: str(fr_over_100(s)[0]["edits"])],
+    ("README.md", "added > 100"): [readme_spark_tour],
     ("README.md", "FROM wikipedia_fr"): [readme_fr],
     ("README.md", "segments list --datasource wiki --json"): [readme_segments(False), readme_segments(True)],
     ("README.md", "segments drop --datasource wiki"): [readme_dropped("dropped (marked unused)")],
@@ -93,7 +93,6 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("README.md", "countryName IS NOT NULL GROUP BY 1"): [readme_countries],
     ("README.md", "cityName = 'Tokyo'"): [readme_tokyo],
     ("README.md", "channel = '#de.wikipedia'"): [readme_de],
-    ("README.md", "late = edits.where"): [readme_spark_reads],
     ("README.md", "8085/druid/v2/"): [total_count],  # a historical alone serves every used segment
     ("README.md", "push/clicks_live -d"): [readme_push],
     ("README.md", '"dataSource": "clicks_live"'): [readme_live_hours],
