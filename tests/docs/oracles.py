@@ -136,7 +136,9 @@ def readme_sql_top_pages(shown: str) -> Any:
 
 
 def readme_countries(shown: str) -> str:
-    got = rows("SELECT countryName, COUNT(*) FROM wiki WHERE countryName IS NOT NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 3")
+    got = rows(
+        "SELECT countryName, COUNT(*) FROM wiki WHERE countryName IS NOT NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 3"
+    )
     return csv_lines(("countryName", "edits"), *got)
 
 
