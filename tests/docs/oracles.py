@@ -158,6 +158,17 @@ def readme_fr(shown: str) -> str:
     return csv_lines(("edits", "added"), *got)
 
 
+def readme_my_edits(shown: str) -> str:
+    got = rows(f"SELECT page, COUNT(*) FROM {csv_table('README.md', 'my-edits.csv')} GROUP BY 1 ORDER BY 1")
+    return csv_lines(("page", "edits"), *got)
+
+
+def readme_my_edits_hours() -> int:
+    """The hourly segments the README's tour waits for."""
+    edits = csv_table("README.md", "my-edits.csv")
+    return int(one(f"SELECT COUNT(DISTINCT date_trunc('hour', t)) FROM {edits}"))
+
+
 def readme_spark_tour(shown: str) -> str:
     fr = one("SELECT COUNT(*) FROM wiki WHERE channel = '#fr.wikipedia' AND added > 100")
     channel, n = rows("SELECT channel, COUNT(*) FROM wiki GROUP BY 1 ORDER BY 2 DESC LIMIT 1")[0]

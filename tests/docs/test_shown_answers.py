@@ -55,6 +55,8 @@ from tests.docs.oracles import (
     readme_lang,
     readme_live,
     readme_live_hours,
+    readme_my_edits,
+    readme_my_edits_hours,
     readme_push,
     readme_segments,
     readme_spark_tour,
@@ -85,6 +87,7 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ],
     ("README.md", "added > 100"): [readme_spark_tour],
     ("README.md", "FROM wikipedia_fr"): [readme_fr],
+    ("README.md", "FROM my_edits GROUP BY"): [readme_my_edits],
     ("README.md", "segments list --datasource wiki --json"): [readme_segments(False), readme_segments(True)],
     ("README.md", "segments drop --datasource wiki"): [readme_dropped("dropped (marked unused)")],
     ("README.md", "segments restore --datasource wiki"): [readme_dropped("restored (marked used)")],
@@ -223,3 +226,10 @@ def test_shown_output_is_the_oracles_answer(item: tuple[str, str, str, int]) -> 
         with contextlib.suppress(json.JSONDecodeError):
             want = json.loads(want)
     assert got == want, f"{doc}: the docs show\n{shown}\nbut the oracle says\n{want}\nfor\n{text[:500]}"
+
+
+def test_the_tour_waits_for_as_many_segments_as_it_ingests() -> None:
+    """The tour's wait loop is not a shown output, but a wrong count would hang it: the oracle's."""
+    waits = [c.text for b in fenced_blocks() if b.source == "README.md" and b.tested for c in commands(b)
+             if "datasource = 'my_edits'" in c.text]  # fmt: skip
+    assert len(waits) == 1 and f"grep -qx {readme_my_edits_hours()};" in waits[0], waits
