@@ -11,7 +11,6 @@ id stays the same while its data grows), nor partial answers. Clients may send t
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from typing import Any
 
@@ -37,14 +36,9 @@ def result_key(query: Query) -> bytes:
 
 def segments_etag(plan: SegmentPlan) -> str | None:
     """A digest of the segments `plan` reads; None when a real-time segment is among them."""
-    digest = hashlib.blake2b(digest_size=16)
-    for task in sorted(plan.tasks, key=lambda t: t.segment_id):
-        if not task.selector.is_historical:
-            return None
-        d = task.descriptor
-        digest.update(task.segment_id.encode())
-        digest.update(struct.pack(">qq", d.interval.start, d.interval.end))
-    return f'"{digest.hexdigest()}"'
+    if not all(task.selector.is_historical for task in plan.tasks):
+        return None
+    return plan.segments_digest()
 
 
 def result_cacheable(query: Query) -> bool:

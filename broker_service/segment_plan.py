@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -37,6 +38,20 @@ class SegmentPlan:
     tasks: tuple[SegmentTask, ...]
     uncovered: tuple[Interval, ...] = ()
     uncovered_overflowed: bool = False
+    _digest: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    def segments_digest(self) -> str:
+        """Names exactly the segment pieces read (ids and clipped intervals), in any order: the
+        whole-answer cache's ETag. Built once, since a plan is reused while its timeline holds."""
+        if self._digest is None:
+            digest = hashlib.blake2b(digest_size=16)
+            for task in sorted(self.tasks, key=lambda t: t.segment_id):
+                d = task.descriptor
+                digest.update(task.segment_id.encode())
+                digest.update(struct.pack(">qq", d.interval.start, d.interval.end))
+            object.__setattr__(self, "_digest", f'"{digest.hexdigest()}"')
+        assert self._digest is not None
+        return self._digest
 
 
 class SegmentPlanner:

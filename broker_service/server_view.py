@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Protocol
 
 from broker_service.data_server import DataServer
@@ -39,16 +40,30 @@ NO_LOAD: LoadGauge = _NoLoad()
 class ServerSelector:
     """One segment and the servers announcing it; picks one server per query."""
 
-    __slots__ = ("segment", "servers")
+    __slots__ = ("_historical", "_servers", "segment")
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
-        self.servers: dict[str, DataServer] = {}
+        self._servers: dict[str, DataServer] = {}
+        self._historical = False
+
+    @property
+    def servers(self) -> Mapping[str, DataServer]:
+        return MappingProxyType(self._servers)
+
+    def set_server(self, server: DataServer) -> None:
+        self._servers[server.name] = server
+        self._historical = any(s.is_historical for s in self._servers.values())
+
+    def remove_server(self, name: str) -> None:
+        self._servers.pop(name, None)
+        self._historical = any(s.is_historical for s in self._servers.values())
 
     @property
     def is_historical(self) -> bool:
-        """Served by at least one historical: its partial results are immutable and cacheable."""
-        return any(s.is_historical for s in self.servers.values())
+        """Served by at least one historical: its partial results are immutable and cacheable.
+        Kept up to date on each change: every query asks it of every segment it reads."""
+        return self._historical
 
     def pick(
         self,
@@ -57,7 +72,7 @@ class ServerSelector:
         rng: random.Random | None = None,
     ) -> DataServer | None:
         """Historicals before realtime, highest tier priority, fewest open connections, random tie."""
-        pool = [s for s in self.servers.values() if s.name not in exclude]
+        pool = [s for s in self._servers.values() if s.name not in exclude]
         if not pool:
             return None
         historicals = [s for s in pool if s.is_historical]
@@ -71,7 +86,7 @@ class ServerSelector:
         return (rng or random).choice(pool) if len(pool) > 1 else pool[0]
 
     def __repr__(self) -> str:
-        return f"ServerSelector({self.segment.id}, {sorted(self.servers)})"
+        return f"ServerSelector({self.segment.id}, {sorted(self._servers)})"
 
 
 SegmentRemovedListener = Callable[[DataSegment], None]
@@ -95,7 +110,7 @@ class BrokerServerView:
         self._servers[server.name] = server
         served = self._served.setdefault(server.name, {})
         for segment_id in served:
-            self._selectors[segment_id].servers[server.name] = server
+            self._selectors[segment_id].set_server(server)
         self.version += 1
 
     def remove_server(self, name: str) -> None:
@@ -129,7 +144,7 @@ class BrokerServerView:
             if timeline is None:
                 timeline = self._timelines[segment.data_source] = VersionedIntervalTimeline()
             timeline.add_segment(segment, selector)
-        selector.servers[server_name] = server
+        selector.set_server(server)
         self.version += 1
 
     def remove_segment(self, server_name: str, segment_id: str, *, vanished: bool = False) -> None:
@@ -139,7 +154,7 @@ class BrokerServerView:
         selector = self._selectors.get(segment_id)
         if selector is None:
             return
-        selector.servers.pop(server_name, None)
+        selector.remove_server(server_name)
         if not selector.servers:
             if vanished and self.lost_segment_grace_s > 0:
                 self._lost[segment_id] = self._clock()

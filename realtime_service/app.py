@@ -22,6 +22,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from discovery import ServerMetadata, ServerType, ZkPaths
+from realtime_service.ingest_metrics import IngestCollector
 from realtime_service.node import RealtimeNode
 from realtime_service.push_api import PushEndpoint
 from realtime_service.spec import RealtimeSpec
@@ -95,6 +96,16 @@ def _bind_metrics(state: RealtimeState, endpoint: QueryEndpoint) -> None:
     events = Gauge("strata_realtime_events", "Pushed events by outcome", ["outcome"], registry=r)
     for key in ("received", "accepted", "unparseable", "thrownAway", "duplicates", "rejected"):
         events.labels(key).set_function(partial(_event_count, state, key))
+    r.register(IngestCollector(lambda: state.node.spec.data_source if state.node else None,
+                               partial(_ingest_counts, state)))  # fmt: skip
+
+
+def _ingest_counts(state: RealtimeState) -> dict[str, float]:
+    counts: dict[str, float] = dict(state.push.counts) if state.push else {}
+    if state.node is not None:
+        counts["persists"] = state.node.stats.persists
+        counts["handoffs"] = state.node.stats.handoffs
+    return counts
 
 
 def _event_count(state: RealtimeState, key: str) -> float:

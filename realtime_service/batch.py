@@ -70,9 +70,14 @@ def read_body(body: bytes) -> Block:
 
 
 def build_batch(
-    body: bytes, spec: RealtimeSpec, known: Sequence[DimensionSpec], min_time: int | None
+    body: bytes,
+    spec: RealtimeSpec,
+    known: Sequence[DimensionSpec],
+    min_time: int | None,
+    max_time_allowed: int | None = None,
 ) -> ParsedBatch:
-    """Rows to keep; `min_time`: events before it are outside the window (None: no window)."""
+    """Rows to keep; events before `min_time` or after `max_time_allowed` are outside the window
+    (None: unbounded on that side)."""
     block = read_body(body)
     ingestion = spec.as_ingestion_spec()
     dims = list(known)
@@ -84,12 +89,18 @@ def build_batch(
     kept = norm.table
     times = kept.column(TIME).to_numpy()
     thrown_away = 0
-    if min_time is not None and times.size:
-        inside = times >= min_time
+    if times.size and (min_time is not None or max_time_allowed is not None):
+        early = times < min_time if min_time is not None else np.zeros(times.size, dtype=bool)
+        late = times > max_time_allowed if max_time_allowed is not None else np.zeros(times.size, dtype=bool)
+        inside = ~(early | late)
         thrown_away = int((~inside).sum())
         if thrown_away:
             kept, times = kept.filter(pa.array(inside)), times[inside]
-            reasons.append(f"{thrown_away} events before the window start {min_time} ms (windowPeriod)")
+        if early.any():
+            reasons.append(f"{int(early.sum())} events before the window start {min_time} ms (windowPeriod)")
+        if late.any():
+            end = max_time_allowed
+            reasons.append(f"{int(late.sum())} events after the window end {end} ms (windowPeriod)")
     max_time = int(times.max()) if times.size else None
     kept = kept.set_column(0, TIME, pa.array(spec.granularity.query.bucket_starts(times), pa.int64()))
     kept = kept.append_column(CHUNK, pa.array(spec.granularity.segment.bucket_starts(times), pa.int64()))

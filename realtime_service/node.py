@@ -373,6 +373,13 @@ class RealtimeNode:
         if due:
             self.handoff(due)
 
+    def window_end(self) -> int | None:
+        """Events after this instant are outside the window: Druid's serverTime policy takes
+        events up to now + windowPeriod only, so a wrong clock cannot open buckets far ahead."""
+        if self.spec.rejection_policy == "serverTime":
+            return int(time.time() * 1000) + self.spec.window_ms
+        return None
+
     def window_start(self) -> int | None:
         """Events before this instant are outside the window (None: every event is taken)."""
         spec = self.spec

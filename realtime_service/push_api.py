@@ -185,7 +185,7 @@ class PushEndpoint:
         idx = node.index
         try:
             batch = await asyncio.to_thread(
-                build_batch, body, node.spec, list(idx.dimensions), node.window_start()
+                build_batch, body, node.spec, list(idx.dimensions), node.window_start(), node.window_end()
             )
         except BadBody as e:
             raise BadPush(str(e)) from None

@@ -73,6 +73,10 @@ def configure_logging(level: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if level.upper() != "DEBUG":
+        # httpx logs every request at INFO: a broker's log would be little but its scatter calls
+        for chatty in ("httpx", "httpcore"):
+            logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

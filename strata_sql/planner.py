@@ -149,13 +149,17 @@ class VirtualColumns:
         return name, kind
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def parse(sql: str) -> tuple[exp.Expr, bool]:
     explain = bool(EXPLAIN.match(sql))
     text = EXPLAIN.sub("", sql).strip().rstrip(";")
     try:
         statements = sqlglot.parse(text, read="druid")
     except SqlglotError as e:
-        raise invalid("SQL parse failed: %s", " ".join(str(e).split())) from None
+        # sqlglot underlines the offending token with terminal escapes: plain text for clients
+        raise invalid("SQL parse failed: %s", " ".join(_ANSI_ESCAPE.sub("", str(e)).split())) from None
     if len(statements) != 1 or statements[0] is None:
         raise invalid("SQL must be exactly one statement")
     return statements[0], explain

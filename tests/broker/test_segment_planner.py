@@ -59,3 +59,25 @@ def test_other_intervals_limits_and_datasources_are_planned_apart() -> None:
     assert planner.plan(sum_query("2015-09-11/2015-09-13")) is not narrow  # evicted (size 2), same tasks
     assert ids(planner.plan(sum_query("2015-09-11/2015-09-13"))) == ids(narrow)
     assert planner.plan(sum_query("2015-09-01/2015-09-30", ds="missing")).tasks == ()
+
+
+def test_the_etag_names_the_segments_read_and_skips_real_time_ones() -> None:
+    from broker_service.result_cache import segments_etag
+
+    view = BrokerServerView()
+    view.add_server(H1)
+    rt = DataServer("rt:8100", "rt:8100", "realtime", "_default_tier", 0)
+    view.add_server(rt)
+    for day in DAYS[:3]:
+        view.add_segment(H1.name, segment(interval=day))
+    planner = SegmentPlanner(view)
+    query = sum_query("2015-09-10/2015-09-20")
+    tag = segments_etag(planner.plan(query))
+    assert tag is not None and tag == segments_etag(plan_segments(view, query))  # a fresh plan agrees
+    assert segments_etag(planner.plan(sum_query("2015-09-10/2015-09-12"))) != tag  # clipped differently
+    live = segment(interval=DAYS[3])
+    view.add_segment(rt.name, live)
+    assert segments_etag(planner.plan(query)) is None  # a real-time segment: never cached whole
+    view.add_segment(H1.name, live)  # handed off: a historical serves it too, same timeline entry
+    handed = segments_etag(planner.plan(query))
+    assert handed is not None and handed != tag

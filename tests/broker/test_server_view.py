@@ -27,7 +27,7 @@ class FakeLoad:
 def selector(*servers: DataServer) -> ServerSelector:
     s = ServerSelector(segment())
     for server in servers:
-        s.servers[server.name] = server
+        s.set_server(server)
     return s
 
 

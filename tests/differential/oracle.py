@@ -4,7 +4,8 @@ Written apart from Strata's engine: it imports nothing of `query/`. Druid's rule
 intervals condensed (a row counts once); a segment's cursor covers
 [max(interval start, segment minTime), min(interval end, end of the bucket holding maxTime)) and
 timeseries zero-fills every bucket of it (count 0, other aggregators null); `all` rows of
-timeseries/topN carry the earliest cursor start, groupBy rows the earliest interval start; groupBy
+timeseries/topN carry the earliest cursor start, groupBy rows the earliest interval start; a
+timeseries `all` with no cursor at all is still one such row, at the first interval's start; groupBy
 with no dimensions over no rows still gives one summary row; arithmetic with a null operand is
 null, `/` by zero is 0; filters use SQL's three-valued logic except that a `bound` without a lower
 bound and a null among `in` values match null.
@@ -178,11 +179,12 @@ class Oracle:
         ranges = self._cursor_ranges(spec)
         filled = self._bucketed(spec, [])
         if spec.gran.is_all:
-            if not ranges:
-                return []
+            # no cursor at all: Druid's merge still answers one row (TimeseriesQueryQueryToolChest's
+            # null result), stamped with the start of the first (condensed) query interval
+            first = min(r[0] for r in ranges) if ranges else condense(spec.intervals)[0][0]
             return [
                 {
-                    "timestamp": utc_text(min(r[0] for r in ranges)),
+                    "timestamp": utc_text(first),
                     "result": self._finish(spec, filled.get((None,), {})),
                 }
             ]

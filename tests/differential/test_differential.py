@@ -69,3 +69,11 @@ def test_the_oracle_on_hand_computed_cases(wikipedia_sample: Path) -> None:
     spec.gran = Gran("all")
     late = [(1442056000000, 1442102399200)]  # minTime 11:06:40
     assert Oracle(conn, late).answer(spec)[0]["timestamp"] == "2015-09-12T11:06:40.000Z"
+    # no cursor at all (the interval ends before the segment's first row): Druid's merge still
+    # answers one row for `all`, count 0 and null elsewhere, at the first interval's start
+    before = Spec({}, "timeseries", [(1442014500000, 1442017500000), (1442014800000, 1442017200000)],
+                  Gran("all"), "TRUE", [], [], [])  # fmt: skip
+    before.aggs = [AGGS[0]]
+    assert Oracle(conn, day_segment).answer(before) == [
+        {"timestamp": "2015-09-11T23:35:00.000Z", "result": {"c": 0}}
+    ]

@@ -144,11 +144,14 @@ def test_server_time_window_throws_away_old_events(tmp_path: Path) -> None:
     now = datetime.now(UTC)
     fresh = [{"ts": now.strftime("%Y-%m-%dT%H:%M:%S.000Z"), "k": "a", "n": 5}]
     stale = [{"ts": (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z"), "k": "b", "n": 7}] * 3
+    ahead = [{"ts": (now + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S.000Z"), "k": "c", "n": 9}] * 2
     with running([proc]):
         proc.start()
-        body = push(proc, fresh + stale).json()
-        assert (body["accepted"], body["thrownAway"]) == (1, 3)
-        assert any("window" in r for r in body["parseErrors"])
+        body = push(proc, fresh + stale + ahead).json()
+        # Druid's serverTime policy: only [now - windowPeriod, now + windowPeriod] is taken
+        assert (body["accepted"], body["thrownAway"]) == (1, 5)
+        assert any("before the window start" in r for r in body["parseErrors"])
+        assert any("2 events after the window end" in r for r in body["parseErrors"])
         day = f"{(now - timedelta(days=2)).date()}/{(now + timedelta(days=1)).date()}"
         assert [(c, s) for _, c, s in hourly_answer(proc, day)] == [(1, 5)]
 

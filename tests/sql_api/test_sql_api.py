@@ -130,6 +130,7 @@ def test_explain_errors_and_cancel(cluster: dict[str, Any]) -> None:  # noqa: F8
         body = resp.json()
         assert resp.status_code == status and body["category"] == category, (bad, body)
         assert {"error", "errorCode", "persona", "category", "errorMessage", "context"} <= set(body)
+        assert "\x1b" not in body["errorMessage"], body  # no terminal colour codes from the parser
     assert httpx.delete(broker.url + "/druid/v2/sql/no-such-query", timeout=10).status_code == 404
     assert rows(broker, "SELECT 1 AS one") == [{"one": 1}]
 
