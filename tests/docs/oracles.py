@@ -158,6 +158,14 @@ def readme_fr(shown: str) -> str:
     return csv_lines(("edits", "added"), *got)
 
 
+def realtime_ingest_types(shown: str) -> str:
+    # Druid's real-time ingestion metrics (defaultMetrics.json) as its Prometheus emitter names them:
+    # lower-cased, `/` as `_`, counters
+    druid = ["ingest/events/processed", "ingest/events/thrownAway", "ingest/events/unparseable",
+             "ingest/persists/count", "ingest/handoff/count"]  # fmt: skip
+    return "\n".join(f"# TYPE druid_{name.lower().replace('/', '_')} counter" for name in druid)
+
+
 def readme_my_edits(shown: str) -> str:
     got = rows(f"SELECT page, COUNT(*) FROM {csv_table('README.md', 'my-edits.csv')} GROUP BY 1 ORDER BY 1")
     return csv_lines(("page", "edits"), *got)
