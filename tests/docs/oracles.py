@@ -160,10 +160,10 @@ def readme_fr(shown: str) -> str:
 
 def realtime_ingest_types(shown: str) -> str:
     # Druid's real-time ingestion metrics (defaultMetrics.json) as its Prometheus emitter names them:
-    # lower-cased, `/` as `_`, counters
+    # lower-cased, `/` as `_`, counters as _total
     druid = ["ingest/events/processed", "ingest/events/thrownAway", "ingest/events/unparseable",
              "ingest/persists/count", "ingest/handoff/count"]  # fmt: skip
-    return "\n".join(f"# TYPE druid_{name.lower().replace('/', '_')} counter" for name in druid)
+    return "\n".join(f"# TYPE druid_{name.lower().replace('/', '_')}_total counter" for name in druid)
 
 
 def readme_my_edits(shown: str) -> str:
