@@ -130,6 +130,113 @@ def readme_live(shown: str) -> str:
     return csv_lines(("page", "edits", "added"), *got)
 
 
+def readme_sql_top_pages(shown: str) -> Any:
+    top = rows("SELECT page, COUNT(*) FROM wiki GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3")
+    return [{"page": p, "Edits": n} for p, n in top]
+
+
+def readme_countries(shown: str) -> str:
+    got = rows(
+        "SELECT countryName, COUNT(*) FROM wiki WHERE countryName IS NOT NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 3"
+    )
+    return csv_lines(("countryName", "edits"), *got)
+
+
+def readme_tokyo(shown: str) -> str:
+    got = rows("SELECT time, page, added FROM wiki WHERE cityName = 'Tokyo' ORDER BY time LIMIT 2")
+    return "\n".join(json.dumps({"__time": iso(t), "page": p, "added": a}, ensure_ascii=False, separators=(",", ":"))
+                     for t, p, a in got)  # fmt: skip
+
+
+def readme_de(shown: str) -> str:
+    n, added = rows("SELECT COUNT(*), SUM(added) FROM wiki WHERE channel = '#de.wikipedia'")[0]
+    return f"{n}\t{added}"
+
+
+def readme_fr(shown: str) -> str:
+    got = rows("SELECT COUNT(*), SUM(added) FROM wiki WHERE channel = '#fr.wikipedia' AND added > 100")
+    return csv_lines(("edits", "added"), *got)
+
+
+def realtime_ingest_types(shown: str) -> str:
+    # Druid's real-time ingestion metrics (defaultMetrics.json) as its Prometheus emitter names them:
+    # lower-cased, `/` as `_`, counters as _total
+    druid = ["ingest/events/processed", "ingest/events/thrownAway", "ingest/events/unparseable",
+             "ingest/persists/count", "ingest/handoff/count"]  # fmt: skip
+    return "\n".join(f"# TYPE druid_{name.lower().replace('/', '_')}_total counter" for name in druid)
+
+
+def readme_my_edits(shown: str) -> str:
+    got = rows(f"SELECT page, COUNT(*) FROM {csv_table('README.md', 'my-edits.csv')} GROUP BY 1 ORDER BY 1")
+    return csv_lines(("page", "edits"), *got)
+
+
+def readme_my_edits_hours() -> int:
+    """The hourly segments the README's tour waits for."""
+    edits = csv_table("README.md", "my-edits.csv")
+    return int(one(f"SELECT COUNT(DISTINCT date_trunc('hour', t)) FROM {edits}"))
+
+
+def readme_spark_tour(shown: str) -> str:
+    fr = one("SELECT COUNT(*) FROM wiki WHERE channel = '#fr.wikipedia' AND added > 100")
+    channel, n = rows("SELECT channel, COUNT(*) FROM wiki GROUP BY 1 ORDER BY 2 DESC LIMIT 1")[0]
+    return f"{fr}\nRow(channel='{channel}', edits={n})"
+
+
+README_MAX_ROWS = 2  # the README's --max-rows-per-segment
+README_DROPPED_HOUR = "2015-09-12T01:00:00Z"  # the README drops the segments of this hour
+
+
+@cache
+def readme_events() -> str:
+    path = scratch() / "readme-events.json"
+    path.write_text(doc_file("README.md", "events.json"))
+    db().execute(f"CREATE TABLE readme_events AS SELECT * FROM read_json('{path}', "
+                 "columns={time: 'TIMESTAMPTZ', channel: 'VARCHAR', page: 'VARCHAR', added: 'BIGINT'})")  # fmt: skip
+    return "readme_events"
+
+
+def _readme_segments(where: str) -> int:
+    """ceil(rows / max) dynamic partitions per hour of the README's events."""
+    return int(one(f"SELECT COALESCE(SUM(CEIL(n / {README_MAX_ROWS})), 0) FROM (SELECT COUNT(*) AS n "
+                   f"FROM {readme_events()} WHERE {where} GROUP BY date_trunc('hour', time))"))  # fmt: skip
+
+
+def readme_segments(after_drop: bool) -> Oracle:
+    hour = f"date_trunc('hour', time) = TIMESTAMPTZ '{README_DROPPED_HOUR}'"
+    return lambda shown: _readme_segments(f"NOT ({hour})" if after_drop else "true")
+
+
+def readme_dropped(verb: str) -> Oracle:
+    hour = f"date_trunc('hour', time) = TIMESTAMPTZ '{README_DROPPED_HOUR}'"
+    return lambda shown: f"{_readme_segments(hour)} segment(s) {verb}"
+
+
+@cache
+def readme_live_events() -> str:
+    """The events the README pushes to a real-time node of its own (from its curl command)."""
+    text = next(b.body for b in fenced_blocks([DOCUMENTS[0]]) if "push/clicks_live -d" in b.body)
+    events = re.search(r"push/clicks_live -d '(\[.*?\])'", text, re.S)
+    assert events, "the README pushes no events to clicks_live"
+    path = scratch() / "readme-live.json"
+    path.write_text(events.group(1))
+    db().execute(f"CREATE TABLE readme_live AS SELECT * FROM read_json('{path}', "
+                 "columns={time: 'VARCHAR', page: 'VARCHAR'})")  # fmt: skip
+    return "(SELECT *, TRY_CAST(time AS TIMESTAMPTZ) AS t FROM readme_live)"
+
+
+def readme_push(shown: str) -> Any:
+    received, parsed = rows(f"SELECT COUNT(*), COUNT(t) FROM {readme_live_events()}")[0]
+    return {"eventCount": parsed, "received": received, "accepted": parsed, "unparseable": received - parsed,
+            "thrownAway": 0, "parseErrors": [], "lsn": 1}  # fmt: skip
+
+
+def readme_live_hours(shown: str) -> Any:
+    got = rows(f"SELECT date_trunc('hour', t), COUNT(*) FROM {readme_live_events()} WHERE t IS NOT NULL "
+               "GROUP BY 1 ORDER BY 1")  # fmt: skip
+    return [{"timestamp": iso(h), "result": {"clicks": n}} for h, n in got]
+
+
 # -- query-api.md ------------------------------------------------------------------------------
 
 

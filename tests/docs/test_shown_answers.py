@@ -47,11 +47,24 @@ from tests.docs.oracles import (
     parse_allowed,
     parse_failure,
     readme_channels,
+    readme_countries,
+    readme_de,
     readme_deleted_by_hour,
+    readme_dropped,
+    readme_fr,
     readme_lang,
     readme_live,
+    readme_live_hours,
+    readme_my_edits,
+    readme_my_edits_hours,
+    readme_push,
+    readme_segments,
+    readme_spark_tour,
+    readme_sql_top_pages,
+    readme_tokyo,
     readme_top_pages,
     realtime_event_gauges,
+    realtime_ingest_types,
     retried_push,
     search_pari,
     spark_totals,
@@ -65,15 +78,30 @@ from tests.docs.oracles import (
 # (document, a snippet of the command) -> one oracle per output of the commands it matches, in order
 ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("README.md", "druid/v2/datasources"): [lambda s: [wikipedia_name()]],
-    ("README.md", '"dimension": "page"'): [readme_top_pages],
+    ("README.md", '"metric": "edits", "threshold": 3,'): [readme_top_pages],
     ("README.md", "SUM(deleted)"): [readme_deleted_by_hour],
     ("README.md", "UPPER(SUBSTRING"): [readme_lang],
-    ("README.md", "SELECT channel, COUNT(*) AS edits"): [readme_channels],
+    ("README.md", 'csv -e "SELECT channel, COUNT(*) AS edits'): [readme_channels],
     ("README.md", "FROM wikipedia_live"): [readme_live],
     ("README.md", "cityName = 'Paris'"): [
         lambda s: str(one("SELECT COUNT(*) FROM wiki WHERE cityName = 'Paris'"))
     ],
-    ("README.md", "added > 100"): [lambda s: str(fr_over_100(s)[0]["edits"])],
+    ("README.md", "added > 100"): [readme_spark_tour],
+    ("README.md", "FROM wikipedia_fr"): [readme_fr],
+    ("README.md", "FROM my_edits GROUP BY"): [readme_my_edits],
+    ("README.md", "# TYPE druid_ingest_"): [realtime_ingest_types],
+    ("README.md", "segments list --datasource wiki --json"): [readme_segments(False), readme_segments(True)],
+    ("README.md", "segments drop --datasource wiki"): [readme_dropped("dropped (marked unused)")],
+    ("README.md", "segments restore --datasource wiki"): [readme_dropped("restored (marked used)")],
+    ("README.md", "2015-09-12T00:00/2015-09-12T12:00"): [total_count],  # overlapping intervals: each row once
+    ("README.md", "ORDER BY Edits DESC LIMIT 3"): [readme_sql_top_pages],
+    ("README.md", "countryName IS NOT NULL GROUP BY 1"): [readme_countries],
+    ("README.md", "cityName = 'Tokyo'"): [readme_tokyo],
+    ("README.md", "channel = '#de.wikipedia'"): [readme_de],
+    ("README.md", "8085/druid/v2/"): [total_count],  # a historical alone serves every used segment
+    ("README.md", "push/clicks_live -d"): [readme_push],
+    ("README.md", '"dataSource": "clicks_live"'): [readme_live_hours],
+    ("README.md", "8090 --format csv --no-header"): [lambda s: one("SELECT COUNT(*) FROM wiki")],
     ("query-api.md", '"granularity": "hour"'): [hourly_timeseries],
     ("query-api.md", '"dimension": "countryName"'): [top_countries],
     ("query-api.md", '"name": "lang"'): [languages],
@@ -200,3 +228,10 @@ def test_shown_output_is_the_oracles_answer(item: tuple[str, str, str, int]) -> 
         with contextlib.suppress(json.JSONDecodeError):
             want = json.loads(want)
     assert got == want, f"{doc}: the docs show\n{shown}\nbut the oracle says\n{want}\nfor\n{text[:500]}"
+
+
+def test_the_tour_waits_for_as_many_segments_as_it_ingests() -> None:
+    """The tour's wait loop is not a shown output, but a wrong count would hang it: the oracle's."""
+    waits = [c.text for b in fenced_blocks() if b.source == "README.md" and b.tested for c in commands(b)
+             if "datasource = 'my_edits'" in c.text]  # fmt: skip
+    assert len(waits) == 1 and f"grep -qx {readme_my_edits_hours()};" in waits[0], waits
