@@ -10,11 +10,8 @@ import asyncio
 import logging
 import resource
 import time
-from collections import Counter
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -24,23 +21,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from broker_service.admission import Admission
-from broker_service.arrow_scan import SegmentColumnTypes, arrow_scan_response, wants_arrow
-from broker_service.cache_status import CacheCollector, cache_status, druid_cache_collector
-from broker_service.data_node_client import DataNodeClient
+from broker_service.arrow_scan import arrow_scan_response, wants_arrow
+from broker_service.broker import Broker
+from broker_service.cache_status import cache_status
 from broker_service.datasource_info import (
     candidates,
     datasource_columns,
     datasource_columns_full,
     default_interval,
 )
-from broker_service.inventory.base import ServerInventory
-from broker_service.metrics import BrokerMetrics
-from broker_service.query_runner import QueryResult, QueryRunner, RunnerLimits
+from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
-from broker_service.result_cache import ResultLevelCache
-from broker_service.segment_cache import SegmentCache
-from broker_service.server_view import BrokerServerView
 from broker_service.sql_api import sql_routes
 from query import Query, QueryError, parse_query
 from query.errors import invalid, unknown_exception
@@ -48,83 +39,11 @@ from query.request_body import decode_query_body
 from query.scan import ScanQuery
 from query.segment_spec import parse_segment_spec
 from server_kit import __version__
-from server_kit.druid_metrics import SegmentCountCollector
 from server_kit.json_response import druid_error_handlers
 from server_kit.json_response import json_response as _json
 from timeline import Interval
 
 log = logging.getLogger(__name__)
-
-MAX_REQUEST_BYTES = 8 * 1024 * 1024
-
-
-@dataclass
-class BrokerSettings:
-    host: str = "127.0.0.1:8082"  # reported in error bodies
-    max_concurrent_queries: int = 32
-    query_queue: int = 64
-    max_request_bytes: int = MAX_REQUEST_BYTES
-    merge_threads: int = 4
-    limits: RunnerLimits = field(default_factory=RunnerLimits)
-
-
-class Broker:
-    """Everything one broker process holds; built once, torn down by the app's lifespan."""
-
-    def __init__(
-        self,
-        settings: BrokerSettings,
-        view: BrokerServerView,
-        inventory: ServerInventory | None,
-        *,
-        cache_policy: Any = None,
-        cache_kind: str = "none",
-        result_cache: ResultLevelCache | None = None,
-    ):
-        self.settings = settings
-        self.view = view
-        self.inventory = inventory
-        self.metrics = BrokerMetrics()
-        self.client = DataNodeClient()
-        self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
-        self.runner = QueryRunner(
-            view,
-            self.client,
-            merge_pool=self.merge_pool,
-            cache_policy=cache_policy,
-            result_cache=result_cache,
-            limits=settings.limits,
-            metrics=self.metrics,
-        )
-        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue)
-        self.metrics.bind_gauges(
-            segments=lambda: view.segment_count,
-            servers=lambda: len(view.servers()),
-            connected=lambda: 1.0 if inventory is None or inventory.status().connected else 0.0,
-            running=lambda: self.admission.running,
-            queued=lambda: self.admission.queued,
-            lost=lambda: view.lost_segment_count,
-        )
-        self.cache_kind = cache_kind
-        self.scan_types = SegmentColumnTypes()  # for streamed Arrow scans
-        self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
-        per_source = lambda: Counter(s.segment.data_source for s in view.selectors())  # noqa: E731
-        self.metrics.bind_cache(SegmentCountCollector(per_source))
-        if self.segment_cache is not None:
-            self.metrics.bind_cache(CacheCollector(self.segment_cache, result_cache))
-            self.metrics.bind_cache(druid_cache_collector(self.segment_cache))
-            view.on_segment_removed(self.segment_cache.forget_segment)
-        self.started = time.time()
-
-    async def start(self) -> None:
-        if self.inventory is not None:
-            await self.inventory.start()
-
-    async def stop(self) -> None:
-        if self.inventory is not None:
-            await self.inventory.stop()
-        await self.client.close()
-        self.merge_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _answer(result: QueryResult, pretty: bool, headers: dict[str, str]) -> Response:

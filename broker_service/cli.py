@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from broker_service.app import create_app
-    from broker_service.build import BrokerConfigError, build_broker
+    from broker_service.build import build_broker
+    from broker_service.errors import BrokerConfigError
     from server_kit.lifecycle import serve
 
     log = logging.getLogger("strata.broker")

@@ -12,13 +12,14 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from broker_service.broker import Broker
 from query.base import parse_query
 from query.errors import InvalidInput, QueryCancelled, QueryError, invalid, unknown_exception
 from server_kit.json_response import json_response
@@ -28,9 +29,6 @@ from strata_sql.formats import RowEncoder
 from strata_sql.planner import Output, SqlPlan
 from strata_sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
-
-if TYPE_CHECKING:
-    from broker_service.app import Broker
 
 CATALOG_TTL = 10.0
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from query.aggregators import Aggregator
 from query.base import SEGMENT_COLUMN
-from query.data_window import cursor_window, reads_whole
+from query.data_window import cursor_window
 from query.dimensions import DimensionSpec
 from query.duck import query_arrow, quote_ident
 from query.errors import ResourceLimitExceeded
@@ -37,7 +37,7 @@ from query.filters import Filter
 from query.granularity_sql import bucket_sql
 from query.post_aggregators import PostAggEnv
 from query.relation import filtered_relation
-from query.segment_input import SEGMENT_INDEX, WINDOW_START, SegmentInput, segment_labels
+from query.segment_input import SEGMENT_INDEX, WINDOW_START, SegmentInput, reads_whole, segment_labels
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns
 from timeline import Granularity
 

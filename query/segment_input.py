@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from query.duck import quote_ident, quote_str
@@ -216,8 +217,6 @@ def _shared_scan_positions(
     types: Mapping[str, str],
 ) -> list[int]:  # fmt: skip
     """Inputs readable without a time filter or casts, each file once."""
-    from query.data_window import reads_whole  # data_window builds on this module
-
     positions: list[int] = []
     paths: set[str] = set()
     for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
@@ -266,3 +265,42 @@ def segment_facts(inputs: Sequence[SegmentInput]) -> Mapping[str, SegmentSchema]
 
 def to_json_bytes(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+# -- where a segment's rows lie, from the Parquet footer's `__time` statistics (see query.data_window)
+@functools.lru_cache(maxsize=65536)
+def _time_range(path: str, mtime_ns: int) -> tuple[int, int] | None:
+    meta = pq.read_metadata(path)
+    names = meta.schema.names
+    if TIME_COLUMN not in names or meta.num_rows == 0:
+        return None
+    col = names.index(TIME_COLUMN)
+    lows, highs = [], []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        if group.num_rows == 0:
+            continue
+        stats = group.column(col).statistics
+        if stats is None or not stats.has_min_max:
+            return _scan_range(path)
+        lows.append(int(stats.min_raw))
+        highs.append(int(stats.max_raw))
+    return (min(lows), max(highs)) if lows else None
+
+
+def _scan_range(path: str) -> tuple[int, int] | None:
+    times = pq.read_table(path, columns=[TIME_COLUMN]).column(TIME_COLUMN).cast("int64")
+    bounds = pc.min_max(times).as_py()
+    return None if bounds["min"] is None else (bounds["min"], bounds["max"])
+
+
+def data_interval(path: str) -> Interval | None:
+    """[first row time, last row time + 1ms) of a segment file; None when it has no rows."""
+    bounds = lookup(path).time_range if is_memory(path) else _time_range(path, os.stat(path).st_mtime_ns)
+    return None if bounds is None else Interval(bounds[0], bounds[1] + 1)
+
+
+def reads_whole(inp: SegmentInput) -> bool:
+    """Whether the read window holds every row of the segment (no time filter needed)."""
+    data = data_interval(inp.path)
+    return data is None or inp.interval.contains(data)
