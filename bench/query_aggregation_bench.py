@@ -21,7 +21,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from query import parse_query
-from query.engine import run_to_json
+from segment_engine import run_to_json
 from tests.query.segment_fixtures import write_segments
 
 ROWS, DAYS = 1_000_000, 10

@@ -38,9 +38,9 @@ from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
 from query.scan import ScanQuery
 from query.segment_spec import parse_segment_spec
-from server_kit import __version__
-from server_kit.json_response import druid_error_handlers
-from server_kit.json_response import json_response as _json
+from server_common import __version__
+from server_common.json_response import druid_error_handlers
+from server_common.json_response import json_response as _json
 from timeline import Interval
 
 log = logging.getLogger(__name__)

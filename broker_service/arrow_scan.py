@@ -27,10 +27,10 @@ from broker_service.data_node_client import ARROW_STREAM
 from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_plan import SegmentTask, plan_segments
 from query import QueryError
+from query.columns import TIME_COLUMN
 from query.druid_types import arrow_type
 from query.errors import QueryUnsupported, SegmentsMissing, unknown_exception
 from query.scan import ScanQuery
-from query.segment_input import TIME_COLUMN
 
 ERROR_METADATA_KEY = b"strata.error"
 TIME_TYPE = pa.timestamp("ms", tz="UTC")

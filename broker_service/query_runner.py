@@ -29,8 +29,8 @@ from broker_service.segment_plan import SegmentTask, plan_segments
 from broker_service.server_view import BrokerServerView
 from query import Query
 from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
-from query.subquery import answer_over_rows
-from server_kit.json_response import encode_json
+from segment_engine.subquery import answer_over_rows
+from server_common.json_response import encode_json
 from timeline import format_instant
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from broker_service.broker import Broker
 from query.base import parse_query
 from query.errors import InvalidInput, QueryCancelled, QueryError, invalid, unknown_exception
-from server_kit.json_response import json_response
+from server_common.json_response import json_response
 from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
 from strata_sql.composed import DeferredPlan, Plan, natives
 from strata_sql.formats import RowEncoder

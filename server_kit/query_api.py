@@ -26,13 +26,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from query import Query, QueryError, SegmentInput, parse_query
+from query import Query, QueryError, parse_query
 from query.duck import connection
-from query.engine import require_table_source, run_for_broker
 from query.errors import QueryCancelled, QueryTimeout, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import SegmentsSpec
-from server_kit.json_response import json_response
+from segment_engine import SegmentInput, require_table_source, run_for_broker, run_merged
+from server_common.json_response import json_response
 from timeline import SegmentDescriptor
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class QueryEndpoint:
         try:
             if arrow:  # a broker: partials it can cache and merge
                 return _encode_arrow(run_for_broker(query, inputs))
-            merged = query.run_merged(conn, inputs)
+            merged = run_merged(query, inputs)
         finally:
             entry.conn = None
             if self.on_segments is not None and inputs:

@@ -8,6 +8,7 @@ that ``__init__`` imports it back.
 
 from __future__ import annotations
 
+import itertools
 import tomllib
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def _describe(graph: grimp.ImportGraph, component: list[str]) -> str:
         path.append(node)
         seen.add(node)
     steps = []
-    for importer, imported in zip(path, path[1:], strict=False):
+    for importer, imported in itertools.pairwise(path):
         details = graph.get_import_details(importer=importer, imported=imported)
         where = ", ".join(f"line {d['line_number']}" for d in details) or "?"
         steps.append(f"{importer} -> {imported} ({where})")

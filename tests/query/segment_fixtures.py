@@ -13,7 +13,7 @@ from typing import Any
 import datasketches
 import pyarrow as pa
 
-from query.segment_input import SegmentInput
+from segment_engine.segment_input import SegmentInput
 from tests.query.raw_segments import DAY_MS, HOUR_MS, clip, wikipedia_rows
 from tests.query.raw_segments import write_segments as _write_segments
 

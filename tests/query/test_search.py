@@ -9,10 +9,10 @@ import duckdb
 import pytest
 
 from query import parse_query
-from query.engine import run_partials, run_to_json
 from query.errors import InvalidInput, QueryUnsupported
-from query.segment_input import SegmentInput
 from query.string_comparators import compare_alphanumeric
+from segment_engine import run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
 from tests.query.raw_segments import wikipedia_rows, write_segments
 from timeline import format_instant
 

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 from query import parse_query
-from query.engine import run_partials, run_to_json
 from query.errors import InvalidInput
-from query.segment_input import SegmentInput
+from segment_engine import run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
 from tests.query.raw_segments import HOUR_MS, wikipedia_rows, write_segments
 
 METRICS = [{"type": "longSum", "name": "added", "fieldName": "added"}]

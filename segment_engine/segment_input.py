@@ -21,13 +21,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from query.duck import quote_ident, quote_str
-from query.memory_source import MemoryRows, is_memory, lookup, source_sql
+from query.columns import SEGMENT_INDEX, TIME_COLUMN
+from query.duck import duck_type, quote_ident, quote_str
+from segment_engine.memory_source import MemoryRows, is_memory, lookup, source_sql
 from timeline import Interval, SegmentDescriptor
 
-TIME_COLUMN = "__time"
 WINDOW_START = "__window_start"
-SEGMENT_INDEX = "__segment_index"  # position of the row's segment id in segment_labels(inputs)
 
 
 def segment_labels(inputs: Sequence[SegmentInput]) -> list[str]:
@@ -102,36 +101,13 @@ def _memory_schema(rows: MemoryRows) -> SegmentSchema:
     )
 
 
-def _duck_type(t: pa.DataType) -> str:
-    if pa.types.is_timestamp(t):
-        return "BIGINT"  # __time is exposed as epoch millis
-    if pa.types.is_dictionary(t):
-        return _duck_type(t.value_type)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "VARCHAR"
-    if pa.types.is_integer(t):
-        return "BIGINT"
-    if pa.types.is_float32(t):
-        return "FLOAT"
-    if pa.types.is_floating(t):
-        return "DOUBLE"
-    if pa.types.is_boolean(t):
-        return "BOOLEAN"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "BLOB"
-    return "VARCHAR"
-
-
-duck_type = _duck_type  # public name for other modules (results typed for SQL, e.g. having filters)
-
-
 def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> dict[str, str]:
     """DuckDB type per column across segments: numeric types widen, anything else mixed -> VARCHAR."""
     rank = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}
     out: dict[str, str] = {}
     schemas = list(schemas)
     for col in columns:
-        seen = {_duck_type(s.columns[col]) for s in schemas if col in s.columns}
+        seen = {duck_type(s.columns[col]) for s in schemas if col in s.columns}
         if not seen:
             out[col] = "VARCHAR"  # a column no segment has: all-null strings, as Druid
         elif len(seen) == 1:
@@ -185,7 +161,7 @@ def scan_relation(
         for col in wanted:
             if col in schema.columns:
                 expr = quote_ident(col)
-                if _duck_type(schema.columns[col]) != types[col]:
+                if duck_type(schema.columns[col]) != types[col]:
                     expr = f"CAST({expr} AS {types[col]})"
             else:
                 expr = f"CAST(NULL AS {types[col]})"
@@ -224,7 +200,7 @@ def _shared_scan_positions(
             continue
         if any(v in schema.columns for v in _VIRTUAL_COLUMNS):
             return []  # a real column would shadow DuckDB's file_index
-        if not all(c in schema.columns and _duck_type(schema.columns[c]) == types[c] for c in wanted):
+        if not all(c in schema.columns and duck_type(schema.columns[c]) == types[c] for c in wanted):
             continue
         if not reads_whole(inp):
             continue
@@ -263,11 +239,7 @@ def segment_facts(inputs: Sequence[SegmentInput]) -> Mapping[str, SegmentSchema]
     return {i.segment_id: read_schema(i.path) for i in inputs}
 
 
-def to_json_bytes(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
-# -- where a segment's rows lie, from the Parquet footer's `__time` statistics (see query.data_window)
+# -- where a segment's rows lie, from the footer's `__time` statistics (see segment_engine.data_window)
 @functools.lru_cache(maxsize=65536)
 def _time_range(path: str, mtime_ns: int) -> tuple[int, int] | None:
     meta = pq.read_metadata(path)

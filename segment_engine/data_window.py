@@ -2,12 +2,12 @@
 
 Druid runs a segment's cursor over the query interval clipped to the segment's data interval
 (first to last row time), which decides which empty buckets a timeseries fills and the timestamp
-of an `all`-granularity row. `query.segment_input.data_interval` reads it from the footer.
+of an `all`-granularity row. `segment_engine.segment_input.data_interval` reads it from the footer.
 """
 
 from __future__ import annotations
 
-from query.segment_input import SegmentInput, data_interval
+from segment_engine.segment_input import SegmentInput, data_interval
 from timeline import Interval
 
 
