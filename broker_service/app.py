@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from broker_service.arrow_scan import arrow_scan_response, wants_arrow
+from broker_service.arrow_scan import arrow_scan_response
 from broker_service.broker import Broker
 from broker_service.cache_status import cache_status
 from broker_service.datasource_info import (
@@ -42,6 +42,7 @@ from server_common import __version__
 from server_common.json_response import druid_error_handlers
 from server_common.json_response import json_response as _json
 from timeline import Interval
+from wire import QUERY_ID_HEADER, RESPONSE_CONTEXT_HEADER, wants_arrow
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +74,13 @@ def create_app(broker: Broker) -> Starlette:
         try:
             query = await _read_query(request, broker.settings.max_request_bytes)
             query_type, data_source = query.query_type, query.data_source
-            headers["X-Druid-Query-Id"] = query.context.query_id
+            headers[QUERY_ID_HEADER] = query.context.query_id
             if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
                 status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
                 return await arrow_scan_response(broker, query, headers)
             async with broker.admission.admit():
                 result = await broker.runner.run(query)
-            headers["X-Druid-Response-Context"] = encode_response_context(result.response_context)
+            headers[RESPONSE_CONTEXT_HEADER] = encode_response_context(result.response_context)
             if result.etag is not None:
                 headers["ETag"] = result.etag
                 if request.headers.get("If-None-Match") == result.etag:

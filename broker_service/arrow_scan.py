@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 from starlette.responses import StreamingResponse
 
 from broker_service.broker import Broker
-from broker_service.data_node_client import ARROW_STREAM
 from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_plan import SegmentTask, plan_segments
 from query import QueryError
@@ -31,16 +30,12 @@ from query.columns import TIME_COLUMN
 from query.druid_types import arrow_type
 from query.errors import QueryUnsupported, SegmentsMissing, unknown_exception
 from query.scan import ScanQuery
+from wire import ARROW_STREAM, ERROR_METADATA_KEY
 
-ERROR_METADATA_KEY = b"strata.error"
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
 SEGMENTS_PER_FETCH = 1  # a fetch holds one segment's rows in memory (per prefetch slot)
 PREFETCH = 2  # fetches in flight while the previous one is written
 BATCH_ROWS = 65_536  # rows per record batch sent: the client holds one batch at a time
-
-
-def wants_arrow(accept: str | None) -> bool:
-    return bool(accept) and ARROW_STREAM in str(accept)
 
 
 def stream_schema(query: ScanQuery, column_types: Mapping[str, str]) -> pa.Schema:
