@@ -17,8 +17,8 @@ import httpx
 import orjson
 import pyarrow as pa
 
-from broker_service.data_server import DataServer
 from broker_service.errors import NodeFailure, RemoteQueryError
+from discovery.server_metadata import ServerMetadata
 from query import Query
 from query.errors import QueryTimeout
 from query.segment_spec import SegmentsSpec
@@ -40,7 +40,7 @@ DECODE_IN_THREAD_BYTES = 256 * 1024
 
 @dataclass
 class NodeResponse:
-    server: DataServer
+    server: ServerMetadata
     table: pa.Table | None
     missing: list[SegmentDescriptor] = field(default_factory=list)
     bytes_received: int = 0
@@ -74,7 +74,7 @@ class DataNodeClient:
 
     async def run(
         self,
-        server: DataServer,
+        server: ServerMetadata,
         query: Query,
         descriptors: Sequence[SegmentDescriptor],
         timeout_s: float | None,
@@ -111,7 +111,7 @@ class DataNodeClient:
                 del self._in_flight[server.name]
         return await self._read(server, response)
 
-    async def _read(self, server: DataServer, response: httpx.Response) -> NodeResponse:
+    async def _read(self, server: ServerMetadata, response: httpx.Response) -> NodeResponse:
         status = response.status_code
         if status != 200:
             remote = _remote_error(response, server)
@@ -137,7 +137,7 @@ class DataNodeClient:
             raise NodeFailure(server.name, f"truncated or invalid Arrow stream: {e}") from None
         return NodeResponse(server, table, missing, len(payload))
 
-    async def cancel(self, server: DataServer, query_id: str) -> None:
+    async def cancel(self, server: ServerMetadata, query_id: str) -> None:
         """Forward a cancellation; best effort (the node may already be done or gone)."""
         try:
             await self._http.delete(f"http://{server.host}/druid/v2/{query_id}", timeout=2.0)
@@ -145,6 +145,6 @@ class DataNodeClient:
             log.debug("cancel of %s on %s failed: %s", query_id, server.name, e)
 
 
-def _remote_error(response: httpx.Response, server: DataServer) -> RemoteQueryError:
+def _remote_error(response: httpx.Response, server: ServerMetadata) -> RemoteQueryError:
     body = error_body(response.content, response.text, response.status_code, server.name)
     return RemoteQueryError(body, response.status_code, server.name)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Protocol
 
-from broker_service.data_server import DataServer
+from discovery.server_metadata import ServerMetadata
 from timeline import DataSegment, VersionedIntervalTimeline
 
 
@@ -43,7 +43,7 @@ class ServerSelector:
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
-        self.servers: dict[str, DataServer] = {}
+        self.servers: dict[str, ServerMetadata] = {}
 
     @property
     def is_historical(self) -> bool:
@@ -55,7 +55,7 @@ class ServerSelector:
         load: LoadGauge = NO_LOAD,
         exclude: Collection[str] = (),
         rng: random.Random | None = None,
-    ) -> DataServer | None:
+    ) -> ServerMetadata | None:
         """Historicals before realtime, highest tier priority, fewest open connections, random tie."""
         pool = [s for s in self.servers.values() if s.name not in exclude]
         if not pool:
@@ -82,7 +82,7 @@ class BrokerServerView:
         self.lost_segment_grace_s = lost_segment_grace_s
         self._clock = clock
         self._lost: dict[str, float] = {}  # segment id -> when its last server vanished (insertion-ordered)
-        self._servers: dict[str, DataServer] = {}
+        self._servers: dict[str, ServerMetadata] = {}
         self._served: dict[str, dict[str, DataSegment]] = {}  # server name -> segment id -> segment
         self._selectors: dict[str, ServerSelector] = {}  # segment id -> selector
         self._timelines: dict[str, VersionedIntervalTimeline[ServerSelector]] = {}
@@ -90,7 +90,7 @@ class BrokerServerView:
         self.version = 0  # bumped on every change, for cheap "did anything change" checks
 
     # -- servers ----------------------------------------------------------------------------------
-    def add_server(self, server: DataServer) -> None:
+    def add_server(self, server: ServerMetadata) -> None:
         """Register (or re-describe) a server; its segments keep being served."""
         self._servers[server.name] = server
         served = self._served.setdefault(server.name, {})
@@ -106,17 +106,17 @@ class BrokerServerView:
         self._servers.pop(name, None)
         self.version += 1
 
-    def server(self, name: str) -> DataServer | None:
+    def server(self, name: str) -> ServerMetadata | None:
         return self._servers.get(name)
 
-    def servers(self) -> list[DataServer]:
+    def servers(self) -> list[ServerMetadata]:
         return list(self._servers.values())
 
     # -- segments ---------------------------------------------------------------------------------
     def add_segment(self, server_name: str, segment: DataSegment) -> None:
         server = self._servers.get(server_name)
         if server is None:
-            server = self._servers[server_name] = DataServer(server_name, server_name)
+            server = self._servers[server_name] = ServerMetadata(server_name, server_name)
         served = self._served.setdefault(server_name, {})
         if segment.id in served:
             return
@@ -192,7 +192,7 @@ class BrokerServerView:
             if segment_id not in current:
                 self.add_segment(server_name, segment)
         if server_name not in self._servers:
-            self._servers[server_name] = DataServer(server_name, server_name)
+            self._servers[server_name] = ServerMetadata(server_name, server_name)
             self._served.setdefault(server_name, {})
 
     def segments_of(self, server_name: str) -> dict[str, DataSegment]:
