@@ -225,5 +225,3 @@ def _fold_column(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "minValue": None if a["hasNulls"] or b["hasNulls"] else pick(a["minValue"], b["minValue"], min),
         "maxValue": pick(a["maxValue"], b["maxValue"], max),
     }
-
-

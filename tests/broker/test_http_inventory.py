@@ -95,7 +95,9 @@ def test_node_down_marks_it_down_and_backoff_then_full_sync_on_return():
 
 
 def test_parse_node():
-    assert parse_node("127.0.0.1:8083") == ServerMetadata("127.0.0.1:8083", "127.0.0.1:8083", ServerType.HISTORICAL)
+    assert parse_node("127.0.0.1:8083") == ServerMetadata(
+        "127.0.0.1:8083", "127.0.0.1:8083", ServerType.HISTORICAL
+    )
     assert parse_node("h:8100/realtime").type == "realtime"
     with pytest.raises(ValueError):
         parse_node("nohost")

@@ -33,7 +33,9 @@ class Cluster:
         self.view = BrokerServerView()
         self.nodes: dict[str, FakeNode] = {}
 
-    def node(self, *, serves, announces=None, running=True, tier_priority=0) -> tuple[ServerMetadata, FakeNode]:
+    def node(
+        self, *, serves, announces=None, running=True, tier_priority=0
+    ) -> tuple[ServerMetadata, FakeNode]:
         fake = FakeNode()
         for s in serves:
             fake.add(s, *VALUES[s.id])

@@ -75,7 +75,9 @@ def test_realtime_segments_and_by_segment_are_never_cached():
     with ExitStack() as stack:
         c = Cluster(stack)
         fake_port_server, _ = c.node(serves=DAYS)
-        c.view.add_server(ServerMetadata(fake_port_server.name, fake_port_server.host, type=ServerType.REALTIME))
+        c.view.add_server(
+            ServerMetadata(fake_port_server.name, fake_port_server.host, type=ServerType.REALTIME)
+        )
         cache = DictCache()
         policy = SegmentCache(cache, Key)
         assert run(runs(c.runner(cache_policy=policy), sum_query(WEEK))) == [[oracle(DAYS)]]

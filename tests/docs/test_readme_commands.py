@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.processes import sigint_ignored_by_children
 from strata.local_servers import free_port
-from tests.process_helpers import sigint_ignored_by_children
 
 pytestmark = pytest.mark.integration
 

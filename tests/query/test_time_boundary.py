@@ -7,11 +7,11 @@ from typing import Any
 import duckdb
 import pytest
 
+from harness.raw_segments import clip, wikipedia_rows, write_segments
 from query import parse_query
 from query.errors import InvalidInput
 from segment_engine import run_partials, run_to_json
 from segment_engine.segment_input import SegmentInput
-from tests.query.raw_segments import clip, wikipedia_rows, write_segments
 from timeline import Interval, format_instant
 
 
