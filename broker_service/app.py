@@ -32,7 +32,7 @@ from broker_service.datasource_info import (
 )
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
-from broker_service.sql_api import sql_routes
+from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
 from query import Query, QueryError, parse_query
 from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
@@ -54,139 +54,175 @@ def _answer(result: QueryResult, pretty: bool, headers: dict[str, str]) -> Respo
     return Response(result.body, headers=headers, media_type="application/json")
 
 
-def _error(err: QueryError, host: str, pretty: bool, headers: dict[str, str] | None = None) -> Response:
-    return _json(err.to_body(host), err.status, pretty=pretty, headers=headers)
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def create_app(broker: Broker) -> Starlette:
-    host = broker.settings.host
+def _broker(request: Request) -> Broker:
+    broker: Broker = request.app.state.broker
+    return broker
+
+
+def _pretty(request: Request) -> bool:
+    return "pretty" in request.query_params
+
+
+async def post_query(request: Request) -> Response:
+    broker = _broker(request)
     metrics = broker.metrics
+    started = time.monotonic()
+    pretty = _pretty(request)
+    headers: dict[str, str] = {}
+    request.state.error_headers = headers  # an error's response carries the query id too
+    query_type, data_source, status = "invalid", "", 500
+    try:
+        query = await _read_query(request, broker.settings.max_request_bytes)
+        query_type, data_source = query.query_type, query.data_source
+        headers[QUERY_ID_HEADER] = query.context.query_id
+        if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
+            status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
+            return await arrow_scan_response(broker, query, dict(headers))
+        async with broker.admission.admit():
+            result = await broker.runner.run(query)
+        headers[RESPONSE_CONTEXT_HEADER] = encode_response_context(result.response_context)
+        if result.etag is not None:
+            headers["ETag"] = result.etag
+            if request.headers.get("If-None-Match") == result.etag:
+                metrics.queries.labels(query_type, "304").inc()
+                status = 304
+                return Response(status_code=304, headers=dict(headers))
+        response = _answer(result, pretty, dict(headers))
+        metrics.queries.labels(query_type, "200").inc()
+        status = 200
+        return response
+    except QueryError as e:
+        if e.status >= 500:
+            log.warning("query failed: %s: %s", e.error, e.error_message)
+        metrics.queries.labels(query_type, str(e.status)).inc()
+        status = e.status
+        raise
+    except Exception as e:  # never a stack trace to the client
+        log.exception("unexpected failure answering a query")
+        metrics.queries.labels(query_type, "500").inc()
+        raise unknown_exception(e, broker.settings.host) from e
+    finally:
+        metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 
-    async def post_query(request: Request) -> Response:
-        started = time.monotonic()
-        pretty = "pretty" in request.query_params
-        headers: dict[str, str] = {}
-        query_type, data_source, status = "invalid", "", 500
-        try:
-            query = await _read_query(request, broker.settings.max_request_bytes)
-            query_type, data_source = query.query_type, query.data_source
-            headers[QUERY_ID_HEADER] = query.context.query_id
-            if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
-                status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
-                return await arrow_scan_response(broker, query, headers)
-            async with broker.admission.admit():
-                result = await broker.runner.run(query)
-            headers[RESPONSE_CONTEXT_HEADER] = encode_response_context(result.response_context)
-            if result.etag is not None:
-                headers["ETag"] = result.etag
-                if request.headers.get("If-None-Match") == result.etag:
-                    metrics.queries.labels(query_type, "304").inc()
-                    status = 304
-                    return Response(status_code=304, headers=headers)
-            response = _answer(result, pretty, headers)
-            metrics.queries.labels(query_type, "200").inc()
-            status = 200
-            return response
-        except QueryError as e:
-            if e.status >= 500:
-                log.warning("query failed: %s: %s", e.error, e.error_message)
-            metrics.queries.labels(query_type, str(e.status)).inc()
-            status = e.status
-            return _error(e, host, pretty, headers)
-        except Exception as e:  # never a stack trace to the client
-            log.exception("unexpected failure answering a query")
-            metrics.queries.labels(query_type, "500").inc()
-            return _error(unknown_exception(e, host), host, pretty, headers)
-        finally:
-            metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 
-    async def cancel_query(request: Request) -> Response:
-        broker.runner.cancel(request.path_params["query_id"])
-        return Response(status_code=202)
+async def cancel_query(request: Request) -> Response:
+    _broker(request).runner.cancel(request.path_params["query_id"])
+    return Response(status_code=202)
 
-    async def list_datasources(request: Request) -> Response:
-        return _json(broker.view.data_sources(), pretty="pretty" in request.query_params)
 
-    async def datasource(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            name = request.path_params["ds"]
-            interval = _interval_param(request)
-            if "full" in request.query_params:
-                return _json(datasource_columns_full(broker.view, name, interval), pretty=pretty)
-            return _json(datasource_columns(broker.view, name, interval), pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
+async def list_datasources(request: Request) -> Response:
+    return _json(_broker(request).view.data_sources(), pretty=_pretty(request))
 
-    async def datasource_part(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            part = request.path_params["part"]
-            if part not in ("dimensions", "metrics"):
-                return Response(status_code=404)
-            cols = datasource_columns(broker.view, request.path_params["ds"], _interval_param(request))
-            return _json(cols[part], pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
 
-    async def datasource_candidates(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            name = request.path_params.get("ds") or request.query_params.get("datasource")
-            if not name:
-                raise invalid("Missing [datasource]")
-            raw = request.query_params.get("intervals")
-            if not raw:
-                raise invalid("Missing [intervals]")
-            intervals = list(parse_segment_spec(raw.split(",")).intervals)
-            return _json(candidates(broker.view, name, intervals), pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
+async def datasource(request: Request) -> Response:
+    view = _broker(request).view
+    name = request.path_params["ds"]
+    interval = _interval_param(request)
+    if "full" in request.query_params:
+        return _json(datasource_columns_full(view, name, interval), pretty=_pretty(request))
+    return _json(datasource_columns(view, name, interval), pretty=_pretty(request))
 
-    async def query_candidates(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            query = await _read_query(request, broker.settings.max_request_bytes)
-            intervals = list(query.segment_spec.intervals)
-            return _json(candidates(broker.view, query.data_source, intervals), pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
 
-    async def status(request: Request) -> Response:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        inventory = broker.inventory.status().to_json() if broker.inventory else None
-        body: dict[str, Any] = {
-            "version": __version__,
-            "modules": [],
-            "memory": {"usedMemory": usage.ru_maxrss * 1024},
-            "inventory": inventory,
-            "servers": len(broker.view.servers()),
-            "segments": broker.view.segment_count,
-            "lostSegments": broker.view.lost_segment_count,
-            "runningQueries": broker.admission.running,
-            "queuedQueries": broker.admission.queued,
-            "uptimeSeconds": round(time.time() - broker.started, 3),
-        }
-        return _json(body, pretty="pretty" in request.query_params)
+async def datasource_part(request: Request) -> Response:
+    part = request.path_params["part"]
+    if part not in ("dimensions", "metrics"):
+        return Response(status_code=404)
+    cols = datasource_columns(_broker(request).view, request.path_params["ds"], _interval_param(request))
+    return _json(cols[part], pretty=_pretty(request))
 
-    async def status_cache(request: Request) -> Response:
-        body = cache_status(broker.cache_kind, broker.segment_cache, broker.runner.result_cache)
-        return _json(body, pretty="pretty" in request.query_params)
 
-    async def health(request: Request) -> Response:
-        return _json(True)
+async def datasource_candidates(request: Request) -> Response:
+    name = request.path_params.get("ds") or request.query_params.get("datasource")
+    if not name:
+        raise invalid("Missing [datasource]")
+    raw = request.query_params.get("intervals")
+    if not raw:
+        raise invalid("Missing [intervals]")
+    intervals = list(parse_segment_spec(raw.split(",")).intervals)
+    return _json(candidates(_broker(request).view, name, intervals), pretty=_pretty(request))
 
-    async def ready(request: Request) -> Response:
-        ok = broker.inventory is None or broker.inventory.status().initialized
-        return _json(ok, 200 if ok else 503)
 
-    async def prometheus(request: Request) -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+async def query_candidates(request: Request) -> Response:
+    broker = _broker(request)
+    query = await _read_query(request, broker.settings.max_request_bytes)
+    intervals = list(query.segment_spec.intervals)
+    return _json(candidates(broker.view, query.data_source, intervals), pretty=_pretty(request))
 
+
+async def status(request: Request) -> Response:
+    broker = _broker(request)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    inventory = broker.inventory.status().to_json() if broker.inventory else None
+    body: dict[str, Any] = {
+        "version": __version__,
+        "modules": [],
+        "memory": {"usedMemory": usage.ru_maxrss * 1024},
+        "inventory": inventory,
+        "servers": len(broker.view.servers()),
+        "segments": broker.view.segment_count,
+        "lostSegments": broker.view.lost_segment_count,
+        "runningQueries": broker.admission.running,
+        "queuedQueries": broker.admission.queued,
+        "uptimeSeconds": round(time.time() - broker.started, 3),
+    }
+    return _json(body, pretty=_pretty(request))
+
+
+async def status_cache(request: Request) -> Response:
+    broker = _broker(request)
+    body = cache_status(broker.cache_kind, broker.segment_cache, broker.runner.result_cache)
+    return _json(body, pretty=_pretty(request))
+
+
+async def health(request: Request) -> Response:
+    return _json(True)
+
+
+async def ready(request: Request) -> Response:
+    inventory = _broker(request).inventory
+    ok = inventory is None or inventory.status().initialized
+    return _json(ok, 200 if ok else 503)
+
+
+async def prometheus(request: Request) -> Response:
+    return Response(generate_latest(_broker(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def query_error(request: Request, exc: Exception) -> Response:
+    """Every endpoint's QueryError, as Druid's error body (SQL errors in Druid's SQL shape)."""
+    assert isinstance(exc, QueryError)
+    host = _broker(request).settings.host
+    sql_headers = getattr(request.state, "sql_error_headers", None)
+    if sql_headers is not None:
+        return sql_error(exc, host, dict(sql_headers))
+    headers = getattr(request.state, "error_headers", None)
+    return _json(exc.to_body(host), exc.status, pretty=_pretty(request), headers=headers and dict(headers))
+
+
+ROUTES = [
+    *SQL_ROUTES,
+    Route("/druid/v2", post_query, methods=["POST"]),
+    Route("/druid/v2/", post_query, methods=["POST"]),
+    Route("/druid/v2/datasources", list_datasources, methods=["GET"]),
+    Route("/druid/v2/datasources/{ds}", datasource, methods=["GET"]),
+    Route("/druid/v2/datasources/{ds}/candidates", datasource_candidates, methods=["GET"]),
+    Route("/druid/v2/datasources/{ds}/{part:str}", datasource_part, methods=["GET"]),
+    Route("/druid/v2/candidates", datasource_candidates, methods=["GET"]),
+    Route("/druid/v2/candidates", query_candidates, methods=["POST"]),
+    Route("/druid/v2/{query_id}", cancel_query, methods=["DELETE"]),
+    Route("/status", status, methods=["GET"]),
+    Route("/status/cache", status_cache, methods=["GET"]),
+    Route("/status/health", health, methods=["GET"]),
+    Route("/status/ready", ready, methods=["GET"]),
+    Route("/metrics", prometheus, methods=["GET"]),
+]
+
+
+def create_app(broker: Broker) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await broker.start()
@@ -195,24 +231,11 @@ def create_app(broker: Broker) -> Starlette:
         finally:
             await broker.stop()
 
-    routes = [
-        *sql_routes(broker),
-        Route("/druid/v2", post_query, methods=["POST"]),
-        Route("/druid/v2/", post_query, methods=["POST"]),
-        Route("/druid/v2/datasources", list_datasources, methods=["GET"]),
-        Route("/druid/v2/datasources/{ds}", datasource, methods=["GET"]),
-        Route("/druid/v2/datasources/{ds}/candidates", datasource_candidates, methods=["GET"]),
-        Route("/druid/v2/datasources/{ds}/{part:str}", datasource_part, methods=["GET"]),
-        Route("/druid/v2/candidates", datasource_candidates, methods=["GET"]),
-        Route("/druid/v2/candidates", query_candidates, methods=["POST"]),
-        Route("/druid/v2/{query_id}", cancel_query, methods=["DELETE"]),
-        Route("/status", status, methods=["GET"]),
-        Route("/status/cache", status_cache, methods=["GET"]),
-        Route("/status/health", health, methods=["GET"]),
-        Route("/status/ready", ready, methods=["GET"]),
-        Route("/metrics", prometheus, methods=["GET"]),
-    ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=druid_error_handlers(host))
+    handlers = {**druid_error_handlers(broker.settings.host), QueryError: query_error}
+    app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=handlers)
+    app.state.broker = broker
+    app.state.sql_api = SqlApi(broker)
+    return app
 
 
 async def _read_query(request: Request, max_bytes: int) -> Query:
