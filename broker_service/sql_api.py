@@ -26,7 +26,7 @@ from server_common.json_response import json_response
 from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
 from strata_sql.composed import DeferredPlan, Plan, natives
 from strata_sql.formats import RowEncoder
-from strata_sql.planner import Output, SqlPlan
+from strata_sql.plan import Output, SqlPlan
 from strata_sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
 
