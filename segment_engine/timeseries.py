@@ -16,15 +16,21 @@ from segment_engine.registry import executes
 from segment_engine.segment_input import SegmentInput
 
 
+def _buckets_to_fill(query: TimeseriesQuery, inputs: Sequence[SegmentInput]) -> pa.Table | None:
+    """Every (segment, bucket) the cursors walk, which Druid zero-fills; None when nothing is filled."""
+    if query.context.skip_empty_buckets or query.granularity.is_none:
+        return None  # `none` would fill every millisecond: only buckets with rows
+    frame = cursor_frame(query.granularity, inputs)
+    return frame if frame.num_rows else None
+
+
 def run_merged(
     query: TimeseriesQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
     plan = query.plan
     table = group_merged(plan, conn, inputs)
-    if query.context.skip_empty_buckets or query.granularity.is_none:
-        return table
-    frame = cursor_frame(query.granularity, inputs)
-    if frame.num_rows == 0:
+    frame = _buckets_to_fill(query, inputs)
+    if frame is None:
         return table
     # every bucket a segment's cursor walks, as null intermediates: merge fills them as it
     # fills the per-segment partials' empty buckets
@@ -43,10 +49,8 @@ def run_partials(
 ) -> pa.Table:
     plan = query.plan
     table = group_rows(plan, conn, inputs)
-    if query.context.skip_empty_buckets or query.granularity.is_none:
-        return table  # `none` would fill every millisecond: only buckets with rows
-    frame = cursor_frame(query.granularity, inputs)
-    if frame.num_rows == 0:
+    frame = _buckets_to_fill(query, inputs)
+    if frame is None:
         return table
     filled = frame.join(table.drop_columns([]), keys=[SEGMENT_COLUMN, BUCKET], join_type="full outer")
     schema = plan.schema()

@@ -9,7 +9,7 @@ from typing import Any
 from sqlglot import exp
 
 from query.errors import QueryUnsupported, invalid
-from strata_sql.expressions import ExpressionWriter, expression_kind, is_time_expression
+from strata_sql.expressions import FLOOR_UNITS, ExpressionWriter, expression_kind, is_time_expression
 from strata_sql.filters import TIME, column_name, literal, to_filter
 from strata_sql.plan import (
     Output,
@@ -20,18 +20,6 @@ from strata_sql.plan import (
     output_index,
 )
 from strata_sql.session import current_zone
-
-_FLOOR_UNITS = {
-    "SECOND": "PT1S",
-    "MINUTE": "PT1M",
-    "HOUR": "PT1H",
-    "DAY": "P1D",
-    "WEEK": "P1W",
-    "MONTH": "P1M",
-    "QUARTER": "P3M",
-    "YEAR": "P1Y",
-}
-
 
 MAX_TOPN_LIMIT = 100_000  # Druid's maxTopNLimit
 
@@ -370,12 +358,12 @@ def _time_floor(node: exp.Expr) -> Any:
         return _zoned(gran)
     if isinstance(node, exp.Floor) and column_name(node.this) == TIME and node.args.get("to") is not None:
         unit = node.args["to"].name.upper()
-        if unit in _FLOOR_UNITS:
-            return _zoned({"type": "period", "period": _FLOOR_UNITS[unit]})
+        if unit in FLOOR_UNITS:
+            return _zoned({"type": "period", "period": FLOOR_UNITS[unit]})
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)) and column_name(node.this) == TIME:
         unit = node.unit.name.upper() if node.unit is not None else ""
-        if unit in _FLOOR_UNITS:
-            return _zoned({"type": "period", "period": _FLOOR_UNITS[unit]})
+        if unit in FLOOR_UNITS:
+            return _zoned({"type": "period", "period": FLOOR_UNITS[unit]})
     return None
 
 
