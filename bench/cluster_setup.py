@@ -27,11 +27,11 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from harness.processes import StrataProcess
 from storage import open_metadata_store
 from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
 from storage.segment_file import write_segment_file
 from strata.local_servers import MemcachedServer, ZooKeeperServer, free_port
-from tests.process_helpers import StrataProcess
 from timeline import DataSegment, Interval, ShardSpec, format_instant
 
 HOUR_MS = 3_600_000

@@ -38,8 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from query import SegmentInput, parse_query
-from query.engine import run_for_broker, run_to_json
+from query import parse_query
+from segment_engine import SegmentInput, run_for_broker, run_to_json
 from strata.local_servers import free_port
 from timeline import DataSegment
 

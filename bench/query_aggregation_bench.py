@@ -20,9 +20,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.raw_segments import DAY_MS, write_segments
 from query import parse_query
-from query.engine import run_to_json
-from tests.query.segment_fixtures import write_segments
+from segment_engine import run_to_json
 
 ROWS, DAYS = 1_000_000, 10
 START = 1_577_836_800_000  # 2020-01-01
@@ -54,7 +54,7 @@ def median_seconds(fn: Callable[[], Any], repeat: int = 5) -> float:
 
 def main() -> None:
     out = Path(tempfile.mkdtemp())
-    inputs = write_segments(rows(), out, "day", data_source="bench")
+    inputs = write_segments(rows(), out, granularity_ms=DAY_MS, data_source="bench")
     files = ", ".join(f"'{i.path}'" for i in inputs)
     conn = duckdb.connect()
     aggs = [

@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from tests.process_helpers import StrataProcess, running
+from harness.processes import StrataProcess, running
 
 DS = "bench"
 HOUR_MS = 3_600_000

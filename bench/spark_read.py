@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from bench.cluster_setup import cluster, wait_for_segments, write_dataset
-from tests.spark.spark_kit import local_session
+from harness.spark_session import local_session
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:

@@ -10,11 +10,8 @@ import asyncio
 import logging
 import resource
 import time
-from collections import Counter
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -24,107 +21,30 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from broker_service.admission import Admission
-from broker_service.arrow_scan import SegmentColumnTypes, arrow_scan_response, wants_arrow
-from broker_service.cache_status import CacheCollector, cache_status, druid_cache_collector
-from broker_service.data_node_client import DataNodeClient
+from broker_service.arrow_scan import arrow_scan_response
+from broker_service.broker import Broker
+from broker_service.cache_status import cache_status
 from broker_service.datasource_info import (
     candidates,
     datasource_columns,
     datasource_columns_full,
     default_interval,
 )
-from broker_service.inventory.base import ServerInventory
-from broker_service.metrics import BrokerMetrics
-from broker_service.query_runner import QueryResult, QueryRunner, RunnerLimits
+from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
-from broker_service.result_cache import ResultLevelCache
-from broker_service.segment_cache import SegmentCache
-from broker_service.server_view import BrokerServerView
-from broker_service.sql_api import sql_routes
+from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
 from query import Query, QueryError, parse_query
 from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
 from query.scan import ScanQuery
 from query.segment_spec import parse_segment_spec
-from server_kit import __version__
-from server_kit.druid_metrics import SegmentCountCollector
-from server_kit.json_response import druid_error_handlers
-from server_kit.json_response import json_response as _json
+from server_common import __version__
+from server_common.json_response import druid_error_handlers
+from server_common.json_response import json_response as _json
 from timeline import Interval
+from wire import QUERY_ID_HEADER, RESPONSE_CONTEXT_HEADER, wants_arrow
 
 log = logging.getLogger(__name__)
-
-MAX_REQUEST_BYTES = 8 * 1024 * 1024
-
-
-@dataclass
-class BrokerSettings:
-    host: str = "127.0.0.1:8082"  # reported in error bodies
-    max_concurrent_queries: int = 32
-    query_queue: int = 64
-    max_request_bytes: int = MAX_REQUEST_BYTES
-    merge_threads: int = 4
-    limits: RunnerLimits = field(default_factory=RunnerLimits)
-
-
-class Broker:
-    """Everything one broker process holds; built once, torn down by the app's lifespan."""
-
-    def __init__(
-        self,
-        settings: BrokerSettings,
-        view: BrokerServerView,
-        inventory: ServerInventory | None,
-        *,
-        cache_policy: Any = None,
-        cache_kind: str = "none",
-        result_cache: ResultLevelCache | None = None,
-    ):
-        self.settings = settings
-        self.view = view
-        self.inventory = inventory
-        self.metrics = BrokerMetrics()
-        self.client = DataNodeClient()
-        self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
-        self.runner = QueryRunner(
-            view,
-            self.client,
-            merge_pool=self.merge_pool,
-            cache_policy=cache_policy,
-            result_cache=result_cache,
-            limits=settings.limits,
-            metrics=self.metrics,
-        )
-        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue)
-        self.metrics.bind_gauges(
-            segments=lambda: view.segment_count,
-            servers=lambda: len(view.servers()),
-            connected=lambda: 1.0 if inventory is None or inventory.status().connected else 0.0,
-            running=lambda: self.admission.running,
-            queued=lambda: self.admission.queued,
-            lost=lambda: view.lost_segment_count,
-        )
-        self.cache_kind = cache_kind
-        self.scan_types = SegmentColumnTypes()  # for streamed Arrow scans
-        self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
-        per_source = lambda: Counter(s.segment.data_source for s in view.selectors())  # noqa: E731
-        self.metrics.bind_cache(SegmentCountCollector(per_source))
-        if self.segment_cache is not None:
-            self.metrics.bind_cache(CacheCollector(self.segment_cache, result_cache))
-            self.metrics.bind_cache(druid_cache_collector(self.segment_cache))
-            view.on_segment_removed(self.segment_cache.forget_segment)
-        self.started = time.time()
-
-    async def start(self) -> None:
-        if self.inventory is not None:
-            await self.inventory.start()
-
-    async def stop(self) -> None:
-        if self.inventory is not None:
-            await self.inventory.stop()
-        await self.client.close()
-        self.merge_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _answer(result: QueryResult, pretty: bool, headers: dict[str, str]) -> Response:
@@ -134,139 +54,175 @@ def _answer(result: QueryResult, pretty: bool, headers: dict[str, str]) -> Respo
     return Response(result.body, headers=headers, media_type="application/json")
 
 
-def _error(err: QueryError, host: str, pretty: bool, headers: dict[str, str] | None = None) -> Response:
-    return _json(err.to_body(host), err.status, pretty=pretty, headers=headers)
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def create_app(broker: Broker) -> Starlette:
-    host = broker.settings.host
+def _broker(request: Request) -> Broker:
+    broker: Broker = request.app.state.broker
+    return broker
+
+
+def _pretty(request: Request) -> bool:
+    return "pretty" in request.query_params
+
+
+async def post_query(request: Request) -> Response:
+    broker = _broker(request)
     metrics = broker.metrics
+    started = time.monotonic()
+    pretty = _pretty(request)
+    headers: dict[str, str] = {}
+    request.state.error_headers = headers  # an error's response carries the query id too
+    query_type, data_source, status = "invalid", "", 500
+    try:
+        query = await _read_query(request, broker.settings.max_request_bytes)
+        query_type, data_source = query.query_type, query.data_source
+        headers[QUERY_ID_HEADER] = query.context.query_id
+        if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
+            status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
+            return await arrow_scan_response(broker, query, dict(headers))
+        async with broker.admission.admit():
+            result = await broker.runner.run(query)
+        headers[RESPONSE_CONTEXT_HEADER] = encode_response_context(result.response_context)
+        if result.etag is not None:
+            headers["ETag"] = result.etag
+            if request.headers.get("If-None-Match") == result.etag:
+                metrics.queries.labels(query_type, "304").inc()
+                status = 304
+                return Response(status_code=304, headers=dict(headers))
+        response = _answer(result, pretty, dict(headers))
+        metrics.queries.labels(query_type, "200").inc()
+        status = 200
+        return response
+    except QueryError as e:
+        if e.status >= 500:
+            log.warning("query failed: %s: %s", e.error, e.error_message)
+        metrics.queries.labels(query_type, str(e.status)).inc()
+        status = e.status
+        raise
+    except Exception as e:  # never a stack trace to the client
+        log.exception("unexpected failure answering a query")
+        metrics.queries.labels(query_type, "500").inc()
+        raise unknown_exception(e, broker.settings.host) from e
+    finally:
+        metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 
-    async def post_query(request: Request) -> Response:
-        started = time.monotonic()
-        pretty = "pretty" in request.query_params
-        headers: dict[str, str] = {}
-        query_type, data_source, status = "invalid", "", 500
-        try:
-            query = await _read_query(request, broker.settings.max_request_bytes)
-            query_type, data_source = query.query_type, query.data_source
-            headers["X-Druid-Query-Id"] = query.context.query_id
-            if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
-                status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
-                return await arrow_scan_response(broker, query, headers)
-            async with broker.admission.admit():
-                result = await broker.runner.run(query)
-            headers["X-Druid-Response-Context"] = encode_response_context(result.response_context)
-            if result.etag is not None:
-                headers["ETag"] = result.etag
-                if request.headers.get("If-None-Match") == result.etag:
-                    metrics.queries.labels(query_type, "304").inc()
-                    status = 304
-                    return Response(status_code=304, headers=headers)
-            response = _answer(result, pretty, headers)
-            metrics.queries.labels(query_type, "200").inc()
-            status = 200
-            return response
-        except QueryError as e:
-            if e.status >= 500:
-                log.warning("query failed: %s: %s", e.error, e.error_message)
-            metrics.queries.labels(query_type, str(e.status)).inc()
-            status = e.status
-            return _error(e, host, pretty, headers)
-        except Exception as e:  # never a stack trace to the client
-            log.exception("unexpected failure answering a query")
-            metrics.queries.labels(query_type, "500").inc()
-            return _error(unknown_exception(e, host), host, pretty, headers)
-        finally:
-            metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 
-    async def cancel_query(request: Request) -> Response:
-        broker.runner.cancel(request.path_params["query_id"])
-        return Response(status_code=202)
+async def cancel_query(request: Request) -> Response:
+    _broker(request).runner.cancel(request.path_params["query_id"])
+    return Response(status_code=202)
 
-    async def list_datasources(request: Request) -> Response:
-        return _json(broker.view.data_sources(), pretty="pretty" in request.query_params)
 
-    async def datasource(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            name = request.path_params["ds"]
-            interval = _interval_param(request)
-            if "full" in request.query_params:
-                return _json(datasource_columns_full(broker.view, name, interval), pretty=pretty)
-            return _json(datasource_columns(broker.view, name, interval), pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
+async def list_datasources(request: Request) -> Response:
+    return _json(_broker(request).view.data_sources(), pretty=_pretty(request))
 
-    async def datasource_part(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            part = request.path_params["part"]
-            if part not in ("dimensions", "metrics"):
-                return Response(status_code=404)
-            cols = datasource_columns(broker.view, request.path_params["ds"], _interval_param(request))
-            return _json(cols[part], pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
 
-    async def datasource_candidates(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            name = request.path_params.get("ds") or request.query_params.get("datasource")
-            if not name:
-                raise invalid("Missing [datasource]")
-            raw = request.query_params.get("intervals")
-            if not raw:
-                raise invalid("Missing [intervals]")
-            intervals = list(parse_segment_spec(raw.split(",")).intervals)
-            return _json(candidates(broker.view, name, intervals), pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
+async def datasource(request: Request) -> Response:
+    view = _broker(request).view
+    name = request.path_params["ds"]
+    interval = _interval_param(request)
+    if "full" in request.query_params:
+        return _json(datasource_columns_full(view, name, interval), pretty=_pretty(request))
+    return _json(datasource_columns(view, name, interval), pretty=_pretty(request))
 
-    async def query_candidates(request: Request) -> Response:
-        pretty = "pretty" in request.query_params
-        try:
-            query = await _read_query(request, broker.settings.max_request_bytes)
-            intervals = list(query.segment_spec.intervals)
-            return _json(candidates(broker.view, query.data_source, intervals), pretty=pretty)
-        except QueryError as e:
-            return _error(e, host, pretty)
 
-    async def status(request: Request) -> Response:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        inventory = broker.inventory.status().to_json() if broker.inventory else None
-        body: dict[str, Any] = {
-            "version": __version__,
-            "modules": [],
-            "memory": {"usedMemory": usage.ru_maxrss * 1024},
-            "inventory": inventory,
-            "servers": len(broker.view.servers()),
-            "segments": broker.view.segment_count,
-            "lostSegments": broker.view.lost_segment_count,
-            "runningQueries": broker.admission.running,
-            "queuedQueries": broker.admission.queued,
-            "uptimeSeconds": round(time.time() - broker.started, 3),
-        }
-        return _json(body, pretty="pretty" in request.query_params)
+async def datasource_part(request: Request) -> Response:
+    part = request.path_params["part"]
+    if part not in ("dimensions", "metrics"):
+        return Response(status_code=404)
+    cols = datasource_columns(_broker(request).view, request.path_params["ds"], _interval_param(request))
+    return _json(cols[part], pretty=_pretty(request))
 
-    async def status_cache(request: Request) -> Response:
-        body = cache_status(broker.cache_kind, broker.segment_cache, broker.runner.result_cache)
-        return _json(body, pretty="pretty" in request.query_params)
 
-    async def health(request: Request) -> Response:
-        return _json(True)
+async def datasource_candidates(request: Request) -> Response:
+    name = request.path_params.get("ds") or request.query_params.get("datasource")
+    if not name:
+        raise invalid("Missing [datasource]")
+    raw = request.query_params.get("intervals")
+    if not raw:
+        raise invalid("Missing [intervals]")
+    intervals = list(parse_segment_spec(raw.split(",")).intervals)
+    return _json(candidates(_broker(request).view, name, intervals), pretty=_pretty(request))
 
-    async def ready(request: Request) -> Response:
-        ok = broker.inventory is None or broker.inventory.status().initialized
-        return _json(ok, 200 if ok else 503)
 
-    async def prometheus(request: Request) -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+async def query_candidates(request: Request) -> Response:
+    broker = _broker(request)
+    query = await _read_query(request, broker.settings.max_request_bytes)
+    intervals = list(query.segment_spec.intervals)
+    return _json(candidates(broker.view, query.data_source, intervals), pretty=_pretty(request))
 
+
+async def status(request: Request) -> Response:
+    broker = _broker(request)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    inventory = broker.inventory.status().to_json() if broker.inventory else None
+    body: dict[str, Any] = {
+        "version": __version__,
+        "modules": [],
+        "memory": {"usedMemory": usage.ru_maxrss * 1024},
+        "inventory": inventory,
+        "servers": len(broker.view.servers()),
+        "segments": broker.view.segment_count,
+        "lostSegments": broker.view.lost_segment_count,
+        "runningQueries": broker.admission.running,
+        "queuedQueries": broker.admission.queued,
+        "uptimeSeconds": round(time.time() - broker.started, 3),
+    }
+    return _json(body, pretty=_pretty(request))
+
+
+async def status_cache(request: Request) -> Response:
+    broker = _broker(request)
+    body = cache_status(broker.cache_kind, broker.segment_cache, broker.runner.result_cache)
+    return _json(body, pretty=_pretty(request))
+
+
+async def health(request: Request) -> Response:
+    return _json(True)
+
+
+async def ready(request: Request) -> Response:
+    inventory = _broker(request).inventory
+    ok = inventory is None or inventory.status().initialized
+    return _json(ok, 200 if ok else 503)
+
+
+async def prometheus(request: Request) -> Response:
+    return Response(generate_latest(_broker(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def query_error(request: Request, exc: Exception) -> Response:
+    """Every endpoint's QueryError, as Druid's error body (SQL errors in Druid's SQL shape)."""
+    assert isinstance(exc, QueryError)
+    host = _broker(request).settings.host
+    sql_headers = getattr(request.state, "sql_error_headers", None)
+    if sql_headers is not None:
+        return sql_error(exc, host, dict(sql_headers))
+    headers = getattr(request.state, "error_headers", None)
+    return _json(exc.to_body(host), exc.status, pretty=_pretty(request), headers=headers and dict(headers))
+
+
+ROUTES = [
+    *SQL_ROUTES,
+    Route("/druid/v2", post_query, methods=["POST"]),
+    Route("/druid/v2/", post_query, methods=["POST"]),
+    Route("/druid/v2/datasources", list_datasources, methods=["GET"]),
+    Route("/druid/v2/datasources/{ds}", datasource, methods=["GET"]),
+    Route("/druid/v2/datasources/{ds}/candidates", datasource_candidates, methods=["GET"]),
+    Route("/druid/v2/datasources/{ds}/{part:str}", datasource_part, methods=["GET"]),
+    Route("/druid/v2/candidates", datasource_candidates, methods=["GET"]),
+    Route("/druid/v2/candidates", query_candidates, methods=["POST"]),
+    Route("/druid/v2/{query_id}", cancel_query, methods=["DELETE"]),
+    Route("/status", status, methods=["GET"]),
+    Route("/status/cache", status_cache, methods=["GET"]),
+    Route("/status/health", health, methods=["GET"]),
+    Route("/status/ready", ready, methods=["GET"]),
+    Route("/metrics", prometheus, methods=["GET"]),
+]
+
+
+def create_app(broker: Broker) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await broker.start()
@@ -275,24 +231,11 @@ def create_app(broker: Broker) -> Starlette:
         finally:
             await broker.stop()
 
-    routes = [
-        *sql_routes(broker),
-        Route("/druid/v2", post_query, methods=["POST"]),
-        Route("/druid/v2/", post_query, methods=["POST"]),
-        Route("/druid/v2/datasources", list_datasources, methods=["GET"]),
-        Route("/druid/v2/datasources/{ds}", datasource, methods=["GET"]),
-        Route("/druid/v2/datasources/{ds}/candidates", datasource_candidates, methods=["GET"]),
-        Route("/druid/v2/datasources/{ds}/{part:str}", datasource_part, methods=["GET"]),
-        Route("/druid/v2/candidates", datasource_candidates, methods=["GET"]),
-        Route("/druid/v2/candidates", query_candidates, methods=["POST"]),
-        Route("/druid/v2/{query_id}", cancel_query, methods=["DELETE"]),
-        Route("/status", status, methods=["GET"]),
-        Route("/status/cache", status_cache, methods=["GET"]),
-        Route("/status/health", health, methods=["GET"]),
-        Route("/status/ready", ready, methods=["GET"]),
-        Route("/metrics", prometheus, methods=["GET"]),
-    ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=druid_error_handlers(host))
+    handlers = {**druid_error_handlers(broker.settings.host), QueryError: query_error}
+    app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=handlers)
+    app.state.broker = broker
+    app.state.sql_api = SqlApi(broker)
+    return app
 
 
 async def _read_query(request: Request, max_bytes: int) -> Query:

@@ -13,38 +13,29 @@ the stream with an empty batch whose custom metadata `strata.error` holds Druid'
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from starlette.responses import StreamingResponse
 
-from broker_service.data_node_client import ARROW_STREAM
+from broker_service.broker import Broker
 from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_plan import SegmentTask, plan_segments
-from query import QueryError, parse_query
+from query import QueryError
+from query.columns import TIME_COLUMN
 from query.druid_types import arrow_type
 from query.errors import QueryUnsupported, SegmentsMissing, unknown_exception
 from query.scan import ScanQuery
-from query.segment_input import TIME_COLUMN
-from query.segment_spec import SegmentsSpec
+from wire import ARROW_STREAM, ERROR_METADATA_KEY
 
-if TYPE_CHECKING:
-    from broker_service.app import Broker
-
-ERROR_METADATA_KEY = b"strata.error"
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
 SEGMENTS_PER_FETCH = 1  # a fetch holds one segment's rows in memory (per prefetch slot)
 PREFETCH = 2  # fetches in flight while the previous one is written
 BATCH_ROWS = 65_536  # rows per record batch sent: the client holds one batch at a time
-
-
-def wants_arrow(accept: str | None) -> bool:
-    return bool(accept) and ARROW_STREAM in str(accept)
 
 
 def stream_schema(query: ScanQuery, column_types: Mapping[str, str]) -> pa.Schema:
@@ -123,71 +114,12 @@ class ArrowEncoder:
         return self._sink.take()
 
 
-_NUMERIC_RANK = {"LONG": 1, "FLOAT": 2, "DOUBLE": 3}
-
-
-def merge_types(per_segment: Iterable[Mapping[str, str]]) -> dict[str, str]:
-    """One type per column across segments: numeric types widen, any other mix is STRING."""
-    out: dict[str, str] = {}
-    for types in per_segment:
-        for name, kind in types.items():
-            prev = out.get(name)
-            if prev is None or prev == kind:
-                out[name] = kind
-            elif prev in _NUMERIC_RANK and kind in _NUMERIC_RANK:
-                out[name] = max(prev, kind, key=_NUMERIC_RANK.__getitem__)
-            else:
-                out[name] = "STRING"
-    return out
-
-
-class SegmentColumnTypes:
-    """Column types per segment, learned by segmentMetadata once per segment and kept (LRU).
-
-    A segment never changes once published, so an entry never goes stale; this spares every
-    streamed scan a metadata round trip (which scans the columns for nulls) on the data nodes.
-    """
-
-    def __init__(self, max_segments: int = 100_000) -> None:
-        self.max_segments = max_segments
-        self._types: OrderedDict[str, dict[str, str]] = OrderedDict()
-
-    async def for_tasks(
-        self, broker: Broker, query: ScanQuery, tasks: Sequence[SegmentTask]
-    ) -> dict[str, str]:
-        unknown = [t for t in tasks if t.segment_id not in self._types]
-        if unknown:
-            meta = parse_query(
-                {
-                    "queryType": "segmentMetadata",
-                    "dataSource": query.data_source,
-                    "intervals": SegmentsSpec(tuple(t.descriptor for t in unknown)).to_json(),
-                    "merge": False,
-                    "analysisTypes": [],
-                    "context": {"queryId": f"{query.context.query_id}-types"},
-                }
-            )
-            result = await broker.runner.run(meta)
-            rows = result.results if result.results is not None else orjson.loads(result.body or b"[]")
-            for row in rows:
-                columns = row.get("columns", {})
-                self._types[str(row.get("id"))] = {
-                    n: str(c.get("type") or "STRING") for n, c in columns.items()
-                }
-            while len(self._types) > self.max_segments:
-                self._types.popitem(last=False)
-        for t in tasks:
-            if t.segment_id in self._types:
-                self._types.move_to_end(t.segment_id)
-        return merge_types(self._types.get(t.segment_id, {}) for t in tasks)
-
-
 async def arrow_scan_response(broker: Broker, query: ScanQuery, headers: dict[str, str]) -> StreamingResponse:
     """Check what can fail with a status (order, types, planning), then stream the rest."""
     if query.order != "none":
         raise QueryUnsupported("Arrow scan results are unordered; drop [order] or ask for JSON")
     tasks = plan_segments(broker.view, query).tasks
-    schema = stream_schema(query, await broker.scan_types.for_tasks(broker, query, tasks))
+    schema = stream_schema(query, await broker.scan_types.for_tasks(broker.runner, query, tasks))
     broker.metrics.segments_queried.inc(len(tasks))
     broker.metrics.streamed_segments.inc(len(tasks))
     encoder = ArrowEncoder(schema)

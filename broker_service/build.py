@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from broker_service.app import Broker, BrokerSettings
+from broker_service.broker import Broker, BrokerSettings
+from broker_service.errors import BrokerConfigError
 from broker_service.inventory.base import ServerInventory
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.inventory.zk_inventory import ZkInventory
 from broker_service.server_view import BrokerServerView
-
-
-class BrokerConfigError(ValueError):
-    """Settings that cannot make a working broker; reported without a stack trace."""
 
 
 def build_broker(args: argparse.Namespace) -> Broker:

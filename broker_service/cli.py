@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from server_kit.lifecycle import add_drain_flag
+from server_common.lifecycle import add_drain_flag
 
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
 
@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from broker_service.app import create_app
-    from broker_service.build import BrokerConfigError, build_broker
-    from server_kit.lifecycle import serve
+    from broker_service.build import build_broker
+    from broker_service.errors import BrokerConfigError
+    from server_common.lifecycle import serve
 
     log = logging.getLogger("strata.broker")
     try:

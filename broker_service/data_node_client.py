@@ -17,40 +17,33 @@ import httpx
 import orjson
 import pyarrow as pa
 
-from broker_service.data_server import DataServer
 from broker_service.errors import NodeFailure, RemoteQueryError
+from discovery.server_metadata import ServerMetadata
 from query import Query
 from query.errors import QueryTimeout
 from query.segment_spec import SegmentsSpec
 from timeline import SegmentDescriptor
+from wire import (
+    ARROW_STREAM,
+    JSON,
+    PER_SEGMENT_PARTIALS,
+    RESPONSE_CONTEXT_HEADER,
+    decode_partials,
+    error_body,
+    parse_missing_segments,
+)
 
 log = logging.getLogger(__name__)
 
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
 DECODE_IN_THREAD_BYTES = 256 * 1024
 
 
 @dataclass
 class NodeResponse:
-    server: DataServer
+    server: ServerMetadata
     table: pa.Table | None
     missing: list[SegmentDescriptor] = field(default_factory=list)
     bytes_received: int = 0
-
-
-def decode_arrow(payload: bytes) -> pa.Table | None:
-    if not payload:
-        return None
-    with pa.ipc.open_stream(pa.py_buffer(payload)) as reader:
-        return reader.read_all()
-
-
-def parse_response_context(header: str | None) -> list[SegmentDescriptor]:
-    """`missingSegments` of a data node's response context; a malformed header is an error."""
-    if not header:
-        return []
-    ctx = orjson.loads(header)
-    return [SegmentDescriptor.from_json(d) for d in ctx.get("missingSegments") or ()]
 
 
 class DataNodeClient:
@@ -81,7 +74,7 @@ class DataNodeClient:
 
     async def run(
         self,
-        server: DataServer,
+        server: ServerMetadata,
         query: Query,
         descriptors: Sequence[SegmentDescriptor],
         timeout_s: float | None,
@@ -95,13 +88,13 @@ class DataNodeClient:
         downstream = query.with_segment_spec(SegmentsSpec(tuple(descriptors)))
         context: dict[str, object] = {"queryId": query.context.query_id}
         if not per_segment:
-            context["perSegmentPartials"] = False
+            context[PER_SEGMENT_PARTIALS] = False
         if timeout_s is not None:
             context["timeout"] = max(1, int(timeout_s * 1000))
         downstream = downstream.with_context(query.context.with_values(**context))
         body = orjson.dumps(downstream.to_json())
         url = f"http://{server.host}/druid/v2/"
-        headers = {"Content-Type": "application/json", "Accept": ARROW_STREAM}
+        headers = {"Content-Type": JSON, "Accept": ARROW_STREAM}
         self._in_flight[server.name] += 1
         try:
             response = await self._http.post(url, content=body, headers=headers, timeout=timeout_s)
@@ -118,7 +111,7 @@ class DataNodeClient:
                 del self._in_flight[server.name]
         return await self._read(server, response)
 
-    async def _read(self, server: DataServer, response: httpx.Response) -> NodeResponse:
+    async def _read(self, server: ServerMetadata, response: httpx.Response) -> NodeResponse:
         status = response.status_code
         if status != 200:
             remote = _remote_error(response, server)
@@ -128,23 +121,23 @@ class DataNodeClient:
                 raise NodeFailure(server.name, f"HTTP {status}: {remote.error_message}", remote)
             raise remote
         try:
-            missing = parse_response_context(response.headers.get("X-Druid-Response-Context"))
+            missing = parse_missing_segments(response.headers.get(RESPONSE_CONTEXT_HEADER))
         except (ValueError, KeyError, TypeError) as e:
-            raise NodeFailure(server.name, f"malformed X-Druid-Response-Context: {e}") from None
+            raise NodeFailure(server.name, f"malformed {RESPONSE_CONTEXT_HEADER}: {e}") from None
         payload = response.content
         content_type = response.headers.get("content-type", "")
         if ARROW_STREAM not in content_type:
             raise NodeFailure(server.name, f"expected an Arrow stream, got {content_type or 'nothing'}")
         try:
             if len(payload) > DECODE_IN_THREAD_BYTES:
-                table = await asyncio.to_thread(decode_arrow, payload)
+                table = await asyncio.to_thread(decode_partials, payload)
             else:
-                table = decode_arrow(payload)
+                table = decode_partials(payload)
         except (pa.ArrowInvalid, OSError) as e:
             raise NodeFailure(server.name, f"truncated or invalid Arrow stream: {e}") from None
         return NodeResponse(server, table, missing, len(payload))
 
-    async def cancel(self, server: DataServer, query_id: str) -> None:
+    async def cancel(self, server: ServerMetadata, query_id: str) -> None:
         """Forward a cancellation; best effort (the node may already be done or gone)."""
         try:
             await self._http.delete(f"http://{server.host}/druid/v2/{query_id}", timeout=2.0)
@@ -152,13 +145,6 @@ class DataNodeClient:
             log.debug("cancel of %s on %s failed: %s", query_id, server.name, e)
 
 
-def _remote_error(response: httpx.Response, server: DataServer) -> RemoteQueryError:
-    try:
-        body = orjson.loads(response.content)
-        if not isinstance(body, dict):
-            raise ValueError("not an object")
-    except ValueError:
-        text = response.text[:500] if response.content else ""
-        message = f"HTTP {response.status_code} from {server.name}: {text}"
-        body = {"error": "Unknown exception", "errorMessage": message}
+def _remote_error(response: httpx.Response, server: ServerMetadata) -> RemoteQueryError:
+    body = error_body(response.content, response.text, response.status_code, server.name)
     return RemoteQueryError(body, response.status_code, server.name)

@@ -7,6 +7,10 @@ from typing import Any
 from query.errors import QueryError
 
 
+class BrokerConfigError(ValueError):
+    """Settings that cannot make a working broker; reported without a stack trace."""
+
+
 class NodeFailure(Exception):
     """The server could not answer (refused, died mid-response, 5xx): its segments go to a replica."""
 

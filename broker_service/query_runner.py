@@ -20,17 +20,17 @@ import pyarrow as pa
 
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
-from broker_service.data_server import DataServer
 from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
 from broker_service.scatter import Scatter
 from broker_service.segment_cache import split_by_segment
 from broker_service.segment_plan import SegmentPlanner, SegmentTask
 from broker_service.server_view import BrokerServerView
+from discovery.server_metadata import ServerMetadata
 from query import Query
 from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
-from query.subquery import answer_over_rows
-from server_kit.json_response import encode_json
+from segment_engine.subquery import answer_over_rows
+from server_common.json_response import encode_json
 from timeline import format_instant
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class QueryResult:
 @dataclass
 class _Running:
     task: asyncio.Task[QueryResult]
-    servers: dict[str, DataServer] = field(default_factory=dict)
+    servers: dict[str, ServerMetadata] = field(default_factory=dict)
     cancelled: bool = False
 
 
@@ -219,7 +219,7 @@ class QueryRunner:
             context={"missingSegments": descriptors[:100]},
         )
 
-    def _record_node(self, server: DataServer, seconds: float, ok: bool) -> None:
+    def _record_node(self, server: ServerMetadata, seconds: float, ok: bool) -> None:
         if self.metrics is None:
             return
         self.metrics.on_node_request(server.name, seconds, ok)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from broker_service.data_node_client import DataNodeClient, NodeResponse
-from broker_service.data_server import DataServer
 from broker_service.errors import NodeFailure
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import BrokerServerView
+from discovery.server_metadata import ServerMetadata
 from query import Query
 from query.errors import QueryError
 
@@ -49,8 +49,8 @@ class Scatter:
         view: BrokerServerView,
         client: DataNodeClient,
         *,
-        on_server_contacted: Callable[[DataServer], object] | None = None,
-        on_response: Callable[[DataServer, float, bool], None] | None = None,
+        on_server_contacted: Callable[[ServerMetadata], object] | None = None,
+        on_response: Callable[[ServerMetadata, float, bool], None] | None = None,
     ):
         self.view = view
         self.client = client
@@ -70,7 +70,7 @@ class Scatter:
         pending = list(tasks)
         retries_left = query.context.num_retries_on_missing_segments
         while pending:
-            groups: dict[str, tuple[DataServer, list[SegmentTask]]] = {}
+            groups: dict[str, tuple[ServerMetadata, list[SegmentTask]]] = {}
             unread: list[SegmentTask] = []
             for task in pending:
                 key = (task.segment_id, _key(task))
@@ -116,7 +116,7 @@ class Scatter:
 
     async def _call(
         self,
-        server: DataServer,
+        server: ServerMetadata,
         query: Query,
         group: list[SegmentTask],
         timeout_s: float | None,

@@ -182,7 +182,7 @@ def split_by_segment(partials: Sequence[pa.Table], segment_ids: set[str]) -> dic
 
 def build_cache_policy(kind: str, size_bytes: int, memcached: str | None) -> SegmentCache:
     """A policy over the `cache` package's backend of that kind."""
-    from broker_service.build import BrokerConfigError
+    from broker_service.errors import BrokerConfigError
     from cache import CacheKey as cache_key
     from cache import create_cache
 

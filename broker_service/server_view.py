@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Protocol
 
-from broker_service.data_server import DataServer
+from discovery.server_metadata import ServerMetadata
 from timeline import DataSegment, VersionedIntervalTimeline
 
 
@@ -44,14 +44,14 @@ class ServerSelector:
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
-        self._servers: dict[str, DataServer] = {}
+        self._servers: dict[str, ServerMetadata] = {}
         self._historical = False
 
     @property
-    def servers(self) -> Mapping[str, DataServer]:
+    def servers(self) -> Mapping[str, ServerMetadata]:
         return MappingProxyType(self._servers)
 
-    def set_server(self, server: DataServer) -> None:
+    def set_server(self, server: ServerMetadata) -> None:
         self._servers[server.name] = server
         self._historical = any(s.is_historical for s in self._servers.values())
 
@@ -70,7 +70,7 @@ class ServerSelector:
         load: LoadGauge = NO_LOAD,
         exclude: Collection[str] = (),
         rng: random.Random | None = None,
-    ) -> DataServer | None:
+    ) -> ServerMetadata | None:
         """Historicals before realtime, highest tier priority, fewest open connections, random tie."""
         pool = [s for s in self._servers.values() if s.name not in exclude]
         if not pool:
@@ -97,7 +97,7 @@ class BrokerServerView:
         self.lost_segment_grace_s = lost_segment_grace_s
         self._clock = clock
         self._lost: dict[str, float] = {}  # segment id -> when its last server vanished (insertion-ordered)
-        self._servers: dict[str, DataServer] = {}
+        self._servers: dict[str, ServerMetadata] = {}
         self._served: dict[str, dict[str, DataSegment]] = {}  # server name -> segment id -> segment
         self._selectors: dict[str, ServerSelector] = {}  # segment id -> selector
         self._timelines: dict[str, VersionedIntervalTimeline[ServerSelector]] = {}
@@ -105,7 +105,7 @@ class BrokerServerView:
         self.version = 0  # bumped on every change, for cheap "did anything change" checks
 
     # -- servers ----------------------------------------------------------------------------------
-    def add_server(self, server: DataServer) -> None:
+    def add_server(self, server: ServerMetadata) -> None:
         """Register (or re-describe) a server; its segments keep being served."""
         self._servers[server.name] = server
         served = self._served.setdefault(server.name, {})
@@ -121,17 +121,17 @@ class BrokerServerView:
         self._servers.pop(name, None)
         self.version += 1
 
-    def server(self, name: str) -> DataServer | None:
+    def server(self, name: str) -> ServerMetadata | None:
         return self._servers.get(name)
 
-    def servers(self) -> list[DataServer]:
+    def servers(self) -> list[ServerMetadata]:
         return list(self._servers.values())
 
     # -- segments ---------------------------------------------------------------------------------
     def add_segment(self, server_name: str, segment: DataSegment) -> None:
         server = self._servers.get(server_name)
         if server is None:
-            server = self._servers[server_name] = DataServer(server_name, server_name)
+            server = self._servers[server_name] = ServerMetadata(server_name, server_name)
         served = self._served.setdefault(server_name, {})
         if segment.id in served:
             return
@@ -207,7 +207,7 @@ class BrokerServerView:
             if segment_id not in current:
                 self.add_segment(server_name, segment)
         if server_name not in self._servers:
-            self._servers[server_name] = DataServer(server_name, server_name)
+            self._servers[server_name] = ServerMetadata(server_name, server_name)
             self._served.setdefault(server_name, {})
 
     def segments_of(self, server_name: str) -> dict[str, DataSegment]:

@@ -12,25 +12,23 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from broker_service.broker import Broker
 from query.base import parse_query
 from query.errors import InvalidInput, QueryCancelled, QueryError, invalid, unknown_exception
-from server_kit.json_response import json_response
+from server_common.json_response import json_response
 from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
 from strata_sql.composed import DeferredPlan, Plan, natives
 from strata_sql.formats import RowEncoder
-from strata_sql.planner import Output, SqlPlan
+from strata_sql.plan import Output, SqlPlan
 from strata_sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
-
-if TYPE_CHECKING:
-    from broker_service.app import Broker
 
 CATALOG_TTL = 10.0
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
@@ -163,61 +161,23 @@ def _bind(sql: str, parameters: Any) -> str:
     return "".join(out)
 
 
-def sql_routes(broker: Broker) -> list[Route]:
-    catalog = BrokerCatalog(broker)
-    host = broker.settings.host
-    cancelled: dict[str, None] = {}  # recently cancelled SQL query ids, oldest first
+class SqlApi:
+    """One broker's SQL state: the planner's catalog and the recently cancelled SQL query ids."""
 
-    async def post_sql(request: Request) -> Response:
-        query_id = str(uuid.uuid4())
-        headers = {"X-Druid-SQL-Query-Id": query_id}
-        try:
-            body = await _read_body(request)
-            context = dict(body.get("context") or {})
-            query_id = str(context.get("sqlQueryId") or query_id)
-            headers = {"X-Druid-SQL-Query-Id": query_id}
-            fmt = body.get("resultFormat") or "object"
-            if fmt not in RESULT_FORMATS:
-                raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
-            sql = _bind(body["query"], body.get("parameters"))
-            await catalog.load(referenced_tables(sql))
-            statement = plan_statement(sql, catalog, {**context, "queryId": query_id})
-            plan = statement.plan
-            encoding: dict[str, Any] = {
-                "fmt": fmt,
-                "header": bool(body.get("header")),
-                "types_header": bool(body.get("typesHeader")),
-                "sql_types_header": bool(body.get("sqlTypesHeader")),
-            }
-            if encoding["header"]:
-                headers["X-Druid-SQL-Header-Included"] = "yes"
-            if not statement.explain and _streams(plan):
-                assert isinstance(plan, SqlPlan)
-                return await stream_scan(plan, query_id, encoding, headers)
-            if statement.explain:
-                rows = explain_rows(plan)
-                names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
-            else:
-                rows, outputs = await run_plan(plan, query_id)
-                names = [o.name for o in outputs]
-                types = [o.druid_type for o in outputs]
-                sql_types = [o.sql_type for o in outputs]
-            payload, media = encode_rows(rows, names, types, sql_types, **encoding)
-            return Response(payload, 200, headers=headers, media_type=media)
-        except QueryError as e:
-            return _sql_error(e, host, headers)
-        except Exception as e:  # never a stack trace to the client
-            return _sql_error(unknown_exception(e, host), host, headers)
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.catalog = BrokerCatalog(broker)
+        self.cancelled: dict[str, None] = {}  # recently cancelled SQL query ids, oldest first
 
-    async def run_native(native: dict[str, Any], query_id: str) -> list[Any]:
-        if query_id in cancelled:
+    async def run_native(self, native: dict[str, Any], query_id: str) -> list[Any]:
+        if query_id in self.cancelled:
             raise QueryCancelled(f"Query [{query_id}] was cancelled")
-        async with broker.admission.admit():
-            result = await broker.runner.run(parse_query(native))
+        async with self.broker.admission.admit():
+            result = await self.broker.runner.run(parse_query(native))
         return result.results if result.results is not None else orjson.loads(result.body or b"[]")
 
     async def stream_scan(
-        plan: SqlPlan, query_id: str, encoding: dict[str, Any], headers: dict[str, str]
+        self, plan: SqlPlan, query_id: str, encoding: dict[str, Any], headers: dict[str, str]
     ) -> Response:
         """A selection answered chunk by chunk (see `strata_sql.scan_chunks`); the first chunk
         runs before the response starts, so its errors still get their status code."""
@@ -225,7 +185,7 @@ def sql_routes(broker: Broker) -> list[Route]:
         assert native is not None
         chunks = scan_chunks(
             native["intervals"],
-            catalog.segment_intervals(native["dataSource"]),
+            self.catalog.segment_intervals(native["dataSource"]),
             descending=native.get("order") == "descending",
         )
         encoder = RowEncoder(
@@ -239,7 +199,7 @@ def sql_routes(broker: Broker) -> list[Route]:
         async def chunk_rows(intervals: list[str]) -> list[list[Any]]:
             nonlocal skip, left
             wanted = None if left is None else left + skip
-            rows = plan.rows(await run_native(chunk_query(native, intervals, wanted), query_id))
+            rows = plan.rows(await self.run_native(chunk_query(native, intervals, wanted), query_id))
             if skip:
                 dropped = min(skip, len(rows))
                 rows, skip = rows[dropped:], skip - dropped
@@ -260,32 +220,84 @@ def sql_routes(broker: Broker) -> list[Route]:
 
         return StreamingResponse(body(), 200, headers=headers, media_type=encoder.media_type)
 
-    async def run_plan(plan: Plan, query_id: str) -> tuple[list[list[Any]], list[Output]]:
+    async def run_plan(self, plan: Plan, query_id: str) -> tuple[list[list[Any]], list[Output]]:
         """Rows and output columns of a plan: native queries through the broker's runner, the
         broker-side part of composed plans with DuckDB in a worker thread."""
         if isinstance(plan, SqlPlan):
-            results = [] if plan.native is None else await run_native(plan.native, query_id)
+            results = [] if plan.native is None else await self.run_native(plan.native, query_id)
             return plan.rows(results), plan.outputs
-        inputs = [await run_plan(stage.plan, query_id) for stage in plan.stages]
+        inputs = [await self.run_plan(stage.plan, query_id) for stage in plan.stages]
         if isinstance(plan, DeferredPlan):
-            return await run_plan(plan.build([rows for rows, _ in inputs]), query_id)
+            return await self.run_plan(plan.build([rows for rows, _ in inputs]), query_id)
         rows = await asyncio.to_thread(plan.finish, inputs)
         return rows, plan.outputs
 
-    async def cancel_sql(request: Request) -> Response:
-        query_id = request.path_params["query_id"]
-        found = broker.runner.cancel(query_id)
-        if found:  # later stages of a statement planned in several steps must not start
-            cancelled[query_id] = None
-            while len(cancelled) > 10_000:
-                cancelled.pop(next(iter(cancelled)))
-        return Response(status_code=202 if found else 404)
 
-    return [
-        Route("/druid/v2/sql", post_sql, methods=["POST"]),
-        Route("/druid/v2/sql/", post_sql, methods=["POST"]),
-        Route("/druid/v2/sql/{query_id}", cancel_sql, methods=["DELETE"]),
-    ]
+def _sql(request: Request) -> SqlApi:
+    api: SqlApi = request.app.state.sql_api
+    return api
+
+
+async def post_sql(request: Request) -> Response:
+    api = _sql(request)
+    host = api.broker.settings.host
+    headers = {"X-Druid-SQL-Query-Id": str(uuid.uuid4())}
+    request.state.sql_error_headers = headers  # errors are rendered by sql_error, with these headers
+    try:
+        body = await _read_body(request)
+        context = dict(body.get("context") or {})
+        query_id = str(context.get("sqlQueryId") or headers["X-Druid-SQL-Query-Id"])
+        headers["X-Druid-SQL-Query-Id"] = query_id
+        fmt = body.get("resultFormat") or "object"
+        if fmt not in RESULT_FORMATS:
+            raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
+        sql = _bind(body["query"], body.get("parameters"))
+        await api.catalog.load(referenced_tables(sql))
+        statement = plan_statement(sql, api.catalog, {**context, "queryId": query_id})
+        plan = statement.plan
+        encoding: dict[str, Any] = {
+            "fmt": fmt,
+            "header": bool(body.get("header")),
+            "types_header": bool(body.get("typesHeader")),
+            "sql_types_header": bool(body.get("sqlTypesHeader")),
+        }
+        if encoding["header"]:
+            headers["X-Druid-SQL-Header-Included"] = "yes"
+        if not statement.explain and _streams(plan):
+            assert isinstance(plan, SqlPlan)
+            return await api.stream_scan(plan, query_id, encoding, dict(headers))
+        if statement.explain:
+            rows = explain_rows(plan)
+            names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
+        else:
+            rows, outputs = await api.run_plan(plan, query_id)
+            names = [o.name for o in outputs]
+            types = [o.druid_type for o in outputs]
+            sql_types = [o.sql_type for o in outputs]
+        payload, media = encode_rows(rows, names, types, sql_types, **encoding)
+        return Response(payload, 200, headers=dict(headers), media_type=media)
+    except QueryError:
+        raise
+    except Exception as e:  # never a stack trace to the client
+        raise unknown_exception(e, host) from e
+
+
+async def cancel_sql(request: Request) -> Response:
+    api = _sql(request)
+    query_id = request.path_params["query_id"]
+    found = api.broker.runner.cancel(query_id)
+    if found:  # later stages of a statement planned in several steps must not start
+        api.cancelled[query_id] = None
+        while len(api.cancelled) > 10_000:
+            api.cancelled.pop(next(iter(api.cancelled)))
+    return Response(status_code=202 if found else 404)
+
+
+SQL_ROUTES = [
+    Route("/druid/v2/sql", post_sql, methods=["POST"]),
+    Route("/druid/v2/sql/", post_sql, methods=["POST"]),
+    Route("/druid/v2/sql/{query_id}", cancel_sql, methods=["DELETE"]),
+]
 
 
 def _streams(plan: Plan) -> bool:
@@ -315,7 +327,8 @@ def explain_rows(plan: Plan) -> list[list[Any]]:
     ]
 
 
-def _sql_error(err: QueryError, host: str, headers: dict[str, str]) -> Response:
+def sql_error(err: QueryError, host: str, headers: dict[str, str]) -> Response:
+    """Druid's SQL error body: the native one with `sourceType: sql`, unsupported as Druid says it."""
     body = err.to_body(host)
     body["context"] = {**body.get("context", {}), "sourceType": "sql"}
     if not isinstance(err, InvalidInput) and err.status == 501:

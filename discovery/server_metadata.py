@@ -27,6 +27,8 @@ class ServerType(StrEnum):
 
 
 DEFAULT_TIER = "_default_tier"
+# Druid's ServerType.isSegmentReplicationTarget(): only these hold immutable, published segments.
+REPLICATION_TARGET_TYPES = frozenset({ServerType.HISTORICAL, ServerType.BRIDGE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,11 @@ class ServerMetadata:
     priority: int = 0
     max_size: int = 0
     host_and_tls_port: str | None = None
+
+    @property
+    def is_historical(self) -> bool:
+        """Historicals serve immutable segments: a broker prefers them and caches only their partials."""
+        return self.type in REPLICATION_TARGET_TYPES
 
     def to_json(self) -> dict[str, Any]:
         return {

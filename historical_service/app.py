@@ -27,6 +27,8 @@ from historical_service.control_loop import ControlLoop
 from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
 from historical_service.query_routes import add_query_routes
+from server_common.json_response import druid_error_handlers
+from server_common.json_response import json_response as _json
 from server_kit.announcer import (
     CompositeAnnouncer,
     SegmentAnnouncer,
@@ -35,8 +37,6 @@ from server_kit.announcer import (
     reconcile_forever,
 )
 from server_kit.change_feed import ChangeHistory, change_feed_route
-from server_kit.json_response import druid_error_handlers
-from server_kit.json_response import json_response as _json
 from server_kit.served import ServedSegments
 from server_kit.status_routes import node_status_routes
 

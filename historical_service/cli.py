@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from server_kit.lifecycle import add_drain_flag
+from server_common.lifecycle import add_drain_flag
 from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
 
 HELP = "Run a historical node: load segments from deep storage, announce them, serve queries"
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from discovery import ServerType, ZkPaths
     from historical_service.app import HistoricalConfig, create_app, leave_cluster
-    from server_kit.lifecycle import serve
+    from server_common.lifecycle import serve
 
     if args.replicas < 1 or args.poll_period <= 0 or not 0 < args.port < 65536:
         print("strata historical: error: --replicas >= 1, --poll-period > 0 and a valid --port are required",

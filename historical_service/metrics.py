@@ -6,7 +6,12 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from server_kit.druid_metrics import DruidQueryMetrics, SegmentCountCollector, add_process_metrics, outcome_of
+from server_common.druid_metrics import (
+    DruidQueryMetrics,
+    SegmentCountCollector,
+    add_process_metrics,
+    outcome_of,
+)
 
 
 class HistoricalMetrics:

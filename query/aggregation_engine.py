@@ -14,11 +14,14 @@ Partial columns: `__segment`, `__bucket` (bucket start, epoch ms), `d0..dn` (dim
 `a0..am` plus aggregator suffixes (intermediates). With granularity `all`, `__bucket` holds the
 start of the segment's cursor window and merging keeps the earliest, which is the timestamp Druid
 stamps on an `all` row.
+
+The passes over segment rows (`group_rows`, `group_merged`, `cursor_frame`) are the engine's:
+`segment_engine.grouping`. This module is the plan, the merge and the finalising, which a broker
+needs without reading segments.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,19 +32,12 @@ import pyarrow.compute as pc
 
 from query.aggregators import Aggregator
 from query.base import SEGMENT_COLUMN
-from query.data_window import cursor_window, reads_whole
 from query.dimensions import DimensionSpec
 from query.duck import query_arrow, quote_ident
-from query.errors import ResourceLimitExceeded
 from query.filters import Filter
-from query.granularity_sql import bucket_sql
 from query.post_aggregators import PostAggEnv
-from query.relation import filtered_relation
-from query.segment_input import SEGMENT_INDEX, WINDOW_START, SegmentInput, segment_labels
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns
 from timeline import Granularity
-
-MAX_FILLED_BUCKETS = 1_000_000  # zero-filled buckets one query may emit
 
 BUCKET = "__bucket"
 _DUCK_TO_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
@@ -72,63 +68,6 @@ class GroupingPlan:
         for a in self.aggregators:
             cols += sorted(a.columns())
         return list(dict.fromkeys(cols))
-
-    def run(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        inputs: Sequence[SegmentInput],
-        *,
-        per_segment: bool = True,
-        qualify: str | None = None,
-    ) -> pa.Table:
-        """Intermediates per (segment, bucket, dimensions) over the rows of `inputs`.
-
-        `per_segment=False` groups across segments in the same pass and returns what `merge`
-        would make of the per-segment table (`__segment` null): far fewer groups to build when
-        nobody needs each segment's part (a data node answering a plain client). `qualify` is a
-        SQL condition over the grouped rows (e.g. a per-segment rank cut) applied in the same pass.
-        """
-        starts, bucket = None, bucket_sql(self.granularity, conn)
-        if self.granularity.is_all and not per_segment:
-            # `all` stamps the earliest window start among segments with matching rows: known up
-            # front when every segment is read whole and unfiltered, else tracked per row
-            starts = window_starts(inputs)
-            if self.filter is None and all(reads_whole(i) for i in inputs):
-                bucket, starts = f"CAST({min(starts.values(), default=0)} AS BIGINT)", None
-        relation, types = filtered_relation(
-            inputs, self.input_columns(), self.filter, starts, self.virtual_columns
-        )
-        dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(self.dimensions)]
-        aggs = [e for i, a in enumerate(self.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
-        # per segment, group by the segment's small integer index, not its long id string
-        segment = SEGMENT_INDEX if per_segment else f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}"
-        keys = [segment, f"{bucket} AS {BUCKET}", *dims]
-        if starts is not None:  # `all`: one timestamp, the earliest window start of segments with rows
-            keys = [segment, *dims]
-            aggs.insert(0, f"min(min({WINDOW_START})) OVER () AS {BUCKET}")
-        group = ", ".join(str(i + 1) for i in range(len(keys)))
-        sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {group}"
-        if qualify:  # outside, so its names are the output's, never a same-named input column
-            sql = f"SELECT * FROM ({sql}) QUALIFY {qualify}"
-        table = conn.sql(sql).to_arrow_table()
-        if per_segment:
-            labels = pa.array(segment_labels(inputs), pa.string()).take(table.column(SEGMENT_INDEX))
-            table = table.append_column(SEGMENT_COLUMN, labels)
-        table = self._conform(table)
-        if self.granularity.is_all and table.num_rows and per_segment:
-            table = stamp_window_starts(table, inputs)
-        return table
-
-    def run_merged(
-        self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput], qualify: str | None = None
-    ) -> pa.Table:
-        """The merged intermediates of `inputs`: one grouping across segments when that is exact.
-
-        `qualify` (a condition over the merged groups) applies only on that one-grouping path.
-        """
-        if all(a.split_invariant() for a in self.aggregators):
-            return self.run(conn, inputs, per_segment=False, qualify=qualify)
-        return self.merge(conn, [self.run(conn, inputs)])
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """Cast to the declared intermediate types (DuckDB may widen, e.g. BLOB lists)."""
@@ -222,25 +161,6 @@ def _sql_type(output_type: str) -> str:
     return {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}[output_type]
 
 
-def window_starts(inputs: Sequence[SegmentInput]) -> dict[str, int]:
-    """Each segment's cursor window start (segments without rows in their window are left out)."""
-    starts: dict[str, int] = {}
-    for inp in inputs:
-        window = cursor_window(inp)
-        if window is not None:
-            starts[inp.segment_id] = min(window.start, starts.get(inp.segment_id, window.start))
-    return starts
-
-
-def stamp_window_starts(table: pa.Table, inputs: Sequence[SegmentInput]) -> pa.Table:
-    """Set `__bucket` of `all`-granularity rows to their segment's cursor window start."""
-    starts = window_starts(inputs)
-    ids = pa.array(list(starts), pa.string())
-    positions = pc.index_in(table.column(SEGMENT_COLUMN), value_set=ids)
-    stamped = pc.take(pa.array(list(starts.values()), pa.int64()), positions)
-    return table.set_column(table.schema.get_field_index(BUCKET), BUCKET, stamped)
-
-
 def rank_value_sql(aggregators: Sequence[Aggregator], name: str) -> str | None:
     """SQL over a grouped row ranking as the numpy orderings rank aggregator `name`'s final value.
 
@@ -299,31 +219,3 @@ def total(conn: duckdb.DuckDBPyConnection, plan: GroupingPlan, table: pa.Table) 
 
 def null_row(schema: pa.Schema) -> pa.Table:
     return pa.table({f.name: pa.nulls(1, f.type) for f in schema}, schema=schema)
-
-
-def cursor_frame(granularity: Granularity, inputs: Sequence[SegmentInput]) -> pa.Table:
-    """Every (segment, bucket) the segments' cursors walk, whether or not a row matches there.
-
-    Druid emits these buckets: timeseries zero-fills them, topN answers them with an empty list.
-    """
-    segments: list[str] = []
-    starts: list[int] = []
-    seen: set[tuple[str, int]] = set()  # a segment read under several query intervals
-    for inp in inputs:
-        window = cursor_window(inp)
-        if window is None:
-            continue
-        if granularity.is_all:
-            buckets = [window.start]
-        else:
-            buckets = [b.start for b in itertools.islice(granularity.buckets(window), MAX_FILLED_BUCKETS + 1)]
-        buckets = [b for b in buckets if (inp.segment_id, b) not in seen]
-        seen.update((inp.segment_id, b) for b in buckets)
-        if len(starts) + len(buckets) > MAX_FILLED_BUCKETS:
-            raise ResourceLimitExceeded(
-                f"Zero-filling would emit more than {MAX_FILLED_BUCKETS} buckets; "
-                "use a coarser granularity or context skipEmptyBuckets"
-            )
-        segments += [inp.segment_id] * len(buckets)
-        starts += buckets
-    return pa.table({SEGMENT_COLUMN: pa.array(segments, pa.string()), BUCKET: pa.array(starts, pa.int64())})

@@ -3,7 +3,7 @@
 A query is immutable data parsed from Druid's JSON. Each query type module subclasses `Query`
 and registers itself; `parse_query` dispatches on `queryType`. The data paths of a query type are:
 
-    run_partials (data node, per segment, DuckDB)  ->  merge (broker or data node, Arrow)
+    partials (data node, per segment: segment_engine)  ->  merge (broker or data node, Arrow)
         ->  finalize (post-aggregators, ordering, limits, Druid's JSON shape)
 
 Partials are Arrow tables with a `__segment` column so a broker can cache each segment's part.
@@ -24,10 +24,7 @@ from query.fields import as_object
 from query.segment_spec import QuerySegmentSpec, parse_segment_spec
 
 if TYPE_CHECKING:
-    import duckdb
     import pyarrow as pa
-
-    from query.segment_input import SegmentInput
 
 SEGMENT_COLUMN = "__segment"
 
@@ -37,8 +34,8 @@ class Query(ABC):
     query_type: ClassVar[str]
     # Druid caches per-segment results for most types; scan is in Druid's unCacheable list.
     segment_cacheable: ClassVar[bool] = True
-    # A type whose partials merge associatively in `run_merged` may answer a broker that does not
-    # cache them per segment with one merged partial (`__segment` null): far less to ship and merge.
+    # A type whose partials the engine can merge in its one pass over segments may answer a broker
+    # that does not cache them per segment with one merged partial (`__segment` null).
     node_may_merge: ClassVar[bool] = False
     # timeBoundary, segmentMetadata and dataSourceMetadata default to eternity in Druid.
     intervals_required: ClassVar[bool] = True
@@ -57,17 +54,6 @@ class Query(ABC):
     @abstractmethod
     def to_json(self) -> dict[str, Any]:
         """The complete query JSON (what a broker forwards to a data node)."""
-
-    @abstractmethod
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        """Per-segment partial results over `inputs` in one pass, labelled by `__segment`."""
-
-    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        """What `merge` makes of the partials of `inputs`, for a caller that needs no per-segment parts.
-
-        Types that can group across segments in the same DuckDB pass override this.
-        """
-        return self.merge([self.run_partials(conn, inputs)])
 
     @abstractmethod
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:

@@ -23,3 +23,8 @@ def canonical_json(value: Any) -> bytes:
 def digest_key(query_type: str, parts: Mapping[str, Any]) -> bytes:
     """`<queryType>:` followed by the SHA-256 of the canonical JSON of `parts`."""
     return query_type.encode() + b":" + hashlib.sha256(canonical_json(parts)).digest()
+
+
+def to_json_bytes(value: Any) -> bytes:
+    """Sorted-key JSON of a query's spec (the key of types keyed by their whole spec)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from query.fields import as_object, get_bool, get_int, get_str
+from wire import PER_SEGMENT_PARTIALS
 
 DEFAULT_TIMEOUT_MS = 300_000
 DEFAULT_MIN_TOPN_THRESHOLD = 1000
@@ -66,7 +67,7 @@ class QueryContext:
             uncovered_intervals_limit=get_int(raw, "uncoveredIntervalsLimit", 0, what="context", minimum=0),
             serialize_date_time_as_long=get_bool(raw, "serializeDateTimeAsLong", False, what="context"),
             result_as_array=get_bool(raw, "resultAsArray", False, what="context"),
-            per_segment_partials=get_bool(raw, "perSegmentPartials", True, what="context"),
+            per_segment_partials=get_bool(raw, PER_SEGMENT_PARTIALS, True, what="context"),
         )
 
     def to_json(self) -> dict[str, Any]:

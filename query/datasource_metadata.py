@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any, Self
 import pyarrow as pa
 
 from query.base import CommonFields, Query, register
-from query.segment_input import SegmentInput
-from query.time_boundary import MAX_TIME, merge_extremes, time_extremes
+from query.time_boundary import MAX_TIME, merge_extremes
 from timeline import format_instant
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 
 @register
@@ -32,9 +31,6 @@ class DataSourceMetadataQuery(Query):
 
     def cache_key(self) -> bytes:
         return self.query_type.encode() + b":"
-
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        return time_extremes(conn, inputs, None)
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return merge_extremes(partials)

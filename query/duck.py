@@ -43,3 +43,24 @@ def query_arrow(conn: duckdb.DuckDBPyConnection, table: pa.Table, name: str, sql
     if relation is None:
         raise ValueError("query over an Arrow table returned no relation")
     return relation.to_arrow_table()
+
+
+def duck_type(t: pa.DataType) -> str:
+    """The DuckDB type an Arrow column is read as (segments, partials, results typed for SQL)."""
+    if pa.types.is_timestamp(t):
+        return "BIGINT"  # __time is exposed as epoch millis
+    if pa.types.is_dictionary(t):
+        return duck_type(t.value_type)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "VARCHAR"
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    if pa.types.is_float32(t):
+        return "FLOAT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "BLOB"
+    return "VARCHAR"

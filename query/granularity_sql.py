@@ -17,8 +17,8 @@ import orjson
 import pyarrow as pa
 from duckdb.func import ARROW
 
+from query.columns import TIME_COLUMN
 from query.errors import invalid
-from query.segment_input import TIME_COLUMN
 from timeline import Granularity, parse_granularity
 from timeline.granularity import DurationGranularity, PeriodGranularity
 from timeline.instant import local_to_utc

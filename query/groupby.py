@@ -31,12 +31,11 @@ from query.granularity_sql import parse_query_granularity
 from query.having import Having, parse_having
 from query.limit_spec import LimitSpec, parse_limit_spec
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
-from query.segment_input import SegmentInput
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 
 @register
@@ -117,13 +116,7 @@ class GroupByQuery(Query):
             self.granularity, self.dimensions, self.aggregations, self.filter, self.virtual_columns
         )
 
-    # -- data path ---------------------------------------------------------------------------------
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        return self.plan.run(conn, inputs)
-
-    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        return self.plan.run_merged(conn, inputs)
-
+    # -- merge and finalize (the pass over segment rows: segment_engine) ----------------------------
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)
 

@@ -107,8 +107,7 @@ class FilterHaving(Having):
     filter: Filter
 
     def mask(self, columns: Columns, n: int) -> np.ndarray:
-        from query.duck import connection, query_arrow
-        from query.segment_input import duck_type
+        from query.duck import connection, duck_type, query_arrow
 
         table = pa.table(dict(columns)) if columns else pa.table({"__row": pa.nulls(n, pa.int64())})
         types = {name: duck_type(table.schema.field(name).type) for name in table.column_names}

@@ -19,34 +19,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
+from query.columns import TIME_COLUMN
 from query.druid_types import druid_type
-from query.duck import quote_ident
 from query.errors import QueryUnsupported, invalid
 from query.fields import get_bool, get_int, get_list, get_str
 from query.filters import Filter, parse_filter
-from query.relation import filtered_relation
-from query.segment_input import TIME_COLUMN, SegmentInput, read_schema
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import format_instant
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 COLUMNS_METADATA_KEY = b"strata.scan.columns"
 ORDERS = ("none", "ascending", "descending")
 RESULT_FORMATS = ("list", "compactedList")
 DEFAULT_BATCH_SIZE = 20480
-
-
-def segment_columns(inputs: Sequence[SegmentInput]) -> dict[str, list[str]]:
-    """Each segment's own columns in Druid's order: `__time`, dimensions, then metrics."""
-    out: dict[str, list[str]] = {}
-    for inp in inputs:
-        schema = read_schema(inp.path)
-        named = list(schema.dimensions) + [m["name"] for m in schema.metrics if "name" in m]
-        rest = [c for c in schema.columns if c not in named and c != TIME_COLUMN]
-        out[inp.segment_id] = [TIME_COLUMN, *[c for c in named if c in schema.columns], *rest]
-    return out
 
 
 @register
@@ -112,27 +99,11 @@ class ScanQuery(Query):
         )
         return out
 
-    # -- data path -------------------------------------------------------------------------------
+    # -- merge and finalize (the pass over segment rows: segment_engine.scan) -----------------------
     @property
-    def _row_cap(self) -> int | None:
+    def row_cap(self) -> int | None:
         """Rows any partial needs to keep: offset+limit (the offset is dropped only at finalize)."""
         return None if self.limit is None else self.offset + self.limit
-
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        own_columns = segment_columns(inputs) if not self.columns else {}
-        if self.columns:
-            wanted = [c for c in self.columns if c != TIME_COLUMN]
-        else:
-            wanted = list(dict.fromkeys(c for cols in own_columns.values() for c in cols[1:]))
-        relation, _ = filtered_relation(inputs, wanted, self.filter, virtual=self.virtual_columns)
-        projection = ", ".join([SEGMENT_COLUMN, TIME_COLUMN, *map(quote_ident, wanted)])
-        sql = f"SELECT {projection} FROM ({relation})"
-        if self.order != "none":
-            sql += f" ORDER BY {TIME_COLUMN} {'DESC' if self.order == 'descending' else 'ASC'}"
-        if self._row_cap is not None:
-            sql += f" LIMIT {self._row_cap}"
-        table = conn.sql(sql).to_arrow_table()
-        return _with_columns_metadata(table, own_columns)
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         partials = [p for p in partials if p.num_columns]
@@ -149,9 +120,9 @@ class ScanQuery(Query):
         if self.order != "none":
             direction = "descending" if self.order == "descending" else "ascending"
             merged = merged.take(pc.sort_indices(merged, [(TIME_COLUMN, direction)]))
-        if self._row_cap is not None:
-            merged = merged.slice(0, self._row_cap)
-        return _with_columns_metadata(merged, own_columns)
+        if self.row_cap is not None:
+            merged = merged.slice(0, self.row_cap)
+        return with_columns_metadata(merged, own_columns)
 
     def finalize(self, merged: pa.Table) -> list[Any]:
         rows = merged.slice(self.offset, self.limit) if self.limit is not None else merged.slice(self.offset)
@@ -233,7 +204,7 @@ def _json_values(column: pa.ChunkedArray) -> list[Any]:
     return column.to_pylist()
 
 
-def _with_columns_metadata(table: pa.Table, own_columns: Mapping[str, list[str]]) -> pa.Table:
+def with_columns_metadata(table: pa.Table, own_columns: Mapping[str, list[str]]) -> pa.Table:
     if not own_columns:
         return table
     return table.replace_schema_metadata({COLUMNS_METADATA_KEY: orjson.dumps(own_columns)})

@@ -13,28 +13,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
-from query.duck import quote_str
+from query.cache_key import to_json_bytes
 from query.errors import QueryUnsupported, invalid
 from query.fields import JAVA_INT_MAX, as_object, get_int, get_list
 from query.filters import Filter, parse_filter
-from query.filters.sql import as_text
-from query.relation import filtered_relation
 from query.search_spec import SearchSpec, parse_search_spec
-from query.segment_input import TIME_COLUMN, SegmentInput, read_schema, to_json_bytes
 from query.string_comparators import LEXICOGRAPHIC, parse_ordering, sort_key
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 BUCKET = "__bucket"
 DEFAULT_LIMIT = 1000
-_SCHEMA = pa.schema(
+PARTIAL_SCHEMA = pa.schema(
     [
         (SEGMENT_COLUMN, pa.string()),
         (BUCKET, pa.int64()),
@@ -122,51 +118,18 @@ class SearchQuery(Query):
         # Partials are untruncated and unsorted, so sort and limit do not belong in the key.
         return self.query_type.encode() + b":" + to_json_bytes(self._spec_json())
 
-    # -- data path -------------------------------------------------------------------------------
-    def _dimensions_for(self, inputs: Sequence[SegmentInput]) -> list[SearchDimension]:
-        if self.dimensions is not None:
-            return list(self.dimensions)
-        names: dict[str, None] = {}
-        for inp in inputs:
-            names.update(dict.fromkeys(read_schema(inp.path).dimensions))
-        return [SearchDimension(n, n) for n in names if n != TIME_COLUMN]
-
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        dims = self._dimensions_for(inputs)
-        if not inputs or not dims:
-            return _SCHEMA.empty_table()
-        relation, types = filtered_relation(inputs, [d.column for d in dims], self.filter)
-        if self.granularity.is_all:
-            starts = " ".join(f"WHEN {quote_str(i.segment_id)} THEN {i.interval.start}" for i in inputs)
-            time_key = f"CASE {SEGMENT_COLUMN} {starts} END"
-        else:
-            time_key = TIME_COLUMN
-        branches = []
-        for d in dims:
-            text = as_text(types, d.column)
-            branches.append(
-                f"SELECT {SEGMENT_COLUMN}, {time_key} AS {BUCKET}, {quote_str(d.output_name)} AS dimension, "
-                f"{text} AS value, count(*) AS count FROM rows WHERE {self.spec.to_sql(text)} GROUP BY ALL"
-            )
-        sql = f"WITH rows AS ({relation}) " + " UNION ALL ".join(branches)
-        table = conn.sql(sql).to_arrow_table().cast(_SCHEMA)
-        if not self.granularity.is_all and table.num_rows:
-            buckets = self.granularity.bucket_starts(table.column(BUCKET).to_numpy())
-            table = table.set_column(1, BUCKET, pa.array(np.asarray(buckets, np.int64)))
-            table = _sum_counts(table, [SEGMENT_COLUMN, BUCKET, "dimension", "value"])
-        return table
-
+    # -- merge and finalize (the pass over segment rows: segment_engine.search) ---------------------
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
-        tables = [p.select(_SCHEMA.names).cast(_SCHEMA) for p in partials if p.num_rows]
+        tables = [p.select(PARTIAL_SCHEMA.names).cast(PARTIAL_SCHEMA) for p in partials if p.num_rows]
         if not tables:
-            return _SCHEMA.empty_table()
+            return PARTIAL_SCHEMA.empty_table()
         merged = pa.concat_tables(tables)
         if self.granularity.is_all:  # one bucket: the earliest start read
             first = pc.min(merged.column(BUCKET))
             merged = merged.set_column(1, BUCKET, pa.array([first.as_py()] * merged.num_rows, pa.int64()))
-        summed = _sum_counts(merged, [BUCKET, "dimension", "value"])
+        summed = sum_counts(merged, [BUCKET, "dimension", "value"])
         segment = pa.nulls(summed.num_rows, pa.string())
-        return summed.add_column(0, SEGMENT_COLUMN, segment).select(_SCHEMA.names)
+        return summed.add_column(0, SEGMENT_COLUMN, segment).select(PARTIAL_SCHEMA.names)
 
     def finalize(self, merged: pa.Table) -> list[Any]:
         value_key = sort_key(self.sort)
@@ -187,6 +150,6 @@ class SearchQuery(Query):
         return out
 
 
-def _sum_counts(table: pa.Table, keys: list[str]) -> pa.Table:
+def sum_counts(table: pa.Table, keys: list[str]) -> pa.Table:
     summed = table.group_by(keys, use_threads=False).aggregate([("count", "sum")])
     return summed.rename_columns([*keys, "count"])

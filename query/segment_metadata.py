@@ -15,19 +15,17 @@ from typing import TYPE_CHECKING, Any, Self
 
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
+from query.cache_key import to_json_bytes
+from query.columns import TIME_COLUMN
 from query.druid_types import druid_type
-from query.duck import quote_ident
 from query.errors import invalid
 from query.fields import as_object, get_bool, get_list
-from query.memory_source import column_sizes, is_memory
-from query.segment_input import TIME_COLUMN, SegmentInput, read_schema, scan_relation, to_json_bytes
 from timeline import Interval, condense_intervals
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 ANALYSIS_TYPES = (
     "cardinality",
@@ -45,7 +43,7 @@ MERGED_ID = "merged"
 _COMBINING = {"count": "longSum", "HLLSketchBuild": "HLLSketchMerge"}
 
 
-def _combining(agg: Mapping[str, Any]) -> dict[str, Any]:
+def combining_aggregator(agg: Mapping[str, Any]) -> dict[str, Any]:
     """The aggregator that re-aggregates a stored metric, as Druid reports in `aggregators`."""
     out = {k: v for k, v in agg.items() if k not in ("fieldName", "fieldNames", "expression")}
     out["type"] = _COMBINING.get(str(agg.get("type")), agg.get("type"))
@@ -114,94 +112,21 @@ class SegmentMetadataQuery(Query):
         spec = {"toInclude": self.to_json()["toInclude"], "analysisTypes": sorted(self.analysis_types)}
         return self.query_type.encode() + b":" + to_json_bytes(spec)
 
-    def _wants(self, analysis: str) -> bool:
+    def wants(self, analysis: str) -> bool:
         return analysis in self.analysis_types
 
-    # -- per segment ----------------------------------------------------------------------------
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        schemas = {i.segment_id: read_schema(i.path) for i in inputs}
-        included = {
-            sid: [c for c in s.columns if self.to_include is None or c in self.to_include]
-            for sid, s in schemas.items()
-        }
-        stats = self._column_stats(conn, inputs, included)
-        analyses = []
-        for inp in inputs:
-            schema = schemas[inp.segment_id]
-            sizes = _column_sizes(inp.path) if self._wants("size") else {}
-            columns = {
-                c: self._column(c, schema.columns[c], stats.get((inp.segment_id, c), {}), sizes.get(c, 0))
-                for c in included[inp.segment_id]
-            }
-            analyses.append(
-                {
-                    "id": inp.segment_id,
-                    "intervals": [str(inp.descriptor.interval)] if self._wants("interval") else None,
-                    "columns": columns,
-                    "size": sum(sizes.values()) if self._wants("size") else 0,
-                    "numRows": schema.num_rows,
-                    "aggregators": (
-                        {m["name"]: _combining(m) for m in schema.metrics if "name" in m}
-                        if self._wants("aggregators")
-                        else None
-                    ),
-                    "timestampSpec": None,
-                    "queryGranularity": schema.query_granularity if self._wants("queryGranularity") else None,
-                    "rollup": schema.rollup if self._wants("rollup") else None,
-                }
-            )
-        return pa.table(
-            {
-                SEGMENT_COLUMN: pa.array([a["id"] for a in analyses], pa.string()),
-                ANALYSIS_COLUMN: pa.array([orjson.dumps(a).decode() for a in analyses], pa.string()),
-            }
-        )
-
-    def _column_stats(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        inputs: Sequence[SegmentInput],
-        included: Mapping[str, list[str]],
-    ) -> dict[tuple[str, str], dict[str, Any]]:
-        """Null flags, distinct counts and min/max per (segment, column) in one pass over the files."""
-        columns = list(dict.fromkeys(c for cols in included.values() for c in cols if c != TIME_COLUMN))
-        if not inputs or not columns:
-            return {}
-        # Whole segments: metadata describes the segment, not the query's slice of it.
-        whole = [SegmentInput(i.segment_id, i.descriptor, i.path, i.descriptor.interval) for i in inputs]
-        relation, types = scan_relation(whole, columns)
-        selects = [SEGMENT_COLUMN]
-        for i, c in enumerate(columns):
-            ident = quote_ident(c)
-            selects.append(f"bool_or({ident} IS NULL) AS n{i}")
-            if types[c] == "VARCHAR":
-                selects += [
-                    f"count(DISTINCT {ident}) AS d{i}",
-                    f"min({ident}) AS lo{i}",
-                    f"max({ident}) AS hi{i}",
-                ]
-        sql = f"SELECT {', '.join(selects)} FROM ({relation}) GROUP BY {SEGMENT_COLUMN}"
-        result = conn.sql(sql).to_arrow_table().to_pylist()
-        out: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in result:
-            for i, c in enumerate(columns):
-                stat = {"hasNulls": bool(row[f"n{i}"])}
-                if types[c] == "VARCHAR":
-                    stat.update(distinct=row[f"d{i}"], min=row[f"lo{i}"], max=row[f"hi{i}"])
-                out[(row[SEGMENT_COLUMN], c)] = stat
-        return out
-
-    def _column(
+    # -- one column's analysis, from the stats the engine (segment_engine.segment_metadata) reads
+    def column_analysis(
         self, name: str, arrow_type: pa.DataType, stat: Mapping[str, Any], size: int
     ) -> dict[str, Any]:
         signature = druid_type(arrow_type)
         is_string = signature == "STRING"
         has_nulls = bool(stat.get("hasNulls", False)) and name != TIME_COLUMN
         cardinality = None
-        if is_string and self._wants("cardinality"):
+        if is_string and self.wants("cardinality"):
             cardinality = int(stat.get("distinct", 0)) + (1 if has_nulls else 0)
         low = high = None
-        if is_string and self._wants("minmax"):
+        if is_string and self.wants("minmax"):
             low = None if has_nulls else stat.get("min")
             high = stat.get("max")
         type_name = signature[len("COMPLEX<") : -1] if signature.startswith("COMPLEX<") else signature
@@ -300,18 +225,3 @@ def _fold_column(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "minValue": None if a["hasNulls"] or b["hasNulls"] else pick(a["minValue"], b["minValue"], min),
         "maxValue": pick(a["maxValue"], b["maxValue"], max),
     }
-
-
-def _column_sizes(path: str) -> dict[str, int]:
-    """Compressed bytes of each column in the file (Druid estimates a column's size similarly)."""
-    if is_memory(path):
-        return column_sizes(path)
-    meta = pq.read_metadata(path)
-    sizes: dict[str, int] = {}
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        for c in range(group.num_columns):
-            column = group.column(c)
-            name = column.path_in_schema.split(".")[0]
-            sizes[name] = sizes.get(name, 0) + column.total_compressed_size
-    return sizes

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Self
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.aggregation_engine import BUCKET, GroupingPlan, cursor_frame, null_row, total
+from query.aggregation_engine import BUCKET, GroupingPlan, null_row, total
 from query.aggregators import Aggregator, parse_aggregators
 from query.aggregators.base import json_values
-from query.base import SEGMENT_COLUMN, CommonFields, Query, register
+from query.base import CommonFields, Query, register
 from query.cache_key import digest_key
 from query.duck import connection
 from query.errors import invalid
@@ -27,12 +27,11 @@ from query.fields import JAVA_INT_MAX, get_bool, get_int
 from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
-from query.segment_input import SegmentInput
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 
 @register
@@ -97,35 +96,7 @@ class TimeseriesQuery(Query):
     def plan(self) -> GroupingPlan:
         return GroupingPlan(self.granularity, (), self.aggregations, self.filter, self.virtual_columns)
 
-    # -- data path ---------------------------------------------------------------------------------
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        table = self.plan.run(conn, inputs)
-        if self.context.skip_empty_buckets or self.granularity.is_none:
-            return table  # `none` would fill every millisecond: only buckets with rows
-        frame = cursor_frame(self.granularity, inputs)
-        if frame.num_rows == 0:
-            return table
-        filled = frame.join(table.drop_columns([]), keys=[SEGMENT_COLUMN, BUCKET], join_type="full outer")
-        schema = self.plan.schema()
-        return filled.select(schema.names).cast(schema)
-
-    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        table = self.plan.run_merged(conn, inputs)
-        if self.context.skip_empty_buckets or self.granularity.is_none:
-            return table
-        frame = cursor_frame(self.granularity, inputs)
-        if frame.num_rows == 0:
-            return table
-        # every bucket a segment's cursor walks, as null intermediates: merge fills them as it
-        # fills the per-segment partials' empty buckets
-        schema = self.plan.schema()
-        buckets = pc.unique(frame.column(BUCKET))
-        empty = pa.table(
-            {f.name: buckets if f.name == BUCKET else pa.nulls(len(buckets), f.type) for f in schema},
-            schema=schema,
-        )
-        return self.plan.merge(conn, [table, empty])
-
+    # -- merge and finalize (the pass over segment rows: segment_engine) ----------------------------
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)
 

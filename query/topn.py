@@ -19,11 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.aggregation_engine import BUCKET, GroupingPlan, agg_col, cursor_frame, dim_col, rank_value_sql
+from query.aggregation_engine import BUCKET, GroupingPlan, agg_col, dim_col, rank_value_sql
 from query.aggregators import Aggregator, json_values, parse_aggregators
 from query.aggregators.simple import CountAggregator
 from query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from query.cache_key import digest_key
+from query.columns import SEGMENT_INDEX
 from query.dimensions import DimensionSpec, parse_dimension_spec
 from query.duck import connection
 from query.errors import invalid
@@ -32,7 +33,6 @@ from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
 from query.orderings import group_positions, ordinal, segment_codes
 from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
-from query.segment_input import SEGMENT_INDEX, SegmentInput
 from query.topn_metric import (
     InvertedMetric,
     TopNMetric,
@@ -45,7 +45,7 @@ from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virt
 from timeline import Granularity, format_instant
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 
 ROWS = "__rows"
@@ -149,13 +149,8 @@ class TopNQuery(Query):
     def segment_keep(self) -> int:
         return max(self.threshold, self.context.min_topn_threshold)
 
-    # -- data path ---------------------------------------------------------------------------------
-    def run_partials(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        cut = self._segment_cut_sql()
-        top = self._top(self.plan.run(conn, inputs, qualify=cut), self.segment_keep, per_segment=True)
-        return self._with_markers(top, cursor_frame(self.granularity, inputs), per_segment=True)
-
-    def _with_markers(self, table: pa.Table, frame: pa.Table, *, per_segment: bool) -> pa.Table:
+    # -- per segment: what the engine (segment_engine.topn) applies to its grouped rows --------
+    def with_markers(self, table: pa.Table, frame: pa.Table, *, per_segment: bool) -> pa.Table:
         """Add a marker row (dimension and aggregates null) for each bucket a cursor walked without
         a matching row: Druid answers such buckets with an empty list, and under `all` the earliest
         cursor start, matched or not, stamps the result."""
@@ -175,11 +170,11 @@ class TopNQuery(Query):
             out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, stamped)
         return out
 
-    def _segment_cut_sql(self) -> str | None:
+    def segment_cut_sql(self) -> str | None:
         """Each segment's best `segment_keep` rows per bucket as a DuckDB QUALIFY, when SQL ranks
-        exactly as `_top` does: a count or long/double sum/min/max metric over a string dimension.
+        exactly as `top` does: a count or long/double sum/min/max metric over a string dimension.
 
-        The grouping then ships only what survives, and `_top` re-ranks that small remainder.
+        The grouping then ships only what survives, and `top` re-ranks that small remainder.
         """
         name = metric_name(self.metric)
         if name is None or self.dimension.output_type != "STRING":
@@ -193,24 +188,18 @@ class TopNQuery(Query):
             f"ORDER BY {value} {direction}, {dim_col(0)} ASC NULLS FIRST) <= {self.segment_keep}"
         )
 
-    def run_merged(self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
-        """Ranks over all of `inputs` at once: exact, where per-segment trimming may drop values."""
-        merged = self.plan.run_merged(conn, inputs)
-        top = self._top(merged, self.segment_keep, per_segment=False)
-        return self._with_markers(top, cursor_frame(self.granularity, inputs), per_segment=False)
-
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         merged = self.plan.merge(connection(), partials)
-        return self._top(merged, self.segment_keep, per_segment=False)
+        return self.top(merged, self.segment_keep, per_segment=False)
 
-    def _top(self, table: pa.Table, keep: int, *, per_segment: bool) -> pa.Table:
+    def top(self, table: pa.Table, keep: int, *, per_segment: bool) -> pa.Table:
         """The best `keep` rows of each (segment,) bucket, in rank order; markers of buckets with
         no kept row stay (one per bucket), after the ranked rows."""
         if table.num_rows == 0:
             return table
         is_marker = pc.is_null(table.column(self._rows_col))
         if pc.any(is_marker).as_py():
-            ranked = self._top(table.filter(pc.invert(is_marker)), keep, per_segment=per_segment)
+            ranked = self.top(table.filter(pc.invert(is_marker)), keep, per_segment=per_segment)
             where = [SEGMENT_COLUMN, BUCKET] if per_segment else [BUCKET]
             markers = table.filter(is_marker)
             markers = markers.take(pa.array(_first_of_each(markers, where), pa.int64()))
@@ -238,7 +227,7 @@ class TopNQuery(Query):
         return table.take(pa.array(kept, pa.int64()))
 
     def finalize(self, merged: pa.Table) -> list[Any]:
-        top = self._top(merged, self.threshold, per_segment=False)
+        top = self.top(merged, self.threshold, per_segment=False)
         if top.num_rows == 0:
             return []
         real = top.column(self._rows_col).is_valid().to_pylist()

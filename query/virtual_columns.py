@@ -12,13 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from query.columns import TIME_COLUMN
 from query.duck import quote_ident
 from query.errors import QueryUnsupported, invalid
 from query.expressions.duck import compile_expression
 from query.expressions.parser import Node, identifiers, parse_expression
 from query.expressions.typed import DOUBLE, LONG, STRING, Typed, cast_to
 from query.fields import as_object, get_list, get_str
-from query.segment_input import TIME_COLUMN
 
 _OUTPUT_TYPES = {"LONG": LONG, "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "STRING": STRING}
 

@@ -26,10 +26,15 @@ from realtime_service.ingest_metrics import IngestCollector
 from realtime_service.node import RealtimeNode
 from realtime_service.push_api import PushEndpoint
 from realtime_service.spec import RealtimeSpec
+from server_common.druid_metrics import (
+    DruidQueryMetrics,
+    SegmentCountCollector,
+    add_process_metrics,
+    outcome_of,
+)
+from server_common.json_response import druid_error_handlers
 from server_kit.announcer import CompositeAnnouncer, SegmentAnnouncer, ZkAnnouncer, leave, reconcile_forever
 from server_kit.change_feed import ChangeHistory, change_feed_route
-from server_kit.druid_metrics import DruidQueryMetrics, SegmentCountCollector, add_process_metrics, outcome_of
-from server_kit.json_response import druid_error_handlers
 from server_kit.query_api import QueryEndpoint
 from server_kit.served import ServedSegments
 from server_kit.status_routes import node_status_routes

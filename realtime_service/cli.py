@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from server_kit.lifecycle import add_drain_flag
+from server_common.lifecycle import add_drain_flag
 from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
 
 HELP = "Run a real-time node: push ingestion, queries over live segments, handoff to historicals"
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from ingestion.errors import SpecError
     from realtime_service.app import RealtimeConfig, create_app, leave_cluster
     from realtime_service.spec import load_realtime_spec
-    from server_kit.lifecycle import serve
+    from server_common.lifecycle import serve
 
     if not args.spec:
         print("strata realtime: error: --spec SPEC.json is required", file=sys.stderr)

@@ -31,7 +31,7 @@ from realtime_service.errors import (
 )
 from realtime_service.node import RealtimeNode
 from realtime_service.wal import WalError
-from server_kit.json_response import json_response
+from server_common.json_response import json_response
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Rows arrive as small Arrow tables (one per pushed batch) and are kept as they ar
 them is zero-copy, so a query's snapshot costs nothing per row. A persist moves them to a Parquet
 part on local disk (rolled up, sorted); until the part is written they stay visible in memory, so
 a query never misses rows in between. Mutated on the event loop only; `rows()` is the immutable
-snapshot the engine reads through `query.memory_source`.
+snapshot the engine reads through `segment_engine.memory_source`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ingestion.normalize import metric_input
 from ingestion.rollup import CHUNK, segment_order, segment_rows
 from ingestion.spec import DimensionSpec, MetricSpec
-from query.memory_source import MemoryRows, memory_key, register, unregister
+from segment_engine.memory_source import MemoryRows, memory_key, register, unregister
 from timeline import DataSegment, Interval
 
 TIME = "__time"

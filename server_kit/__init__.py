@@ -1,14 +1,8 @@
-"""What every Strata server process shares: Druid-shaped JSON responses and error handlers, the
-signal-driven lifecycle (drain, parent watch), Prometheus metrics under Druid's names, the version.
+"""The serving core every data node shares: the set of served segments, the query API (native JSON
+for plain clients, Arrow partials for the broker), announcing in ZooKeeper and the HTTP change feed,
+status routes.
 
-Services import this package, never the `strata` command line, which sits on top of them all.
+`historical_service` is this core plus loading from deep storage and assignment; `realtime_service`
+is this core plus ingestion and handoff. What every server process shares (the broker too) is
+`server_common`.
 """
-
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("strata")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+source"
-
-__all__ = ["__version__"]

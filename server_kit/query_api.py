@@ -20,24 +20,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-import pyarrow as pa
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from query import Query, QueryError, SegmentInput, parse_query
+from query import Query, QueryError, parse_query
 from query.duck import connection
-from query.engine import require_table_source, run_for_broker
 from query.errors import QueryCancelled, QueryTimeout, unknown_exception
 from query.request_body import decode_query_body
 from query.segment_spec import SegmentsSpec
-from server_kit.json_response import json_response
+from segment_engine import SegmentInput, require_table_source, run_for_broker, run_merged
+from server_common.json_response import json_response
 from timeline import SegmentDescriptor
+from wire import (
+    ARROW_STREAM,
+    QUERY_ID_HEADER,
+    RESPONSE_CONTEXT_HEADER,
+    encode_partials,
+    missing_segments_context,
+    wants_arrow,
+)
 
 log = logging.getLogger(__name__)
 
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
 
@@ -91,13 +96,6 @@ class RunningQueries:
         return len(self._running)
 
 
-def _encode_arrow(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
 class QueryEndpoint:
     def __init__(self, segments: LocalSegments, host: str, pool: ThreadPoolExecutor | None = None):
         self.segments = segments
@@ -141,8 +139,8 @@ class QueryEndpoint:
         entry.conn = conn
         try:
             if arrow:  # a broker: partials it can cache and merge
-                return _encode_arrow(run_for_broker(query, inputs))
-            merged = query.run_merged(conn, inputs)
+                return encode_partials(run_for_broker(query, inputs))
+            merged = run_merged(query, inputs)
         finally:
             entry.conn = None
             if self.on_segments is not None and inputs:
@@ -160,13 +158,10 @@ class QueryEndpoint:
             query = parse_query(obj)
             require_table_source(query)
             query_id, data_source, query_type = query.context.query_id, query.data_source, query.query_type
-            headers["X-Druid-Query-Id"] = query_id
+            headers[QUERY_ID_HEADER] = query_id
             inputs, missing = self._resolve(query)
-            context: dict[str, Any] = {}
-            if missing:
-                context["missingSegments"] = [d.to_json() for d in missing]
-            headers["X-Druid-Response-Context"] = orjson.dumps(context).decode()
-            arrow = ARROW_STREAM in request.headers.get("accept", "")
+            headers[RESPONSE_CONTEXT_HEADER] = missing_segments_context(missing)
+            arrow = wants_arrow(request.headers.get("accept"))
             entry = self.running.start(query_id)
             try:
                 loop = asyncio.get_running_loop()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from query import Query, SegmentInput
+from query import Query
 from query.segment_spec import SegmentsSpec
+from segment_engine import SegmentInput
 from timeline import DataSegment, Interval, SegmentDescriptor, VersionedIntervalTimeline
 
 

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from server_kit.json_response import json_response
+from server_common.json_response import json_response
 
 
 def memory() -> dict[str, int]:
@@ -28,7 +28,7 @@ def node_status_routes(
     strata: Callable[[], dict[str, Any]], ready: Callable[[], bool], registry: Callable[[], CollectorRegistry]
 ) -> list[BaseRoute]:
     """`strata()` gives the node's own `/status` section, `ready()` its readiness."""
-    from server_kit import __version__
+    from server_common import __version__
 
     async def status(request: Request) -> Response:
         return json_response({"version": __version__, "modules": [], "memory": memory(), "strata": strata()})

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Protocol, cast
 
-from server_kit import __version__
+from server_common import __version__
 from strata.config import ConfigError, apply_defaults, load_config_file
 
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server_kit.lifecycle import child_popen_kwargs
+from server_common.lifecycle import child_popen_kwargs
 
 ZOOKEEPER_JARS = (Path("/usr/share/java/zookeeper.jar"), Path("/usr/share/java/slf4j-simple.jar"))
 
@@ -60,7 +60,7 @@ def _alive(proc: subprocess.Popen[bytes]) -> bool:
 class _ChildServer:
     port: int
     proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
-    tied: bool = field(default=False, kw_only=True)  # die with this process (server_kit.lifecycle)
+    tied: bool = field(default=False, kw_only=True)  # die with this process (server_common.lifecycle)
 
     @property
     def address(self) -> str:

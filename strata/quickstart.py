@@ -7,7 +7,7 @@ and a broker as child processes logging into the working
 directory, waits until the broker sees every segment, runs Druid's tutorial "top 10 pages by
 edits" query, prints the table, and serves on 127.0.0.1:8082 until SIGINT or SIGTERM.
 
-Stopping (either signal, see server_kit.lifecycle) stops the broker, the historicals and ZooKeeper in
+Stopping (either signal, see server_common.lifecycle) stops the broker, the historicals and ZooKeeper in
 that order and exits 0; the children also exit by themselves if this process dies, even by
 `kill -9`. One quickstart per working directory and ports: a second one says so and exits 1.
 """
@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from server_kit.lifecycle import Shutdown, add_drain_flag, child_popen_kwargs, raise_on_signals
+from server_common.lifecycle import Shutdown, add_drain_flag, child_popen_kwargs, raise_on_signals
 
 HELP = "Run a local cluster (ZooKeeper, two historicals, a real-time node, a broker) on the wikipedia sample"
 

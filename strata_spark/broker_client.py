@@ -19,8 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
-ERROR_METADATA_KEY = b"strata.error"
+from wire import ARROW_STREAM, ERROR_METADATA_KEY
+
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # terminal underlines some parsers put in messages
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 

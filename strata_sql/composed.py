@@ -23,7 +23,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from query.errors import QueryUnsupported, invalid
-from strata_sql.planner import Output, SqlPlan
+from strata_sql.plan import Output, SqlPlan
 from timeline import format_instant, parse_instant
 
 Rows = list[list[Any]]

@@ -23,7 +23,7 @@ from strata_sql.filters import TIME, column_name, interval_ms, literal, timestam
 from strata_sql.session import current_zone
 
 _DUCK = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
-_FLOOR_UNITS = {
+FLOOR_UNITS = {
     "SECOND": "PT1S",
     "MINUTE": "PT1M",
     "HOUR": "PT1H",
@@ -294,7 +294,7 @@ class ExpressionWriter:
         unit = node.args.get("to")
         if unit is None:
             return f"floor({self.write(node.this)})"
-        period = _FLOOR_UNITS.get(unit.name.upper())
+        period = FLOOR_UNITS.get(unit.name.upper())
         if period is None:
             raise QueryUnsupported(f"FLOOR(... TO {unit.name}) is not supported")
         return f"timestamp_floor({self._time(node.this)}, '{period}', null, {_zone()})"
@@ -302,7 +302,7 @@ class ExpressionWriter:
     def _date_trunc(self, node: exp.Expr) -> str:
         unit = node.args.get("unit")
         name = (unit.name if unit is not None else "").upper().strip("'")
-        period = _FLOOR_UNITS.get(name)
+        period = FLOOR_UNITS.get(name)
         if period is None:
             raise QueryUnsupported(f"DATE_TRUNC unit [{name}] is not supported")
         return f"timestamp_floor({self._time(node.this)}, '{period}', null, {_zone()})"

@@ -13,7 +13,8 @@ from sqlglot import exp
 
 from query.errors import QueryError, QueryUnsupported, invalid
 from strata_sql.composed import ComposedPlan, Plan
-from strata_sql.planner import Output, SqlPlan, parse, plan_select
+from strata_sql.plan import Output, SqlPlan
+from strata_sql.planner import parse, plan_select
 from strata_sql.session import current_zone, parse_time_zone, time_zone
 from strata_sql.subqueries import plan_composed
 

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from query.errors import QueryError, QueryUnsupported
 from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage
-from strata_sql.planner import SqlPlan
+from strata_sql.plan import SqlPlan
 from strata_sql.session import current_zone, time_zone
 
 PlanTree = Callable[[exp.Expr], Plan]
@@ -93,7 +93,8 @@ def _as_query_data_source(tree: exp.Select, inner: Plan, context: Mapping[str, A
     """The outer SELECT as one native query over a `query` dataSource, as Druid plans it, when the
     inner answer's native rows are exactly the subquery's rows (fields named as its columns, no
     ordering or limit applied after the native query); None otherwise."""
-    from strata_sql.planner import TIME, plan_select
+    from strata_sql.filters import TIME
+    from strata_sql.planner import plan_select
 
     if not isinstance(inner, SqlPlan) or inner.native is None or inner.native["queryType"] != "groupBy":
         return None

@@ -18,27 +18,27 @@ from collections.abc import Sequence
 import httpx
 import orjson
 
-from broker_service.data_server import DataServer
 from broker_service.inventory.base import InventoryStatus, ServerInventory
 from broker_service.server_view import BrokerServerView
 from discovery import ChangeCounter, ChangeRequestsSnapshot
+from discovery.server_metadata import ServerMetadata, ServerType
 
 log = logging.getLogger(__name__)
 
 FEED_PATH = "/druid-internal/v1/segments"
 
 
-def parse_node(text: str) -> DataServer:
+def parse_node(text: str) -> ServerMetadata:
     """`HOST:PORT` (a historical) or `HOST:PORT/TYPE` (e.g. `127.0.0.1:8100/realtime`)."""
     address, _, kind = text.strip().partition("/")
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"node must be HOST:PORT[/TYPE], got {text!r}")
-    return DataServer(name=address, host=address, type=(kind or "historical").lower())
+    return ServerMetadata(name=address, host=address, type=ServerType.parse(kind or "historical"))
 
 
 class _NodeState:
-    def __init__(self, server: DataServer):
+    def __init__(self, server: ServerMetadata):
         self.server = server
         self.up = False
         self.counter: ChangeCounter | None = None
@@ -52,7 +52,7 @@ class HttpInventory(ServerInventory):
     def __init__(
         self,
         view: BrokerServerView,
-        nodes: Sequence[DataServer],
+        nodes: Sequence[ServerMetadata],
         *,
         server_timeout_ms: int = 30_000,
         max_backoff_s: float = 30.0,

@@ -23,10 +23,10 @@ from typing import Any
 
 import orjson
 
-from broker_service.data_server import DataServer
 from broker_service.inventory.base import InventoryStatus, ServerInventory
 from broker_service.server_view import BrokerServerView
 from discovery import ZkPaths, make_kazoo_client, parse_batch
+from discovery.server_metadata import ServerMetadata
 from timeline import DataSegment
 
 log = logging.getLogger(__name__)
@@ -127,11 +127,11 @@ class ZkInventory(ServerInventory):
         from kazoo.recipe.watchers import ChildrenWatch
 
         zk = self._zk
-        present: dict[str, DataServer] = {}
+        present: dict[str, ServerMetadata] = {}
         for child in children:
             try:
                 data, _ = zk.get(f"{self.announcements_path}/{child}")
-                present[child] = DataServer.from_json(orjson.loads(data))
+                present[child] = ServerMetadata.from_json(orjson.loads(data))
             except NoNodeError:
                 continue
             except (ValueError, TypeError) as e:
@@ -222,7 +222,7 @@ class ZkInventory(ServerInventory):
     def _mark_initialized(self) -> None:
         self._status.initialized = True
 
-    def _servers_present(self, present: dict[str, DataServer]) -> None:
+    def _servers_present(self, present: dict[str, ServerMetadata]) -> None:
         for name in [n for n in self._batches if n not in present]:
             self._batches.pop(name, None)
             self._refs.pop(name, None)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# Importing each aggregator module registers its types with query.aggregators.base's parser.
+from query.aggregators import filtered, first_last, simple, sketches  # noqa: F401
 from query.aggregators.base import Aggregator, json_values, parse_aggregator
 from query.errors import invalid
 from query.fields import get_list

@@ -153,6 +153,7 @@ def _f32(v: float) -> Any:
 
 # -- registry ------------------------------------------------------------------------------------
 Parser = Callable[[Mapping[str, Any]], Aggregator]
+# Filled by each aggregator module as it is imported (the package's __init__ imports them all).
 _PARSERS: dict[str, Parser] = {}
 UNSUPPORTED = frozenset(
     {
@@ -187,8 +188,6 @@ def aggregator_type(*names: str) -> Callable[[Parser], Parser]:
 
 
 def parse_aggregator(obj: Any) -> Aggregator:
-    import query.aggregators.all  # noqa: F401 - registers every aggregator type
-
     obj = as_object(obj, "aggregator")
     kind = obj.get("type")
     if not isinstance(kind, str):

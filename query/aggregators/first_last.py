@@ -26,9 +26,9 @@ from query.aggregators.base import (
     filtered,
     numeric_input,
 )
+from query.columns import TIME_COLUMN
 from query.duck import quote_ident
 from query.fields import get_int, get_str
-from query.segment_input import TIME_COLUMN
 
 DEFAULT_MAX_STRING_BYTES = 1024
 

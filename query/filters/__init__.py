@@ -5,6 +5,8 @@ expression over columns typed as in `types` (DuckDB type names, `__time` BIGINT 
 `Filter.columns()` the columns it reads, `Filter.to_json()` its canonical JSON for cache keys.
 """
 
+# Importing each filter module registers its types with query.filters.base's parser.
+from query.filters import expression, extracted  # noqa: F401
 from query.filters.base import Filter, parse_filter
 from query.filters.logical import AndFilter, FalseFilter, NotFilter, OrFilter, TrueFilter
 from query.filters.match import EqualsFilter, InFilter, NullFilter, SelectorFilter

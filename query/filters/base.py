@@ -32,7 +32,11 @@ class Filter(ABC):
 
 
 FilterParser = Callable[[Mapping[str, Any]], Filter]
+# Filled by each filter module as it is imported; the package's __init__ imports them all, and
+# Python runs that __init__ before any submodule, so the registry is complete before first use.
 _PARSERS: dict[str, FilterParser] = {}
+# The parser of filters carrying an extractionFn (query.filters.extracted registers it).
+_EXTRACTED: list[Callable[[Mapping[str, Any], str], Filter]] = []
 
 # Druid filter types this engine does not evaluate: a clear 501 rather than a wrong answer.
 UNSUPPORTED_TYPES = frozenset({"javascript", "spatial", "arrayContainsElement"})
@@ -46,6 +50,14 @@ def filter_type(name: str) -> Callable[[FilterParser], FilterParser]:
     return register
 
 
+def extraction_parser(
+    parser: Callable[[Mapping[str, Any], str], Filter],
+) -> Callable[[Mapping[str, Any], str], Filter]:
+    """Registers the parser of a filter with an `extractionFn` (or of the `extraction` filter)."""
+    _EXTRACTED[:] = [parser]
+    return parser
+
+
 def parse_filter(obj: Any) -> Filter | None:
     """Parse a query's `filter` (None when absent); every problem is an InvalidInput or 501."""
     if obj is None:
@@ -54,16 +66,12 @@ def parse_filter(obj: Any) -> Filter | None:
 
 
 def parse_required(obj: Any, what: str = "filter") -> Filter:
-    import query.filters.all  # noqa: F401 - registers every filter type
-
     obj = as_object(obj, what)
     kind = obj.get("type")
     if not isinstance(kind, str):
         raise invalid("Missing required field [type] of %s", what)
     if obj.get("extractionFn") is not None or kind == "extraction":
-        from query.filters.extracted import parse_extracted
-
-        return parse_extracted(obj, kind)
+        return _EXTRACTED[0](obj, kind)
     parser = _PARSERS.get(kind)
     if parser is None:
         if kind in UNSUPPORTED_TYPES:

@@ -10,7 +10,7 @@ from typing import Any
 from query.duck import quote_ident
 from query.errors import QueryUnsupported, invalid
 from query.extraction_fns import ExtractionFn, parse_extraction_fn
-from query.filters.base import Filter, column_of
+from query.filters.base import Filter, column_of, extraction_parser, parse_required
 
 EXTRACTED = "__strata_extracted__"  # the name the inner filter matches; replaced by the extraction
 TAKES_EXTRACTION = frozenset({"selector", "in", "bound", "like", "regex", "search", "extraction"})
@@ -35,9 +35,8 @@ class ExtractedFilter(Filter):
         return dict(self.original)
 
 
+@extraction_parser
 def parse_extracted(obj: Mapping[str, Any], kind: str) -> Filter:
-    from query.filters.base import parse_required
-
     if kind not in TAKES_EXTRACTION:
         raise QueryUnsupported(f"extractionFn on filter type [{kind}] is not supported")
     if obj.get("extractionFn") is None:

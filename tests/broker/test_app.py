@@ -9,7 +9,8 @@ import httpx
 import orjson
 import pytest
 
-from broker_service.app import Broker, BrokerSettings, create_app
+from broker_service.app import create_app
+from broker_service.broker import Broker, BrokerSettings
 from broker_service.response_context import encode_response_context
 from query.base import register
 from tests.broker.helpers import SumQuery, segment, serve

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from broker_service.arrow_scan import TIME_TYPE, conform, merge_types, stream_schema
+from broker_service.arrow_scan import TIME_TYPE, conform, stream_schema
+from broker_service.scan_types import merge_types
 from query import parse_query
 
 

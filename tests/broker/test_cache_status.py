@@ -6,7 +6,8 @@ from contextlib import ExitStack
 
 import httpx
 
-from broker_service.app import Broker, BrokerSettings, create_app
+from broker_service.app import create_app
+from broker_service.broker import Broker, BrokerSettings
 from broker_service.segment_cache import build_cache_policy
 from tests.broker.helpers import serve
 from tests.broker.test_app import query_json

@@ -11,14 +11,15 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from broker_service.data_node_client import ARROW_STREAM, DataNodeClient
-from broker_service.data_server import DataServer
+from broker_service.data_node_client import DataNodeClient
 from broker_service.errors import NodeFailure, RemoteQueryError
+from discovery.server_metadata import ServerMetadata
 from query import parse_query
 from query.errors import QueryTimeout
 from timeline import Interval, SegmentDescriptor
+from wire import ARROW_STREAM
 
-SERVER = DataServer("node:8083", "node:8083")
+SERVER = ServerMetadata("node:8083", "node:8083")
 SEGMENT = SegmentDescriptor(Interval.parse("2015-09-12/2015-09-13"), "v1", 0)
 QUERY = parse_query({"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
                      "granularity": "all", "aggregations": [{"type": "count", "name": "n"}],

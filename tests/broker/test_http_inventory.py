@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from broker_service.data_server import DataServer
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.server_view import BrokerServerView
+from discovery.server_metadata import ServerMetadata, ServerType
 from strata.local_servers import free_port
 from tests.broker.feed_server import FeedState, feed_app
 from tests.broker.helpers import run, segment, serve
@@ -37,7 +37,7 @@ def test_full_sync_then_deltas_then_reset():
 
         async def main() -> None:
             view = BrokerServerView()
-            node = DataServer(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
+            node = ServerMetadata(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
             inv = HttpInventory(view, [node], server_timeout_ms=300)
             await inv.start()
             try:
@@ -65,7 +65,7 @@ def test_node_down_marks_it_down_and_backoff_then_full_sync_on_return():
     a, b = days(2)
     state.load(a)
     port = free_port()
-    node = DataServer(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
+    node = ServerMetadata(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
 
     async def main() -> None:
         view = BrokerServerView()
@@ -95,7 +95,9 @@ def test_node_down_marks_it_down_and_backoff_then_full_sync_on_return():
 
 
 def test_parse_node():
-    assert parse_node("127.0.0.1:8083") == DataServer("127.0.0.1:8083", "127.0.0.1:8083", "historical")
+    assert parse_node("127.0.0.1:8083") == ServerMetadata(
+        "127.0.0.1:8083", "127.0.0.1:8083", ServerType.HISTORICAL
+    )
     assert parse_node("h:8100/realtime").type == "realtime"
     with pytest.raises(ValueError):
         parse_node("nohost")

@@ -8,9 +8,9 @@ from contextlib import ExitStack
 import pytest
 
 from broker_service.data_node_client import DataNodeClient
-from broker_service.data_server import DataServer
 from broker_service.query_runner import QueryRunner, RunnerLimits
 from broker_service.server_view import BrokerServerView
+from discovery.server_metadata import ServerMetadata
 from query.errors import QueryCancelled, QueryError, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
 from strata.local_servers import free_port
 from tests.broker.fake_data_node import FakeNode, node_app
@@ -33,12 +33,14 @@ class Cluster:
         self.view = BrokerServerView()
         self.nodes: dict[str, FakeNode] = {}
 
-    def node(self, *, serves, announces=None, running=True, tier_priority=0) -> tuple[DataServer, FakeNode]:
+    def node(
+        self, *, serves, announces=None, running=True, tier_priority=0
+    ) -> tuple[ServerMetadata, FakeNode]:
         fake = FakeNode()
         for s in serves:
             fake.add(s, *VALUES[s.id])
         port = self.stack.enter_context(serve(node_app(fake))) if running else free_port()
-        server = DataServer(f"127.0.0.1:{port}", f"127.0.0.1:{port}", priority=tier_priority)
+        server = ServerMetadata(f"127.0.0.1:{port}", f"127.0.0.1:{port}", priority=tier_priority)
         self.view.add_server(server)
         for s in serves if announces is None else announces:
             self.view.add_segment(server.name, s)

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from broker_service.cached_partials import decode_partial, encode_partial
-from broker_service.data_server import DataServer
 from broker_service.segment_cache import SegmentCache, segment_cache_key
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import ServerSelector
+from discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import run, segment, sum_query
 from tests.broker.test_query_runner import DAYS, WEEK, Cluster, oracle
 
@@ -76,7 +76,9 @@ def test_realtime_segments_and_by_segment_are_never_cached():
     with ExitStack() as stack:
         c = Cluster(stack)
         fake_port_server, _ = c.node(serves=DAYS)
-        c.view.add_server(DataServer(fake_port_server.name, fake_port_server.host, type="realtime"))
+        c.view.add_server(
+            ServerMetadata(fake_port_server.name, fake_port_server.host, type=ServerType.REALTIME)
+        )
         cache = DictCache()
         policy = SegmentCache(cache, Key)
         assert run(runs(c.runner(cache_policy=policy), sum_query(WEEK))) == [[oracle(DAYS)]]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from broker_service.data_server import DataServer
 from broker_service.segment_plan import SegmentPlanner, plan_segments
 from broker_service.server_view import BrokerServerView
+from discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import segment, sum_query
 
-H1 = DataServer("h1:8083", "h1:8083", "historical", "_default_tier", 0)
+H1 = ServerMetadata("h1:8083", "h1:8083", ServerType.HISTORICAL, "_default_tier", 0)
 DAYS = [f"2015-09-{d:02d}/2015-09-{d + 1:02d}" for d in range(10, 16)]
 
 
@@ -66,7 +66,7 @@ def test_the_etag_names_the_segments_read_and_skips_real_time_ones() -> None:
 
     view = BrokerServerView()
     view.add_server(H1)
-    rt = DataServer("rt:8100", "rt:8100", "realtime", "_default_tier", 0)
+    rt = ServerMetadata("rt:8100", "rt:8100", ServerType.REALTIME, "_default_tier", 0)
     view.add_server(rt)
     for day in DAYS[:3]:
         view.add_segment(H1.name, segment(interval=day))

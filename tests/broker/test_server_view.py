@@ -5,15 +5,15 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from broker_service.data_server import DataServer
 from broker_service.server_view import BrokerServerView, ServerSelector
+from discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import segment
 from timeline import Interval
 
-H1 = DataServer("h1:8083", "h1:8083", "historical", "_default_tier", 0)
-H2 = DataServer("h2:8083", "h2:8083", "historical", "_default_tier", 0)
-HOT = DataServer("hot:8083", "hot:8083", "historical", "hot", 10)
-RT = DataServer("rt:8100", "rt:8100", "realtime", "_default_tier", 100)
+H1 = ServerMetadata("h1:8083", "h1:8083", ServerType.HISTORICAL, "_default_tier", 0)
+H2 = ServerMetadata("h2:8083", "h2:8083", ServerType.HISTORICAL, "_default_tier", 0)
+HOT = ServerMetadata("hot:8083", "hot:8083", ServerType.HISTORICAL, "hot", 10)
+RT = ServerMetadata("rt:8100", "rt:8100", ServerType.REALTIME, "_default_tier", 100)
 
 
 class FakeLoad:
@@ -24,7 +24,7 @@ class FakeLoad:
         return self.counts.get(server_name, 0)
 
 
-def selector(*servers: DataServer) -> ServerSelector:
+def selector(*servers: ServerMetadata) -> ServerSelector:
     s = ServerSelector(segment())
     for server in servers:
         s.set_server(server)
@@ -192,5 +192,5 @@ def test_server_metadata_update_reaches_selectors():
     view = BrokerServerView()
     view.add_server(H1)
     view.add_segment("h1:8083", segment())
-    view.add_server(DataServer("h1:8083", "h1:8083", "historical", "hot", 5))
+    view.add_server(ServerMetadata("h1:8083", "h1:8083", ServerType.HISTORICAL, "hot", 5))
     assert view.selector(segment().id).servers["h1:8083"].priority == 5

@@ -18,8 +18,8 @@ from typing import Any
 import duckdb
 import httpx
 
+from harness.processes import StrataProcess, running
 from storage import open_metadata_store
-from tests.process_helpers import StrataProcess, running
 
 
 def raw(sql: str, rows: Path) -> list[tuple[Any, ...]]:

@@ -16,8 +16,8 @@ import duckdb
 import httpx
 import pytest
 
+from harness.processes import StrataProcess
 from ingestion.api import ingest
-from tests.process_helpers import StrataProcess
 
 pytestmark = pytest.mark.integration
 

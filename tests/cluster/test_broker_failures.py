@@ -19,6 +19,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
+from harness.processes import StrataProcess
 from ingestion.api import ingest
 from storage import open_metadata_store
 from strata.local_servers import ZooKeeperServer, free_port
@@ -34,7 +35,6 @@ from tests.cluster.cluster_kit import (
     wait_until,
     write_rows,
 )
-from tests.process_helpers import StrataProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

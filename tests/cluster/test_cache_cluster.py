@@ -17,9 +17,9 @@ import duckdb
 import httpx
 import pytest
 
+from harness.processes import StrataProcess
 from ingestion.api import ingest
 from strata.local_servers import MemcachedServer, free_port
-from tests.process_helpers import StrataProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

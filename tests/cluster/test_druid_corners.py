@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.processes import StrataProcess, running
 from ingestion.api import ingest
 from tests.historical_query.wiki_http import RawRows, iso_utc
-from tests.process_helpers import StrataProcess, running
 
 pytestmark = pytest.mark.integration
 

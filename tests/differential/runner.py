@@ -25,10 +25,10 @@ import httpx
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from harness.processes import StrataProcess, running
 from tests.differential.generator import generate
 from tests.differential.oracle import Oracle, Spec
 from tests.historical_query.wiki_http import RAW_VIEW
-from tests.process_helpers import StrataProcess, running
 
 SEGMENTATIONS: dict[str, dict[str, Any]] = {
     "diff_day": {"segmentGranularity": "day"},

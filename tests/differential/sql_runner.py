@@ -23,9 +23,9 @@ from typing import Any
 import duckdb
 import httpx
 
+from harness.processes import StrataProcess
 from tests.differential.runner import SEGMENTATIONS, Outcome, ingest_all, nodes, raw_connection
 from tests.differential.sql_generator import SqlCase, generate_sql
-from tests.process_helpers import StrataProcess
 
 
 def _norm(value: Any) -> Any:

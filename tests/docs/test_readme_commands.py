@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.processes import sigint_ignored_by_children
 from strata.local_servers import free_port
 from tests.docs.extract import Block, commands, fenced_blocks, python_expected
-from tests.process_helpers import sigint_ignored_by_children
 
 pytestmark = pytest.mark.integration
 

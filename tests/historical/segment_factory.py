@@ -15,9 +15,9 @@ import pyarrow as pa
 from kazoo.client import KazooClient
 
 from discovery import ZkPaths
+from harness.processes import StrataProcess
 from storage import LocalDeepStorage, open_metadata_store
 from storage.segment_file import write_segment_file
-from tests.process_helpers import StrataProcess
 from timeline import DataSegment, Interval, ShardSpec, format_instant
 
 

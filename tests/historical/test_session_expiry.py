@@ -22,9 +22,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from discovery import ZkPaths
+from harness.processes import StrataProcess
 from strata.local_servers import ZooKeeperServer, free_port
 from tests.historical.segment_factory import HistoricalCluster, kazoo, unique_base, wait_until
-from tests.process_helpers import StrataProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

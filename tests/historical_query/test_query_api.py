@@ -15,10 +15,11 @@ import pytest
 from starlette.applications import Starlette
 
 from ingestion.api import ingest
-from server_kit.query_api import ARROW_STREAM, QueryEndpoint
+from server_kit.query_api import QueryEndpoint
 from server_kit.served import ServedSegments
 from storage import open_metadata_store
 from timeline import Interval, SegmentDescriptor
+from wire import ARROW_STREAM
 
 
 @pytest.fixture(scope="module")

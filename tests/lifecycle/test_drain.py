@@ -1,4 +1,4 @@
-"""The shared stop sequence (server_kit.lifecycle.serve) on a real process: drain, cancel, parent watch."""
+"""The shared stop sequence (server_common.lifecycle.serve) on a real process: drain, cancel, parent watch."""
 
 from __future__ import annotations
 

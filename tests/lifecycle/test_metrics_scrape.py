@@ -12,8 +12,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.processes import StrataProcess, running
 from tests.historical.segment_factory import HistoricalCluster, wait_until
-from tests.process_helpers import StrataProcess, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.processes import sigint_ignored_by_children
 from strata.local_servers import ZooKeeperServer, free_port
 from tests.lifecycle.test_servers import port_free
-from tests.process_helpers import sigint_ignored_by_children
 
 pytestmark = [
     pytest.mark.integration,

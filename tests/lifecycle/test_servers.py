@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from discovery import ZkPaths
+from harness.processes import StrataProcess
 from tests.historical.segment_factory import HistoricalCluster, kazoo, served_ids, unique_base, wait_until
-from tests.process_helpers import StrataProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

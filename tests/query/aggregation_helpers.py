@@ -10,8 +10,8 @@ import pyarrow as pa
 
 from query import parse_query
 from query.base import Query
-from query.engine import run_partials, run_to_json
-from query.segment_input import SegmentInput
+from segment_engine import run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
 from tests.query.segment_fixtures import wikipedia_rows
 
 

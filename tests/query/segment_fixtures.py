@@ -13,9 +13,9 @@ from typing import Any
 import datasketches
 import pyarrow as pa
 
-from query.segment_input import SegmentInput
-from tests.query.raw_segments import DAY_MS, HOUR_MS, clip, wikipedia_rows
-from tests.query.raw_segments import write_segments as _write_segments
+from harness.raw_segments import DAY_MS, HOUR_MS, clip, wikipedia_rows
+from harness.raw_segments import write_segments as _write_segments
+from segment_engine.segment_input import SegmentInput
 
 __all__ = ["GRANULARITY_MS", "clip", "hll_column", "wikipedia_rows", "write_segments"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.raw_segments import wikipedia_rows, write_segments
 from query import parse_query
-from query.engine import run_partials, run_to_json
-from query.segment_input import SegmentInput
-from tests.query.raw_segments import wikipedia_rows, write_segments
+from segment_engine import run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
 from tests.query.test_time_boundary import extremes
 
 

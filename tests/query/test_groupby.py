@@ -8,7 +8,7 @@ import pytest
 
 from query import parse_query
 from query.errors import InvalidInput
-from query.segment_input import SegmentInput
+from segment_engine.segment_input import SegmentInput
 from tests.query.aggregation_helpers import oracle, run, run_split
 from tests.query.segment_fixtures import wikipedia_rows, write_segments
 

@@ -8,12 +8,12 @@ from typing import Any
 import duckdb
 import pytest
 
+from harness.raw_segments import wikipedia_rows, write_segments
 from query import parse_query
-from query.engine import run_partials, run_to_json
 from query.errors import InvalidInput, QueryUnsupported
-from query.segment_input import SegmentInput
 from query.string_comparators import compare_alphanumeric
-from tests.query.raw_segments import wikipedia_rows, write_segments
+from segment_engine import run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
 from timeline import format_instant
 
 DAY = "2015-09-12/2015-09-13"

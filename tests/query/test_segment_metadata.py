@@ -9,11 +9,11 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from harness.raw_segments import HOUR_MS, wikipedia_rows, write_segments
 from query import parse_query
-from query.engine import run_partials, run_to_json
 from query.errors import InvalidInput
-from query.segment_input import SegmentInput
-from tests.query.raw_segments import HOUR_MS, wikipedia_rows, write_segments
+from segment_engine import run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
 
 METRICS = [{"type": "longSum", "name": "added", "fieldName": "added"}]
 STRING_COLUMNS = [

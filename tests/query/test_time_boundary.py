@@ -7,11 +7,11 @@ from typing import Any
 import duckdb
 import pytest
 
+from harness.raw_segments import clip, wikipedia_rows, write_segments
 from query import parse_query
-from query.engine import run_partials, run_to_json
 from query.errors import InvalidInput
-from query.segment_input import SegmentInput
-from tests.query.raw_segments import clip, wikipedia_rows, write_segments
+from segment_engine import run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
 from timeline import Interval, format_instant
 
 
@@ -80,7 +80,7 @@ def test_cache_key_and_errors() -> None:
 
 
 def test_footer_statistics_give_each_segments_extremes(segments: list[SegmentInput]) -> None:
-    from query.time_boundary import footer_time_span
+    from segment_engine.time_boundary import footer_time_span
 
     conn = duckdb.connect()
     for s in segments:

@@ -12,7 +12,7 @@ import pytest
 
 from query import parse_query
 from query.errors import InvalidInput, QueryError
-from query.segment_input import SegmentInput
+from segment_engine.segment_input import SegmentInput
 from tests.query.aggregation_helpers import oracle, run, run_split
 from tests.query.segment_fixtures import clip, hll_column, wikipedia_rows, write_segments
 from timeline import Interval, format_instant

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.process_helpers import StrataProcess
+from harness.processes import StrataProcess
 
 DS = "events"
 START = datetime(2025, 1, 1, tzinfo=UTC)

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.process_helpers import running
+from harness.processes import running
 from tests.realtime.rt_kit import DS, events, hourly, hourly_answer, push, realtime, write_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

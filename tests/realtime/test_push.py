@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.process_helpers import StrataProcess, running
+from harness.processes import StrataProcess, running
 from tests.realtime.rt_kit import (
     DS,
     by_key,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.spark.spark_kit import local_session
+from harness.spark_session import local_session
 
 
 @pytest.fixture(scope="session")

@@ -231,8 +231,8 @@ def test_selections_stream_chunk_by_chunk_with_limits_across_chunks(
 
 def test_a_repeated_statement_is_served_from_the_cache(cluster: dict[str, Any]) -> None:  # noqa: F811
     """SQL runs through the broker's own native path: a repeat on a caching broker reaches no data node."""
+    from harness.processes import StrataProcess
     from tests.cluster.test_broker_cluster import HOURS, historical_queries, wait_for_segments
-    from tests.process_helpers import StrataProcess
 
     broker = StrataProcess("broker", ["--zk", cluster["historicals"][0].args[1], "--zk-base", cluster["base"],
                                       "--cache", "lru", "--cache-size", "100000000"],

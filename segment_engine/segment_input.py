@@ -18,15 +18,15 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from query.duck import quote_ident, quote_str
-from query.memory_source import MemoryRows, is_memory, lookup, source_sql
+from query.columns import SEGMENT_INDEX, TIME_COLUMN
+from query.duck import duck_type, quote_ident, quote_str
+from segment_engine.memory_source import MemoryRows, is_memory, lookup, source_sql
 from timeline import Interval, SegmentDescriptor
 
-TIME_COLUMN = "__time"
 WINDOW_START = "__window_start"
-SEGMENT_INDEX = "__segment_index"  # position of the row's segment id in segment_labels(inputs)
 
 
 def segment_labels(inputs: Sequence[SegmentInput]) -> list[str]:
@@ -101,36 +101,13 @@ def _memory_schema(rows: MemoryRows) -> SegmentSchema:
     )
 
 
-def _duck_type(t: pa.DataType) -> str:
-    if pa.types.is_timestamp(t):
-        return "BIGINT"  # __time is exposed as epoch millis
-    if pa.types.is_dictionary(t):
-        return _duck_type(t.value_type)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "VARCHAR"
-    if pa.types.is_integer(t):
-        return "BIGINT"
-    if pa.types.is_float32(t):
-        return "FLOAT"
-    if pa.types.is_floating(t):
-        return "DOUBLE"
-    if pa.types.is_boolean(t):
-        return "BOOLEAN"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "BLOB"
-    return "VARCHAR"
-
-
-duck_type = _duck_type  # public name for other modules (results typed for SQL, e.g. having filters)
-
-
 def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> dict[str, str]:
     """DuckDB type per column across segments: numeric types widen, anything else mixed -> VARCHAR."""
     rank = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}
     out: dict[str, str] = {}
     schemas = list(schemas)
     for col in columns:
-        seen = {_duck_type(s.columns[col]) for s in schemas if col in s.columns}
+        seen = {duck_type(s.columns[col]) for s in schemas if col in s.columns}
         if not seen:
             out[col] = "VARCHAR"  # a column no segment has: all-null strings, as Druid
         elif len(seen) == 1:
@@ -184,7 +161,7 @@ def scan_relation(
         for col in wanted:
             if col in schema.columns:
                 expr = quote_ident(col)
-                if _duck_type(schema.columns[col]) != types[col]:
+                if duck_type(schema.columns[col]) != types[col]:
                     expr = f"CAST({expr} AS {types[col]})"
             else:
                 expr = f"CAST(NULL AS {types[col]})"
@@ -216,8 +193,6 @@ def _shared_scan_positions(
     types: Mapping[str, str],
 ) -> list[int]:  # fmt: skip
     """Inputs readable without a time filter or casts, each file once."""
-    from query.data_window import reads_whole  # data_window builds on this module
-
     positions: list[int] = []
     paths: set[str] = set()
     for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
@@ -225,7 +200,7 @@ def _shared_scan_positions(
             continue
         if any(v in schema.columns for v in _VIRTUAL_COLUMNS):
             return []  # a real column would shadow DuckDB's file_index
-        if not all(c in schema.columns and _duck_type(schema.columns[c]) == types[c] for c in wanted):
+        if not all(c in schema.columns and duck_type(schema.columns[c]) == types[c] for c in wanted):
             continue
         if not reads_whole(inp):
             continue
@@ -264,5 +239,40 @@ def segment_facts(inputs: Sequence[SegmentInput]) -> Mapping[str, SegmentSchema]
     return {i.segment_id: read_schema(i.path) for i in inputs}
 
 
-def to_json_bytes(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+# -- where a segment's rows lie, from the footer's `__time` statistics (see segment_engine.data_window)
+@functools.lru_cache(maxsize=65536)
+def _time_range(path: str, mtime_ns: int) -> tuple[int, int] | None:
+    meta = pq.read_metadata(path)
+    names = meta.schema.names
+    if TIME_COLUMN not in names or meta.num_rows == 0:
+        return None
+    col = names.index(TIME_COLUMN)
+    lows, highs = [], []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        if group.num_rows == 0:
+            continue
+        stats = group.column(col).statistics
+        if stats is None or not stats.has_min_max:
+            return _scan_range(path)
+        lows.append(int(stats.min_raw))
+        highs.append(int(stats.max_raw))
+    return (min(lows), max(highs)) if lows else None
+
+
+def _scan_range(path: str) -> tuple[int, int] | None:
+    times = pq.read_table(path, columns=[TIME_COLUMN]).column(TIME_COLUMN).cast("int64")
+    bounds = pc.min_max(times).as_py()
+    return None if bounds["min"] is None else (bounds["min"], bounds["max"])
+
+
+def data_interval(path: str) -> Interval | None:
+    """[first row time, last row time + 1ms) of a segment file; None when it has no rows."""
+    bounds = lookup(path).time_range if is_memory(path) else _time_range(path, os.stat(path).st_mtime_ns)
+    return None if bounds is None else Interval(bounds[0], bounds[1] + 1)
+
+
+def reads_whole(inp: SegmentInput) -> bool:
+    """Whether the read window holds every row of the segment (no time filter needed)."""
+    data = data_interval(inp.path)
+    return data is None or inp.interval.contains(data)

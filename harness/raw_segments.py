@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from query.segment_input import SegmentInput
+from segment_engine.segment_input import SegmentInput
 from strata.data import WIKIPEDIA_SAMPLE
 from timeline import Interval, SegmentDescriptor, format_instant, parse_instant
 

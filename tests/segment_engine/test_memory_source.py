@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from query import parse_query
-from query.engine import run_to_json
-from query.memory_source import MemoryRows, memory_key, register, unregister
-from query.segment_input import SegmentInput
+from segment_engine import run_to_json
+from segment_engine.memory_source import MemoryRows, memory_key, register, unregister
+from segment_engine.segment_input import SegmentInput
 from storage.segment_file import write_segment_file
 from timeline import Interval, SegmentDescriptor
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from query.filters import Filter
-from query.segment_input import SegmentInput, scan_relation
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns
+from segment_engine.segment_input import SegmentInput, scan_relation
 
 
 def filtered_relation(

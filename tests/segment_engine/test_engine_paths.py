@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from query import SegmentInput, parse_query
-from query.duck import connection
+from query import parse_query
 from query.limit_spec import LimitSpec, OrderByColumn
 from query.topn import TopNQuery
+from segment_engine import SegmentInput, run_merged, run_partials
 from tests.query.segment_fixtures import write_segments
 from timeline import Interval
 
@@ -137,10 +137,10 @@ def test_merged_answer_equals_merging_per_segment_partials(
 ) -> None:
     query = parse_query(QUERIES[name])
     segs = inputs if whole else clipped(inputs)
-    conn = connection()
-    merged = query.finalize(query.run_merged(conn, segs))
+
+    merged = query.finalize(run_merged(query, segs))
     # plain path: each segment alone (one branch each), partials merged
-    plain = query.finalize(query.merge([query.run_partials(conn, [s]) for s in segs]))
+    plain = query.finalize(query.merge([run_partials(query, [s]) for s in segs]))
     assert rounded(merged) == rounded(plain)
     assert merged  # every case has rows
 
@@ -163,11 +163,11 @@ def test_topn_sql_cut_keeps_what_numpy_ranking_keeps(
         "context": {"minTopNThreshold": 3},
     }
     query = parse_query(obj)
-    assert isinstance(query, TopNQuery) and query._segment_cut_sql() is not None
-    conn = connection()
-    with_cut = query.run_partials(conn, inputs)
-    monkeypatch.setattr(TopNQuery, "_segment_cut_sql", lambda self: None)
-    ranked_in_numpy = query.run_partials(conn, inputs)
+    assert isinstance(query, TopNQuery) and query.segment_cut_sql() is not None
+
+    with_cut = run_partials(query, inputs)
+    monkeypatch.setattr(TopNQuery, "segment_cut_sql", lambda self: None)
+    ranked_in_numpy = run_partials(query, inputs)
     assert with_cut.num_rows == ranked_in_numpy.num_rows > 0
     assert as_set(with_cut) == as_set(ranked_in_numpy)
 
@@ -231,7 +231,7 @@ def test_arrow_merge_of_partials_equals_the_sql_merge(
     query = parse_query({"queryType": "groupBy", "dataSource": "t", "granularity": granularity,
                          "intervals": ["2020-01-01/2020-01-02"], "dimensions": dimensions,
                          "aggregations": aggregations})  # fmt: skip
-    partials = [query.run_partials(connection(), [i]) for i in inputs]
+    partials = [run_partials(query, [i]) for i in inputs]
     in_arrow = query.finalize(query.merge(partials))
     monkeypatch.setattr(engine, "ARROW_MERGE_MAX_ROWS", 0)
     in_sql = query.finalize(query.merge(partials))

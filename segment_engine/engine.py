@@ -1,4 +1,4 @@
-"""Entry points a data node uses to answer a query over local segment files.
+"""Entry points a data node uses to answer a query over its segments.
 
 These are CPU-bound and block: services call them from a worker thread, never the event loop.
 """
@@ -13,7 +13,8 @@ import pyarrow as pa
 from query.base import Query
 from query.duck import connection
 from query.errors import QueryUnsupported
-from query.segment_input import SegmentInput
+from segment_engine import registry
+from segment_engine.segment_input import SegmentInput
 
 
 def require_table_source(query: Query) -> None:
@@ -25,21 +26,25 @@ def require_table_source(query: Query) -> None:
 def run_partials(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Per-segment partial results, labelled by `__segment` (what the broker caches and merges)."""
     require_table_source(query)
-    return query.run_partials(connection(), inputs)
+    return registry.partials(query, connection(), inputs)
+
+
+def run_merged(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """The merged partial of `inputs` (`__segment` null), in one pass where the type can."""
+    require_table_source(query)
+    return registry.merged(query, connection(), inputs)
 
 
 def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """What a broker gets: per-segment partials where it may cache them or asked for bySegment,
     else (a type that allows it) one merged partial with `__segment` null, far less to ship and merge.
     """
-    require_table_source(query)
     wanted = query.segment_cacheable and query.context.per_segment_partials
     if query.node_may_merge and not wanted and not query.context.by_segment:
-        return query.run_merged(connection(), inputs)
+        return run_merged(query, inputs)
     return run_partials(query, inputs)
 
 
 def run_to_json(query: Query, inputs: Sequence[SegmentInput]) -> list[Any]:
     """The merged, finalised Druid response over `inputs` (a data node answering a plain client)."""
-    require_table_source(query)
-    return query.finalize(query.run_merged(connection(), inputs))
+    return query.finalize(run_merged(query, inputs))

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
 from typing import Any
 
-log = logging.getLogger("server_kit.lifecycle")
+log = logging.getLogger("server_common.lifecycle")
 
 DEFAULT_DRAIN_S = 10.0
 PARENT_ENV = "STRATA_PARENT_PID"

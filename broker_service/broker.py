@@ -1,0 +1,96 @@
+"""One broker process's state: settings, server view, node client, runner, caches, metrics.
+
+Kept apart from the HTTP shell (broker_service.app) so the modules that take a Broker (the SQL API,
+streamed Arrow scans) import it without importing the routes that import them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker_service.admission import Admission
+from broker_service.cache_status import CacheCollector, druid_cache_collector
+from broker_service.data_node_client import DataNodeClient
+from broker_service.inventory.base import ServerInventory
+from broker_service.metrics import BrokerMetrics
+from broker_service.query_runner import QueryRunner, RunnerLimits
+from broker_service.result_cache import ResultLevelCache
+from broker_service.scan_types import SegmentColumnTypes
+from broker_service.segment_cache import SegmentCache
+from broker_service.server_view import BrokerServerView
+from server_common.druid_metrics import SegmentCountCollector
+
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class BrokerSettings:
+    host: str = "127.0.0.1:8082"  # reported in error bodies
+    max_concurrent_queries: int = 32
+    query_queue: int = 64
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    merge_threads: int = 4
+    limits: RunnerLimits = field(default_factory=RunnerLimits)
+
+
+class Broker:
+    """Everything one broker process holds; built once, torn down by the app's lifespan."""
+
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        view: BrokerServerView,
+        inventory: ServerInventory | None,
+        *,
+        cache_policy: Any = None,
+        cache_kind: str = "none",
+        result_cache: ResultLevelCache | None = None,
+    ):
+        self.settings = settings
+        self.view = view
+        self.inventory = inventory
+        self.metrics = BrokerMetrics()
+        self.client = DataNodeClient()
+        self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
+        self.runner = QueryRunner(
+            view,
+            self.client,
+            merge_pool=self.merge_pool,
+            cache_policy=cache_policy,
+            result_cache=result_cache,
+            limits=settings.limits,
+            metrics=self.metrics,
+        )
+        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue)
+        self.metrics.bind_gauges(
+            segments=lambda: view.segment_count,
+            servers=lambda: len(view.servers()),
+            connected=lambda: 1.0 if inventory is None or inventory.status().connected else 0.0,
+            running=lambda: self.admission.running,
+            queued=lambda: self.admission.queued,
+            lost=lambda: view.lost_segment_count,
+        )
+        self.cache_kind = cache_kind
+        self.scan_types = SegmentColumnTypes()  # for streamed Arrow scans
+        self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
+        per_source = lambda: Counter(s.segment.data_source for s in view.selectors())  # noqa: E731
+        self.metrics.bind_cache(SegmentCountCollector(per_source))
+        if self.segment_cache is not None:
+            self.metrics.bind_cache(CacheCollector(self.segment_cache, result_cache))
+            self.metrics.bind_cache(druid_cache_collector(self.segment_cache))
+            view.on_segment_removed(self.segment_cache.forget_segment)
+        self.started = time.time()
+
+    async def start(self) -> None:
+        if self.inventory is not None:
+            await self.inventory.start()
+
+    async def stop(self) -> None:
+        if self.inventory is not None:
+            await self.inventory.stop()
+        await self.client.close()
+        self.merge_pool.shutdown(wait=False, cancel_futures=True)

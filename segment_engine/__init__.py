@@ -1,0 +1,21 @@
+"""The segment engine: runs a query of `query`'s language over segment rows with DuckDB.
+
+A segment is read through a segment source: a Parquet file (footer statistics, shared multi-file
+scans) or in-memory Arrow rows a real-time node is still building (`memory_source`). Data nodes
+(server_kit, historical_service, realtime_service) import this package; the broker never does: it
+merges and finalises partials with `query` alone.
+"""
+
+# Importing each executor module registers its query types with segment_engine.registry.
+from segment_engine import groupby, scan, search, segment_metadata, time_boundary, timeseries, topn  # noqa: F401
+from segment_engine.engine import require_table_source, run_for_broker, run_merged, run_partials, run_to_json
+from segment_engine.segment_input import SegmentInput
+
+__all__ = [
+    "SegmentInput",
+    "require_table_source",
+    "run_for_broker",
+    "run_merged",
+    "run_partials",
+    "run_to_json",
+]

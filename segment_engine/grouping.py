@@ -1,0 +1,137 @@
+"""Grouped aggregation over segment rows: the engine half of `query.aggregation_engine`.
+
+`group_rows` runs a `GroupingPlan` over the rows of a request's segments in one DuckDB pass,
+grouping by segment (or across segments when nobody needs each segment's part); the plan's own
+`merge` combines what it returns. `cursor_frame` lists the buckets each segment's cursor walks,
+which timeseries zero-fills and topN answers with an empty list, as Druid does.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from query.aggregation_engine import BUCKET, GroupingPlan, agg_col, dim_col
+from query.base import SEGMENT_COLUMN
+from query.columns import SEGMENT_INDEX
+from query.errors import ResourceLimitExceeded
+from query.granularity_sql import bucket_sql
+from segment_engine.data_window import cursor_window
+from segment_engine.relation import filtered_relation
+from segment_engine.segment_input import WINDOW_START, SegmentInput, reads_whole, segment_labels
+from timeline import Granularity
+
+MAX_FILLED_BUCKETS = 1_000_000  # zero-filled buckets one query may emit
+
+
+def group_rows(
+    plan: GroupingPlan,
+    conn: duckdb.DuckDBPyConnection,
+    inputs: Sequence[SegmentInput],
+    *,
+    per_segment: bool = True,
+    qualify: str | None = None,
+) -> pa.Table:
+    """Intermediates per (segment, bucket, dimensions) over the rows of `inputs`.
+
+    `per_segment=False` groups across segments in the same pass and returns what `plan.merge`
+    would make of the per-segment table (`__segment` null): far fewer groups to build when
+    nobody needs each segment's part (a data node answering a plain client). `qualify` is a
+    SQL condition over the grouped rows (e.g. a per-segment rank cut) applied in the same pass.
+    """
+    starts, bucket = None, bucket_sql(plan.granularity, conn)
+    if plan.granularity.is_all and not per_segment:
+        # `all` stamps the earliest window start among segments with matching rows: known up
+        # front when every segment is read whole and unfiltered, else tracked per row
+        starts = window_starts(inputs)
+        if plan.filter is None and all(reads_whole(i) for i in inputs):
+            bucket, starts = f"CAST({min(starts.values(), default=0)} AS BIGINT)", None
+    relation, types = filtered_relation(
+        inputs, plan.input_columns(), plan.filter, starts, plan.virtual_columns
+    )
+    dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(plan.dimensions)]
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+    # per segment, group by the segment's small integer index, not its long id string
+    segment = SEGMENT_INDEX if per_segment else f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}"
+    keys = [segment, f"{bucket} AS {BUCKET}", *dims]
+    if starts is not None:  # `all`: one timestamp, the earliest window start of segments with rows
+        keys = [segment, *dims]
+        aggs.insert(0, f"min(min({WINDOW_START})) OVER () AS {BUCKET}")
+    group = ", ".join(str(i + 1) for i in range(len(keys)))
+    sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {group}"
+    if qualify:  # outside, so its names are the output's, never a same-named input column
+        sql = f"SELECT * FROM ({sql}) QUALIFY {qualify}"
+    table = conn.sql(sql).to_arrow_table()
+    if per_segment:
+        labels = pa.array(segment_labels(inputs), pa.string()).take(table.column(SEGMENT_INDEX))
+        table = table.append_column(SEGMENT_COLUMN, labels)
+    table = plan._conform(table)
+    if plan.granularity.is_all and table.num_rows and per_segment:
+        table = stamp_window_starts(table, inputs)
+    return table
+
+
+def group_merged(
+    plan: GroupingPlan,
+    conn: duckdb.DuckDBPyConnection,
+    inputs: Sequence[SegmentInput],
+    qualify: str | None = None,
+) -> pa.Table:
+    """The merged intermediates of `inputs`: one grouping across segments when that is exact.
+
+    `qualify` (a condition over the merged groups) applies only on that one-grouping path.
+    """
+    if all(a.split_invariant() for a in plan.aggregators):
+        return group_rows(plan, conn, inputs, per_segment=False, qualify=qualify)
+    return plan.merge(conn, [group_rows(plan, conn, inputs)])
+
+
+def window_starts(inputs: Sequence[SegmentInput]) -> dict[str, int]:
+    """Each segment's cursor window start (segments without rows in their window are left out)."""
+    starts: dict[str, int] = {}
+    for inp in inputs:
+        window = cursor_window(inp)
+        if window is not None:
+            starts[inp.segment_id] = min(window.start, starts.get(inp.segment_id, window.start))
+    return starts
+
+
+def stamp_window_starts(table: pa.Table, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """Set `__bucket` of `all`-granularity rows to their segment's cursor window start."""
+    starts = window_starts(inputs)
+    ids = pa.array(list(starts), pa.string())
+    positions = pc.index_in(table.column(SEGMENT_COLUMN), value_set=ids)
+    stamped = pc.take(pa.array(list(starts.values()), pa.int64()), positions)
+    return table.set_column(table.schema.get_field_index(BUCKET), BUCKET, stamped)
+
+
+def cursor_frame(granularity: Granularity, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """Every (segment, bucket) the segments' cursors walk, whether or not a row matches there.
+
+    Druid emits these buckets: timeseries zero-fills them, topN answers them with an empty list.
+    """
+    segments: list[str] = []
+    starts: list[int] = []
+    seen: set[tuple[str, int]] = set()  # a segment read under several query intervals
+    for inp in inputs:
+        window = cursor_window(inp)
+        if window is None:
+            continue
+        if granularity.is_all:
+            buckets = [window.start]
+        else:
+            buckets = [b.start for b in itertools.islice(granularity.buckets(window), MAX_FILLED_BUCKETS + 1)]
+        buckets = [b for b in buckets if (inp.segment_id, b) not in seen]
+        seen.update((inp.segment_id, b) for b in buckets)
+        if len(starts) + len(buckets) > MAX_FILLED_BUCKETS:
+            raise ResourceLimitExceeded(
+                f"Zero-filling would emit more than {MAX_FILLED_BUCKETS} buckets; "
+                "use a coarser granularity or context skipEmptyBuckets"
+            )
+        segments += [inp.segment_id] * len(buckets)
+        starts += buckets
+    return pa.table({SEGMENT_COLUMN: pa.array(segments, pa.string()), BUCKET: pa.array(starts, pa.int64())})

@@ -1,0 +1,47 @@
+"""scan over segment rows: the selected columns of matching rows, ordered and capped per request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from query.base import SEGMENT_COLUMN
+from query.columns import TIME_COLUMN
+from query.duck import quote_ident
+from query.scan import ScanQuery, with_columns_metadata
+from segment_engine.registry import executes
+from segment_engine.relation import filtered_relation
+from segment_engine.segment_input import SegmentInput, read_schema
+
+
+def segment_columns(inputs: Sequence[SegmentInput]) -> dict[str, list[str]]:
+    """Each segment's own columns in Druid's order: `__time`, dimensions, then metrics."""
+    out: dict[str, list[str]] = {}
+    for inp in inputs:
+        schema = read_schema(inp.path)
+        named = list(schema.dimensions) + [m["name"] for m in schema.metrics if "name" in m]
+        rest = [c for c in schema.columns if c not in named and c != TIME_COLUMN]
+        out[inp.segment_id] = [TIME_COLUMN, *[c for c in named if c in schema.columns], *rest]
+    return out
+
+
+@executes(ScanQuery)
+def run_partials(
+    query: ScanQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table:
+    own_columns = segment_columns(inputs) if not query.columns else {}
+    if query.columns:
+        wanted = [c for c in query.columns if c != TIME_COLUMN]
+    else:
+        wanted = list(dict.fromkeys(c for cols in own_columns.values() for c in cols[1:]))
+    relation, _ = filtered_relation(inputs, wanted, query.filter, virtual=query.virtual_columns)
+    projection = ", ".join([SEGMENT_COLUMN, TIME_COLUMN, *map(quote_ident, wanted)])
+    sql = f"SELECT {projection} FROM ({relation})"
+    if query.order != "none":
+        sql += f" ORDER BY {TIME_COLUMN} {'DESC' if query.order == 'descending' else 'ASC'}"
+    if query.row_cap is not None:
+        sql += f" LIMIT {query.row_cap}"
+    table = conn.sql(sql).to_arrow_table()
+    return with_columns_metadata(table, own_columns)

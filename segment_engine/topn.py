@@ -1,0 +1,29 @@
+"""topN over segment rows: each segment's best rows per bucket (cut in SQL where SQL ranks alike),
+plus a marker for each bucket a cursor walked without a matching row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from query.topn import TopNQuery
+from segment_engine.grouping import cursor_frame, group_merged, group_rows
+from segment_engine.registry import executes
+from segment_engine.segment_input import SegmentInput
+
+
+def run_merged(query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
+    """Ranks over all of `inputs` at once: exact, where per-segment trimming may drop values."""
+    top = query.top(group_merged(query.plan, conn, inputs), query.segment_keep, per_segment=False)
+    return query.with_markers(top, cursor_frame(query.granularity, inputs), per_segment=False)
+
+
+@executes(TopNQuery, merged=run_merged)
+def run_partials(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table:
+    grouped = group_rows(query.plan, conn, inputs, qualify=query.segment_cut_sql())
+    top = query.top(grouped, query.segment_keep, per_segment=True)
+    return query.with_markers(top, cursor_frame(query.granularity, inputs), per_segment=True)
