@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from cache import CacheKey, CompressedCache, HybridCache, LruCache, MemcachedCache, ResultCache, ValueCodec
+from cache import CacheKey, HybridCache, LruCache, MemcachedCache, ResultCache
 from strata.local_servers import MemcachedServer, free_port
 
 KEYS = 10
@@ -90,7 +90,6 @@ def main(argv: list[str] | None = None) -> None:
     with memcached_servers(args.memcached) as addresses:
         backends: dict[str, tuple[ResultCache, Callable[..., list[float]]]] = {
             "lru": (LruCache(64 * 1024 * 1024), time_sync),
-            "lru+zstd": (CompressedCache(LruCache(64 * 1024 * 1024), ValueCodec("zstd")), time_sync),
             "memcached 1 server": (MemcachedCache(addresses[:1], prefix=prefix), time_sync),
             "memcached 1 server async": (MemcachedCache(addresses[:1], prefix=prefix), time_async),
             "memcached 2 servers": (MemcachedCache(addresses, prefix=prefix), time_sync),

@@ -17,6 +17,8 @@ from collections.abc import Hashable, Sequence
 import pyarrow as pa
 from cachetools import LRUCache
 
+import wire
+
 COMPRESS_ABOVE_BYTES = 16 * 1024
 DECODED_MEMO_BYTES = 64 * 1024 * 1024
 _TABLE_OVERHEAD = 512  # a small table's Python and C++ objects, beyond its buffers
@@ -25,23 +27,23 @@ _END_OF_STREAM = struct.pack("<Ii", _CONTINUATION, 0)
 
 
 def encode_partial(table: pa.Table) -> bytes:
-    """Arrow IPC; zstd only for large partials: a zstd read costs ~0.4 ms however small the value,
-    and most per-segment partials are a few rows (100 cached segments would spend 40 ms on it)."""
-    plain = _ipc(table, None)
-    return _ipc(table, "zstd") if len(plain) > COMPRESS_ABOVE_BYTES else plain
-
-
-def _ipc(table: pa.Table, compression: str | None) -> bytes:
+    """The wire's Arrow IPC stream; zstd only for large partials: a zstd read costs ~0.4 ms however
+    small the value, and most per-segment partials are a few rows (100 cached segments would
+    spend 40 ms on it)."""
+    plain = wire.encode_partials(table)
+    if len(plain) <= COMPRESS_ABOVE_BYTES:
+        return plain
     sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression=compression)
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+        w.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
 def decode_partial(payload: bytes) -> pa.Table:
-    with pa.ipc.open_stream(pa.py_buffer(payload)) as reader:
-        return reader.read_all()
+    table = wire.decode_partials(payload)
+    if table is None:
+        raise pa.ArrowInvalid("an empty cached value")
+    return table
 
 
 def decode_partials(payloads: Sequence[bytes]) -> list[pa.Table | None]:

@@ -5,8 +5,6 @@ the namespace string a key carries (the segment id, the unit of invalidation).
 """
 
 from cache.base import CacheKey, ResultCache
-from cache.codec import CodecError, ValueCodec
-from cache.compressed import CompressedCache
 from cache.factory import CACHE_KINDS, create_cache
 from cache.hybrid import HybridCache
 from cache.lru import LruCache
@@ -18,14 +16,11 @@ __all__ = [
     "CACHE_KINDS",
     "CacheKey",
     "CacheStats",
-    "CodecError",
-    "CompressedCache",
     "HybridCache",
     "LruCache",
     "MemcachedCache",
     "NullCache",
     "ResultCache",
-    "ValueCodec",
     "create_cache",
     "parse_servers",
 ]

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cache.base import ResultCache
-from cache.codec import ValueCodec
-from cache.compressed import CompressedCache
 from cache.hybrid import HybridCache
 from cache.lru import DEFAULT_MAX_ENTRY_SIZE, LruCache
 from cache.memcached import MemcachedCache
@@ -24,9 +22,8 @@ def create_cache(
     max_entry_size: int = DEFAULT_MAX_ENTRY_SIZE,
     timeout_s: float = 0.5,
     retry_interval_s: float = 1.0,
-    compression: str | None = None,
 ) -> ResultCache:
-    """A ready cache. `compression` ("zstd"/"lz4") wraps it so values are stored compressed.
+    """A ready cache (values arrive already compact: the broker compresses large partials itself).
 
     Raises ValueError for an unknown kind, a non-positive LRU size or missing/bad server addresses,
     so a misconfigured broker fails at start-up with a message naming the flag's value.
@@ -43,6 +40,4 @@ def create_cache(
             memcached_servers, prefix=prefix, timeout_s=timeout_s, retry_interval_s=retry_interval_s
         )
         cache = remote if kind == "memcached" else HybridCache(LruCache(size_bytes, max_entry_size), remote)
-    if compression and compression != "none":
-        cache = CompressedCache(cache, ValueCodec(compression))
     return cache

@@ -1,7 +1,6 @@
 import pytest
 
 from cache import (
-    CompressedCache,
     HybridCache,
     LruCache,
     MemcachedCache,
@@ -39,14 +38,6 @@ def test_memcached_and_hybrid_take_string_or_list(servers):
     finally:
         mc.close()
         hy.close()
-
-
-def test_compression_wraps_the_backend():
-    cache = create_cache("lru", 10_000_000, compression="lz4")
-    assert isinstance(cache, CompressedCache) and isinstance(cache.inner, LruCache)
-    value = b"abc" * 10_000
-    cache.put_many({CacheKey("s", b"k"): value})
-    assert cache.get_many([CacheKey("s", b"k")]) == {CacheKey("s", b"k"): value}
 
 
 @pytest.mark.parametrize(
