@@ -58,7 +58,15 @@ def run_one(name: str, args: list[str], timeout: float) -> dict[str, Any]:
             "seconds": seconds,
         }
     # the tables a benchmark prints for people go to stderr; stdout ends with its JSON figures
-    return {"figures": json.loads(lines[-1]), "printed": done.stderr[-6000:], "seconds": seconds}
+    try:
+        figures = json.loads(lines[-1])
+    except json.JSONDecodeError as e:  # one benchmark's output must not lose the others' figures
+        return {
+            "error": f"last output line is not JSON ({e})",
+            "tail": done.stdout[-2000:],
+            "seconds": seconds,
+        }
+    return {"figures": figures, "printed": done.stderr[-6000:], "seconds": seconds}
 
 
 def main(argv: list[str] | None = None) -> int:

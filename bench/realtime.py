@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
                         f"{name}: realtime {med_node:.1f} ms, DuckDB in memory {med_duck:.1f} ms",
                         file=sys.stderr,
                     )
-    print(json.dumps(report, indent=2))
+    print(json.dumps(report))  # one line: `python -m bench` reads the last JSON line
 
 
 if __name__ == "__main__":

@@ -13,7 +13,10 @@ The broker read sends the filter to the broker; the direct read pushes it into i
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -89,14 +92,22 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             spark.stop()
 
-    print(f"\n{args.rows:,} rows in {args.segments} hourly segments, 2 historicals, Spark local[2], 2 cores")
-    print(f"{'':14} {'via broker':>11} {'Spark direct':>13} {'DuckDB':>8}  broker/direct")
+    # the table for people on stderr, the figures as one JSON line last on stdout (`python -m bench`)
+    say = functools.partial(print, file=sys.stderr)
+    say(f"\n{args.rows:,} rows in {args.segments} hourly segments, 2 historicals, Spark local[2], 2 cores")
+    say(f"{'':14} {'via broker':>11} {'Spark direct':>13} {'DuckDB':>8}  broker/direct")
     for name, t_broker, t_direct, t_duck in rows:
         mrows = args.rows / t_broker / 1e6
-        print(
+        say(
             f"{name:14} {t_broker:10.2f}s {t_direct:12.2f}s {t_duck:7.2f}s  {t_broker / t_direct:5.2f}x"
             f"   ({mrows:.2f} M rows scanned/s via the broker)"
         )
+    figures = {
+        name: {"broker_s": round(b, 3), "spark_direct_s": round(d, 3), "duckdb_s": round(k, 3),
+               "broker_over_direct": round(b / d, 2)}
+        for name, b, d, k in rows
+    }  # fmt: skip
+    print(json.dumps({"rows": args.rows, "segments": args.segments, **figures}))
 
 
 if __name__ == "__main__":
