@@ -53,10 +53,13 @@ class ServerSelector:
 
     def set_server(self, server: ServerMetadata) -> None:
         self._servers[server.name] = server
-        self._historical = any(s.is_historical for s in self._servers.values())
+        self._servers_changed()
 
     def remove_server(self, name: str) -> None:
         self._servers.pop(name, None)
+        self._servers_changed()
+
+    def _servers_changed(self) -> None:
         self._historical = any(s.is_historical for s in self._servers.values())
 
     @property

@@ -4,23 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from harness.processes import running
+from tests.lifecycle.test_metrics_scrape import scrape
 from tests.realtime.rt_kit import DS, events, hourly, hourly_answer, push, realtime, write_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(url + "/metrics", timeout=10).text
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def test_druid_ingest_and_query_metric_names_on_a_real_time_node(tmp_path: Path) -> None:
