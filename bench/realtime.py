@@ -1,6 +1,6 @@
 """Real-time node: durable push throughput and query latency over live rows (issue 14).
 
-    python -m bench.realtime [--rows 200000] [--batch 1000] [--pushers 4] [--repeat 9]
+    python -m bench.realtime [--rows 1000000] [--hours 1] [--batch 1000] [--pushers 4] [--repeat 9]
 
 Starts a real `strata realtime` process (no ZooKeeper) and pushes `--rows` events in batches of
 `--batch` from `--pushers` concurrent producers (each its own producer id and sequence numbers);
@@ -55,11 +55,11 @@ def spec(max_rows: int) -> dict[str, Any]:
     }
 
 
-def make_events(n: int, seed: int = 7) -> pa.Table:
+def make_events(n: int, hours: int = 1, seed: int = 7) -> pa.Table:
     rng = np.random.default_rng(seed)
     return pa.table(
         {
-            "ts": START_MS + rng.integers(0, 4 * HOUR_MS, n),
+            "ts": START_MS + rng.integers(0, hours * HOUR_MS, n),
             "page": pa.array([f"page-{i}" for i in rng.zipf(1.3, n) % 5000]),
             "country": pa.array([f"c{i}" for i in rng.integers(0, 40, n)]),
             "added": rng.integers(0, 1000, n),
@@ -139,15 +139,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--hours", type=int, default=1, help="hours the events span (one live segment each)")
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--pushers", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--max-rows-in-memory", type=int, default=150_000)
     args = parser.parse_args(argv)
-    events = make_events(args.rows)
+    events = make_events(args.rows, args.hours)
     batches = bodies(events, args.batch)
-    report: dict[str, Any] = {"rows": args.rows, "batch": args.batch, "pushers": args.pushers}
+    report: dict[str, Any] = {
+        "rows": args.rows,
+        "hours": args.hours,
+        "batch": args.batch,
+        "pushers": args.pushers,
+    }
     with tempfile.TemporaryDirectory(prefix="strata-bench-rt-") as tmp:
         root = Path(tmp)
         (root / "spec.json").write_text(json.dumps(spec(args.max_rows_in_memory)))

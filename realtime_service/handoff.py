@@ -13,10 +13,10 @@ import shutil
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from discovery import ServerMetadata, ServerType, ZkPaths, parse_batch
 from ingestion.spec import DimensionSpec, MetricSpec
+from realtime_service.persist import read_part
 from realtime_service.sink import combined
 from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
 from storage.metadata_store import MetadataStore
@@ -39,7 +39,7 @@ def publish_final(
     """Merge the persisted parts into one segment file, push it and publish it (idempotent)."""
     if any(s.id == segment.id for s in store.used_segments(segment.data_source)):
         return segment
-    tables = [pq.read_table(f) for f in files]
+    tables = [read_part(f) for f in files]
     table = combined(tables, dimensions, metrics, rollup) if tables else pa.table({})
     dims = [d for d in dimensions if d.name in table.column_names]
     final = DataSegment(

@@ -22,14 +22,14 @@ from discovery import ZkPaths
 from realtime_service.handoff import historicals_serving, publish_final
 from realtime_service.index import LiveIndex
 from realtime_service.persist import (
-    WrittenPart,
+    load_part,
     read_checkpoint,
     remove_unlisted_parts,
     write_checkpoint,
     write_part,
 )
 from realtime_service.producers import Producers
-from realtime_service.sink import Sink
+from realtime_service.sink import Sink, WrittenPart
 from realtime_service.spec import RealtimeSpec
 from realtime_service.wal import WalRecord, WriteAheadLog, first_lsn, read_file, wal_files
 from server_kit.announcer import SegmentAnnouncer
@@ -117,22 +117,12 @@ class RealtimeNode:
         idx.max_event_time = state.get("maxTime")
         self._cut = (idx.applied_lsn, state.get("producers") or {})
         listed: set[str] = set()
-        import pyarrow.parquet as pq
-
         for entry in state.get("sinks") or []:
             segment = DataSegment.from_json(entry["segment"])
             sink, _ = idx.sink_for(segment.interval.start, segment.version)
             sink.closed, sink.published = bool(entry.get("closed")), bool(entry.get("published"))
             for path in entry.get("files") or []:
-                meta = pq.read_metadata(path)
-                span = entry["timeRanges"][path]
-                sink.add_part(
-                    path,
-                    meta.num_rows,
-                    Path(path).stat().st_size,
-                    meta.schema.to_arrow_schema(),
-                    (span[0], span[1]),
-                )
+                sink.add_part(load_part(path))
                 listed.add(path)
         remove_unlisted_parts(self.parts_dir, listed)
         replayed, next_lsn = 0, idx.applied_lsn + 1
@@ -219,7 +209,6 @@ class RealtimeNode:
                     idx.dimensions,
                     self.spec.metrics,
                     self.spec.granularity.rollup,
-                    sink.facts,
                 )
                 written.append((sink, part))
             new_parts = {sink.segment.id: [part] for sink, part in written}
@@ -237,7 +226,7 @@ class RealtimeNode:
             raise
         # no await from here: queries see the rows either in memory or in the part, never both
         for sink, part in written:
-            sink.add_part(part.path, part.num_rows, part.size, part.schema, part.time_range)
+            sink.add_part(part)
             sink.end_persist()
             sink.publish_rows()
         self._cut = (lsn, producers)

@@ -1,9 +1,10 @@
 """One live segment (Druid's "sink"): the rows of one time bucket, in memory and in persisted parts.
 
-Rows arrive as small Arrow tables (one per pushed batch) and are kept as they are: concatenating
-them is zero-copy, so a query's snapshot costs nothing per row. A persist moves them to a Parquet
-part on local disk (rolled up, sorted); until the part is written they stay visible in memory, so
-a query never misses rows in between. Mutated on the event loop only; `rows()` is the immutable
+Rows arrive as small Arrow tables (one per pushed batch), joined every few dozen batches into one
+larger table (scans over few large chunks are fast); concatenating them is zero-copy, so a query's
+snapshot costs nothing per row. A persist moves them to a part on local disk (rolled up, sorted,
+memory-mapped back); until the part is written they stay visible in memory, so a query never
+misses rows in between. Mutated on the event loop only; `rows()` is the immutable
 snapshot the engine reads through `segment_engine.memory_source`.
 """
 
@@ -26,6 +27,18 @@ from timeline import DataSegment, Interval
 
 TIME = "__time"
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
+COMPACT_BATCHES = 32  # small batches joined into one table
+
+
+@dataclass(frozen=True, eq=False)
+class WrittenPart:
+    """A persisted part: where it is and its rows, memory-mapped."""
+
+    path: str
+    num_rows: int
+    size: int
+    table: pa.Table
+    time_range: tuple[int, int]
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,11 +46,9 @@ class _View:
     """What a query sees of a sink at one moment; its table is concatenated on first use, in the
     query's thread, so ingesting a batch costs no copy and no concatenation."""
 
-    tables: tuple[pa.Table, ...]
-    files: tuple[str, ...]
+    tables: tuple[pa.Table, ...]  # persisted parts (memory-mapped) and batches in memory
     columns: dict[str, pa.DataType]
-    file_rows: int
-    file_bytes: int
+    interval: tuple[int, int]
     time_range: tuple[int, int] | None
     facts: dict[str, Any]
 
@@ -47,18 +58,14 @@ class _View:
         table = (
             pa.concat_tables(self.tables, promote_options="default") if self.tables else schema.empty_table()
         )
-        sizes = {name: table.column(name).nbytes for name in table.column_names}
-        if self.file_bytes and self.columns:
-            share = self.file_bytes // len(self.columns)
-            sizes = {name: sizes.get(name, 0) + share for name in self.columns}
         return MemoryRows(
             table=table,
-            files=self.files,
             columns=self.columns,
-            num_rows=table.num_rows + self.file_rows,
+            num_rows=table.num_rows,
+            interval=self.interval,
             time_range=self.time_range,
             facts=self.facts,
-            part_bytes=sizes,
+            part_bytes={name: table.column(name).nbytes for name in table.column_names},
         )
 
 
@@ -68,6 +75,7 @@ class Sink:
     batches: list[pa.Table] = field(default_factory=list)  # in memory since the last persist
     persisting: list[pa.Table] = field(default_factory=list)  # being written to a part right now
     files: list[str] = field(default_factory=list)  # persisted parts
+    parts: dict[str, pa.Table] = field(default_factory=dict)  # each part's rows, memory-mapped
     part_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last __time of each
     file_rows: int = 0
     file_bytes: int = 0
@@ -78,6 +86,7 @@ class Sink:
     facts: dict[str, Any] = field(default_factory=dict)
     rows_in_memory: int = 0  # in `batches` and `persisting`
     bytes_in_memory: int = 0
+    _fresh: int = 0  # batches added since the last compaction
 
     @property
     def interval(self) -> Interval:
@@ -94,10 +103,22 @@ class Sink:
         self.batches.append(table)
         self.rows_in_memory += table.num_rows
         self.bytes_in_memory += table.nbytes
+        self._fresh += 1
+        if self._fresh >= COMPACT_BATCHES:
+            self._compact_tail()
         for f in table.schema:
             self.columns.setdefault(f.name, f.type)
         bounds = pc.min_max(table.column(TIME).cast(pa.int64())).as_py()
         self._widen((bounds["min"], bounds["max"]))
+
+    def _compact_tail(self) -> None:
+        """Join the latest small batches into one contiguous table: a scan over thousands of
+        tiny chunks costs DuckDB several times a scan over the same rows in a few large ones."""
+        tail = self.batches[-self._fresh :]
+        joined = pa.concat_tables(tail, promote_options="default").combine_chunks()
+        self.bytes_in_memory += joined.nbytes - sum(t.nbytes for t in tail)
+        self.batches[-self._fresh :] = [joined]
+        self._fresh = 0
 
     def _widen(self, span: tuple[int, int]) -> None:
         if self.time_range is not None:
@@ -105,7 +126,7 @@ class Sink:
         self.time_range = span
 
     def begin_persist(self) -> list[pa.Table]:
-        self.persisting, self.batches = self.batches, []
+        self.persisting, self.batches, self._fresh = self.batches, [], 0
         return self.persisting
 
     def end_persist(self) -> None:
@@ -115,31 +136,25 @@ class Sink:
         self.persisting = []
 
     def abort_persist(self) -> None:
-        self.batches, self.persisting = self.persisting + self.batches, []
+        self.batches, self.persisting, self._fresh = self.persisting + self.batches, [], 0
 
-    def add_part(
-        self, path: str, num_rows: int, size: int, schema: pa.Schema, time_range: tuple[int, int]
-    ) -> None:
-        self.files.append(path)
-        self.part_ranges[path] = time_range
-        self.file_rows += num_rows
-        self.file_bytes += size
-        for f in schema:
+    def add_part(self, part: WrittenPart) -> None:
+        self.files.append(part.path)
+        self.parts[part.path] = part.table
+        self.part_ranges[part.path] = part.time_range
+        self.file_rows += part.num_rows
+        self.file_bytes += part.size
+        for f in part.table.schema:
             self.columns.setdefault(f.name, f.type)
-        self._widen(time_range)
-
-    def remove_part(self, path: str, num_rows: int, size: int) -> None:
-        if path in self.files:
-            self.files.remove(path)
-            self.file_rows -= num_rows
-            self.file_bytes -= size
+        self._widen(part.time_range)
 
     def rows(self) -> MemoryRows:
         return self._view().rows
 
     def _view(self) -> _View:
-        return _View((*self.persisting, *self.batches), tuple(self.files), dict(self.columns), self.file_rows,
-                     self.file_bytes, self.time_range, self.facts)  # fmt: skip
+        tables = (*(self.parts[f] for f in self.files), *self.persisting, *self.batches)
+        bounds = (self.interval.start, self.interval.end)
+        return _View(tables, dict(self.columns), bounds, self.time_range, self.facts)
 
     def publish_rows(self) -> None:
         """Make the current rows what queries read (cheap: the table is built by the first query)."""

@@ -21,6 +21,7 @@ from query.columns import SEGMENT_INDEX
 from query.errors import ResourceLimitExceeded
 from query.granularity_sql import bucket_sql
 from segment_engine.data_window import cursor_window
+from segment_engine.memory_source import is_memory
 from segment_engine.relation import filtered_relation
 from segment_engine.segment_input import WINDOW_START, SegmentInput, reads_whole, segment_labels
 from timeline import Granularity
@@ -44,6 +45,9 @@ def group_rows(
     SQL condition over the grouped rows (e.g. a per-segment rank cut) applied in the same pass.
     """
     starts, bucket = None, bucket_sql(plan.granularity, conn)
+    constant = constant_buckets(plan.granularity, inputs)
+    if constant is not None:  # each segment's rows fall in one bucket: a constant per segment
+        starts, bucket = constant, WINDOW_START
     if plan.granularity.is_all and not per_segment:
         # `all` stamps the earliest window start among segments with matching rows: known up
         # front when every segment is read whole and unfiltered, else tracked per row
@@ -58,7 +62,8 @@ def group_rows(
     # per segment, group by the segment's small integer index, not its long id string
     segment = SEGMENT_INDEX if per_segment else f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}"
     keys = [segment, f"{bucket} AS {BUCKET}", *dims]
-    if starts is not None:  # `all`: one timestamp, the earliest window start of segments with rows
+    if starts is not None and plan.granularity.is_all:
+        # `all`: one timestamp, the earliest window start of segments with rows
         keys = [segment, *dims]
         aggs.insert(0, f"min(min({WINDOW_START})) OVER () AS {BUCKET}")
     group = ", ".join(str(i + 1) for i in range(len(keys)))
@@ -88,6 +93,28 @@ def group_merged(
     if all(a.split_invariant() for a in plan.aggregators):
         return group_rows(plan, conn, inputs, per_segment=False, qualify=qualify)
     return plan.merge(conn, [group_rows(plan, conn, inputs)])
+
+
+def constant_buckets(granularity: Granularity, inputs: Sequence[SegmentInput]) -> dict[str, int] | None:
+    """Each segment's bucket start when all its rows in the read window share one bucket, else None.
+
+    Hourly segments under an hour (or coarser) granularity are the common case: the bucket is then
+    a per-segment constant column instead of an expression computed and hashed for every row.
+    A live segment is judged by its whole read window, since rows may arrive while the query runs.
+    """
+    if granularity.is_all or granularity.is_none:
+        return None
+    buckets: dict[str, int] = {}
+    for inp in inputs:
+        window = inp.interval if is_memory(inp.path) else cursor_window(inp)
+        if window is None or window.is_empty:
+            continue  # no rows to bucket
+        start = granularity.bucket_start(window.start)
+        if granularity.bucket_start(window.end - 1) != start:
+            return None
+        if buckets.setdefault(inp.segment_id, start) != start:
+            return None  # read under several intervals falling in different buckets
+    return buckets
 
 
 def window_starts(inputs: Sequence[SegmentInput]) -> dict[str, int]:

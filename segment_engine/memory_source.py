@@ -1,8 +1,8 @@
 """Segment rows held in memory (a real-time node's live segments), beside rows in Parquet files.
 
 The engine names a segment's rows by `SegmentInput.path`. A path starting with `memory:` is a key
-registered here instead of a file: its rows are an Arrow table (what arrived since the last
-persist) plus the Parquet parts already persisted, answered together as one relation. The owner
+registered here instead of a file: its rows are one Arrow table (the parts already persisted,
+memory-mapped, and what arrived since the last persist). The owner
 swaps in a new immutable `MemoryRows` whenever rows arrive; a query reads whichever is current.
 
 DuckDB sees the Arrow table as a view registered on the worker thread's own connection, replaced
@@ -26,12 +26,12 @@ TIME_COLUMN = "__time"
 
 @dataclass(frozen=True, eq=False)
 class MemoryRows:
-    """One live segment's rows: `table` in memory and `files`, persisted parts of the same shape."""
+    """One live segment's rows as one Arrow table (chunks in memory or memory-mapped from disk)."""
 
     table: pa.Table  # `__time` as timestamp(ms, UTC), as in segment files
-    files: tuple[str, ...] = ()
-    columns: Mapping[str, pa.DataType] = field(default_factory=dict)  # union over table and files
+    columns: Mapping[str, pa.DataType] = field(default_factory=dict)
     num_rows: int = 0
+    interval: tuple[int, int] | None = None  # [start, end) ms holding every row, now and later
     time_range: tuple[int, int] | None = None  # first and last `__time`, epoch ms
     facts: Mapping[str, Any] = field(default_factory=dict)  # as a segment file's footer
     part_bytes: Mapping[str, int] = field(default_factory=dict)  # bytes per column (segmentMetadata)
@@ -77,7 +77,7 @@ def _view_name(key: str) -> str:
 
 
 def source_sql(path: str) -> str:
-    """The FROM item for one segment's rows: `read_parquet(...)`, or memory plus persisted parts."""
+    """The FROM item for one segment's rows: `read_parquet(...)`, or a live segment's Arrow view."""
     if not is_memory(path):
         return f"read_parquet({quote_str(path)})"
     rows = lookup(path)
@@ -94,11 +94,13 @@ def source_sql(path: str) -> str:
     if views.get(name) is not rows.table:
         conn.register(name, rows.table)
         views[name] = rows.table
-    parts = [f"SELECT * FROM {quote_ident(name)}"]
-    if rows.files:
-        files = ", ".join(quote_str(f) for f in rows.files)
-        parts.append(f"SELECT * FROM read_parquet([{files}], union_by_name = true)")
-    return "(" + " UNION ALL BY NAME ".join(parts) + ")"
+    return quote_ident(name)
+
+
+def always_within(path: str, start: int, end: int) -> bool:
+    """Whether every row the live segment `path` holds, now or later, lies in [start, end)."""
+    bounds = lookup(path).interval
+    return bounds is not None and start <= bounds[0] and bounds[1] <= end
 
 
 def column_sizes(path: str) -> dict[str, int]:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from query.columns import SEGMENT_INDEX, TIME_COLUMN
 from query.duck import duck_type, quote_ident, quote_str
-from segment_engine.memory_source import MemoryRows, is_memory, lookup, source_sql
+from segment_engine.memory_source import MemoryRows, always_within, is_memory, lookup, source_sql
 from timeline import Interval, SegmentDescriptor
 
 WINDOW_START = "__window_start"
@@ -170,6 +170,8 @@ def scan_relation(
             f"{TIME_COLUMN} >= make_timestamptz({inp.interval.start}::BIGINT * 1000) "
             f"AND {TIME_COLUMN} < make_timestamptz({inp.interval.end}::BIGINT * 1000)"
         )
+        if is_memory(inp.path) and always_within(inp.path, inp.interval.start, inp.interval.end):
+            time_window = "true"  # a live segment read whole: no row can lie outside the window
         inner = f"SELECT {', '.join(projections)} FROM {source_sql(inp.path)} WHERE {time_window}"
         if where:
             inner = f"SELECT * FROM ({inner}) WHERE {where}"

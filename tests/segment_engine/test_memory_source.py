@@ -1,6 +1,6 @@
-"""The engine over a segment whose rows are partly in memory (an Arrow table) and partly in a
-persisted Parquet part: every query type answers as over one file holding all the rows, and as
-plain Python over the rows says."""
+"""The engine over a live segment whose rows are partly in memory (an Arrow table) and partly in a
+memory-mapped Arrow part: every query type answers as over one file holding all the rows, read
+whole or through a window, and as plain Python over the rows says."""
 
 from __future__ import annotations
 
@@ -31,21 +31,29 @@ def rows() -> pa.Table:
     })  # fmt: skip
 
 
-@pytest.fixture
-def inputs(tmp_path: Path) -> Any:
+WINDOWS = [DAY, Interval.parse("2025-01-01T05:30/2025-01-01T17:10")]
+
+
+@pytest.fixture(params=WINDOWS, ids=["whole", "window"])
+def inputs(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
     table = rows()
     facts = {"dimensions": [{"name": "k", "type": "string"}], "metrics": [], "rollup": False}
     whole = tmp_path / "whole.parquet"
     write_segment_file(table, whole, facts)
-    part = tmp_path / "part.parquet"
-    write_segment_file(table.slice(0, 1000), part, facts)
-    live = table.slice(1000)
+    part = tmp_path / "part.arrow"
+    with pa.OSFile(str(part), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table.slice(0, 1000))
+    with pa.memory_map(str(part), "r") as source:
+        mapped = pa.ipc.open_file(source).read_all()
+    live = pa.concat_tables([mapped, table.slice(1000)])
     times = table.column("__time").cast(pa.int64()).to_pylist()
     key = memory_key("test_live_segment")
-    register(key, lambda: MemoryRows(table=live, files=(str(part),), columns={f.name: f.type for f in table.schema},
-                                     num_rows=N, time_range=(min(times), max(times)), facts=facts))  # fmt: skip
+    register(key, lambda: MemoryRows(table=live, columns={f.name: f.type for f in table.schema}, num_rows=N,
+                                     interval=(DAY.start, DAY.end), time_range=(min(times), max(times)),
+                                     facts=facts))  # fmt: skip
     descriptor = SegmentDescriptor(DAY, "v1", 0)
-    yield SegmentInput("live", descriptor, key, DAY), SegmentInput("file", descriptor, str(whole), DAY)
+    window = request.param
+    yield SegmentInput("live", descriptor, key, window), SegmentInput("file", descriptor, str(whole), window)
     unregister(key)
 
 
@@ -65,7 +73,7 @@ QUERIES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_memory_plus_parts_answers_as_one_file(inputs: tuple[SegmentInput, SegmentInput], name: str) -> None:
     live, whole = inputs
-    query = parse_query({**QUERIES[name], "dataSource": "ev", "intervals": [str(DAY)]})
+    query = parse_query({**QUERIES[name], "dataSource": "ev", "intervals": [str(live.interval)]})
     got, want = run_to_json(query, [live]), run_to_json(query, [whole])
     if name == "segmentMetadata":
         for answer in (got, want):
@@ -81,6 +89,9 @@ def test_memory_plus_parts_answers_as_one_file(inputs: tuple[SegmentInput, Segme
 
 def test_memory_rows_match_python(inputs: tuple[SegmentInput, SegmentInput]) -> None:
     live, _ = inputs
-    query = parse_query({**QUERIES["groupBy"], "dataSource": "ev", "intervals": [str(DAY)]})
+    window = live.interval
+    query = parse_query({**QUERIES["groupBy"], "dataSource": "ev", "intervals": [str(window)]})
     got = {r["event"]["k"]: r["event"]["c"] for r in run_to_json(query, [live])}
-    assert got == dict(Counter(rows().column("k").to_pylist()))
+    raw = rows().to_pylist()
+    inside = [r["k"] for r in raw if window.start <= int(r["__time"].timestamp() * 1000) < window.end]
+    assert got == dict(Counter(inside))
