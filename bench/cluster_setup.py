@@ -244,6 +244,7 @@ class LoadResult:
     errors: int
     seconds: float
     latencies: list[float]
+    client_cpu: float = 0.0  # the load generator's CPU seconds per wall second (1.0: one core busy)
 
     @property
     def qps(self) -> float:
@@ -252,12 +253,12 @@ class LoadResult:
     def summary(self) -> dict[str, float]:
         return {"qps": round(self.qps), "p50_ms": round(percentile(self.latencies, 0.5) * 1e3, 1),
                 "p99_ms": round(percentile(self.latencies, 0.99) * 1e3, 1),
-                "errors": self.errors}  # fmt: skip
+                "errors": self.errors, "client_cpu": round(self.client_cpu, 2)}  # fmt: skip
 
     def row(self) -> str:
         s = self.summary()
         return (f"{s['qps']:7.0f} qps  p50 {s['p50_ms']:6.1f} ms  p99 {s['p99_ms']:6.1f} ms  "
-                f"errors {s['errors']:.0f}")  # fmt: skip
+                f"errors {s['errors']:.0f}  client CPU {s['client_cpu']:.2f} cores")  # fmt: skip
 
 
 def load_test(url: str, body: dict[str, Any], concurrency: int = 16, seconds: float = 8.0) -> LoadResult:
@@ -303,9 +304,10 @@ def load_test(url: str, body: dict[str, Any], concurrency: int = 16, seconds: fl
                     errors += 1
             writer.close()
 
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker(r, w) for r, w in connections))
-        return LoadResult(len(latencies), errors, time.perf_counter() - began, latencies)
+        wall = time.perf_counter() - began
+        return LoadResult(len(latencies), errors, wall, latencies, (time.process_time() - cpu) / wall)
 
     return asyncio.run(run())
 

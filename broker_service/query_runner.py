@@ -35,6 +35,10 @@ from timeline import format_instant
 
 log = logging.getLogger(__name__)
 
+# Partials this small are merged on the event loop: the hop to the merge pool and back (two
+# wake-ups, a future) costs more than the merge itself, and the GIL serialises both anyway.
+INLINE_MERGE_ROWS = 2_000
+
 
 @dataclass
 class QueryResult:
@@ -193,6 +197,8 @@ class QueryRunner:
             results, body = await loop.run_in_executor(
                 self.merge_pool, _by_segment_results, query, gathered.fetched, partials
             )
+        elif rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
+            results, body = _merge_and_finalize(query, partials, self.limits.max_result_rows)
         else:
             results, body = await loop.run_in_executor(
                 self.merge_pool, _merge_and_finalize, query, partials, self.limits.max_result_rows

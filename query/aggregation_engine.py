@@ -119,9 +119,23 @@ class GroupingPlan:
             column = combined.column(c)
             if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
                 return None
-        grouped = combined.group_by(keys, use_threads=False).aggregate(
-            [(c, f) for c, f in zip(cols, functions, strict=True)]
-        )
+        if keys == [BUCKET] and _distinct(combined.column(BUCKET)):
+            # one row per bucket already (hourly segments under hour granularity): nothing to
+            # combine, and a single row merges to itself under every Arrow merge function
+            nulls = pa.nulls(combined.num_rows, pa.string())
+            at = combined.schema.get_field_index(SEGMENT_COLUMN)
+            if at >= 0:
+                return self._conform(combined.set_column(at, SEGMENT_COLUMN, nulls))
+            return self._conform(combined.append_column(SEGMENT_COLUMN, nulls))
+        if keys:
+            grouped = combined.group_by(keys, use_threads=False).aggregate(
+                [(c, f) for c, f in zip(cols, functions, strict=True)]
+            )
+        else:  # one group: scalar kernels, without building an Acero plan
+            grouped = pa.table({
+                f"{c}_{f}": pa.array([getattr(pc, f)(combined.column(c)).as_py()], combined.column(c).type)
+                for c, f in zip(cols, functions, strict=True)
+            })  # fmt: skip
         out = {SEGMENT_COLUMN: pa.nulls(grouped.num_rows, pa.string())}
         if self.granularity.is_all:  # one timestamp for every row: the earliest window start
             first = pc.min(combined.column(BUCKET))
@@ -181,6 +195,11 @@ def rank_value_sql(aggregators: Sequence[Aggregator], name: str) -> str | None:
 
 def quote_all(names: Sequence[str]) -> str:
     return ", ".join(quote_ident(n) for n in names)
+
+
+def _distinct(column: pa.ChunkedArray) -> bool:
+    """Whether no value of `column` repeats and none is null."""
+    return column.null_count == 0 and pc.count_distinct(column).as_py() == len(column)
 
 
 def concat_partials(tables: Sequence[pa.Table]) -> pa.Table:
