@@ -12,9 +12,11 @@ For timeseries (hour) and topN (page by added, 10) over every segment, per broke
 - whole: the default context -- the whole answer from the result-level cache;
 - DuckDB over the same Parquet files in this process, the baseline for "faster than DuckDB".
 Targets: LRU warm >= 20x faster than cold and faster than DuckDB; memcached warm >= 5x faster than
-cold and > 1000 queries/s warm with 16 clients. Throughput is measured for a one-segment
-timeseries and for the all-segment one. Medians of `--repeat` with [min-max], cold / warm / DuckDB
-interleaved so machine load hits them alike. Nothing is asserted; a JSON line ends the output.
+cold and > 1000 queries/s warm with 16 clients. Throughput is measured per broker, and over two
+hybrid brokers sharing one memcached with the clients spread over both (two processes behind a
+load balancer), for a one-segment timeseries and for the all-segment one. Medians of `--repeat`
+with [min-max], cold / warm / DuckDB interleaved so machine load hits them alike. Nothing is
+asserted; a JSON line ends the output.
 """
 
 from __future__ import annotations
@@ -147,17 +149,20 @@ def main(argv: list[str] | None = None) -> None:
         ds = write_dataset(c.root, "bench", args.rows, args.segments)
         c.start_data_nodes(2)
         size = str(1024 * 1024 * 1024)
+        shared_memcached = c.start_memcached()
         brokers = {
             "lru": c.start_broker("--cache", "lru", "--cache-size", size),
             "memcached": c.start_broker("--cache", "memcached", "--memcached", c.start_memcached()),
             "hybrid": c.start_broker(
-                "--cache", "hybrid", "--cache-size", size, "--memcached", c.start_memcached()
+                "--cache", "hybrid", "--cache-size", size, "--memcached", shared_memcached
             ),
         }
-        for b in brokers.values():
+        # a second hybrid broker on the same memcached: two processes behind a load balancer
+        twin = c.start_broker("--cache", "hybrid", "--cache-size", size, "--memcached", shared_memcached)
+        for b in [*brokers.values(), twin]:
             wait_for_segments(b, args.segments)
         log(f"{args.rows:,} rows in {args.segments} segments; ZooKeeper, 2 historicals, 2 memcached, "
-            f"3 brokers up after {time.monotonic() - began:.1f}s")  # fmt: skip
+            f"4 brokers up after {time.monotonic() - began:.1f}s")  # fmt: skip
         conn = duckdb.connect()
         log(f"cold / warm / DuckDB (median [min-max] of {args.repeat}, ms):")
         for kind, broker in brokers.items():
@@ -177,6 +182,14 @@ def main(argv: list[str] | None = None) -> None:
                     log(f"  {kind:9s} timeseries {label:13s} {level:7s} {result.row()}")
                     entry = {"cache": kind, "query": f"timeseries {label}", "level": level}
                     report["throughput"].append({**entry, **result.summary()})
+        for label, body in (("1 segment", small), (f"{args.segments} segments", full)):
+            for level, context in (("segment", SEGMENT_LEVEL), ("whole", {})):
+                level_body = {**body, "context": context}
+                urls = [brokers["hybrid"].url, twin.url]
+                result = load_test(urls, level_body, args.concurrency, args.seconds)
+                log(f"  2 hybrid brokers, one memcached: timeseries {label:13s} {level:7s} {result.row()}")
+                entry = {"cache": "hybrid x2 processes", "query": f"timeseries {label}", "level": level}
+                report["throughput"].append({**entry, **result.summary()})
     print(json.dumps(report))
 
 

@@ -261,21 +261,28 @@ class LoadResult:
                 f"errors {s['errors']:.0f}  client CPU {s['client_cpu']:.2f} cores")  # fmt: skip
 
 
-def load_test(url: str, body: dict[str, Any], concurrency: int = 16, seconds: float = 8.0) -> LoadResult:
+def load_test(
+    url: str | Sequence[str], body: dict[str, Any], concurrency: int = 16, seconds: float = 8.0
+) -> LoadResult:
     """`concurrency` keep-alive connections sending `body` back to back for `seconds`.
 
     A minimal HTTP/1.1 client on asyncio streams (a pre-encoded request, responses framed by
     Content-Length), in the spirit of wrk: httpx costs ~1.8 ms of CPU per request, more than the
     broker's own ~0.5 ms, so on a 2-core machine it measured the client instead of the server.
+    Several urls (brokers behind a load balancer) share the connections round robin.
     """
-    host, port = url.removeprefix("http://").rsplit(":", 1)
+    urls = [url] if isinstance(url, str) else list(url)
     payload = orjson.dumps(body)
-    request = (
-        f"POST /druid/v2/ HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(payload)}\r\nConnection: keep-alive\r\n\r\n"
-    ).encode() + payload
+    targets = []
+    for u in urls:
+        host, port = u.removeprefix("http://").rsplit(":", 1)
+        request = (
+            f"POST /druid/v2/ HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\nConnection: keep-alive\r\n\r\n"
+        ).encode() + payload
+        targets.append((host, int(port), request))
 
-    async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> bool:
         writer.write(request)
         head = await reader.readuntil(b"\r\n\r\n")
         length = 0
@@ -289,23 +296,26 @@ def load_test(url: str, body: dict[str, Any], concurrency: int = 16, seconds: fl
     async def run() -> LoadResult:
         latencies: list[float] = []
         errors = 0
-        connections = [await asyncio.open_connection(host, int(port)) for _ in range(concurrency)]
-        for reader, writer in connections:  # warm each connection before the clock starts
-            await exchange(reader, writer)
+        connections = []
+        for i in range(concurrency):
+            host, port, request = targets[i % len(targets)]
+            connections.append((*await asyncio.open_connection(host, port), request))
+        for reader, writer, request in connections:  # warm each connection before the clock starts
+            await exchange(reader, writer, request)
         stop_at = time.perf_counter() + seconds
 
-        async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> None:
             nonlocal errors
             while time.perf_counter() < stop_at:
                 t = time.perf_counter()
-                if await exchange(reader, writer):
+                if await exchange(reader, writer, request):
                     latencies.append(time.perf_counter() - t)
                 else:
                     errors += 1
             writer.close()
 
         began, cpu = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(worker(r, w) for r, w in connections))
+        await asyncio.gather(*(worker(r, w, q) for r, w, q in connections))
         wall = time.perf_counter() - began
         return LoadResult(len(latencies), errors, wall, latencies, (time.process_time() - cpu) / wall)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from cachetools import LRUCache
 
 from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedPartial
 from broker_service.cached_partials import DecodedPartials, encode_partial
@@ -29,6 +30,8 @@ def segment_cache_key(task: SegmentTask, query_key: bytes) -> bytes:
 
 
 DECODE_INLINE_BELOW = 64
+KEY_MEMO_PLANS = 256  # (plan, query) pairs whose cache keys are remembered
+_KeyMemo = tuple[Sequence[SegmentTask], bytes, dict[str, Hashable]]  # tasks, which are historical, keys
 
 
 def _query_key(query: Query) -> bytes | None:
@@ -51,6 +54,7 @@ class SegmentCache:
         self.stats: Counter[str] = stats if stats is not None else Counter()
         self._flights: dict[Hashable, SharedPartial] = {}  # cache key -> partial being fetched now
         self.decoded = DecodedPartials()
+        self._key_memo: LRUCache[tuple[int, bytes], _KeyMemo] = LRUCache(KEY_MEMO_PLANS)
 
     async def _decode(self, hits: list[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
         """Thousands of cached partials take milliseconds to read: off the event loop then."""
@@ -67,14 +71,29 @@ class SegmentCache:
         seen = Counter(t.segment_id for t in tasks)
         return query_key, [t for t in tasks if t.selector.is_historical and seen[t.segment_id] == 1]
 
+    def _keys(self, query: Query, tasks: Sequence[SegmentTask]) -> dict[str, Hashable]:
+        """Cache key per cacheable segment; remembered for the last plans, which the planner
+        reuses while the timeline stands still (a dashboard asks the same tasks again and again)."""
+        query_key = _query_key(query)
+        if query_key is None:
+            return {}
+        # a segment may gain or lose its historical copies while the plan stands: part of the key
+        served = bytes(t.selector.is_historical for t in tasks)
+        memo = self._key_memo.get((id(tasks), query_key))
+        if memo is not None and memo[0] is tasks and memo[1] == served:
+            return memo[2]
+        _, cacheable = self._cacheable(query, tasks)
+        keys = {t.segment_id: self.make_key(t.segment_id, segment_cache_key(t, query_key)) for t in cacheable}
+        self._key_memo[(id(tasks), query_key)] = (tasks, served, keys)
+        return keys
+
     async def lookup(self, query: Query, tasks: Sequence[SegmentTask]) -> CacheLookup:
         if not self._available():  # the cache is down (circuit breaker open): cost nothing
             self.stats["bypassed"] += len(tasks)
             return CacheLookup(to_fetch=list(tasks))
-        query_key, cacheable = self._cacheable(query, tasks)
-        if query_key is None or not cacheable:
+        keys = self._keys(query, tasks)
+        if not keys:
             return CacheLookup(to_fetch=list(tasks))
-        keys = {t.segment_id: self.make_key(t.segment_id, segment_cache_key(t, query_key)) for t in cacheable}
         use_cache = query.context.use_cache
         found = await self.cache.aget_many(list(keys.values())) if use_cache else {}
         hits = [(key, found[key]) for key in keys.values() if key in found]

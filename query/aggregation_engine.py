@@ -133,7 +133,7 @@ class GroupingPlan:
             )
         else:  # one group: scalar kernels, without building an Acero plan
             grouped = pa.table({
-                f"{c}_{f}": pa.array([getattr(pc, f)(combined.column(c)).as_py()], combined.column(c).type)
+                f"{c}_{f}": pa.array([_scalar(str(f), combined.column(c))], combined.column(c).type)
                 for c, f in zip(cols, functions, strict=True)
             })  # fmt: skip
         out = {SEGMENT_COLUMN: pa.nulls(grouped.num_rows, pa.string())}
@@ -195,6 +195,11 @@ def rank_value_sql(aggregators: Sequence[Aggregator], name: str) -> str | None:
 
 def quote_all(names: Sequence[str]) -> str:
     return ", ".join(quote_ident(n) for n in names)
+
+
+def _scalar(function: str, column: pa.ChunkedArray) -> Any:
+    """`function` (sum, min or max) over the whole column, as Arrow's hash aggregate of one group."""
+    return getattr(pc, function)(column).as_py()
 
 
 def _distinct(column: pa.ChunkedArray) -> bool:
