@@ -13,7 +13,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
 from cache.stats import CacheStats
@@ -21,18 +21,33 @@ from cache.stats import CacheStats
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CacheKey:
-    """Druid's NamedKey: namespace = segment id (the unit of invalidation), key = the rest."""
+    """Druid's NamedKey: namespace = segment id (the unit of invalidation), key = the rest.
+
+    The hash is computed once: a warm query looks up every segment's key in several dicts.
+    """
 
     namespace: str
     key: bytes
+    _hash: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.namespace, str):
             raise TypeError(f"CacheKey.namespace must be str, not {type(self.namespace).__name__}")
         if not isinstance(self.key, bytes):
             raise TypeError(f"CacheKey.key must be bytes, not {type(self.key).__name__}")
+        object.__setattr__(self, "_hash", hash((self.namespace, self.key)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, CacheKey):
+            return NotImplemented
+        return self._hash == other._hash and self.namespace == other.namespace and self.key == other.key
 
 
 class ResultCache(ABC):
