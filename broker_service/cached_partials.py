@@ -91,8 +91,8 @@ class DecodedPartials:
         )
         self._lock = threading.Lock()
 
-    def decode(self, items: Sequence[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
-        """The table of each (key, payload), or None where the payload does not decode."""
+    def recall(self, items: Sequence[tuple[Hashable, bytes]]) -> tuple[list[pa.Table | None], list[int]]:
+        """The remembered table of each (key, payload), and the positions of those not remembered."""
         out: list[pa.Table | None] = [None] * len(items)
         unknown: list[int] = []
         with self._lock:
@@ -102,6 +102,11 @@ class DecodedPartials:
                     out[i] = entry[1]
                 else:
                     unknown.append(i)
+        return out, unknown
+
+    def decode(self, items: Sequence[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
+        """The table of each (key, payload), or None where the payload does not decode."""
+        out, unknown = self.recall(items)
         if unknown:
             decoded = decode_partials([items[i][1] for i in unknown])
             self.remember(

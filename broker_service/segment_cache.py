@@ -57,10 +57,19 @@ class SegmentCache:
         self._key_memo: LRUCache[tuple[int, bytes], _KeyMemo] = LRUCache(KEY_MEMO_PLANS)
 
     async def _decode(self, hits: list[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
-        """Thousands of cached partials take milliseconds to read: off the event loop then."""
-        if len(hits) < DECODE_INLINE_BELOW:
-            return self.decoded.decode(hits)
-        return await asyncio.get_running_loop().run_in_executor(None, self.decoded.decode, hits)
+        """Remembered partials cost a dict lookup each: read on the event loop. Thousands of new
+        ones take milliseconds to decode: off the event loop then."""
+        tables, unknown = self.decoded.recall(hits)
+        if not unknown:
+            return tables
+        todo = [hits[i] for i in unknown]
+        if len(todo) < DECODE_INLINE_BELOW:
+            decoded = self.decoded.decode(todo)
+        else:
+            decoded = await asyncio.get_running_loop().run_in_executor(None, self.decoded.decode, todo)
+        for i, table in zip(unknown, decoded, strict=True):
+            tables[i] = table
+        return tables
 
     def _cacheable(
         self, query: Query, tasks: Sequence[SegmentTask]
