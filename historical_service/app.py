@@ -157,6 +157,7 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
 
 async def leave_cluster(state: HistoricalState) -> None:
     """Stop loading and announcing, then leave ZooKeeper (see `server_kit.announcer.leave`)."""
+    state.history.close()
     await leave(state.background, state.zk_announcer)
 
 

@@ -183,6 +183,7 @@ async def _lifespan(state: RealtimeState) -> AsyncIterator[None]:
 
 async def leave_cluster(state: RealtimeState) -> None:
     """Stop the clock, then leave ZooKeeper (see `server_kit.announcer.leave`)."""
+    state.history.close()
     await leave(state.background, state.zk_announcer)
 
 

@@ -37,6 +37,13 @@ class ChangeHistory:
         self._base = ChangeCounter(0, self._next_hash(0))  # the position before the oldest kept change
         self._last = self._base
         self._changed = asyncio.Event()
+        self._closed = False
+
+    def close(self) -> None:
+        """The server is stopping: waiting and later long-polls answer at once, so draining the
+        server's connections ends instead of waiting out (then cancelling) every broker's poll."""
+        self._closed = True
+        self._changed.set()
 
     def _next_hash(self, previous: int) -> int:
         # Druid uses the creation time in ms; strictly increasing so two counters never share one
@@ -98,7 +105,7 @@ class ChangeHistory:
         while True:
             answer = self.since(counter)
             remaining = deadline - loop.time()
-            if answer is not None or remaining <= 0:
+            if answer is not None or remaining <= 0 or self._closed:
                 return answer
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)

@@ -61,3 +61,21 @@ def test_long_poll_wakes_on_change_and_times_out() -> None:
         assert actions(answer) == [("load", seg(2).id)]
 
     asyncio.run(scenario())
+
+
+def test_close_answers_waiting_and_later_polls_at_once() -> None:
+    """A stopping server's feed must not hold its drain for a broker's 30 s poll."""
+
+    async def scenario() -> None:
+        history = ChangeHistory()
+        await history.announce([seg(1)])
+        position = history.last
+        waiter = asyncio.create_task(history.wait_since(position, 30))
+        await asyncio.sleep(0.05)
+        history.close()
+        assert await asyncio.wait_for(waiter, 1) is None  # nothing changed: 204
+        assert await asyncio.wait_for(history.wait_since(position, 30), 1) is None
+        full = await asyncio.wait_for(history.wait_since(None, 30), 1)
+        assert full is not None and actions(full) == [("load", seg(1).id)]
+
+    asyncio.run(scenario())
