@@ -170,22 +170,51 @@ class TopNQuery(Query):
             out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, stamped)
         return out
 
-    def segment_cut_sql(self) -> str | None:
-        """Each segment's best `segment_keep` rows per bucket as a DuckDB QUALIFY, when SQL ranks
-        exactly as `top` does: a count or long/double sum/min/max metric over a string dimension.
-
-        The grouping then ships only what survives, and `top` re-ranks that small remainder.
-        """
+    def _rank_value_sql(self) -> str | None:
         name = metric_name(self.metric)
         if name is None or self.dimension.output_type != "STRING":
             return None
-        value = rank_value_sql(self.aggregations, name)
+        # None when ranked by a post-aggregator, or by a value SQL would rank differently
+        return rank_value_sql(self.aggregations, name)
+
+    @property
+    def cuts_in_sql(self) -> bool:
+        """Whether `cut_sql` ranks in DuckDB (its output then needs no `top`)."""
+        return self._rank_value_sql() is not None
+
+    def cut_sql(self, grouped: str, *, per_segment: bool) -> str | None:
+        """`grouped` (SQL of grouped rows) cut to each (segment,) bucket's best `segment_keep` rows,
+        in DuckDB, when SQL ranks exactly as `top` does: a count or long/double sum/min/max metric
+        over a string dimension. None otherwise (`top` then cuts in numpy).
+
+        Rather than ranking every group with a window, the keep-th best value of each partition
+        (a top-n aggregate) splits the groups: strictly better ones are all kept, ones equal to it
+        (or null, when fewer values than `segment_keep` exist) are ranked among themselves by the
+        dimension, as `top` breaks ties. Inverted metrics (nulls rank first) use the plain window.
+        """
+        value = self._rank_value_sql()
         if value is None:
-            return None  # ranked by a post-aggregator, or a value SQL would rank differently
-        direction = "ASC NULLS FIRST" if isinstance(self.metric, InvertedMetric) else "DESC NULLS LAST"
+            return None
+        parts = [SEGMENT_INDEX, BUCKET] if per_segment else [BUCKET]
+        by, keep, dim = ", ".join(parts), self.segment_keep, dim_col(0)
+        if isinstance(self.metric, InvertedMetric):
+            return (
+                f"SELECT * FROM ({grouped}) QUALIFY row_number() OVER (PARTITION BY {by} "
+                f"ORDER BY {value} ASC NULLS FIRST, {dim} ASC NULLS FIRST) <= {keep}"
+            )
+        better = f"(c.__cut IS NULL AND {value} IS NOT NULL) OR {value} > c.__cut"
+        tied = f"(c.__cut IS NULL AND {value} IS NULL) OR {value} = c.__cut"
         return (
-            f"row_number() OVER (PARTITION BY {SEGMENT_INDEX}, {BUCKET} "
-            f"ORDER BY {value} {direction}, {dim_col(0)} ASC NULLS FIRST) <= {self.segment_keep}"
+            f"WITH g AS MATERIALIZED ({grouped}), "
+            # each partition's best `keep` non-null values, descending (a top-n aggregate)
+            f"b AS (SELECT {by}, max({value}, {keep}) AS __best FROM g GROUP BY {by}), "
+            f"c AS (SELECT {by}, __best[{keep}] AS __cut, CASE WHEN __best[{keep}] IS NULL "
+            f"THEN coalesce(len(__best), 0) ELSE len(list_filter(__best, lambda x: x > __best[{keep}])) "
+            f"END AS __better FROM b) "
+            f"SELECT g.* FROM g JOIN c USING ({by}) WHERE {better} "
+            f"UNION ALL (SELECT g.* FROM g JOIN c USING ({by}) WHERE {tied} "
+            f"QUALIFY row_number() OVER (PARTITION BY {by} ORDER BY {dim} ASC NULLS FIRST) "
+            f"<= {keep} - c.__better)"
         )
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:

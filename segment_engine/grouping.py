@@ -9,7 +9,7 @@ which timeseries zero-fills and topN answers with an empty list, as Druid does.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -35,18 +35,26 @@ def group_rows(
     inputs: Sequence[SegmentInput],
     *,
     per_segment: bool = True,
-    qualify: str | None = None,
+    cut: Callable[[str], str | None] | None = None,
 ) -> pa.Table:
     """Intermediates per (segment, bucket, dimensions) over the rows of `inputs`.
 
     `per_segment=False` groups across segments in the same pass and returns what `plan.merge`
     would make of the per-segment table (`__segment` null): far fewer groups to build when
-    nobody needs each segment's part (a data node answering a plain client). `qualify` is a
-    SQL condition over the grouped rows (e.g. a per-segment rank cut) applied in the same pass.
+    nobody needs each segment's part (a data node answering a plain client). `cut` wraps the
+    grouping's SQL (e.g. in a per-segment rank cut) so it runs in the same statement.
     """
     starts, bucket = None, bucket_sql(plan.granularity, conn)
+    bucket_fixed = plan.granularity.is_all  # one constant bucket: selected, never hashed per row
     constant = constant_buckets(plan.granularity, inputs)
-    if constant is not None:  # each segment's rows fall in one bucket: a constant per segment
+    if constant is not None and per_segment:
+        # one bucket per segment: looked up by the grouped segment index, not carried per row
+        labels = segment_labels(inputs)
+        bucket = (
+            f"CAST([{', '.join(str(constant.get(s, 0)) for s in labels)}] AS BIGINT[])[{SEGMENT_INDEX} + 1]"
+        )
+        bucket_fixed = True
+    elif constant is not None:  # each segment's rows fall in one bucket: a constant per segment
         starts, bucket = constant, WINDOW_START
     if plan.granularity.is_all and not per_segment:
         # `all` stamps the earliest window start among segments with matching rows: known up
@@ -62,14 +70,17 @@ def group_rows(
     # per segment, group by the segment's small integer index, not its long id string
     segment = SEGMENT_INDEX if per_segment else f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}"
     keys = [segment, f"{bucket} AS {BUCKET}", *dims]
+    grouped = [per_segment, not bucket_fixed, *(True for _ in dims)]
     if starts is not None and plan.granularity.is_all:
         # `all`: one timestamp, the earliest window start of segments with rows
-        keys = [segment, *dims]
+        keys, grouped = [segment, *dims], [per_segment, *(True for _ in dims)]
         aggs.insert(0, f"min(min({WINDOW_START})) OVER () AS {BUCKET}")
-    group = ", ".join(str(i + 1) for i in range(len(keys)))
-    sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {group}"
-    if qualify:  # outside, so its names are the output's, never a same-named input column
-        sql = f"SELECT * FROM ({sql}) QUALIFY {qualify}"
+    # constants (a null segment, one bucket) are selected, not grouped: hashing them per row costs
+    # (with no key left, all stay grouped: no input rows must still give no row)
+    positions = [str(i + 1) for i, g in enumerate(grouped) if g] or [str(i + 1) for i in range(len(keys))]
+    sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {', '.join(positions)}"
+    if cut is not None:  # outside, so its names are the output's, never a same-named input column
+        sql = cut(sql) or sql
     table = conn.sql(sql).to_arrow_table()
     if per_segment:
         labels = pa.array(segment_labels(inputs), pa.string()).take(table.column(SEGMENT_INDEX))
@@ -84,14 +95,14 @@ def group_merged(
     plan: GroupingPlan,
     conn: duckdb.DuckDBPyConnection,
     inputs: Sequence[SegmentInput],
-    qualify: str | None = None,
+    cut: Callable[[str], str | None] | None = None,
 ) -> pa.Table:
     """The merged intermediates of `inputs`: one grouping across segments when that is exact.
 
-    `qualify` (a condition over the merged groups) applies only on that one-grouping path.
+    `cut` (see `group_rows`) applies only on that one-grouping path.
     """
     if all(a.split_invariant() for a in plan.aggregators):
-        return group_rows(plan, conn, inputs, per_segment=False, qualify=qualify)
+        return group_rows(plan, conn, inputs, per_segment=False, cut=cut)
     return plan.merge(conn, [group_rows(plan, conn, inputs)])
 
 

@@ -4,6 +4,7 @@ plus a marker for each bucket a cursor walked without a matching row."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import duckdb
 import pyarrow as pa
@@ -16,7 +17,8 @@ from segment_engine.segment_input import SegmentInput
 
 def run_merged(query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Ranks over all of `inputs` at once: exact, where per-segment trimming may drop values."""
-    top = query.top(group_merged(query.plan, conn, inputs), query.segment_keep, per_segment=False)
+    grouped = group_merged(query.plan, conn, inputs, cut=partial(query.cut_sql, per_segment=False))
+    top = query.top(grouped, query.segment_keep, per_segment=False)
     return query.with_markers(top, cursor_frame(query.granularity, inputs), per_segment=False)
 
 
@@ -24,6 +26,8 @@ def run_merged(query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequen
 def run_partials(
     query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
-    grouped = group_rows(query.plan, conn, inputs, qualify=query.segment_cut_sql())
-    top = query.top(grouped, query.segment_keep, per_segment=True)
+    """Each segment's best `segment_keep` rows per bucket, as Druid's historicals trim them."""
+    grouped = group_rows(query.plan, conn, inputs, cut=partial(query.cut_sql, per_segment=True))
+    # cut in DuckDB already: the broker's merge ranks, a partial's row order does not matter
+    top = grouped if query.cuts_in_sql else query.top(grouped, query.segment_keep, per_segment=True)
     return query.with_markers(top, cursor_frame(query.granularity, inputs), per_segment=True)

@@ -2,7 +2,7 @@
 
 - a data node's merged answer (`run_merged`: one grouping across segments) equals merging the
   per-segment partials, with segments read whole (one multi-file scan) and clipped (own branch);
-- topN's per-segment cut in DuckDB (QUALIFY) keeps exactly the rows the numpy ranking keeps,
+- topN's per-segment cut in DuckDB (top-n bound, ties ranked by a window) keeps exactly the rows the numpy ranking keeps,
   with ties, NaN and null metrics;
 - a limitSpec that ranks only the rows able to make the cut orders like a full sort.
 """
@@ -149,27 +149,32 @@ def test_merged_answer_equals_merging_per_segment_partials(
     ("metric", "inverted"),
     [("rows", False), ("bytes", False), ("latency", False), ("latency", True), ("worst", False)],
 )
+@pytest.mark.parametrize("keep", [3, 40, 1000])  # few, about the distinct pages, more than all
+@pytest.mark.parametrize("granularity", ["hour", "all"])
 def test_topn_sql_cut_keeps_what_numpy_ranking_keeps(
-    inputs: list[SegmentInput], metric: str, inverted: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    inputs: list[SegmentInput], metric: str, inverted: bool, keep: int, granularity: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     spec: Any = {"type": "inverted", "metric": metric} if inverted else metric
     obj = {
         **BASE,
         "queryType": "topN",
-        "granularity": "hour",
+        "granularity": granularity,
         "dimension": "page",
         "metric": spec,
         "threshold": 2,
-        "context": {"minTopNThreshold": 3},
+        "context": {"minTopNThreshold": keep},
     }
     query = parse_query(obj)
-    assert isinstance(query, TopNQuery) and query.segment_cut_sql() is not None
+    assert isinstance(query, TopNQuery) and query.cuts_in_sql
 
-    with_cut = run_partials(query, inputs)
-    monkeypatch.setattr(TopNQuery, "segment_cut_sql", lambda self: None)
-    ranked_in_numpy = run_partials(query, inputs)
-    assert with_cut.num_rows == ranked_in_numpy.num_rows > 0
-    assert as_set(with_cut) == as_set(ranked_in_numpy)
+    with_cut = run_partials(query, inputs), run_merged(query, inputs)
+    monkeypatch.setattr(TopNQuery, "cut_sql", lambda self, grouped, per_segment: None)
+    monkeypatch.setattr(TopNQuery, "cuts_in_sql", False)
+    ranked_in_numpy = run_partials(query, inputs), run_merged(query, inputs)
+    for cut, ranked in zip(with_cut, ranked_in_numpy, strict=True):
+        assert cut.num_rows == ranked.num_rows > 0
+        assert as_set(cut) == as_set(ranked)
 
 
 def as_set(table: pa.Table) -> set[tuple[Any, ...]]:
