@@ -153,7 +153,9 @@ class TopNQuery(Query):
     def with_markers(self, table: pa.Table, frame: pa.Table, *, per_segment: bool) -> pa.Table:
         """Add a marker row (dimension and aggregates null) for each bucket a cursor walked without
         a matching row: Druid answers such buckets with an empty list, and under `all` the earliest
-        cursor start, matched or not, stamps the result."""
+        cursor start, matched or not, stamps the result. A per-segment partial keeps its own
+        segment's start (merging takes the earliest): it is cached and reused by queries over
+        other segments."""
         keys = [SEGMENT_COLUMN, BUCKET] if per_segment else [BUCKET]
         if not per_segment:
             frame = pa.table({BUCKET: pc.unique(frame.column(BUCKET))})
@@ -164,7 +166,7 @@ class TopNQuery(Query):
         columns = {f.name: pa.nulls(missing.num_rows, f.type) for f in table.schema}
         columns.update({k: missing.column(k) for k in keys})
         out = pa.concat_tables([table, pa.table(columns).cast(table.schema)])
-        if self.granularity.is_all and out.num_rows:
+        if self.granularity.is_all and not per_segment and out.num_rows:
             first = pc.min(out.column(BUCKET)).as_py()
             stamped = pa.array([first] * out.num_rows, pa.int64())
             out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, stamped)

@@ -61,6 +61,19 @@ def test_topn_keys_cover_dimension_metric_and_threshold() -> None:
         assert parse_query({**topn, **changes}).cache_key() != same
 
 
+def test_topn_keys_cover_the_per_segment_cut() -> None:
+    """A partial keeps max(threshold, minTopNThreshold) rows: another cut is another entry."""
+    topn = {**BASE, "queryType": "topN", "granularity": "all", "dimension": "page", "metric": "added",
+            "threshold": 10}  # fmt: skip
+
+    def cut(n: int | None) -> bytes:
+        return parse_query({**topn, "context": {} if n is None else {"minTopNThreshold": n}}).cache_key()
+
+    assert cut(3) == cut(10)  # both keep the threshold's 10 rows
+    assert len({cut(10), cut(50), cut(1000)}) == 3
+    assert cut(None) == cut(1000)  # Druid's default
+
+
 def test_whole_answer_keys_include_post_aggregators_and_limits_but_not_run_settings() -> None:
     whole = result_key(parse_query(BASE))
     assert (

@@ -19,6 +19,7 @@ import duckdb
 import httpx
 
 from harness.processes import StrataProcess, running
+from ingestion.api import ingest
 from storage import open_metadata_store
 
 
@@ -67,6 +68,14 @@ def synthetic_spec(data_source: str, rows: Path, granularity: str, *, partitions
             },
         },
     }
+
+
+def ingest_wikipedia_by_hour(root: Path, sample: Path, index_spec: Path) -> None:
+    """The Wikipedia sample as 24 hourly segments in `root/deep`, published in `root/meta.db`."""
+    spec = json.loads(index_spec.read_text())
+    spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(sample.parent)
+    spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "hour"
+    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
 
 
 def query(broker: StrataProcess, body: dict[str, Any], timeout: float = 60) -> httpx.Response:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess
-from ingestion.api import ingest
+from tests.cluster.cluster_kit import ingest_wikipedia_by_hour
 
 pytestmark = pytest.mark.integration
 
@@ -50,10 +50,7 @@ def wait_for_segments(broker: StrataProcess, count: int, timeout: float = 60) ->
 def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path,
             wikipedia_index_spec: Path) -> Iterator[dict[str, Any]]:  # fmt: skip
     root = tmp_path_factory.mktemp("cluster")
-    spec = json.loads(wikipedia_index_spec.read_text())
-    spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(wikipedia_sample.parent)
-    spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "hour"
-    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
+    ingest_wikipedia_by_hour(root, wikipedia_sample, wikipedia_index_spec)
     base = f"/strata-e2e-{uuid.uuid4().hex[:8]}"
     common = ["--zk", zk_hosts, "--zk-base", base, "--deep-storage", str(root / "deep"),
               "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1"]  # fmt: skip
