@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 
 import duckdb
 import pyarrow as pa
@@ -27,6 +28,16 @@ def connection() -> duckdb.DuckDBPyConnection:
         sketch_functions.install(conn)
         _local.conn = conn
     return conn
+
+
+# `execute(...).to_arrow_table()` warns of one copy of the result rows; it is the cheaper path here
+warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
+
+
+def run_arrow(conn: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """The rows of `sql` as Arrow, the statement parsed and bound once: `conn.sql(sql)` binds it to
+    build a relation, then again to run it (~10 ms of a grouping over 50 segment files)."""
+    return conn.execute(sql).to_arrow_table()
 
 
 def quote_ident(name: str) -> str:

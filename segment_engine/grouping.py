@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from query.aggregation_engine import BUCKET, GroupingPlan, agg_col, dim_col
 from query.base import SEGMENT_COLUMN
 from query.columns import SEGMENT_INDEX
+from query.duck import run_arrow
 from query.errors import ResourceLimitExceeded
 from query.granularity_sql import bucket_sql
 from segment_engine.data_window import cursor_window
@@ -81,7 +82,7 @@ def group_rows(
     sql = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {', '.join(positions)}"
     if cut is not None:  # outside, so its names are the output's, never a same-named input column
         sql = cut(sql) or sql
-    table = conn.sql(sql).to_arrow_table()
+    table = run_arrow(conn, sql)
     if per_segment:
         labels = pa.array(segment_labels(inputs), pa.string()).take(table.column(SEGMENT_INDEX))
         table = table.append_column(SEGMENT_COLUMN, labels)
