@@ -59,6 +59,10 @@ def _first_of_each(table: pa.Table, keys: list[str]) -> list[int]:
     return list(seen.values())
 
 
+def _most_per_bucket(table: pa.Table) -> int:
+    return int(pc.max(pc.value_counts(table.column(BUCKET)).field("counts")).as_py())
+
+
 @register
 @dataclass(frozen=True, kw_only=True)
 class TopNQuery(Query):
@@ -220,8 +224,15 @@ class TopNQuery(Query):
         )
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
-        merged = self.plan.merge(connection(), partials)
-        return self.top(merged, self.segment_keep, per_segment=False)
+        return self.cut(self.plan.merge(connection(), partials), self.segment_keep)
+
+    def cut(self, table: pa.Table, keep: int) -> pa.Table:
+        """A merged partial's best `keep` rows per bucket, in no particular order: as it is when no
+        bucket holds more (a partial's order does not matter, so nothing is sorted), else `top`."""
+        markers = table.column(self._rows_col).null_count if table.num_rows else 1
+        if not markers and (table.num_rows <= keep or _most_per_bucket(table) <= keep):
+            return table
+        return self.top(table, keep, per_segment=False)
 
     def top(self, table: pa.Table, keep: int, *, per_segment: bool) -> pa.Table:
         """The best `keep` rows of each (segment,) bucket, in rank order; markers of buckets with

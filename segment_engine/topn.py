@@ -18,7 +18,7 @@ from segment_engine.segment_input import SegmentInput
 def run_merged(query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Ranks over all of `inputs` at once: exact, where per-segment trimming may drop values."""
     grouped = group_merged(query.plan, conn, inputs, cut=partial(query.cut_sql, per_segment=False))
-    top = query.top(grouped, query.segment_keep, per_segment=False)
+    top = query.cut(grouped, query.segment_keep)
     return query.with_markers(top, cursor_frame(query.granularity, inputs), per_segment=False)
 
 
