@@ -5,7 +5,9 @@
 
 1. End to end: timeseries (hour), topN (page by added, 10) and groupBy (country x channel) over
    `--rows` rows in `--segments` hourly segments, through the broker (no cache), vs DuckDB running
-   the same SQL over the same Parquet files in this process. Target: within 2x of DuckDB.
+   the same SQL over the same Parquet files in this process. Target: within 2x of DuckDB. Beside
+   the wall times, the CPU the broker and each historical spent per query (from /proc) and
+   DuckDB's, which other load on a shared machine distorts far less.
 2. Broker overhead per segment at `--many` small segments: the same timeseries through the broker,
    minus the same per-segment requests sent straight to the historicals (each node asked for
    exactly the segments it announces, Arrow partials, in parallel, as the broker does), divided by
@@ -65,8 +67,14 @@ def same_answer(name: str, druid: Any, rows: list[tuple[Any, ...]]) -> bool:
     return ours == sorted((r[0], r[1], int(r[3])) for r in rows)
 
 
-def end_to_end(url: str, ds: Dataset, repeat: int) -> list[dict[str, Any]]:
+def end_to_end(
+    url: str, ds: Dataset, repeat: int, pids: dict[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """Each workload through the broker and in DuckDB, taking turns; with `pids` (broker and data
+    nodes), also the CPU each process spent per query beside DuckDB's own (this process), which a
+    busy shared machine distorts far less than wall time."""
     conn = duckdb.connect()
+    pids = pids or {}
     out = []
     with httpx.Client() as client:
         for name, (body, sql) in workloads(ds, NO_CACHE).items():
@@ -74,15 +82,28 @@ def end_to_end(url: str, ds: Dataset, repeat: int) -> list[dict[str, Any]]:
             rows = conn.execute(sql).fetchall()
             broker: list[float] = []
             duck: list[float] = []
+            cpu: dict[str, list[float]] = {p: [] for p in pids}
+            duck_cpu: list[float] = []
             for _ in range(repeat):  # interleaved: load from other work hits both sides alike
+                before = {p: cpu_seconds(pid) for p, pid in pids.items()}
                 broker += time_calls(lambda body=body: post_query(client, url, body), 1, warmup=0)
+                for p, pid in pids.items():
+                    cpu[p].append(cpu_seconds(pid) - before[p])
+                own = time.process_time()
                 duck += time_calls(lambda sql=sql: conn.execute(sql).fetchall(), 1, warmup=0)
+                duck_cpu.append(time.process_time() - own)
             ratio = statistics.median(broker) / statistics.median(duck)
             same = same_answer(name, answer, rows)
+            cpu_ms = {p: round(statistics.median(v) * 1000) for p, v in cpu.items()}
             out.append({"query": name, "broker_ms": spread(broker), "duckdb_ms": spread(duck),
-                        "ratio": round(ratio, 2), "same_answer": same})  # fmt: skip
+                        "ratio": round(ratio, 2), "same_answer": same, "cpu_ms_per_query": cpu_ms,
+                        "duckdb_cpu_ms": round(statistics.median(duck_cpu) * 1000)})  # fmt: skip
             log(f"  {name:26s} broker {spread(broker):>22s} ms  duckdb {spread(duck):>22s} ms  "
                 f"ratio {ratio:5.2f}  same answer: {out[-1]['same_answer']}")  # fmt: skip
+            if pids:
+                shares = "  ".join(f"{p} {v}" for p, v in cpu_ms.items())
+                log(f"  {'':26s} CPU ms/query: {shares}  (all {sum(cpu_ms.values())})  "
+                    f"duckdb {out[-1]['duckdb_cpu_ms']}")  # fmt: skip
     return out
 
 
@@ -231,7 +252,8 @@ def main(argv: list[str] | None = None) -> None:
             wait_for_segments(b, args.segments + args.many)
         log(f"cluster up: ZooKeeper, 2 historicals, 2 brokers after {time.monotonic() - began:.1f}s")
         log(f"end to end vs DuckDB over the same Parquet files (median [min-max] of {args.repeat}):")
-        report["end_to_end"] = end_to_end(broker.url, ds, args.repeat)
+        pids = {"broker": broker.pid, **{f"historical{i}": h.pid for i, h in enumerate(c.historicals)}}
+        report["end_to_end"] = end_to_end(broker.url, ds, args.repeat, pids)
         log("broker overhead per segment:")
         report["overhead"] = overhead(c, broker.url, broker.pid, many, args.repeat)
         log(f"throughput, {args.concurrency} concurrent clients, {args.seconds:.0f}s each:")
