@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 
 ROWS = "__rows"
+TOP_N_AGGREGATE_LIMIT = 1_000_000  # DuckDB's max(value, n) takes n below this
 
 
 def _first_of_each(table: pa.Table, keys: list[str]) -> list[int]:
@@ -196,17 +197,20 @@ class TopNQuery(Query):
         Rather than ranking every group with a window, the keep-th best value of each partition
         (a top-n aggregate) splits the groups: strictly better ones are all kept, ones equal to it
         (or null, when fewer values than `segment_keep` exist) are ranked among themselves by the
-        dimension, as `top` breaks ties. Inverted metrics (nulls rank first) use the plain window.
+        dimension, as `top` breaks ties. Inverted metrics (nulls rank first), and cuts beyond
+        DuckDB's top-n aggregate, use the plain window.
         """
         value = self._rank_value_sql()
         if value is None:
             return None
         parts = [SEGMENT_INDEX, BUCKET] if per_segment else [BUCKET]
         by, keep, dim = ", ".join(parts), self.segment_keep, dim_col(0)
-        if isinstance(self.metric, InvertedMetric):
+        inverted = isinstance(self.metric, InvertedMetric)
+        if inverted or keep >= TOP_N_AGGREGATE_LIMIT:
+            direction = "ASC NULLS FIRST" if inverted else "DESC NULLS LAST"
             return (
                 f"SELECT * FROM ({grouped}) QUALIFY row_number() OVER (PARTITION BY {by} "
-                f"ORDER BY {value} ASC NULLS FIRST, {dim} ASC NULLS FIRST) <= {keep}"
+                f"ORDER BY {value} {direction}, {dim} ASC NULLS FIRST) <= {keep}"
             )
         better = f"(c.__cut IS NULL AND {value} IS NOT NULL) OR {value} > c.__cut"
         tied = f"(c.__cut IS NULL AND {value} IS NULL) OR {value} = c.__cut"
