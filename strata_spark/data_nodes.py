@@ -26,6 +26,7 @@ from strata_spark.broker_client import BrokerClient, StrataError
 DATA_NODE_TYPES = frozenset({"historical", "bridge"})  # serve published, immutable segments
 MAX_REQUEST_BYTES = 64 << 20  # segment file bytes asked of a node in one request
 IN_FLIGHT = 2  # node requests running while the task reads an earlier answer
+BATCH_ROWS = 65_536  # rows per batch handed to Spark: its JVM converts one while the next is sent
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def read_from_nodes(
                 continue
             fallback.extend(missing)
             if table is not None:
-                yield from table.to_batches()
+                yield from table.to_batches(max_chunksize=BATCH_ROWS)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     if fallback:

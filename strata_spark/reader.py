@@ -28,6 +28,7 @@ from strata_spark.data_nodes import DATA_NODE_TYPES, read_from_nodes
 from strata_spark.pushdown import Pushed, push
 from strata_spark.results import conform_batch, native_rows, rows_batch
 from timeline import Interval
+from wire import SEGMENT_LABELS
 
 
 class SegmentsPartition(InputPartition):
@@ -150,7 +151,7 @@ class TableReader(DataSourceReader):
             "dataSource": self.data_source,
             "intervals": {"type": "segments", "segments": segments},
             "columns": self.schema.fieldNames(),
-            "context": dict(self.context),
+            "context": {**self.context, SEGMENT_LABELS: False},  # rows need no segment id each
         }
         druid_filter = self.pushed.druid_filter()
         if druid_filter is not None:

@@ -185,11 +185,13 @@ def test_a_failing_data_node_falls_back_to_the_broker(
     nodes = [str(h.url) for h in cluster["historicals"]]
     dead = free_url()
     assert all(servers and servers[0] in nodes for servers in part.servers)
+    unserved = [s for s in part.servers if set(nodes) - set(s)]  # held by one node only
+    assert unserved  # (a segment may be on both for a while, as the nodes balance)
     cases = {  # the servers each segment is said to be on -> segments the broker must answer
         "a node stopped": ([[dead] if i % 2 else s for i, s in enumerate(part.servers)], SEGMENTS // 2),
         "a node that does not serve them": (
-            [[n for n in nodes if n != s[0]] for s in part.servers],
-            SEGMENTS,
+            [[n for n in nodes if n not in s][:1] or s for s in part.servers],
+            len(unserved),
         ),
         "every node down": ([[dead] for _ in part.servers], SEGMENTS),
         "all well": (part.servers, 0),
