@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from query.fields import as_object, get_bool, get_int, get_str
-from wire import PER_SEGMENT_PARTIALS
+from wire import PER_SEGMENT_PARTIALS, SEGMENT_LABELS
 
 DEFAULT_TIMEOUT_MS = 300_000
 DEFAULT_MIN_TOPN_THRESHOLD = 1000
@@ -39,6 +39,8 @@ class QueryContext:
     # broker -> data node: False when the broker caches none of the segments it asks for, so the
     # node may send one partial merged over them (Druid's historicals merge unless bySegment)
     per_segment_partials: bool = True
+    # a bulk reader -> data node: False when a scan's rows need no `__segment` label
+    segment_labels: bool = True
 
     @classmethod
     def parse(cls, value: Any) -> QueryContext:
@@ -68,6 +70,7 @@ class QueryContext:
             serialize_date_time_as_long=get_bool(raw, "serializeDateTimeAsLong", False, what="context"),
             result_as_array=get_bool(raw, "resultAsArray", False, what="context"),
             per_segment_partials=get_bool(raw, PER_SEGMENT_PARTIALS, True, what="context"),
+            segment_labels=get_bool(raw, SEGMENT_LABELS, True, what="context"),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -131,7 +131,7 @@ class ScanQuery(Query):
         own_columns = _columns_metadata(merged)
         values = {name: _json_values(rows.column(name)) for name in rows.column_names}
         types = {name: druid_type(rows.schema.field(name).type) for name in rows.column_names}
-        segments = values[SEGMENT_COLUMN]
+        segments = values.get(SEGMENT_COLUMN) or [None] * rows.num_rows  # none asked (segmentLabels)
         out: list[Any] = []
         start = 0
         while start < rows.num_rows:

@@ -37,7 +37,8 @@ def run_partials(
     else:
         wanted = list(dict.fromkeys(c for cols in own_columns.values() for c in cols[1:]))
     relation, _ = filtered_relation(inputs, wanted, query.filter, virtual=query.virtual_columns)
-    projection = ", ".join([SEGMENT_COLUMN, TIME_COLUMN, *map(quote_ident, wanted)])
+    labels = [SEGMENT_COLUMN] if query.context.segment_labels else []  # ~80 bytes a row otherwise
+    projection = ", ".join([*labels, TIME_COLUMN, *map(quote_ident, wanted)])
     sql = f"SELECT {projection} FROM ({relation})"
     if query.order != "none":
         sql += f" ORDER BY {TIME_COLUMN} {'DESC' if query.order == 'descending' else 'ASC'}"

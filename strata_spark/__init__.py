@@ -35,7 +35,10 @@ __all__ = ["FORMAT", "SPARK_SETTINGS", "StrataDataSource", "StrataError", "regis
 
 
 def register(spark: Any) -> None:
-    """Register the `strata` format on `spark` (a SparkSession) and apply `SPARK_SETTINGS`."""
+    """Register the `strata` format on `spark` (a SparkSession) and apply `SPARK_SETTINGS`; table
+    reads default to one partition per core of this session (its default parallelism)."""
     for key, value in SPARK_SETTINGS.items():
         spark.conf.set(key, value)
-    spark.dataSource.register(StrataDataSource)
+    cores = max(1, int(spark.sparkContext.defaultParallelism))
+    bound = type(StrataDataSource.__name__, (StrataDataSource,), {"default_partitions": cores})
+    spark.dataSource.register(bound)

@@ -8,6 +8,7 @@ reads incrementally, so a scan of any size is never held whole. Every failure be
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import urllib.error
@@ -19,7 +20,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from wire import ARROW_STREAM, ERROR_METADATA_KEY
+from wire import (
+    ARROW_STREAM,
+    ERROR_METADATA_KEY,
+    RESPONSE_CONTEXT_HEADER,
+    decode_partials,
+    parse_missing_segments,
+)
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # terminal underlines some parsers put in messages
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
@@ -47,11 +54,14 @@ def druid_error_message(body: Any, fallback: str) -> str:
 
 
 class BrokerClient:
-    def __init__(self, url: str, timeout_s: float = 300.0) -> None:
+    """Druid's HTTP API of one server: the broker, or (`role="data node"`) a historical."""
+
+    def __init__(self, url: str, timeout_s: float = 300.0, role: str = "broker") -> None:
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        self.role = role
 
     # -- requests ---------------------------------------------------------------------------------
     def _open(self, path: str, body: Any = None, accept: str = "application/json") -> Any:
@@ -71,10 +81,12 @@ class BrokerClient:
                 parsed = None
             text = raw.decode("utf-8", "replace")[:300] or e.reason
             message = druid_error_message(parsed, f"HTTP {e.code} {text}")
-            raise StrataError(f"Strata broker {self.url} refused {path} (HTTP {e.code}): {message}") from None
-        except (TimeoutError, urllib.error.URLError, OSError) as e:
+            raise StrataError(
+                f"Strata {self.role} {self.url} refused {path} (HTTP {e.code}): {message}"
+            ) from None
+        except (TimeoutError, urllib.error.URLError, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
-            raise StrataError(f"cannot reach the Strata broker at {self.url}: {reason}") from None
+            raise StrataError(f"cannot reach the Strata {self.role} at {self.url}: {reason}") from None
 
     def _json(self, path: str, body: Any = None) -> Any:
         with self._open(path, body) as response:
@@ -82,7 +94,7 @@ class BrokerClient:
         try:
             return json.loads(raw)
         except ValueError:
-            raise StrataError(f"Strata broker {self.url} answered {path} with invalid JSON") from None
+            raise StrataError(f"Strata {self.role} {self.url} answered {path} with invalid JSON") from None
 
     # -- what the data source asks ----------------------------------------------------------------
     def datasources(self) -> list[str]:
@@ -123,7 +135,7 @@ class BrokerClient:
     def native(self, query: Mapping[str, Any]) -> list[Any]:
         result = self._json("/druid/v2/", dict(query))
         if not isinstance(result, list):
-            raise StrataError(f"Strata broker {self.url} answered a native query with a non-array")
+            raise StrataError(f"Strata {self.role} {self.url} answered a native query with a non-array")
         return result
 
     def sql(self, sql: str, context: Mapping[str, Any] | None = None) -> SqlResult:
@@ -137,7 +149,7 @@ class BrokerClient:
         }
         rows = self._json("/druid/v2/sql", body)
         if not isinstance(rows, list) or len(rows) < 3:
-            raise StrataError(f"Strata broker {self.url} answered SQL without its header rows")
+            raise StrataError(f"Strata {self.role} {self.url} answered SQL without its header rows")
         return SqlResult(list(rows[0]), list(rows[1]), list(rows[2]), rows[3:])
 
     def scan_batches(self, query: Mapping[str, Any]) -> Iterator[pa.RecordBatch]:
@@ -145,7 +157,7 @@ class BrokerClient:
         with self._open("/druid/v2/", dict(query), accept=ARROW_STREAM) as response:
             kind = response.headers.get("Content-Type", "")
             if ARROW_STREAM not in kind:
-                raise StrataError(f"Strata broker {self.url} answered a scan with {kind}, not Arrow")
+                raise StrataError(f"Strata {self.role} {self.url} answered a scan with {kind}, not Arrow")
             try:
                 reader = pa.ipc.open_stream(response)
                 while True:
@@ -155,9 +167,28 @@ class BrokerClient:
                         return
                     if metadata is not None and ERROR_METADATA_KEY in metadata:
                         body = json.loads(metadata[ERROR_METADATA_KEY])
-                        raise StrataError(
-                            f"Strata broker {self.url} failed a scan: {druid_error_message(body, 'error')}"
-                        )
+                        message = druid_error_message(body, "error")
+                        raise StrataError(f"Strata {self.role} {self.url} failed a scan: {message}")
                     yield batch
             except (pa.ArrowInvalid, OSError) as e:
-                raise StrataError(f"Arrow stream from the Strata broker {self.url} broke off: {e}") from None
+                raise StrataError(
+                    f"Arrow stream from the Strata {self.role} {self.url} broke off: {e}"
+                ) from None
+
+    def node_scan(self, query: Mapping[str, Any]) -> tuple[pa.Table | None, list[dict[str, Any]]]:
+        """A data node's answer to a scan of named segments: its rows (Arrow partials, read whole so
+        a failure surfaces before any row is used) and the segments it does not serve."""
+        with self._open("/druid/v2/", dict(query), accept=ARROW_STREAM) as response:
+            kind = response.headers.get("Content-Type", "")
+            context = response.headers.get(RESPONSE_CONTEXT_HEADER)
+            try:
+                payload = response.read()
+            except (OSError, http.client.HTTPException) as e:
+                raise StrataError(f"Strata {self.role} {self.url} broke off a scan: {e}") from None
+        if ARROW_STREAM not in kind:
+            raise StrataError(f"Strata {self.role} {self.url} answered a scan with {kind}, not Arrow")
+        try:
+            missing = [d.to_json() for d in parse_missing_segments(context)]
+            return decode_partials(payload), missing
+        except (pa.ArrowInvalid, OSError, ValueError, KeyError, TypeError) as e:
+            raise StrataError(f"Strata {self.role} {self.url} answered a scan unreadably: {e}") from None

@@ -137,7 +137,8 @@ def rows_batch(schema: StructType, names: Sequence[str], rows: Sequence[Any]) ->
 
 
 def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """A streamed scan batch in Spark's exact Arrow schema (by name; a missing column is null)."""
+    """A scan batch (the broker's stream or a data node's partials) in Spark's exact Arrow schema
+    (by name; a missing column is null; `__time` as epoch milliseconds becomes a timestamp)."""
     arrays = []
     for f in target:
         index = batch.schema.get_field_index(f.name)
@@ -145,6 +146,8 @@ def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
             arrays.append(pa.nulls(batch.num_rows, f.type))
             continue
         column = batch.column(index)
+        if pa.types.is_integer(column.type) and pa.types.is_timestamp(f.type):
+            column = column.cast(pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
         arrays.append(column if column.type == f.type else column.cast(f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 

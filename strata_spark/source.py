@@ -2,8 +2,10 @@
 
 Options (all strings, as Spark passes them):
 - `broker`: the broker's URL (`http://host:8082`; required);
-- `datasource` with optional `columns` (comma-separated) and `segmentsPerPartition` (default 1):
-  a table read, split by segment, filters and `__time` ranges pushed to the broker;
+- `datasource` with optional `columns` (comma-separated): a table read, split by segment, filters
+  and `__time` ranges pushed down; `partitions` (default: Spark's default parallelism, one task
+  per core) or `segmentsPerPartition` set how segments are packed into Spark partitions, and
+  `dataNodes` (default true) whether tasks ask the historicals serving their segments directly;
 - `sql`: one Druid SQL statement, or `query`: one native JSON query (timeseries, topN, groupBy,
   scan), run whole on the broker so aggregations never reach Spark;
 - `intervals`: comma-separated ISO-8601 intervals (default: all time);
@@ -22,7 +24,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.types import StructType
 
 from strata_spark.broker_client import ETERNITY, BrokerClient, StrataError
-from strata_spark.reader import NativeReader, SqlReader, TableReader, parse_native
+from strata_spark.reader import NativeReader, Split, SqlReader, TableReader, parse_native
 from strata_spark.results import infer_schema, native_rows, sql_schema, table_schema
 from timeline import Interval, condense_intervals
 
@@ -30,6 +32,10 @@ DEFAULT_TIMEOUT_S = 300.0
 
 
 class StrataDataSource(DataSource):
+    # Spark plans a Python data source in a worker without a SparkContext: `register` binds the
+    # session's default parallelism into a subclass, which Spark pickles by value.
+    default_partitions = 2
+
     @classmethod
     def name(cls) -> str:
         return "strata"
@@ -71,11 +77,27 @@ class StrataDataSource(DataSource):
         raw = self._option("columns")
         return [c.strip() for c in raw.split(",") if c.strip()] if raw else []
 
-    def _segments_per_partition(self) -> int:
-        raw = self._option("segmentsPerPartition") or "1"
+    def _positive(self, key: str) -> int | None:
+        raw = self._option(key)
+        if raw is None:
+            return None
         if not raw.isdigit() or int(raw) < 1:
-            raise StrataError(f"option segmentsPerPartition must be a positive integer, got {raw!r}")
+            raise StrataError(f"option {key} must be a positive integer, got {raw!r}")
         return int(raw)
+
+    def _split(self) -> Split:
+        partitions, segments = self._positive("partitions"), self._positive("segmentsPerPartition")
+        if partitions is not None and segments is not None:
+            raise StrataError("give either option partitions or option segmentsPerPartition, not both")
+        if segments is not None:
+            return Split(segments=segments)
+        return Split(partitions=partitions or max(1, int(self.default_partitions)))
+
+    def _data_nodes(self) -> bool:
+        raw = (self._option("dataNodes") or "true").lower()
+        if raw not in ("true", "false"):
+            raise StrataError(f"option dataNodes must be true or false, got {raw!r}")
+        return raw == "true"
 
     def _context(self) -> dict[str, Any]:
         timeout = self._option("timeout")
@@ -116,8 +138,9 @@ class StrataDataSource(DataSource):
             self._intervals(),
             schema,
             self._column_types(client),
-            self._segments_per_partition(),
+            self._split(),
             self._context(),
+            self._data_nodes(),
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

@@ -4,7 +4,8 @@ broker and its Arrow clients, such as the Spark data source) agree on, in one pl
 - content types: Arrow IPC streams (`ARROW_STREAM`) for partials and streamed scans, JSON otherwise;
 - headers: Druid's query id and response context (`missingSegments` travels in it);
 - context keys that only cross processes (`perSegmentPartials`: the broker caches none of these
-  partials, so the node may merge them into one);
+  partials, so the node may merge them into one; `segmentLabels`: a bulk reader of a scan's Arrow
+  rows, the Spark data source, needs no segment id on each row, which would double what is sent);
 - Arrow partial encoding and decoding (an IPC stream of one table, uncompressed);
 - error bodies: Druid's `{"error", "errorMessage", "errorClass", "host"}` read from a reply, and the
   error a streamed Arrow answer carries in the custom metadata of its last (empty) batch.
@@ -29,6 +30,7 @@ QUERY_ID_HEADER = "X-Druid-Query-Id"
 RESPONSE_CONTEXT_HEADER = "X-Druid-Response-Context"
 
 PER_SEGMENT_PARTIALS = "perSegmentPartials"  # query context; false: the node may merge its partials
+SEGMENT_LABELS = "segmentLabels"  # query context; false: a scan's Arrow rows go without `__segment`
 MISSING_SEGMENTS = "missingSegments"  # response context: segments the node does not serve
 
 ERROR_METADATA_KEY = b"strata.error"  # an Arrow stream's error: Druid's error body as JSON

@@ -11,6 +11,7 @@ import duckdb
 import httpx
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from starlette.applications import Starlette
 
@@ -19,7 +20,7 @@ from server_kit.query_api import QueryEndpoint
 from server_kit.served import ServedSegments
 from storage import open_metadata_store
 from timeline import Interval, SegmentDescriptor
-from wire import ARROW_STREAM
+from wire import ARROW_STREAM, SEGMENT_LABELS
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +111,18 @@ def test_arrow_partials_are_labelled_by_segment(app: Starlette, served: ServedSe
     assert resp.status_code == 200 and resp.headers["content-type"] == ARROW_STREAM
     table = pa.ipc.open_stream(resp.content).read_all()
     assert set(table.column("__segment").to_pylist()) == {first.id}
+
+
+def test_a_scan_without_segment_labels(app: Starlette, wikipedia_sample: Path) -> None:
+    """`segmentLabels: false` (the Spark reader): Arrow rows without `__segment`, the same rows."""
+    query = {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015-09-12/2015-09-13",
+             "columns": ["__time", "channel", "added"], "context": {SEGMENT_LABELS: False}}  # fmt: skip
+    table = pa.ipc.open_stream(post(app, query, {"Accept": ARROW_STREAM}).content).read_all()
+    assert table.column_names == ["__time", "channel", "added"]
+    ((count, added),) = raw("SELECT count(*), sum(added) FROM RAW", wikipedia_sample)
+    assert (table.num_rows, pc.sum(table.column("added")).as_py()) == (count, added)
+    rows = [e for batch in post(app, query).json() for e in batch["events"]]  # JSON still answers
+    assert len(rows) == count
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,10 @@ from pyspark.sql.types import TimestampType
 from storage import open_metadata_store
 from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
 from storage.segment_file import write_segment_file
-from tests.cluster.cluster_kit import wait_until
+from strata_spark.reader import SegmentsPartition
+from strata_spark.results import table_schema
+from strata_spark.source import StrataDataSource
+from tests.cluster.cluster_kit import raw, wait_until
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
 from timeline import DataSegment, Interval, ShardSpec
 
@@ -72,7 +75,7 @@ def test_table_read_equals_the_raw_json(
 ) -> None:
     df = strata(spark, cluster, datasource="wikipedia")
     assert df.schema["__time"].dataType == TimestampType()
-    assert df.rdd.getNumPartitions() == SEGMENTS
+    assert df.rdd.getNumPartitions() == spark.sparkContext.defaultParallelism  # one per core
     assert df.count() == raw_df.count()
     assert per_channel(df) == per_channel(raw_df)
     assert millis(df) == millis(raw_df)  # exact to the millisecond, not 1000x off
@@ -91,6 +94,123 @@ def test_segments_per_partition_and_columns(
     assert got is not None and want is not None and tuple(got) == tuple(want)
 
 
+def node_metrics(cluster: dict[str, Any]) -> tuple[float, float]:
+    """Summed over the historicals: scan requests answered, and segments scanned (any query)."""
+    requests = segments = 0.0
+    for node in cluster["historicals"]:
+        text = httpx.get(f"{node.url}/metrics", timeout=10).text
+        m = re.search(r'^strata_historical_queries_total\{ok="true",type="scan"\} ([0-9.e+]+)$', text, re.M)
+        requests += float(m.group(1)) if m else 0.0
+        m = re.search(r"^druid_query_segment_time_count ([0-9.e+]+)$", text, re.M)
+        segments += float(m.group(1)) if m else 0.0
+    return requests, segments
+
+
+def node_metrics_since(cluster: dict[str, Any], before: tuple[float, float]) -> tuple[float, float]:
+    now = node_metrics(cluster)
+    return now[0] - before[0], now[1] - before[1]
+
+
+def published(cluster: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """The metadata store's used segments of wikipedia: what a full read must cover, once each."""
+    store = open_metadata_store(cluster["root"] / "meta.db")
+    try:
+        used = store.used_segments("wikipedia")
+    finally:
+        store.close()
+    return sorted((str(s.interval), s.version, s.shard_spec.partition_num) for s in used)
+
+
+def planned(cluster: dict[str, Any], **options: str) -> list[SegmentsPartition]:
+    """The partitions a table read plans, built in this process as Spark's planner builds them."""
+    source = StrataDataSource({"broker": url(cluster), "datasource": "wikipedia", **options})
+    parts = source.reader(source.schema()).partitions()
+    assert all(isinstance(p, SegmentsPartition) for p in parts)
+    return [p for p in parts if isinstance(p, SegmentsPartition)]
+
+
+def test_partitions_pack_every_segment_once(
+    spark: SparkSession, cluster: dict[str, Any], raw_df: DataFrame
+) -> None:
+    want = published(cluster)
+    assert len(want) == SEGMENTS
+    for options, count in (({}, StrataDataSource.default_partitions), ({"partitions": "5"}, 5),
+                           ({"partitions": "100"}, SEGMENTS), ({"segmentsPerPartition": "7"}, 4)):  # fmt: skip
+        parts = planned(cluster, **options)
+        assert len(parts) == count, options
+        got = sorted((d["itvl"], d["ver"], d["part"]) for p in parts for d in p.segments)
+        assert got == want, options  # every segment in exactly one partition
+    df = strata(spark, cluster, datasource="wikipedia", partitions=5)
+    assert df.rdd.getNumPartitions() == 5
+    assert strata(spark, cluster, datasource="wikipedia").rdd.getNumPartitions() == 2  # local[2]
+    before = node_metrics(cluster)
+    assert per_channel(df) == per_channel(raw_df)
+    requests, segments = node_metrics_since(cluster, before)
+    assert segments == SEGMENTS  # the historicals scanned each segment once
+    assert requests <= 5 * len(cluster["historicals"])  # at most one request per node per task
+
+
+def test_tasks_read_from_the_data_nodes(
+    spark: SparkSession, cluster: dict[str, Any], raw_df: DataFrame
+) -> None:
+    df = strata(spark, cluster, datasource="wikipedia")
+    broker_before = metric(cluster, "strata_broker_streamed_segments")
+    before = node_metrics(cluster)
+    assert per_channel(df) == per_channel(raw_df)
+    assert millis(df) == millis(raw_df)
+    requests, segments = node_metrics_since(cluster, before)
+    assert metric(cluster, "strata_broker_streamed_segments") == broker_before  # no scan via the broker
+    assert segments == 2 * SEGMENTS  # two reads, every segment scanned once by its historical each time
+    assert 2 <= requests <= 2 * 2 * len(cluster["historicals"])  # one per node per task, two reads
+
+
+def free_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_a_failing_data_node_falls_back_to_the_broker(
+    cluster: dict[str, Any], wikipedia_sample: Path
+) -> None:
+    (part,) = planned(cluster, partitions="1", columns="__time,channel,added")
+    source = StrataDataSource({"broker": url(cluster), "datasource": "wikipedia"})
+    reader = source.reader(
+        table_schema(source._column_types(source._client()), ["__time", "channel", "added"])
+    )
+    want = {
+        (c, n, a)
+        for c, n, a in raw("SELECT channel, count(*), sum(added) FROM RAW GROUP BY 1", wikipedia_sample)
+    }
+    nodes = [str(h.url) for h in cluster["historicals"]]
+    dead = free_url()
+    assert all(servers and servers[0] in nodes for servers in part.servers)
+    unserved = [s for s in part.servers if set(nodes) - set(s)]  # held by one node only
+    assert unserved  # (a segment may be on both for a while, as the nodes balance)
+    cases = {  # the servers each segment is said to be on -> segments the broker must answer
+        "a node stopped": ([[dead] if i % 2 else s for i, s in enumerate(part.servers)], SEGMENTS // 2),
+        "a node that does not serve them": (
+            [[n for n in nodes if n not in s][:1] or s for s in part.servers],
+            len(unserved),
+        ),
+        "every node down": ([[dead] for _ in part.servers], SEGMENTS),
+        "all well": (part.servers, 0),
+    }
+    for name, (servers, via_broker) in cases.items():
+        before = metric(cluster, "strata_broker_streamed_segments")
+        batches = list(reader.read(SegmentsPartition(part.segments, servers, part.sizes)))
+        table = (
+            pa.Table.from_batches(batches)
+            .group_by("channel")
+            .aggregate([("added", "count"), ("added", "sum")])
+        )
+        got = set(
+            zip(*(table.column(c).to_pylist() for c in ("channel", "added_count", "added_sum")), strict=True)
+        )
+        assert got == want, name
+        assert metric(cluster, "strata_broker_streamed_segments") - before == via_broker, name
+
+
 def test_filters_are_pushed_to_the_broker(
     spark: SparkSession, cluster: dict[str, Any], raw_df: DataFrame
 ) -> None:
@@ -105,7 +225,7 @@ def test_filters_are_pushed_to_the_broker(
             & ~F.col("comment").contains("bot")
         )
 
-    df = where(strata(spark, cluster, datasource="wikipedia"))
+    df = where(strata(spark, cluster, datasource="wikipedia", dataNodes="false"))
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert not re.search(r"\bFilter\b", plan), plan  # every conjunct went to the broker: no Filter node
     before = metric(cluster, "strata_broker_streamed_rows")
@@ -156,12 +276,12 @@ def test_time_range_asks_only_its_segments(
             & (F.col("__time") < F.lit("2015-09-12 07:30:00").cast("timestamp"))
         )
 
-    df = window(strata(spark, cluster, datasource="wikipedia"))
+    df = window(strata(spark, cluster, datasource="wikipedia", segmentsPerPartition=1, dataNodes="false"))
     assert df.rdd.getNumPartitions() == 3  # hours 05, 06, 07
     before = metric(cluster, "strata_broker_streamed_segments")
     assert millis(df) == millis(window(raw_df))
     assert metric(cluster, "strata_broker_streamed_segments") - before == 3
-    as_sql = strata(spark, cluster, datasource="wikipedia").where(
+    as_sql = strata(spark, cluster, datasource="wikipedia", segmentsPerPartition=1).where(
         "__time >= '2015-09-12 05:00:00' AND __time < '2015-09-12 07:30:00'"
     )
     assert as_sql.rdd.getNumPartitions() == 3  # string literals are cast to timestamps, then pushed
@@ -289,7 +409,7 @@ def test_a_partition_of_hundreds_of_megabytes(spark: SparkSession, cluster: dict
     publish_wide_segment(cluster["root"])
     wait_until(lambda: "wide" in httpx.get(f"{url(cluster)}/druid/v2/datasources", timeout=10).json(),
                "the broker to see the wide segment", 60, [cluster["broker"]])  # fmt: skip
-    df = strata(spark, cluster, datasource="wide")
+    df = strata(spark, cluster, datasource="wide", dataNodes="false")
     assert df.rdd.getNumPartitions() == 1
     before = metric(cluster, "strata_broker_streamed_bytes")
     got = df.agg(F.count("*"), F.sum("n"), F.sum(F.length("payload")), F.countDistinct("payload")).first()
