@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from query.columns import SEGMENT_INDEX, TIME_COLUMN
 from query.duck import duck_type, quote_ident, quote_str
+from segment_engine.footer import read_footer, time_span
 from segment_engine.memory_source import MemoryRows, always_within, is_memory, lookup, source_sql
 from timeline import Interval, SegmentDescriptor
 
@@ -61,16 +62,16 @@ class SegmentSchema:
 
 @functools.lru_cache(maxsize=65536)
 def _read_schema(path: str, mtime_ns: int) -> SegmentSchema:
-    meta = pq.read_metadata(path)
-    schema = meta.schema.to_arrow_schema()
+    footer = read_footer(path)
+    schema = footer.schema
     facts: dict[str, Any] = {}
     if schema.metadata and METADATA_KEY in schema.metadata:
         facts = orjson.loads(schema.metadata[METADATA_KEY])
     dims = facts.get("dimensions", [])
     return SegmentSchema(
         columns={f.name: f.type for f in schema},
-        num_rows=meta.num_rows,
-        size=os.path.getsize(path),
+        num_rows=footer.num_rows,
+        size=footer.size,
         dimensions=tuple(d["name"] if isinstance(d, dict) else d for d in dims),
         metrics=tuple(facts.get("metrics", [])),
         query_granularity=facts.get("queryGranularity"),
@@ -244,22 +245,11 @@ def segment_facts(inputs: Sequence[SegmentInput]) -> Mapping[str, SegmentSchema]
 # -- where a segment's rows lie, from the footer's `__time` statistics (see segment_engine.data_window)
 @functools.lru_cache(maxsize=65536)
 def _time_range(path: str, mtime_ns: int) -> tuple[int, int] | None:
-    meta = pq.read_metadata(path)
-    names = meta.schema.names
-    if TIME_COLUMN not in names or meta.num_rows == 0:
+    footer = read_footer(path)
+    if TIME_COLUMN not in footer.schema.names or footer.num_rows == 0:
         return None
-    col = names.index(TIME_COLUMN)
-    lows, highs = [], []
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        if group.num_rows == 0:
-            continue
-        stats = group.column(col).statistics
-        if stats is None or not stats.has_min_max:
-            return _scan_range(path)
-        lows.append(int(stats.min_raw))
-        highs.append(int(stats.max_raw))
-    return (min(lows), max(highs)) if lows else None
+    span = time_span(path)
+    return span if span is not None else _scan_range(path)
 
 
 def _scan_range(path: str) -> tuple[int, int] | None:
