@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -66,10 +68,10 @@ class Footer:
 
 
 def _gather(meta: pq.FileMetaData, name: str) -> ColumnStats | None:
-    names = meta.schema.names
-    if name not in names:
-        return None
-    col = names.index(name)
+    paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if name not in paths:
+        return None  # absent, or nested (its leaves are named `name.…`)
+    col = paths.index(name)
     lows: list[Any] = []
     highs: list[Any] = []
     nulls = 0
@@ -99,7 +101,45 @@ def _parse(path: str, mtime_ns: int) -> Footer:
 
 def read_footer(path: str) -> Footer:
     """The footer of segment file `path`, parsed on first use (again only if the file changed)."""
-    return _parse(path, os.stat(path).st_mtime_ns)
+    return _parse(path, file_version(path))
+
+
+_request = threading.local()
+T = TypeVar("T")
+
+
+@contextmanager
+def one_look_per_file() -> Iterator[None]:
+    """Within it, what `per_request` computes for a file is kept on this thread: a request asks
+    for a segment's version, schema and time range several times, and 10,000 segments add up."""
+    if getattr(_request, "memo", None) is not None:
+        yield  # nested: the outer request's looks hold
+        return
+    _request.memo = {}
+    try:
+        yield
+    finally:
+        _request.memo = None
+
+
+def per_request(kind: str, path: str, compute: Callable[[str], T]) -> T:
+    """`compute(path)`, once per request (see `one_look_per_file`), every time outside one."""
+    memo: dict[tuple[str, str], Any] | None = getattr(_request, "memo", None)
+    if memo is None:
+        return compute(path)
+    key = (kind, path)
+    if key not in memo:
+        memo[key] = compute(path)
+    return cast(T, memo[key])
+
+
+def _mtime_ns(path: str) -> int:
+    return os.stat(path).st_mtime_ns
+
+
+def file_version(path: str) -> int:
+    """The file's modification time (ns): what the footer caches are keyed by."""
+    return per_request("version", path, _mtime_ns)
 
 
 def time_span(path: str) -> tuple[int, int] | None:
