@@ -133,6 +133,7 @@ def scan_relation(
     columns: Iterable[str],
     where: str | None = None,
     window_starts: Mapping[str, int] | None = None,
+    labelled: bool = True,
 ) -> tuple[str, dict[str, str]]:
     """SQL for the union of all inputs with `__segment`, `__time` (ms) and `columns`.
 
@@ -140,6 +141,8 @@ def scan_relation(
     the projected columns, applied inside each branch so DuckDB can push it into the Parquet scan.
     `window_starts` (segment id -> ms) adds a constant `__window_start` column per branch, so a
     query grouping across segments can still take the earliest start among segments with rows.
+    `labelled=False` leaves `__segment` and `__segment_index` null in the multi-file scan, for a
+    pass grouping across segments: its SQL then holds no per-file lists of ids (~100 bytes each).
 
     Segments read whole and already of the unified types share one multi-file `read_parquet`
     (DuckDB parallelises one big scan far better than a hundred small ones); the rest (partly
@@ -157,9 +160,9 @@ def scan_relation(
         # DuckDB matches a file's columns to the first file's by name; only differing physical
         # types need `union_by_name`, which reads every file's schema before the scan starts
         layouts = {tuple(schemas[i].columns[c] for c in (TIME_COLUMN, *wanted)) for i in shared}
-        branches.append(
-            _multi_file_scan(shared_inputs, labels, wanted, where, window_starts, by_name=len(layouts) > 1)
-        )
+        scan = _multi_file_scan(shared_inputs, labels if labelled else None, wanted, where, window_starts,
+                                by_name=len(layouts) > 1)  # fmt: skip
+        branches.append(scan)
     skip = set(shared) if len(shared) > 1 else set()
     for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
         if pos in skip:
@@ -227,18 +230,21 @@ def _shared_scan_positions(
 
 
 def _multi_file_scan(
-    inputs: Sequence[SegmentInput], labels: Mapping[str, int], wanted: Sequence[str], where: str | None,
-    window_starts: Mapping[str, int] | None, by_name: bool,
+    inputs: Sequence[SegmentInput], labels: Mapping[str, int] | None, wanted: Sequence[str],
+    where: str | None, window_starts: Mapping[str, int] | None, by_name: bool,
 ) -> str:  # fmt: skip
     """One `read_parquet` over whole files; per-file values are looked up by DuckDB's file_index."""
     index = "CAST(file_index AS BIGINT) + 1"
-    ids = ", ".join(quote_str(i.segment_id) for i in inputs)
-    positions = ", ".join(str(labels[i.segment_id]) for i in inputs)
-    projections = [
-        f"[{ids}][{index}] AS __segment",
-        f"CAST([{positions}] AS BIGINT[])[{index}] AS {SEGMENT_INDEX}",
-        f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
-    ]
+    if labels is None:
+        projections = ["CAST(NULL AS VARCHAR) AS __segment", f"CAST(NULL AS BIGINT) AS {SEGMENT_INDEX}"]
+    else:
+        ids = ", ".join(quote_str(i.segment_id) for i in inputs)
+        positions = ", ".join(str(labels[i.segment_id]) for i in inputs)
+        projections = [
+            f"[{ids}][{index}] AS __segment",
+            f"CAST([{positions}] AS BIGINT[])[{index}] AS {SEGMENT_INDEX}",
+        ]
+    projections.append(f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}")
     if window_starts is not None:
         starts = ", ".join(_sql_int(window_starts.get(i.segment_id)) for i in inputs)
         projections.append(f"CAST([{starts}] AS BIGINT[])[{index}] AS {WINDOW_START}")
