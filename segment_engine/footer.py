@@ -48,6 +48,19 @@ class Footer:
     def num_rows(self) -> int:
         return int(self.meta.num_rows)
 
+    @functools.cached_property
+    def time_span(self) -> tuple[int, int] | None:
+        """First and last `__time` (epoch ms, from the statistics); None without them or rows."""
+        if self.num_rows == 0 or TIME_COLUMN not in self.schema.names:
+            return None
+        field_type = self.schema.field(TIME_COLUMN).type
+        if not (pa.types.is_timestamp(field_type) and field_type.unit == "ms"):
+            return None
+        stats = self.column_stats(TIME_COLUMN)
+        if stats is None or stats.low is None or stats.high is None:
+            return None
+        return int(stats.low), int(stats.high)
+
     def column_stats(self, name: str) -> ColumnStats | None:
         """Statistics of top-level column `name`, or None when some row group lacks them."""
         with self._lock:
@@ -144,13 +157,4 @@ def file_version(path: str) -> int:
 
 def time_span(path: str) -> tuple[int, int] | None:
     """First and last `__time` (epoch ms) from the statistics; None without them or without rows."""
-    footer = read_footer(path)
-    if footer.num_rows == 0:
-        return None
-    field_type = footer.schema.field(TIME_COLUMN).type if TIME_COLUMN in footer.schema.names else None
-    if field_type is None or not (pa.types.is_timestamp(field_type) and field_type.unit == "ms"):
-        return None
-    stats = footer.column_stats(TIME_COLUMN)
-    if stats is None or stats.low is None or stats.high is None:
-        return None
-    return int(stats.low), int(stats.high)
+    return read_footer(path).time_span

@@ -25,7 +25,7 @@ from query.aggregation_engine import GroupingPlan, agg_col
 from query.aggregators import Aggregator
 from query.aggregators.simple import CountAggregator, NumericAggregator
 from query.columns import TIME_COLUMN
-from segment_engine.footer import Footer, read_footer, time_span
+from segment_engine.footer import Footer, read_footer
 from segment_engine.memory_source import is_memory
 from segment_engine.segment_input import SegmentInput, read_schema, unified_types
 from timeline import Interval
@@ -118,7 +118,7 @@ def _segment_answer(
         return None  # let the scan report it
     if footer.num_rows == 0:
         return None, []
-    span = time_span(inp.path)
+    span = footer.time_span
     time_stats = footer.column_stats(TIME_COLUMN)
     if span is None or time_stats is None or time_stats.null_count:
         return None
