@@ -30,8 +30,6 @@ from segment_engine.memory_source import is_memory
 from segment_engine.segment_input import SegmentInput, read_schema, unified_types
 from timeline import Interval
 
-NUMERIC = ("BIGINT", "DOUBLE", "FLOAT")
-
 
 class _Stats:
     """How many segment partials came from footers (tests prove the scan was skipped with it)."""
