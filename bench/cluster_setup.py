@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import numpy as np
 import orjson
@@ -333,14 +334,40 @@ AGGS = [
 ]
 
 
+ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+
+
+def duckdb_baseline() -> duckdb.DuckDBPyConnection:
+    """The DuckDB a benchmark compares with, set up as an expert would for repeated queries over
+    the same immutable files: UTC, parsed Parquet footers kept across queries (as Strata's are)."""
+    conn = duckdb.connect()
+    conn.execute("SET TimeZone = 'UTC'")
+    conn.execute("SET parquet_metadata_cache = true")
+    return conn
+
+
 def workloads(ds: Dataset, context: dict[str, Any] | None = None) -> dict[str, tuple[dict[str, Any], str]]:
-    """Native query and the equivalent DuckDB SQL over the dataset's Parquet files."""
+    """Native query and the equivalent DuckDB SQL over the dataset's Parquet files.
+
+    Time buckets are integer arithmetic on epoch milliseconds, DuckDB's fastest way to an hour
+    (~30% less time here than `time_bucket` on the time-zone-aware `__time`).
+    """
     src = f"read_parquet({ds.parquet_list()})"
     base = {"dataSource": ds.name, "intervals": [ds.interval], "context": context or {}}
     return {
+        "count eternity": (
+            {
+                **base,
+                "intervals": [ETERNITY],
+                "queryType": "timeseries",
+                "granularity": "all",
+                "aggregations": [{"type": "count", "name": "rows"}],
+            },
+            f"SELECT count(*) FROM {src}",
+        ),
         "timeseries hour": (
             {**base, "queryType": "timeseries", "granularity": "hour", "aggregations": AGGS},
-            "SELECT epoch_ms(time_bucket(INTERVAL 1 HOUR, __time)) t, count(*), sum(added), sum(score) "
+            f"SELECT epoch_ms(__time) // {HOUR_MS} * {HOUR_MS} t, count(*), sum(added), sum(score) "
             f"FROM {src} GROUP BY t ORDER BY t",
         ),
         "topN page x10": (

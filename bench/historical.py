@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bench.cluster_setup import ETERNITY, duckdb_baseline
 from query import parse_query
 from segment_engine import SegmentInput, run_for_broker, run_to_json
 from strata.local_servers import free_port
@@ -46,6 +46,7 @@ from timeline import DataSegment
 DATA_SOURCE = "bench_events"
 START_MS = 1_577_836_800_000  # 2020-01-01T00:00Z
 HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 COLUMNS = ("json", "arrow", "engine_json", "engine_arrow", "duckdb")
 
@@ -149,9 +150,20 @@ def cases(hours: int) -> list[Case]:
     src = "read_parquet([{files}])"
     return [
         Case(
+            "count eternity",
+            {
+                **base,
+                "intervals": [ETERNITY],
+                "queryType": "timeseries",
+                "granularity": "all",
+                "aggregations": [{"type": "count", "name": "rows"}],
+            },
+            f"SELECT count(*) FROM {src}",
+        ),
+        Case(
             "timeseries hour",
             {**base, "queryType": "timeseries", "granularity": "hour"},
-            "SELECT epoch_ms(time_bucket(INTERVAL 1 HOUR, __time)) AS t, count(*), sum(bytes), sum(latency) "
+            f"SELECT epoch_ms(__time) // {HOUR_MS} * {HOUR_MS} AS t, count(*), sum(bytes), sum(latency) "
             f"FROM {src} GROUP BY t ORDER BY t",
         ),
         Case(
@@ -201,7 +213,7 @@ def cases(hours: int) -> list[Case]:
                     "columns": [{"dimension": "latency", "direction": "descending"}],
                 },
             },
-            "SELECT epoch_ms(time_bucket(INTERVAL 1 DAY, __time)) AS t, country, count(*), sum(bytes), "
+            f"SELECT epoch_ms(__time) // {DAY_MS} * {DAY_MS} AS t, country, count(*), sum(bytes), "
             f"sum(latency) AS l FROM {src} WHERE page IN ("
             + ", ".join(f"'page_{i}'" for i in range(0, 200, 2))
             + ") GROUP BY t, country ORDER BY l DESC LIMIT 20",
@@ -321,8 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     file_list = ", ".join(f"'{f}'" for f in files)
     print(f"{len(segments)} segments, {sum(pq.read_metadata(f).num_rows for f in files):,} rows", flush=True)
 
-    duck = duckdb.connect()
-    duck.execute("SET TimeZone='UTC'")
+    duck = duckdb_baseline()
     node = Historical(work)
     results = []
     try:

@@ -19,13 +19,13 @@ import json
 import statistics
 from typing import Any
 
-import duckdb
 import httpx
 
 from bench.cluster_setup import (
     AGGS,
     Dataset,
     cluster,
+    duckdb_baseline,
     load_test,
     log,
     post_query,
@@ -50,7 +50,7 @@ def timeseries(ds: Dataset, context: dict[str, Any]) -> dict[str, Any]:
 
 
 def by_segment_count(plain: str, cached: str, datasets: list[Dataset], repeat: int) -> list[dict[str, Any]]:
-    conn = duckdb.connect()
+    conn = duckdb_baseline()
     out = []
     with httpx.Client(timeout=600) as client:
         for ds in datasets:

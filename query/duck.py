@@ -22,6 +22,9 @@ def connection() -> duckdb.DuckDBPyConnection:
     if conn is None:
         conn = duckdb.connect(config={"threads": THREADS})
         conn.execute("SET TimeZone='UTC'")
+        # segment files never change: keep their parsed footers across queries (DuckDB re-reads a
+        # footer whose file changed, and trusts none modified in the last 10 seconds)
+        conn.execute("SET parquet_metadata_cache = true")
         from query import sketch_functions, sql_functions
 
         sql_functions.install(conn)

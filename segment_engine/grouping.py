@@ -64,7 +64,7 @@ def group_rows(
         if plan.filter is None and all(reads_whole(i) for i in inputs):
             bucket, starts = f"CAST({min(starts.values(), default=0)} AS BIGINT)", None
     relation, types = filtered_relation(
-        inputs, plan.input_columns(), plan.filter, starts, plan.virtual_columns
+        inputs, plan.input_columns(), plan.filter, starts, plan.virtual_columns, labelled=per_segment
     )
     dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(plan.dimensions)]
     aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]

@@ -11,7 +11,6 @@ so a whole request runs in one DuckDB pass yet yields one partial per segment.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 
 from query.columns import SEGMENT_INDEX, TIME_COLUMN
 from query.duck import duck_type, quote_ident, quote_str
+from segment_engine.footer import file_version, per_request, read_footer, time_span
 from segment_engine.memory_source import MemoryRows, always_within, is_memory, lookup, source_sql
 from timeline import Interval, SegmentDescriptor
 
@@ -58,19 +58,24 @@ class SegmentSchema:
     rollup: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    @functools.cached_property
+    def duck_types(self) -> dict[str, str]:
+        """DuckDB type of each column, worked out once per file (requests read it per segment)."""
+        return {name: duck_type(t) for name, t in self.columns.items()}
+
 
 @functools.lru_cache(maxsize=65536)
 def _read_schema(path: str, mtime_ns: int) -> SegmentSchema:
-    meta = pq.read_metadata(path)
-    schema = meta.schema.to_arrow_schema()
+    footer = read_footer(path)
+    schema = footer.schema
     facts: dict[str, Any] = {}
     if schema.metadata and METADATA_KEY in schema.metadata:
         facts = orjson.loads(schema.metadata[METADATA_KEY])
     dims = facts.get("dimensions", [])
     return SegmentSchema(
         columns={f.name: f.type for f in schema},
-        num_rows=meta.num_rows,
-        size=os.path.getsize(path),
+        num_rows=footer.num_rows,
+        size=footer.size,
         dimensions=tuple(d["name"] if isinstance(d, dict) else d for d in dims),
         metrics=tuple(facts.get("metrics", [])),
         query_granularity=facts.get("queryGranularity"),
@@ -83,7 +88,11 @@ def read_schema(path: str) -> SegmentSchema:
     """Schema of a segment file, cached until the file changes; of live rows held in memory."""
     if is_memory(path):
         return _memory_schema(lookup(path))
-    return _read_schema(path, os.stat(path).st_mtime_ns)
+    return per_request("schema", path, _file_schema)
+
+
+def _file_schema(path: str) -> SegmentSchema:
+    return _read_schema(path, file_version(path))
 
 
 def _memory_schema(rows: MemoryRows) -> SegmentSchema:
@@ -107,7 +116,7 @@ def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> d
     out: dict[str, str] = {}
     schemas = list(schemas)
     for col in columns:
-        seen = {duck_type(s.columns[col]) for s in schemas if col in s.columns}
+        seen = {s.duck_types[col] for s in schemas if col in s.columns}
         if not seen:
             out[col] = "VARCHAR"  # a column no segment has: all-null strings, as Druid
         elif len(seen) == 1:
@@ -124,6 +133,7 @@ def scan_relation(
     columns: Iterable[str],
     where: str | None = None,
     window_starts: Mapping[str, int] | None = None,
+    labelled: bool = True,
 ) -> tuple[str, dict[str, str]]:
     """SQL for the union of all inputs with `__segment`, `__time` (ms) and `columns`.
 
@@ -131,6 +141,8 @@ def scan_relation(
     the projected columns, applied inside each branch so DuckDB can push it into the Parquet scan.
     `window_starts` (segment id -> ms) adds a constant `__window_start` column per branch, so a
     query grouping across segments can still take the earliest start among segments with rows.
+    `labelled=False` leaves `__segment` and `__segment_index` null in the multi-file scan, for a
+    pass grouping across segments: its SQL then holds no per-file lists of ids (~100 bytes each).
 
     Segments read whole and already of the unified types share one multi-file `read_parquet`
     (DuckDB parallelises one big scan far better than a hundred small ones); the rest (partly
@@ -145,7 +157,12 @@ def scan_relation(
     branches = []
     if len(shared) > 1:
         shared_inputs = [inputs[i] for i in shared]
-        branches.append(_multi_file_scan(shared_inputs, labels, wanted, where, window_starts))
+        # DuckDB matches a file's columns to the first file's by name; only differing physical
+        # types need `union_by_name`, which reads every file's schema before the scan starts
+        layouts = {tuple(schemas[i].columns[c] for c in (TIME_COLUMN, *wanted)) for i in shared}
+        scan = _multi_file_scan(shared_inputs, labels if labelled else None, wanted, where, window_starts,
+                                by_name=len(layouts) > 1)  # fmt: skip
+        branches.append(scan)
     skip = set(shared) if len(shared) > 1 else set()
     for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
         if pos in skip:
@@ -161,7 +178,7 @@ def scan_relation(
         for col in wanted:
             if col in schema.columns:
                 expr = quote_ident(col)
-                if duck_type(schema.columns[col]) != types[col]:
+                if schema.duck_types[col] != types[col]:
                     expr = f"CAST({expr} AS {types[col]})"
             else:
                 expr = f"CAST(NULL AS {types[col]})"
@@ -202,7 +219,8 @@ def _shared_scan_positions(
             continue
         if any(v in schema.columns for v in _VIRTUAL_COLUMNS):
             return []  # a real column would shadow DuckDB's file_index
-        if not all(c in schema.columns and duck_type(schema.columns[c]) == types[c] for c in wanted):
+        duck_types = schema.duck_types
+        if not all(duck_types.get(c) == types[c] for c in wanted):
             continue
         if not reads_whole(inp):
             continue
@@ -212,24 +230,28 @@ def _shared_scan_positions(
 
 
 def _multi_file_scan(
-    inputs: Sequence[SegmentInput], labels: Mapping[str, int], wanted: Sequence[str], where: str | None,
-    window_starts: Mapping[str, int] | None,
+    inputs: Sequence[SegmentInput], labels: Mapping[str, int] | None, wanted: Sequence[str],
+    where: str | None, window_starts: Mapping[str, int] | None, by_name: bool,
 ) -> str:  # fmt: skip
     """One `read_parquet` over whole files; per-file values are looked up by DuckDB's file_index."""
     index = "CAST(file_index AS BIGINT) + 1"
-    ids = ", ".join(quote_str(i.segment_id) for i in inputs)
-    positions = ", ".join(str(labels[i.segment_id]) for i in inputs)
-    projections = [
-        f"[{ids}][{index}] AS __segment",
-        f"CAST([{positions}] AS BIGINT[])[{index}] AS {SEGMENT_INDEX}",
-        f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
-    ]
+    if labels is None:
+        projections = ["CAST(NULL AS VARCHAR) AS __segment", f"CAST(NULL AS BIGINT) AS {SEGMENT_INDEX}"]
+    else:
+        ids = ", ".join(quote_str(i.segment_id) for i in inputs)
+        positions = ", ".join(str(labels[i.segment_id]) for i in inputs)
+        projections = [
+            f"[{ids}][{index}] AS __segment",
+            f"CAST([{positions}] AS BIGINT[])[{index}] AS {SEGMENT_INDEX}",
+        ]
+    projections.append(f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}")
     if window_starts is not None:
         starts = ", ".join(_sql_int(window_starts.get(i.segment_id)) for i in inputs)
         projections.append(f"CAST([{starts}] AS BIGINT[])[{index}] AS {WINDOW_START}")
     projections += [quote_ident(c) for c in wanted]
     files = ", ".join(quote_str(i.path) for i in inputs)
-    inner = f"SELECT {', '.join(projections)} FROM read_parquet([{files}], union_by_name = true)"
+    options = ", union_by_name = true" if by_name else ""
+    inner = f"SELECT {', '.join(projections)} FROM read_parquet([{files}]{options})"
     return f"SELECT * FROM ({inner}) WHERE {where}" if where else inner
 
 
@@ -244,22 +266,11 @@ def segment_facts(inputs: Sequence[SegmentInput]) -> Mapping[str, SegmentSchema]
 # -- where a segment's rows lie, from the footer's `__time` statistics (see segment_engine.data_window)
 @functools.lru_cache(maxsize=65536)
 def _time_range(path: str, mtime_ns: int) -> tuple[int, int] | None:
-    meta = pq.read_metadata(path)
-    names = meta.schema.names
-    if TIME_COLUMN not in names or meta.num_rows == 0:
+    footer = read_footer(path)
+    if TIME_COLUMN not in footer.schema.names or footer.num_rows == 0:
         return None
-    col = names.index(TIME_COLUMN)
-    lows, highs = [], []
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        if group.num_rows == 0:
-            continue
-        stats = group.column(col).statistics
-        if stats is None or not stats.has_min_max:
-            return _scan_range(path)
-        lows.append(int(stats.min_raw))
-        highs.append(int(stats.max_raw))
-    return (min(lows), max(highs)) if lows else None
+    span = time_span(path)
+    return span if span is not None else _scan_range(path)
 
 
 def _scan_range(path: str) -> tuple[int, int] | None:
@@ -270,7 +281,14 @@ def _scan_range(path: str) -> tuple[int, int] | None:
 
 def data_interval(path: str) -> Interval | None:
     """[first row time, last row time + 1ms) of a segment file; None when it has no rows."""
-    bounds = lookup(path).time_range if is_memory(path) else _time_range(path, os.stat(path).st_mtime_ns)
+    if is_memory(path):
+        bounds = lookup(path).time_range
+        return None if bounds is None else Interval(bounds[0], bounds[1] + 1)
+    return per_request("data", path, _file_data_interval)
+
+
+def _file_data_interval(path: str) -> Interval | None:
+    bounds = _time_range(path, file_version(path))
     return None if bounds is None else Interval(bounds[0], bounds[1] + 1)
 
 

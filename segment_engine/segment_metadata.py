@@ -9,12 +9,12 @@ from typing import Any
 import duckdb
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from query.base import SEGMENT_COLUMN
 from query.columns import TIME_COLUMN
 from query.duck import quote_ident
 from query.segment_metadata import ANALYSIS_COLUMN, SegmentMetadataQuery, combining_aggregator
+from segment_engine.footer import read_footer
 from segment_engine.memory_source import column_sizes, is_memory
 from segment_engine.registry import executes
 from segment_engine.segment_input import SegmentInput, read_schema, scan_relation
@@ -103,12 +103,4 @@ def column_sizes_of(path: str) -> dict[str, int]:
     """Compressed bytes of each column in the file (Druid estimates a column's size similarly)."""
     if is_memory(path):
         return column_sizes(path)
-    meta = pq.read_metadata(path)
-    sizes: dict[str, int] = {}
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        for c in range(group.num_columns):
-            column = group.column(c)
-            name = column.path_in_schema.split(".")[0]
-            sizes[name] = sizes.get(name, 0) + column.total_compressed_size
-    return sizes
+    return read_footer(path).column_sizes()

@@ -3,18 +3,18 @@ from the Parquet footer when unfiltered and the whole segment is read, else by a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from query.base import SEGMENT_COLUMN
 from query.columns import TIME_COLUMN
 from query.datasource_metadata import DataSourceMetadataQuery
 from query.filters import Filter
 from query.time_boundary import MAX_TIME, MIN_TIME, TimeBoundaryQuery
+from segment_engine.footer import time_span
+from segment_engine.memory_source import is_memory
 from segment_engine.registry import executes
 from segment_engine.relation import filtered_relation
 from segment_engine.segment_input import SegmentInput
@@ -53,24 +53,14 @@ def time_extremes(
     return pa.concat_tables([from_stats, scanned.cast(from_stats.schema)]) if known else scanned
 
 
-@functools.lru_cache(maxsize=16384)
 def footer_time_span(path: str) -> tuple[int, int] | None:
-    """First and last `__time` (epoch ms) from the Parquet statistics; segment files never change."""
+    """First and last `__time` (epoch ms) from the Parquet statistics (footers parsed once per file)."""
+    if is_memory(path):
+        return None
     try:
-        meta = pq.read_metadata(path)
-        column = meta.schema.names.index(TIME_COLUMN)
-        lows, highs = [], []
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(column).statistics
-            if stats is None or not stats.has_min_max:
-                return None
-            lows.append(stats.min_raw)
-            highs.append(stats.max_raw)
+        return time_span(path)
     except (OSError, ValueError):
         return None
-    if not lows or not all(isinstance(v, int) for v in (*lows, *highs)):
-        return None
-    return min(lows), max(highs)
 
 
 @executes(TimeBoundaryQuery)

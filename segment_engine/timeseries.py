@@ -1,4 +1,6 @@
-"""timeseries over segment rows: grouped by time bucket, empty buckets zero-filled as Druid's cursors."""
+"""timeseries over segment rows: grouped by time bucket, empty buckets zero-filled as Druid's cursors.
+
+Segments whose count/min/max the Parquet footer answers skip the scan (`footer_answers`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pyarrow.compute as pc
 from query.aggregation_engine import BUCKET
 from query.base import SEGMENT_COLUMN
 from query.timeseries import TimeseriesQuery
+from segment_engine.footer_answers import split_footer_partials
 from segment_engine.grouping import cursor_frame, group_merged, group_rows
 from segment_engine.registry import executes
 from segment_engine.segment_input import SegmentInput
@@ -28,7 +31,10 @@ def run_merged(
     query: TimeseriesQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
     plan = query.plan
-    table = group_merged(plan, conn, inputs)
+    from_footers, rest = split_footer_partials(plan, inputs)
+    table = group_merged(plan, conn, rest) if rest or from_footers is None else plan.empty()
+    if from_footers is not None:
+        table = plan.merge(conn, [from_footers, table])
     frame = _buckets_to_fill(query, inputs)
     if frame is None:
         return table
@@ -48,7 +54,10 @@ def run_partials(
     query: TimeseriesQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
     plan = query.plan
-    table = group_rows(plan, conn, inputs)
+    from_footers, rest = split_footer_partials(plan, inputs)
+    table = group_rows(plan, conn, rest) if rest or from_footers is None else plan.empty()
+    if from_footers is not None:
+        table = pa.concat_tables([from_footers, table])
     frame = _buckets_to_fill(query, inputs)
     if frame is None:
         return table

@@ -1,0 +1,162 @@
+"""Timeseries partials read from Parquet footers instead of rows: count, min and max.
+
+An unfiltered timeseries whose aggregators are only `count` and `long`/`double` `Min`/`Max`
+needs no row of a segment read whole: the count is the footer's row count, a min or max is the
+column's statistics over its row groups (which skip nulls, as the aggregators do), and the
+bucket is known from the `__time` statistics. Such a segment's partial costs a cached footer
+lookup instead of a scan; dashboards ask "how many rows" and "since when" on every load.
+
+Anything the statistics cannot answer exactly is left to the scan, segment by segment:
+floating-point columns (statistics skip NaN, which `max` returns, and may write -0.0 for 0.0),
+a row group without statistics, a segment read in part or under several intervals, live
+(in-memory) segments, columns typed differently across the request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from query.aggregation_engine import GroupingPlan, agg_col
+from query.aggregators import Aggregator
+from query.aggregators.simple import CountAggregator, NumericAggregator
+from query.columns import TIME_COLUMN
+from segment_engine.footer import Footer, read_footer
+from segment_engine.memory_source import is_memory
+from segment_engine.segment_input import SegmentInput, read_schema, unified_types
+from timeline import Interval
+
+
+class _Stats:
+    """How many segment partials came from footers (tests prove the scan was skipped with it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.segments = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.segments += n
+
+
+ANSWERED = _Stats()
+
+
+def answerable(plan: GroupingPlan) -> bool:
+    """Whether the query shape can come from footers: unfiltered, no dimensions, count/min/max."""
+    if plan.filter is not None or plan.dimensions or plan.granularity.is_none:
+        return False
+    if plan.virtual_columns.needed(plan.input_columns()):
+        return False  # an aggregator reads an expression, not a stored column
+    return all(
+        type(a) is CountAggregator or (type(a) is NumericAggregator and a.op in ("min", "max"))
+        for a in plan.aggregators
+    )
+
+
+def split_footer_partials(
+    plan: GroupingPlan, inputs: Sequence[SegmentInput]
+) -> tuple[pa.Table | None, list[SegmentInput]]:
+    """Per-segment partials of the inputs answerable from footers (None: none were), and the rest.
+
+    The partials have the shape `group_rows` gives (`__segment`, `__bucket`, intermediates); a
+    segment without rows gives no row, as a scan finds no group there.
+    """
+    if not answerable(plan) or not inputs:
+        return None, list(inputs)
+    fields = [
+        a.field for a in plan.aggregators if isinstance(a, NumericAggregator) and a.field != TIME_COLUMN
+    ]
+    types = unified_types([read_schema(i.path) for i in inputs], fields) if fields else {}
+    times = Counter(i.segment_id for i in inputs)
+    segments: list[str] = []
+    buckets: list[int] = []
+    values: list[list[Any]] = [[] for _ in plan.aggregators]
+    rest: list[SegmentInput] = []
+    answered = 0
+    for inp in inputs:
+        found = None
+        if times[inp.segment_id] == 1 and not is_memory(inp.path):
+            found = _segment_answer(plan, inp, types)
+        if found is None:
+            rest.append(inp)
+            continue
+        answered += 1
+        bucket, row = found
+        if bucket is None:
+            continue  # no rows: no group, as a scan finds none
+        segments.append(inp.segment_id)
+        buckets.append(bucket)
+        for column, value in zip(values, row, strict=True):
+            column.append(value)
+    if not answered:
+        return None, rest
+    ANSWERED.add(answered)
+    schema = plan.schema()
+    arrays = [pa.array(segments, pa.string()), pa.array(buckets, pa.int64())]
+    arrays += [pa.array(column, schema.field(agg_col(i)).type) for i, column in enumerate(values)]
+    return pa.Table.from_arrays(arrays, schema=schema), rest
+
+
+class _NoAnswer(Exception):
+    """The statistics cannot answer this segment exactly: scan it."""
+
+
+def _segment_answer(
+    plan: GroupingPlan, inp: SegmentInput, types: Mapping[str, str]
+) -> tuple[int | None, list[Any]] | None:
+    """(bucket, intermediates) of one segment from its footer (bucket None: no rows), or None: scan."""
+    try:
+        footer = read_footer(inp.path)
+    except (OSError, ValueError):
+        return None  # let the scan report it
+    if footer.num_rows == 0:
+        return None, []
+    span = footer.time_span
+    time_stats = footer.column_stats(TIME_COLUMN)
+    if span is None or time_stats is None or time_stats.null_count:
+        return None
+    if not inp.interval.contains(Interval(span[0], span[1] + 1)):
+        return None  # read in part: rows outside the window must not count
+    granularity = plan.granularity
+    if granularity.is_all:
+        bucket = span[0]  # the cursor window's start: the first row's time
+    else:
+        bucket = granularity.bucket_start(span[0])
+        if granularity.bucket_start(span[1]) != bucket:
+            return None  # the rows fall in several buckets
+    try:
+        row = [_value(a, footer, types) for a in plan.aggregators]
+    except _NoAnswer:
+        return None
+    return bucket, row
+
+
+def _value(agg: Aggregator, footer: Footer, types: Mapping[str, str]) -> Any:
+    """The intermediate of one count/min/max aggregator from the footer (raises _NoAnswer)."""
+    if isinstance(agg, CountAggregator):
+        return footer.num_rows
+    assert isinstance(agg, NumericAggregator)
+    if agg.kind == "float":
+        raise _NoAnswer  # float rounding of a long input: leave it to DuckDB's cast
+    if agg.field == TIME_COLUMN:
+        stats = footer.column_stats(TIME_COLUMN)
+    elif agg.field not in footer.schema.names:
+        if types.get(agg.field, "VARCHAR") == "BLOB":
+            raise _NoAnswer  # the scan reports a sketch column fed to a numeric aggregator
+        return None  # a column the segment lacks is all-null: min and max are null
+    else:
+        column_type = footer.schema.field(agg.field).type
+        if not pa.types.is_signed_integer(column_type) or types.get(agg.field) != "BIGINT":
+            raise _NoAnswer  # floating statistics skip NaN; strings parse per row
+        stats = footer.column_stats(agg.field)
+    if stats is None:
+        raise _NoAnswer
+    value = stats.low if agg.op == "min" else stats.high
+    if value is None:
+        return None  # every value null
+    return int(value) if agg.kind == "long" else float(value)
