@@ -29,6 +29,10 @@ class Interval:
         """`start/end`, `start/period`, `period/end`; instants with or without zone (UTC default)."""
         if not isinstance(text, str) or text.count("/") != 1:
             raise ValueError(f"not an ISO-8601 interval (expected start/end): {text!r}")
+        return _parse_interval(text) if cls is Interval else cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> Interval:
         if text.strip() == _ETERNITY_TEXT:
             return ETERNITY
         left, right = (p.strip() for p in text.split("/"))
@@ -127,3 +131,10 @@ def _interval_text(start: int, end: int) -> str:
     if (start, end) == (ETERNITY.start, ETERNITY.end):
         return _ETERNITY_TEXT
     return f"{format_instant(start)}/{format_instant(end)}"
+
+
+@functools.lru_cache(maxsize=65_536)
+def _parse_interval(text: str) -> Interval:
+    """Memoised: every request names its segments' intervals again (a broker's scatter lists each
+    segment of a query), and intervals are immutable values."""
+    return Interval._parse(text)
