@@ -1,17 +1,18 @@
-"""The broker's data-node client on an `httpx.MockTransport`: how each way a node can fail is
-classified (retry on a replica, time out, or pass the node's error on) without real servers."""
+"""The broker's data-node client against a loopback server that answers with canned bytes: how
+each way a node can fail is classified (retry on a replica, time out, or pass the node's error on)
+without real data nodes."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-import httpx
+import aiohttp
 import orjson
 import pyarrow as pa
 import pytest
 
-from broker_service.data_node_client import DataNodeClient
+from broker_service.data_node_client import DataNodeClient, _Reply
 from broker_service.errors import NodeFailure, RemoteQueryError
 from discovery.server_metadata import ServerMetadata
 from query import parse_query
@@ -19,7 +20,6 @@ from query.errors import QueryTimeout
 from timeline import Interval, SegmentDescriptor
 from wire import ARROW_STREAM
 
-SERVER = ServerMetadata("node:8083", "node:8083")
 SEGMENT = SegmentDescriptor(Interval.parse("2015-09-12/2015-09-13"), "v1", 0)
 QUERY = parse_query({"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
                      "granularity": "all", "aggregations": [{"type": "count", "name": "n"}],
@@ -36,88 +36,172 @@ def arrow_bytes(table: pa.Table) -> bytes:
 PARTIAL = pa.table({"__segment": ["s"], "n": [3]})
 
 
-def run(handler: Callable[[httpx.Request], httpx.Response]) -> object:
+def response(
+    status: int, body: bytes, headers: dict[str, str] | None = None, length: int | None = None
+) -> bytes:
+    """Raw HTTP/1.1 bytes; `length` may claim more than is sent (a node dying mid-answer)."""
+    lines = [f"HTTP/1.1 {status} X", f"Content-Length: {len(body) if length is None else length}"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+JSON_TYPE = {"Content-Type": "application/json"}
+Handler = Callable[[bytes, bytes], Awaitable[bytes | None]]
+
+
+def run(handler: Handler, timeout_s: float = 5.0) -> object:
+    """One `client.run` against a loopback server whose `handler(head, body)` gives the raw reply
+    (None: close the connection without one)."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
+        reply = await handler(head, await reader.readexactly(length))
+        if reply is not None:
+            writer.write(reply)
+            await writer.drain()
+        writer.close()
+
     async def go() -> object:
-        client = DataNodeClient(transport=httpx.MockTransport(handler))
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = DataNodeClient()
         try:
-            return await client.run(SERVER, QUERY, [SEGMENT], timeout_s=5.0)
+            node = ServerMetadata(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
+            return await asyncio.wait_for(client.run(node, QUERY, [SEGMENT], timeout_s=timeout_s), 30)
         finally:
             await client.close()
+            server.close()
 
     return asyncio.run(go())
 
 
+def canned(reply: bytes | None) -> Handler:
+    async def handler(head: bytes, body: bytes) -> bytes | None:
+        return reply
+
+    return handler
+
+
 def test_asks_for_exactly_its_segments_and_reads_arrow_and_missing_segments() -> None:
     seen: list[dict[str, object]] = []
+    heads: list[bytes] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(orjson.loads(request.content))
-        assert request.headers["accept"] == ARROW_STREAM
+    async def handler(head: bytes, body: bytes) -> bytes:
+        seen.append(orjson.loads(body))
+        heads.append(head.lower())
         missing = {
             "missingSegments": [{"itvl": "2015-09-12T00:00:00.000Z/2015-09-13T00:00:00.000Z", "ver": "v0"}]
         }
-        return httpx.Response(200, content=arrow_bytes(PARTIAL), headers={
-            "content-type": ARROW_STREAM, "X-Druid-Response-Context": orjson.dumps(missing).decode()})  # fmt: skip
+        return response(200, arrow_bytes(PARTIAL), {
+            "Content-Type": ARROW_STREAM, "X-Druid-Response-Context": orjson.dumps(missing).decode()})  # fmt: skip
 
-    response = run(handler)
+    answer = run(handler)
+    assert f"accept: {ARROW_STREAM}".encode() in heads[0]
     assert seen[0]["intervals"]["type"] == "segments"  # type: ignore[index]
     assert seen[0]["intervals"]["segments"] == [SEGMENT.to_json()]  # type: ignore[index]
     assert seen[0]["context"]["queryId"] == "q1" and seen[0]["context"]["timeout"] == 5000  # type: ignore[index]
-    assert response.table.equals(PARTIAL)  # type: ignore[attr-defined]
-    assert [d.version for d in response.missing] == ["v0"]  # type: ignore[attr-defined]
+    assert answer.table.equals(PARTIAL)  # type: ignore[attr-defined]
+    assert [d.version for d in answer.missing] == ["v0"]  # type: ignore[attr-defined]
+
+
+class _Failing(DataNodeClient):
+    def __init__(self, failure: BaseException):
+        super().__init__()
+        self.failure = failure
+
+    async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float | None) -> _Reply:
+        raise self.failure
 
 
 @pytest.mark.parametrize(
     ("failure", "expected"),
     [
-        (httpx.ConnectError("connection refused"), NodeFailure),
-        (httpx.ConnectTimeout("connect timed out"), NodeFailure),
-        (
-            httpx.RemoteProtocolError("peer closed connection without sending complete message body"),
-            NodeFailure,
-        ),
-        (httpx.ReadError("connection reset by peer"), NodeFailure),
-        (httpx.ReadTimeout("read timed out"), QueryTimeout),
+        (aiohttp.ClientConnectionError("connection refused"), NodeFailure),
+        (aiohttp.ConnectionTimeoutError("connect timed out"), NodeFailure),
+        (aiohttp.ServerDisconnectedError(), NodeFailure),
+        (aiohttp.ClientPayloadError("Response payload is not completed"), NodeFailure),
+        (aiohttp.ClientOSError(104, "connection reset by peer"), NodeFailure),
+        (aiohttp.SocketTimeoutError("read timed out"), QueryTimeout),
+        (TimeoutError(), QueryTimeout),
     ],
 )
-def test_transport_failures(failure: Exception, expected: type[Exception]) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise failure
+def test_transport_failures_are_classified(failure: Exception, expected: type[Exception]) -> None:
+    async def go() -> object:
+        node = ServerMetadata("node:8083", "node:8083")
+        return await _Failing(failure).run(node, QUERY, [SEGMENT], timeout_s=5.0)
 
     with pytest.raises(expected):
-        run(handler)
+        asyncio.run(go())
+
+
+def test_real_transport_failures() -> None:
+    with pytest.raises(NodeFailure):  # the node closes without answering
+        run(canned(None))
+    with pytest.raises(NodeFailure):  # dies mid-answer: fewer bytes than its Content-Length
+        run(canned(response(200, b"x" * 10, {"Content-Type": ARROW_STREAM}, length=1000)))
+
+    async def slow(head: bytes, body: bytes) -> bytes:
+        await asyncio.sleep(3)
+        return response(200, arrow_bytes(PARTIAL), {"Content-Type": ARROW_STREAM})
+
+    with pytest.raises(QueryTimeout):
+        run(slow, timeout_s=0.3)
+
+
+def test_a_refused_connection_is_a_node_failure() -> None:
+    async def go() -> object:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()  # nothing listens there now
+        client = DataNodeClient()
+        try:
+            node = ServerMetadata(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
+            return await client.run(node, QUERY, [SEGMENT], timeout_s=5.0)
+        finally:
+            await client.close()
+
+    with pytest.raises(NodeFailure):
+        asyncio.run(go())
 
 
 def test_a_truncated_arrow_body_is_a_node_failure() -> None:
     body = arrow_bytes(PARTIAL)
     with pytest.raises(NodeFailure, match="truncated or invalid Arrow"):
-        run(
-            lambda request: httpx.Response(
-                200, content=body[: len(body) // 2], headers={"content-type": ARROW_STREAM}
-            )
-        )
+        run(canned(response(200, body[: len(body) // 2], {"Content-Type": ARROW_STREAM})))
 
 
 def test_json_where_arrow_was_asked_is_a_node_failure() -> None:
     with pytest.raises(NodeFailure, match="expected an Arrow stream"):
-        run(lambda request: httpx.Response(200, json=[]))
+        run(canned(response(200, b"[]", {"Content-Type": "application/json"})))
 
 
 def test_a_malformed_response_context_is_a_node_failure() -> None:
-    headers = {"content-type": ARROW_STREAM, "X-Druid-Response-Context": "{not json"}
+    headers = {"Content-Type": ARROW_STREAM, "X-Druid-Response-Context": "{not json"}
     with pytest.raises(NodeFailure, match="X-Druid-Response-Context"):
-        run(lambda request: httpx.Response(200, content=arrow_bytes(PARTIAL), headers=headers))
+        run(canned(response(200, arrow_bytes(PARTIAL), headers)))
 
 
 def test_node_errors_keep_the_nodes_body_and_status() -> None:
     body = {"error": "Invalid input", "errorMessage": "bad filter", "host": "node:8083"}
     with pytest.raises(RemoteQueryError) as e:
-        run(lambda request: httpx.Response(400, json=body))
+        run(canned(response(400, orjson.dumps(body), JSON_TYPE)))
     assert e.value.status == 400 and e.value.to_body()["errorMessage"] == "bad filter"
     with pytest.raises(NodeFailure) as failure:  # a 5xx goes to a replica, with the node's error kept
-        run(lambda request: httpx.Response(500, json={"error": "Unknown exception", "errorMessage": "disk"}))
+        run(
+            canned(
+                response(500, orjson.dumps({"error": "Unknown exception", "errorMessage": "disk"}), JSON_TYPE)
+            )
+        )
     assert failure.value.remote is not None and failure.value.remote.error_message == "disk"
     with pytest.raises(QueryTimeout):
-        run(lambda request: httpx.Response(504, json={"error": "Query timeout", "errorMessage": "slow"}))
+        run(
+            canned(response(504, orjson.dumps({"error": "Query timeout", "errorMessage": "slow"}), JSON_TYPE))
+        )
     with pytest.raises(NodeFailure, match="HTTP 502"):  # a proxy's HTML page, not Druid JSON
-        run(lambda request: httpx.Response(502, text="<html>bad gateway</html>"))
+        run(canned(response(502, b"<html>bad gateway</html>", {"Content-Type": "text/html"})))
