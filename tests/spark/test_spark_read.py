@@ -8,9 +8,11 @@ reading the raw JSON itself, or from the broker's own HTTP APIs for the `sql`/`q
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,10 +172,35 @@ def free_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
+def settled_plan(cluster: dict[str, Any], timeout: float = 60.0) -> SegmentsPartition:
+    """One partition's plan once the historicals stopped moving segments between them: the cases
+    below say which node serves what, and a segment loaded by the other node meanwhile (replicas
+    balancing as nodes join) would change how many the broker must answer."""
+    deadline = time.monotonic() + timeout
+    previous: list[list[str]] | None = None
+    while True:
+        (part,) = planned(cluster, partitions="1", columns="__time,channel,added")
+        servers = [sorted(s) for s in part.servers]
+        if servers == previous and all(len(s) == 1 for s in servers):
+            return part
+        assert time.monotonic() < deadline, f"segments still moving between nodes: {servers}"
+        previous = servers
+        time.sleep(2.0)
+
+
+def missed_by(node: str, segments: list[dict[str, Any]]) -> int:
+    """How many of `segments` the data node at `node` reports missing when asked for them."""
+    body = {"queryType": "scan", "dataSource": "wikipedia", "columns": ["__time"],
+            "intervals": {"type": "segments", "segments": segments}}  # fmt: skip
+    response = httpx.post(f"{node}/druid/v2/", json=body, timeout=10)
+    context = json.loads(response.headers.get("X-Druid-Response-Context") or "{}")
+    return len(context.get("missingSegments", []))
+
+
 def test_a_failing_data_node_falls_back_to_the_broker(
     cluster: dict[str, Any], wikipedia_sample: Path
 ) -> None:
-    (part,) = planned(cluster, partitions="1", columns="__time,channel,added")
+    part = settled_plan(cluster)
     source = StrataDataSource({"broker": url(cluster), "datasource": "wikipedia"})
     reader = source.reader(
         table_schema(source._column_types(source._client()), ["__time", "channel", "added"])
@@ -187,6 +214,10 @@ def test_a_failing_data_node_falls_back_to_the_broker(
     assert all(servers and servers[0] in nodes for servers in part.servers)
     unserved = [s for s in part.servers if set(nodes) - set(s)]  # held by one node only
     assert unserved  # (a segment may be on both for a while, as the nodes balance)
+    for node in nodes:  # a node keeps answering segments it handed over until --drop-delay ends
+        others = [seg for seg, s in zip(part.segments, part.servers, strict=True) if node not in s]
+        ready = functools.partial(lambda n, segs: missed_by(n, segs) == len(segs), node, others)
+        wait_until(ready, f"{node} to drop what it handed over")
     cases = {  # the servers each segment is said to be on -> segments the broker must answer
         "a node stopped": ([[dead] if i % 2 else s for i, s in enumerate(part.servers)], SEGMENTS // 2),
         "a node that does not serve them": (
