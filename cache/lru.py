@@ -64,11 +64,15 @@ class LruCache(ResultCache):
 
     def get_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, bytes]:
         found: dict[CacheKey, bytes] = {}
+        lru = self._lru
+        # one lookup per key: cachetools' get() tests membership first, and suppress() would cost
+        # a context manager per key
         with self._lock:
             for key in keys:
-                entry = self._lru.get(key)
-                if entry is not None:
-                    found[key] = entry[0]
+                try:  # noqa: SIM105
+                    found[key] = lru[key][0]
+                except KeyError:
+                    pass
         self._counters.add("hits", len(found))
         self._counters.add("misses", len(keys) - len(found))
         return found
