@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-TIME_COLUMN = "__time"
+from query.columns import TIME_COLUMN
 
 
 @dataclass(frozen=True, slots=True)
