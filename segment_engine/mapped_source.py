@@ -16,9 +16,10 @@ segment's table is not pinned after the requests reading it end.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +37,7 @@ class MappedRows:
 
     table: pa.Table
     ordinal: int
+    types: Mapping[str, pa.DataType] = field(default_factory=dict)  # by column, looked up per request
 
 
 _lock = threading.Lock()
@@ -43,6 +45,13 @@ _tables: dict[str, MappedRows] = {}
 _free: list[int] = []  # ordinals given back by unregistered segments, reused lowest first
 _next = 0
 _local = threading.local()
+_CACHED_VIEWS = 4
+# combined tables of recent requests, by their tables and columns: a request over thousands of
+# segments spends more on gathering chunks than DuckDB spends scanning them. The tables are kept
+# in the value so the ids in the key stay theirs; any registration change empties the cache.
+_Key = tuple[tuple[int, ...], tuple[str, ...]]
+_recent: OrderedDict[_Key, tuple[tuple[pa.Table, ...], pa.Table]] = OrderedDict()
+_generation = 0
 
 
 def register(path: str, table: pa.Table) -> bool:
@@ -60,8 +69,17 @@ def register(path: str, table: pa.Table) -> bool:
             ordinal = _free.pop(0)
         else:
             ordinal, _next = _next, _next + 1
-        _tables[path] = MappedRows(table.append_column(ORDINAL, _constant(table, ordinal)), ordinal)
+        full = table.append_column(ORDINAL, _constant(table, ordinal))
+        _tables[path] = MappedRows(full, ordinal, {f.name: f.type for f in full.schema})
+        _changed()
     return True
+
+
+def _changed() -> None:
+    """Under `_lock`: registrations changed, so no combined table of before is reused."""
+    global _generation
+    _generation += 1
+    _recent.clear()
 
 
 def _constant(table: pa.Table, value: int) -> pa.ChunkedArray:
@@ -77,6 +95,7 @@ def unregister(path: str) -> None:
         gone = _tables.pop(path, None)
         if gone is not None:
             _free.append(gone.ordinal)
+            _changed()
 
 
 def mapped(path: str) -> MappedRows | None:
@@ -92,15 +111,32 @@ def view(rows: Sequence[MappedRows], columns: Sequence[str]) -> str:
     the enclosing `request_views` ends; the same rows and columns again in it reuse the view.
     """
     names = [*columns, ORDINAL]
-    key = (tuple(id(r.table) for r in rows), tuple(names))
+    tables = tuple(r.table for r in rows)
+    key = (tuple(map(id, tables)), tuple(names))
     state = _state()
     name = state.names.get(key)
     if name is None:
         name = f"__strata_arrow_{len(state.names)}"
-        connection().register(name, _combined([r.table for r in rows], names))
+        connection().register(name, _recent_combined(key, tables))
         state.names[key] = name
-        state.pinned.append(tuple(r.table for r in rows))  # the ids in `key` stay unique meanwhile
+        state.pinned.append(tables)  # the ids in `key` stay theirs meanwhile
     return quote_ident(name)
+
+
+def _recent_combined(key: _Key, tables: tuple[pa.Table, ...]) -> pa.Table:
+    with _lock:
+        hit = _recent.get(key)
+        if hit is not None:
+            _recent.move_to_end(key)
+            return hit[1]
+        generation = _generation
+    combined = _combined(tables, key[1])
+    with _lock:
+        if generation == _generation:  # else a segment went meanwhile: keep nothing of it pinned
+            _recent[key] = (tables, combined)
+            while len(_recent) > _CACHED_VIEWS:
+                _recent.popitem(last=False)
+    return combined
 
 
 def _combined(tables: Sequence[pa.Table], names: Sequence[str]) -> pa.Table:
@@ -120,7 +156,7 @@ def _combined(tables: Sequence[pa.Table], names: Sequence[str]) -> pa.Table:
 
 @dataclass
 class _Views:
-    names: dict[tuple[tuple[int, ...], tuple[str, ...]], str]
+    names: dict[_Key, str]
     pinned: list[tuple[pa.Table, ...]]
 
 

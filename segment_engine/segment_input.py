@@ -260,8 +260,7 @@ def _arrow_groups(
         rows = mapped(inp.path)
         if rows is None:
             continue
-        schema = rows.table.schema
-        layout = tuple(schema.field(c).type for c in (TIME_COLUMN, *wanted))
+        layout = tuple(rows.types[c] for c in (TIME_COLUMN, *wanted))
         groups.setdefault(layout, []).append((inp, rows))
     return list(groups.values())
 
