@@ -80,8 +80,8 @@ def test_change_feed(tmp_path: Path) -> None:
         cluster.stop_all()
 
 
-def cache_files(root: Path) -> dict[str, tuple[int, int]]:
-    return {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.glob("*/index.parquet")}
+def cache_files(root: Path, name: str = "index.parquet") -> dict[str, tuple[int, int]]:
+    return {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.glob(f"*/{name}")}
 
 
 def metric(url: str, name: str) -> float:
@@ -98,11 +98,13 @@ def test_restart_reuses_the_segment_cache(tmp_path: Path) -> None:
     try:
         node.start().wait_http("/status/ready", timeout=30)
         before = cache_files(tmp_path / "cache-h1")
-        assert sorted(before) == sorted(s.id for s in segments)
+        copies = cache_files(tmp_path / "cache-h1", "index.arrow")  # the default --segment-cache-format
+        assert sorted(before) == sorted(copies) == sorted(s.id for s in segments)
         assert metric(node.url, 'strata_historical_segment_loads_total{source="deep_storage"}') == 5
         node.stop()
         node.start().wait_http("/status/ready", timeout=30)
         assert cache_files(tmp_path / "cache-h1") == before  # same inode and mtime: nothing copied
+        assert cache_files(tmp_path / "cache-h1", "index.arrow") == copies  # nor written again
         assert metric(node.url, 'strata_historical_segment_loads_total{source="cache"}') == 5
         assert metric(node.url, "strata_historical_segment_copied_bytes_total") == 0
         assert httpx.get(node.url + "/status").json()["strata"]["segments"] == 5
