@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.cluster_setup import ETERNITY, duckdb_baseline
+from bench.cluster_setup import ETERNITY, cpu_seconds, duckdb_baseline
 from query import parse_query
 from segment_engine import SegmentInput, run_for_broker, run_to_json
 from strata.local_servers import free_port
@@ -276,6 +276,9 @@ class Historical:
             time.sleep(0.2)
         raise SystemExit(f"strata historical not ready after {timeout} s:\n{self.log.read_text()[-3000:]}")
 
+    def cpu(self) -> float:
+        return cpu_seconds(self.proc.pid)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
@@ -293,6 +296,14 @@ def arrow_copies(work: Path, segments: Sequence[DataSegment]) -> pa.Table:
         with pa.memory_map(str(work / "segment-cache" / s.id / "index.arrow")) as source:
             tables.append(pa.ipc.open_file(source).read_all())
     return pa.concat_tables(tables)
+
+
+def with_cpu(into: list[float], clock: Callable[[], float], fn: Callable[[], Any]) -> Any:
+    """`fn()`, appending the CPU seconds `clock` advanced meanwhile (a process's user + system)."""
+    before = clock()
+    out = fn()
+    into.append(clock() - before)
+    return out
 
 
 # -- measuring -------------------------------------------------------------------------------------
@@ -372,7 +383,14 @@ def main(argv: list[str] | None = None) -> int:
                     over_copies = sql.replace(f"read_parquet([{file_list}])", "arrow_copies")
                     contenders["duckdb_arrow"] = functools.partial(lambda s: duck.sql(s).fetchall(),
                                                                    over_copies)  # fmt: skip
+                cpu: dict[str, list[float]] = {}
+                clocks = {"json": node.cpu, "arrow": node.cpu, "duckdb": time.process_time}
+                for name, clock in clocks.items():  # the historical's own CPU, DuckDB's (this process)
+                    contenders[name] = functools.partial(
+                        with_cpu, cpu.setdefault(name, []), clock, contenders[name]
+                    )
                 row.update(measure(contenders, args.repeat))
+                row["cpu"] = {k: statistics.median(v) for k, v in cpu.items()}
                 results.append(row)
                 print(f"  measured {case.name}", flush=True)
     finally:
@@ -380,17 +398,19 @@ def main(argv: list[str] | None = None) -> int:
 
     header = (
         f"{'query':<28}{'strata JSON ms':>22}{'strata Arrow ms':>22}{'engine JSON ms':>22}"
-        f"{'engine Arrow ms':>22}{'duckdb ms':>22}{'duckdb/Arrow copy ms':>22}{'ratio':>7}"
+        f"{'engine Arrow ms':>22}{'duckdb ms':>22}{'duckdb/Arrow copy ms':>22}{'ratio':>7}{'CPU':>18}"
     )
     print(
         f"\nmedian of {args.repeat} (min-max), {args.rows:,} rows, {len(segments)} segments; "
         f"ratio = strata JSON / duckdb over the Parquet files (target <= 1.5); historical reads "
-        f"{args.segment_cache_format}; engine columns: in this process, over the Parquet files"
+        f"{args.segment_cache_format}; engine columns: in this process, over the Parquet files; "
+        "CPU: the historical's (JSON / Arrow) and DuckDB's, ms per query"
     )
     print(header)
     for r in results:
         cells = "".join(f"{r[k].cell() if k in r else '-':>22}" for k in COLUMNS)
-        print(f"{r['query']:<28}{cells}{r['json'].median / r['duckdb'].median:>7.2f}")
+        spent = "{json:.0f} / {arrow:.0f} / {duckdb:.0f}".format(**{k: v * 1000 for k, v in r["cpu"].items()})
+        print(f"{r['query']:<28}{cells}{r['json'].median / r['duckdb'].median:>7.2f}{spent:>18}")
     summary = {
         "bench": "historical",
         "rows": args.rows,
@@ -403,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
                 **{f"{k}_ms": round(r[k].median * 1000, 1) for k in COLUMNS if k in r},
                 "ratio_json": round(r["json"].median / r["duckdb"].median, 2),
                 "ratio_arrow": round(r["arrow"].median / r["duckdb"].median, 2),
+                **{f"{k}_cpu_ms": round(v * 1000, 1) for k, v in r["cpu"].items()},
             }
             for r in results
         ],
