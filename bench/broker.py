@@ -239,6 +239,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each throughput run")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--segment-cache-format", choices=["arrow", "parquet"], default="arrow",
+                        help="what the historicals' queries read (their option of that name)")  # fmt: skip
     args = parser.parse_args(argv)
 
     report: dict[str, Any] = {"rows": args.rows, "segments": args.segments}
@@ -248,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
         many = write_dataset(c.root, "many", args.many * 200, args.many, seed=11)
         log(f"data: {args.rows:,} rows in {args.segments} segments + {many.rows:,} rows in {many.segments} "
             f"segments, written in {time.monotonic() - began:.1f}s under {c.root}")  # fmt: skip
-        c.start_data_nodes(2)
+        c.start_data_nodes(2, args.segment_cache_format)
         broker = c.start_broker("--cache", "none")
         cached = c.start_broker("--cache", "lru", "--cache-size", str(512 * 1024 * 1024))
         for b in (broker, cached):

@@ -130,11 +130,11 @@ class Cluster:
         assert self.zk is not None
         return self.zk.address
 
-    def start_data_nodes(self, count: int = 2) -> None:
+    def start_data_nodes(self, count: int = 2, cache_format: str = "arrow") -> None:
         self.zk = ZooKeeperServer(port=free_port(), data_dir=self.root / "zk").start()
         common = ["--zk", self.zk_hosts, "--zk-base", self.base, "--deep-storage", str(self.root / "deep"),
                   "--metadata", str(self.root / "meta.db"), "--replicas", "1",
-                  "--poll-period", "1"]  # fmt: skip
+                  "--poll-period", "1", "--segment-cache-format", cache_format]  # fmt: skip
         for i in range(count):
             node = BenchProcess("historical", [*common, "--segment-cache", str(self.root / f"segcache{i}")],
                                  self.root / f"historical{i}.log")  # fmt: skip

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.cluster_setup import ETERNITY, duckdb_baseline
+from bench.cluster_setup import ETERNITY, cpu_seconds, duckdb_baseline
 from query import parse_query
 from segment_engine import SegmentInput, run_for_broker, run_to_json
 from strata.local_servers import free_port
@@ -48,7 +48,7 @@ START_MS = 1_577_836_800_000  # 2020-01-01T00:00Z
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
-COLUMNS = ("json", "arrow", "engine_json", "engine_arrow", "duckdb")
+COLUMNS = ("json", "arrow", "engine_json", "engine_arrow", "duckdb", "duckdb_arrow")
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ def _iso(ms: int) -> str:
 
 # -- the historical process ------------------------------------------------------------------------
 class Historical:
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, cache_format: str = "arrow"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = work / "historical.log"
@@ -255,6 +255,8 @@ class Historical:
             "1",
             "--poll-period",
             "1",
+            "--segment-cache-format",
+            cache_format,
         ]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -274,6 +276,9 @@ class Historical:
             time.sleep(0.2)
         raise SystemExit(f"strata historical not ready after {timeout} s:\n{self.log.read_text()[-3000:]}")
 
+    def cpu(self) -> float:
+        return cpu_seconds(self.proc.pid)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
@@ -282,6 +287,23 @@ class Historical:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
+
+
+def arrow_copies(work: Path, segments: Sequence[DataSegment]) -> pa.Table:
+    """The historical's Arrow copies, memory-mapped here too and concatenated (no copy)."""
+    tables = []
+    for s in segments:
+        with pa.memory_map(str(work / "segment-cache" / s.id / "index.arrow")) as source:
+            tables.append(pa.ipc.open_file(source).read_all())
+    return pa.concat_tables(tables)
+
+
+def with_cpu(into: list[float], clock: Callable[[], float], fn: Callable[[], Any]) -> Any:
+    """`fn()`, appending the CPU seconds `clock` advanced meanwhile (a process's user + system)."""
+    before = clock()
+    out = fn()
+    into.append(clock() - before)
+    return out
 
 
 # -- measuring -------------------------------------------------------------------------------------
@@ -325,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per query (default 5)")
     ap.add_argument("--dir", type=Path, help="data directory, kept and reused (default: under the temp dir)")
     ap.add_argument("--only", help="run only queries whose name contains this text")
+    ap.add_argument("--segment-cache-format", choices=["arrow", "parquet"], default="arrow",
+                    help="what the historical's queries read (its option of that name)")  # fmt: skip
     args = ap.parse_args(argv)
     work = args.dir or Path(tempfile.gettempdir()) / f"strata-bench-historical-{args.rows}-{args.segments}"
     segments = prepare(work, args.rows, args.segments)
@@ -334,10 +358,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(segments)} segments, {sum(pq.read_metadata(f).num_rows for f in files):,} rows", flush=True)
 
     duck = duckdb_baseline()
-    node = Historical(work)
+    node = Historical(work, args.segment_cache_format)
     results = []
     try:
         print(f"historical ready in {node.wait_ready(len(segments)):.1f} s (pid {node.proc.pid})", flush=True)
+        copies = arrow_copies(work, segments) if args.segment_cache_format == "arrow" else None
+        if copies is not None:
+            duck.register("arrow_copies", copies)
         with httpx.Client(timeout=600) as client:
             for case in cases(args.segments):
                 if args.only and args.only not in case.name:
@@ -352,7 +379,18 @@ def main(argv: list[str] | None = None) -> int:
                     "engine_arrow": functools.partial(run_for_broker, query, inputs),
                     "duckdb": functools.partial(lambda s: duck.sql(s).fetchall(), sql),
                 }
+                if copies is not None:  # second baseline: DuckDB over the historical's own Arrow copies
+                    over_copies = sql.replace(f"read_parquet([{file_list}])", "arrow_copies")
+                    contenders["duckdb_arrow"] = functools.partial(lambda s: duck.sql(s).fetchall(),
+                                                                   over_copies)  # fmt: skip
+                cpu: dict[str, list[float]] = {}
+                clocks = {"json": node.cpu, "arrow": node.cpu, "duckdb": time.process_time}
+                for name, clock in clocks.items():  # the historical's own CPU, DuckDB's (this process)
+                    contenders[name] = functools.partial(
+                        with_cpu, cpu.setdefault(name, []), clock, contenders[name]
+                    )
                 row.update(measure(contenders, args.repeat))
+                row["cpu"] = {k: statistics.median(v) for k, v in cpu.items()}
                 results.append(row)
                 print(f"  measured {case.name}", flush=True)
     finally:
@@ -360,27 +398,32 @@ def main(argv: list[str] | None = None) -> int:
 
     header = (
         f"{'query':<28}{'strata JSON ms':>22}{'strata Arrow ms':>22}{'engine JSON ms':>22}"
-        f"{'engine Arrow ms':>22}{'duckdb ms':>22}{'ratio':>7}"
+        f"{'engine Arrow ms':>22}{'duckdb ms':>22}{'duckdb/Arrow copy ms':>22}{'ratio':>7}{'CPU':>18}"
     )
     print(
         f"\nmedian of {args.repeat} (min-max), {args.rows:,} rows, {len(segments)} segments; "
-        "ratio = strata JSON / duckdb (target <= 1.5)"
+        f"ratio = strata JSON / duckdb over the Parquet files (target <= 1.5); historical reads "
+        f"{args.segment_cache_format}; engine columns: in this process, over the Parquet files; "
+        "CPU: the historical's (JSON / Arrow) and DuckDB's, ms per query"
     )
     print(header)
     for r in results:
-        cells = "".join(f"{r[k].cell():>22}" for k in COLUMNS)
-        print(f"{r['query']:<28}{cells}{r['json'].median / r['duckdb'].median:>7.2f}")
+        cells = "".join(f"{r[k].cell() if k in r else '-':>22}" for k in COLUMNS)
+        spent = "{json:.0f} / {arrow:.0f} / {duckdb:.0f}".format(**{k: v * 1000 for k, v in r["cpu"].items()})
+        print(f"{r['query']:<28}{cells}{r['json'].median / r['duckdb'].median:>7.2f}{spent:>18}")
     summary = {
         "bench": "historical",
         "rows": args.rows,
         "segments": len(segments),
         "repeat": args.repeat,
+        "segment_cache_format": args.segment_cache_format,
         "results": [
             {
                 "query": r["query"],
-                **{f"{k}_ms": round(r[k].median * 1000, 1) for k in COLUMNS},
+                **{f"{k}_ms": round(r[k].median * 1000, 1) for k in COLUMNS if k in r},
                 "ratio_json": round(r["json"].median / r["duckdb"].median, 2),
                 "ratio_arrow": round(r["arrow"].median / r["duckdb"].median, 2),
+                **{f"{k}_cpu_ms": round(v * 1000, 1) for k, v in r["cpu"].items()},
             }
             for r in results
         ],

@@ -92,13 +92,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--clients", default="1,4,16,64")
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--segment-cache-format", choices=["arrow", "parquet"], default="arrow",
+                        help="what the historicals' queries read (their option of that name)")  # fmt: skip
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
     clients = [int(c) for c in args.clients.split(",")]
     report: dict[str, Any] = {"rows_per_segment": args.rows_per_segment}
     with cluster() as c:
         datasets = [write_dataset(c.root, f"s{n}", n * args.rows_per_segment, n, seed=n) for n in counts]
-        c.start_data_nodes(2)
+        c.start_data_nodes(2, args.segment_cache_format)
         plain = c.start_broker("--cache", "none")
         cached = c.start_broker("--cache", "lru", "--cache-size", str(512 * 1024 * 1024))
         for b in (plain, cached):

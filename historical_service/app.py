@@ -59,6 +59,7 @@ class HistoricalConfig:
     drop_delay_s: float = 30.0  # files of a dropped segment outlive queries already running on it
     zk_session_timeout_s: float = 10.0
     server_type: ServerType = ServerType.HISTORICAL
+    segment_cache_format: str = "arrow"  # "parquet": queries decode the deep-storage files instead
 
 
 @dataclass
@@ -119,7 +120,8 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
 
     c = state.config
     metadata = await asyncio.to_thread(open_metadata_store, c.metadata)
-    loader = SegmentLoader(c.segment_cache, LocalDeepStorage(c.deep_storage))
+    arrow = c.segment_cache_format == "arrow"
+    loader = SegmentLoader(c.segment_cache, LocalDeepStorage(c.deep_storage), arrow=arrow)
     targets: list[SegmentAnnouncer] = [state.history]
     cluster: ClusterView = StaticClusterView({c.name})
     zk_view: ZkClusterView | None = None

@@ -14,6 +14,9 @@ HELP = "Run a historical node: load segments from deep storage, announce them, s
 def configure(parser: argparse.ArgumentParser) -> None:
     add_data_node_flags(parser, 8083)
     parser.add_argument("--segment-cache", default="var/segment-cache", help="local segment cache directory")
+    parser.add_argument("--segment-cache-format", choices=["arrow", "parquet"], default="arrow",
+                        help="what queries read: an uncompressed, memory-mapped Arrow copy of each cached "
+                             "segment (faster, more disk) or its Parquet file")  # fmt: skip
     add_announce_flags(parser)
     parser.add_argument("--max-size", type=int, default=0, help="announced capacity in bytes")
     parser.add_argument("--replicas", type=int, default=2, help="copies of each segment across historicals")
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         poll_period_s=args.poll_period,
         drop_delay_s=args.drop_delay,
         server_type=ServerType(args.server_type),
+        segment_cache_format=args.segment_cache_format,
     )
     app = create_app(config)
     # SIGTERM/SIGINT: leave ZooKeeper first (brokers stop sending queries), then drain and exit

@@ -18,8 +18,9 @@ from typing import Protocol
 
 from historical_service.assignment import assigned_to, owners
 from historical_service.cluster_view import ClusterView
-from historical_service.loader import LoadFailed, SegmentLoader
+from historical_service.loader import SEGMENT_FILE, LoadFailed, SegmentLoader
 from historical_service.metrics import HistoricalMetrics
+from segment_engine import mapped_source
 from server_kit.announcer import SegmentAnnouncer
 from server_kit.served import ServedSegments
 from timeline import DataSegment
@@ -145,6 +146,8 @@ class ControlLoop:
                 if isinstance(result, BaseException):
                     raise result
                 self.served.add(segment, str(result.path))
+                if result.table is not None:  # queries scan the memory-mapped Arrow copy instead
+                    mapped_source.register(str(result.path), result.table)
                 self.loaded[segment.id] = segment
                 ready.append(segment)
                 self.metrics.loads.labels("cache" if result.reused else "deep_storage").inc()
@@ -211,8 +214,7 @@ class ControlLoop:
                 # owner's announcement gets an answer rather than "missing segment"
                 self._deleting[segment.id] = asyncio.create_task(self._delete_later(segment))
             else:
-                self.served.remove(segment)
-                await self.loader.delete(segment.id)
+                await self._unserve(segment)
         self.metrics.drops.labels(reason).inc(len(segments))
         log.info("dropped %d segments (%s)", len(segments), reason)
         self._update_gauges()
@@ -221,10 +223,16 @@ class ControlLoop:
         try:
             await asyncio.sleep(self.drop_delay_s)
             if segment.id not in self.loaded:
-                self.served.remove(segment)
-                await self.loader.delete(segment.id)
+                await self._unserve(segment)
         finally:
             self._deleting.pop(segment.id, None)
+
+    async def _unserve(self, segment: DataSegment) -> None:
+        """Stop answering from the segment, then delete its files (mapped rows that queries still
+        running hold stay readable: the kernel frees them when the last reference goes)."""
+        self.served.remove(segment)
+        mapped_source.unregister(str(self.loader.segment_dir(segment.id) / SEGMENT_FILE))
+        await self.loader.delete(segment.id)
 
     async def _clean_cache(self, used: dict[str, DataSegment]) -> None:
         """Remove cached segments of an earlier run that are no longer used at all."""

@@ -1,15 +1,17 @@
 """Copies segments from deep storage into the local segment cache and checks them before use.
 
-Layout: `<cache>/<segment id>/index.parquet`. A copy lands in `<cache>/.tmp/` first and is renamed
-into place only once its size matches the descriptor and its Parquet footer reads, so a segment
-in its final place is always whole; on restart such a segment is reused without copying. Failed
-loads are retried with exponential backoff (per segment) and never announced. Copies run in a
-small thread pool.
+Layout: `<cache>/<segment id>/index.parquet`, and with `arrow=True` its memory-mapped Arrow copy
+`index.arrow` beside it (see `arrow_copy`), which queries read instead. A copy lands in
+`<cache>/.tmp/` first and is renamed into place only once its size matches the descriptor and its
+Parquet footer reads, so a segment in its final place is always whole; on restart such a segment
+is reused without copying. Failed loads are retried with exponential backoff (per segment) and
+never announced. Copies run in a small thread pool.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import shutil
 import time
@@ -19,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import pyarrow as pa
+
+from historical_service.arrow_copy import mapped_copy, remove_copy
 from timeline import DataSegment
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,7 @@ class Loaded:
     reused: bool  # found whole in the cache, nothing copied
     bytes: int
     seconds: float
+    table: pa.Table | None = None  # the rows memory-mapped from the Arrow copy, queries read these
 
 
 @dataclass(slots=True)
@@ -60,6 +66,7 @@ class SegmentLoader:
         max_workers: int = 2,
         initial_backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
+        arrow: bool = True,
     ):
         self.cache_dir = cache_dir.resolve()
         self.deep_storage = deep_storage
@@ -67,6 +74,7 @@ class SegmentLoader:
         self.initial_backoff_s = initial_backoff_s
         self.max_backoff_s = max_backoff_s
         self.failures: dict[str, _Failure] = {}
+        self.arrow = arrow
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.cache_dir / _TMP, ignore_errors=True)  # half-done copies of a previous run
 
@@ -115,6 +123,19 @@ class SegmentLoader:
         await asyncio.get_running_loop().run_in_executor(self.pool, shutil.rmtree, path, True)
 
     def _load(self, segment: DataSegment) -> Loaded:
+        loaded = self._pull(segment)
+        if not self.arrow:
+            remove_copy(loaded.path)  # of an earlier run that served Arrow copies
+            return loaded
+        started = time.monotonic()
+        try:
+            table = mapped_copy(loaded.path)
+        except Exception as e:  # disk full, say: the segment is still served, from Parquet
+            log.warning("no Arrow copy of segment %s (%s): serving its Parquet file", segment.id, e)
+            return loaded
+        return dataclasses.replace(loaded, table=table, seconds=loaded.seconds + time.monotonic() - started)
+
+    def _pull(self, segment: DataSegment) -> Loaded:
         started = time.monotonic()
         final = self.segment_dir(segment.id)
         cached = final / SEGMENT_FILE

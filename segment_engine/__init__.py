@@ -1,7 +1,8 @@
 """The segment engine: runs a query of `query`'s language over segment rows with DuckDB.
 
 A segment is read through a segment source: a Parquet file (footer statistics, shared multi-file
-scans) or in-memory Arrow rows a real-time node is still building (`memory_source`). Data nodes
+scans), the memory-mapped Arrow copy a historical registers for its cached Parquet file
+(`mapped_source`), or in-memory Arrow rows a real-time node is still building (`memory_source`). Data nodes
 (server_kit, historical_service, realtime_service) import this package; the broker never does: it
 merges and finalises partials with `query` alone.
 """

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from query.columns import SEGMENT_INDEX, TIME_COLUMN
 from query.duck import duck_type, quote_ident, quote_str
 from segment_engine.footer import file_version, per_request, read_footer, time_span
+from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, view
 from segment_engine.memory_source import MemoryRows, always_within, is_memory, lookup, source_sql
 from timeline import Interval, SegmentDescriptor
 
@@ -155,15 +156,21 @@ def scan_relation(
     labels = {label: i for i, label in enumerate(segment_labels(inputs))}
     shared = _shared_scan_positions(inputs, schemas, wanted, types)
     branches = []
-    if len(shared) > 1:
-        shared_inputs = [inputs[i] for i in shared]
+    by_ordinal = labels if labelled else None
+    groups = _arrow_groups([inputs[i] for i in shared], wanted)
+    for group in groups:
+        branches.append(_arrow_scan(group, by_ordinal, wanted, where, window_starts))
+    arrow = {id(inp) for group in groups for inp, _ in group}
+    skip = {pos for pos in shared if id(inputs[pos]) in arrow}
+    files = [pos for pos in shared if pos not in skip]
+    if len(files) > 1:
         # DuckDB matches a file's columns to the first file's by name; only differing physical
         # types need `union_by_name`, which reads every file's schema before the scan starts
-        layouts = {tuple(schemas[i].columns[c] for c in (TIME_COLUMN, *wanted)) for i in shared}
-        scan = _multi_file_scan(shared_inputs, labels if labelled else None, wanted, where, window_starts,
+        layouts = {tuple(schemas[i].columns[c] for c in (TIME_COLUMN, *wanted)) for i in files}
+        scan = _multi_file_scan([inputs[i] for i in files], by_ordinal, wanted, where, window_starts,
                                 by_name=len(layouts) > 1)  # fmt: skip
         branches.append(scan)
-    skip = set(shared) if len(shared) > 1 else set()
+        skip.update(files)
     for pos, (inp, schema) in enumerate(zip(inputs, schemas, strict=True)):
         if pos in skip:
             continue
@@ -189,7 +196,9 @@ def scan_relation(
         )
         if is_memory(inp.path) and always_within(inp.path, inp.interval.start, inp.interval.end):
             time_window = "true"  # a live segment read whole: no row can lie outside the window
-        inner = f"SELECT {', '.join(projections)} FROM {source_sql(inp.path)} WHERE {time_window}"
+        source = mapped(inp.path)
+        rows = view([source], list(schema.columns)) if source is not None else source_sql(inp.path)
+        inner = f"SELECT {', '.join(projections)} FROM {rows} WHERE {time_window}"
         if where:
             inner = f"SELECT * FROM ({inner}) WHERE {where}"
         branches.append(inner)
@@ -234,25 +243,65 @@ def _multi_file_scan(
     where: str | None, window_starts: Mapping[str, int] | None, by_name: bool,
 ) -> str:  # fmt: skip
     """One `read_parquet` over whole files; per-file values are looked up by DuckDB's file_index."""
-    index = "CAST(file_index AS BIGINT) + 1"
-    if labels is None:
-        projections = ["CAST(NULL AS VARCHAR) AS __segment", f"CAST(NULL AS BIGINT) AS {SEGMENT_INDEX}"]
-    else:
-        ids = ", ".join(quote_str(i.segment_id) for i in inputs)
-        positions = ", ".join(str(labels[i.segment_id]) for i in inputs)
-        projections = [
-            f"[{ids}][{index}] AS __segment",
-            f"CAST([{positions}] AS BIGINT[])[{index}] AS {SEGMENT_INDEX}",
-        ]
-    projections.append(f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}")
-    if window_starts is not None:
-        starts = ", ".join(_sql_int(window_starts.get(i.segment_id)) for i in inputs)
-        projections.append(f"CAST([{starts}] AS BIGINT[])[{index}] AS {WINDOW_START}")
-    projections += [quote_ident(c) for c in wanted]
+    projections = _per_segment(list(inputs), "CAST(file_index AS BIGINT) + 1", labels, window_starts)
+    projections += map(quote_ident, wanted)
     files = ", ".join(quote_str(i.path) for i in inputs)
     options = ", union_by_name = true" if by_name else ""
     inner = f"SELECT {', '.join(projections)} FROM read_parquet([{files}]{options})"
     return f"SELECT * FROM ({inner}) WHERE {where}" if where else inner
+
+
+def _arrow_groups(
+    inputs: Sequence[SegmentInput], wanted: Sequence[str]
+) -> list[list[tuple[SegmentInput, MappedRows]]]:
+    """Whole segments with an Arrow copy, grouped by their copies' types (each group one view)."""
+    groups: dict[tuple[pa.DataType, ...], list[tuple[SegmentInput, MappedRows]]] = {}
+    for inp in inputs:
+        rows = mapped(inp.path)
+        if rows is None:
+            continue
+        layout = tuple(rows.types[c] for c in (TIME_COLUMN, *wanted))
+        groups.setdefault(layout, []).append((inp, rows))
+    return list(groups.values())
+
+
+def _arrow_scan(
+    group: Sequence[tuple[SegmentInput, MappedRows]], labels: Mapping[str, int] | None, wanted: Sequence[str],
+    where: str | None, window_starts: Mapping[str, int] | None,
+) -> str:  # fmt: skip
+    """One scan over the Arrow copies of whole segments; per-segment values by their ordinal."""
+    base = min(rows.ordinal for _, rows in group)
+    slots: list[SegmentInput | None] = [None] * (max(rows.ordinal for _, rows in group) - base + 1)
+    for inp, rows in group:
+        slots[rows.ordinal - base] = inp
+    projections = _per_segment(slots, f"{ORDINAL} - {base - 1}", labels, window_starts)
+    projections += map(quote_ident, wanted)
+    source = view([rows for _, rows in group], [TIME_COLUMN, *wanted])
+    inner = f"SELECT {', '.join(projections)} FROM {source}"
+    return f"SELECT * FROM ({inner}) WHERE {where}" if where else inner
+
+
+def _per_segment(
+    slots: Sequence[SegmentInput | None], index: str, labels: Mapping[str, int] | None,
+    window_starts: Mapping[str, int] | None,
+) -> list[str]:  # fmt: skip
+    """`__segment`, `__segment_index`, `__time` (and `__window_start`) of a shared scan: list
+    literals over its segments (None: a slot no row points at), indexed by `index`, a 1-based SQL
+    expression per row."""
+    if labels is None:
+        projections = ["CAST(NULL AS VARCHAR) AS __segment", f"CAST(NULL AS BIGINT) AS {SEGMENT_INDEX}"]
+    else:
+        ids = ", ".join("NULL" if i is None else quote_str(i.segment_id) for i in slots)
+        positions = ", ".join("NULL" if i is None else str(labels[i.segment_id]) for i in slots)
+        projections = [
+            f"CAST([{ids}] AS VARCHAR[])[{index}] AS __segment",
+            f"CAST([{positions}] AS BIGINT[])[{index}] AS {SEGMENT_INDEX}",
+        ]
+    projections.append(f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}")  # the order of every branch
+    if window_starts is not None:
+        starts = ", ".join("NULL" if i is None else _sql_int(window_starts.get(i.segment_id)) for i in slots)
+        projections.append(f"CAST([{starts}] AS BIGINT[])[{index}] AS {WINDOW_START}")
+    return projections
 
 
 def _sql_int(value: int | None) -> str:

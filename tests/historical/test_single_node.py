@@ -80,8 +80,8 @@ def test_change_feed(tmp_path: Path) -> None:
         cluster.stop_all()
 
 
-def cache_files(root: Path) -> dict[str, tuple[int, int]]:
-    return {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.glob("*/index.parquet")}
+def cache_files(root: Path, name: str = "index.parquet") -> dict[str, tuple[int, int]]:
+    return {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.glob(f"*/{name}")}
 
 
 def metric(url: str, name: str) -> float:
@@ -98,16 +98,37 @@ def test_restart_reuses_the_segment_cache(tmp_path: Path) -> None:
     try:
         node.start().wait_http("/status/ready", timeout=30)
         before = cache_files(tmp_path / "cache-h1")
-        assert sorted(before) == sorted(s.id for s in segments)
+        copies = cache_files(tmp_path / "cache-h1", "index.arrow")  # the default --segment-cache-format
+        assert sorted(before) == sorted(copies) == sorted(s.id for s in segments)
         assert metric(node.url, 'strata_historical_segment_loads_total{source="deep_storage"}') == 5
         node.stop()
         node.start().wait_http("/status/ready", timeout=30)
         assert cache_files(tmp_path / "cache-h1") == before  # same inode and mtime: nothing copied
+        assert cache_files(tmp_path / "cache-h1", "index.arrow") == copies  # nor written again
         assert metric(node.url, 'strata_historical_segment_loads_total{source="cache"}') == 5
         assert metric(node.url, "strata_historical_segment_copied_bytes_total") == 0
         assert httpx.get(node.url + "/status").json()["strata"]["segments"] == 5
+        assert rows_by_page(node.url) == expected_rows_by_page(5)
+        node.stop()
+        node = cluster.historical("h1", zk=False, extra=["--segment-cache-format", "parquet"])
+        node.start().wait_http("/status/ready", timeout=30)
+        assert cache_files(tmp_path / "cache-h1", "index.arrow") == {}  # copies of the earlier run go
+        assert cache_files(tmp_path / "cache-h1") == before
+        assert rows_by_page(node.url) == expected_rows_by_page(5)
     finally:
         cluster.stop_all()
+
+
+def rows_by_page(url: str) -> dict[str, int]:
+    query = {"queryType": "groupBy", "dataSource": "wiki", "intervals": ["2015-09-01/2015-10-01"],
+             "granularity": "all", "dimensions": ["page"],
+             "aggregations": [{"type": "longSum", "name": "n", "fieldName": "count"}]}  # fmt: skip
+    return {r["event"]["page"]: r["event"]["n"] for r in httpx.post(url + "/druid/v2/", json=query).json()}
+
+
+def expected_rows_by_page(segments: int) -> dict[str, int]:
+    """What `build_segment` writes: 20 rows a segment, page `p{i % 3}`, count 1."""
+    return {f"p{k}": segments * sum(1 for i in range(20) if i % 3 == k) for k in range(3)}
 
 
 def test_broken_segments_are_not_announced_and_the_rest_is_served(tmp_path: Path) -> None:
