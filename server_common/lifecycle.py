@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import logging
 import os
 import signal
@@ -127,14 +128,26 @@ async def _run(
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop, signal.Signals(sig).name)
     watch = _watch_parent(lambda: stop("parent process exited"))
+    freeze = asyncio.create_task(_freeze_when_started(server))
     try:
         await server.serve(sockets=sockets)
     finally:
+        freeze.cancel()
         if watch is not None:
             watch.cancel()
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
     return 0 if server.started else 1
+
+
+async def _freeze_when_started(server: Any) -> None:
+    """Once serving, what start-up built (modules, the app, its caches) leaves the collector's
+    sight (`gc.freeze`): a full collection otherwise walks it all, a pause of ~100 ms on a loaded
+    2-core machine that lands on whichever query allocates at the time."""
+    while not server.started:  # noqa: ASYNC110 - uvicorn offers no event for it
+        await asyncio.sleep(0.05)
+    gc.collect()
+    gc.freeze()
 
 
 async def _begin_stop(server: Any, on_stop: Callable[[], Awaitable[None]] | None) -> None:
