@@ -82,3 +82,33 @@ def test_a_dead_worker_stops_the_service(feed_port: int) -> None:
         os.kill(first, signal.SIGKILL)
         assert proc.wait(30) != 0
         assert gone([second], 10)
+
+
+def test_worker_connections_skip_nagle() -> None:
+    """Accepted connections get TCP_NODELAY from asyncio only when the listening socket says it is
+    TCP; a 0 protocol cost every two-part response the client's 40 ms delayed ACK (seen: --workers 2
+    at 344 queries/s where two plain brokers did 2,213)."""
+    import asyncio
+    import socket
+
+    from server_common.lifecycle import _reuse_port_socket
+    from strata.local_servers import free_port
+
+    async def check() -> int:
+        port = free_port()
+        sock = _reuse_port_socket("127.0.0.1", port)
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            raw = writer.get_extra_info("socket")
+            accepted.set_result(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, sock=sock)
+        async with server:
+            _, client = await asyncio.open_connection("127.0.0.1", port)
+            value = await asyncio.wait_for(accepted, 10)
+            client.close()
+        return value
+
+    assert asyncio.run(check()) != 0
