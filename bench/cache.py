@@ -14,7 +14,8 @@ For timeseries (hour) and topN (page by added, 10) over every segment, per broke
 Targets: LRU warm >= 20x faster than cold and faster than DuckDB; memcached warm >= 5x faster than
 cold and > 1000 queries/s warm with 16 clients. Throughput is measured per broker, and over two
 hybrid brokers sharing one memcached with the clients spread over both (two processes behind a
-load balancer), for a one-segment timeseries and for the all-segment one. Medians of `--repeat`
+load balancer), and over one `--workers 2` hybrid broker (the same two processes on one port),
+for a one-segment timeseries and for the all-segment one. Medians of `--repeat`
 with [min-max], cold / warm / DuckDB interleaved so machine load hits them alike. Nothing is
 asserted; a JSON line ends the output.
 """
@@ -159,7 +160,11 @@ def main(argv: list[str] | None = None) -> None:
         }
         # a second hybrid broker on the same memcached: two processes behind a load balancer
         twin = c.start_broker("--cache", "hybrid", "--cache-size", size, "--memcached", shared_memcached)
-        for b in [*brokers.values(), twin]:
+        # the same pair as one service: `--workers 2` on one port, the kernel spreading connections
+        pooled = c.start_broker(
+            "--cache", "hybrid", "--cache-size", size, "--memcached", shared_memcached, "--workers", "2"
+        )
+        for b in [*brokers.values(), twin, *[pooled] * 4]:  # new connections: each worker is asked
             wait_for_segments(b, args.segments)
         log(f"{args.rows:,} rows in {args.segments} segments; ZooKeeper, 2 historicals, 2 memcached, "
             f"4 brokers up after {time.monotonic() - began:.1f}s")  # fmt: skip
@@ -189,6 +194,10 @@ def main(argv: list[str] | None = None) -> None:
                 result = load_test(urls, level_body, args.concurrency, args.seconds)
                 log(f"  2 hybrid brokers, one memcached: timeseries {label:13s} {level:7s} {result.row()}")
                 entry = {"cache": "hybrid x2 processes", "query": f"timeseries {label}", "level": level}
+                report["throughput"].append({**entry, **result.summary()})
+                result = load_test(pooled.url, level_body, args.concurrency, args.seconds)
+                log(f"  hybrid broker --workers 2:       timeseries {label:13s} {level:7s} {result.row()}")
+                entry = {"cache": "hybrid --workers 2", "query": f"timeseries {label}", "level": level}
                 report["throughput"].append({**entry, **result.summary()})
     print(json.dumps(report))
 

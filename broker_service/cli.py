@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from server_common.lifecycle import add_drain_flag
 
@@ -41,18 +42,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="seconds a segment whose every server vanished is still reported missing (0: forget at once)",
     )
     parser.add_argument("--merge-threads", type=int, default=4, help="worker threads merging partials")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="broker processes sharing the port (SO_REUSEPORT), each with its own discovery and cache; "
+        "use a shared memcached (--cache memcached/hybrid) so they share cached partials",
+    )
+    parser.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set for each worker
     add_drain_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    import logging
-
     from broker_service.app import create_app
     from broker_service.build import build_broker
     from broker_service.errors import BrokerConfigError
     from server_common.lifecycle import serve
 
     log = logging.getLogger("strata.broker")
+    if args.workers > 1:
+        return _supervise(args, log)
     try:
         broker = build_broker(args)
     except BrokerConfigError as e:
@@ -60,7 +69,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     app = create_app(broker)
     log.info("broker listening on http://%s:%d (%s discovery)", args.host, args.port, broker_kind(broker))
-    return serve(app, args.host, args.port, drain_s=args.drain_seconds)
+    return serve(app, args.host, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port)
+
+
+def _supervise(args: argparse.Namespace, log: logging.Logger) -> int:
+    """`--workers N`: N copies of this very command line, one worker each, on the same port."""
+    import sys
+
+    from server_common.lifecycle import supervise_workers
+
+    if args.port == 0:
+        log.error("--workers needs a fixed --port (each worker binds it)")
+        return 2
+    flags = ["-P"] if sys.flags.safe_path else []
+    argv = [sys.executable, *flags, "-m", "strata.cli", *sys.argv[1:], "--workers", "1", "--reuse-port"]
+    log.info("broker on http://%s:%d with %d worker processes", args.host, args.port, args.workers)
+    return supervise_workers(argv, args.workers, stop_timeout_s=args.drain_seconds + 15)
 
 
 def broker_kind(broker: object) -> str:

@@ -75,6 +75,9 @@ class ServerSelector:
         rng: random.Random | None = None,
     ) -> ServerMetadata | None:
         """Historicals before realtime, highest tier priority, fewest open connections, random tie."""
+        if len(self._servers) == 1:  # one replica, the common case: nothing to rank (100 picks a query)
+            (only,) = self._servers.values()
+            return None if only.name in exclude else only
         pool = [s for s in self._servers.values() if s.name not in exclude]
         if not pool:
             return None

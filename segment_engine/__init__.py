@@ -9,11 +9,19 @@ merges and finalises partials with `query` alone.
 
 # Importing each executor module registers its query types with segment_engine.registry.
 from segment_engine import groupby, scan, search, segment_metadata, time_boundary, timeseries, topn  # noqa: F401
-from segment_engine.engine import require_table_source, run_for_broker, run_merged, run_partials, run_to_json
+from segment_engine.engine import (
+    broker_partials_from_footers,
+    require_table_source,
+    run_for_broker,
+    run_merged,
+    run_partials,
+    run_to_json,
+)
 from segment_engine.segment_input import SegmentInput
 
 __all__ = [
     "SegmentInput",
+    "broker_partials_from_footers",
     "require_table_source",
     "run_for_broker",
     "run_merged",

@@ -1,6 +1,7 @@
 """Entry points a data node uses to answer a query over its segments.
 
-These are CPU-bound and block: services call them from a worker thread, never the event loop.
+These are CPU-bound and block: services call them from a worker thread, never the event loop
+(except `broker_partials_from_footers`, which reads no file).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import pyarrow as pa
 from query.base import Query
 from query.duck import connection
 from query.errors import QueryUnsupported
+from query.timeseries import TimeseriesQuery
 from segment_engine import registry
 from segment_engine.footer import one_look_per_file
 from segment_engine.mapped_source import request_views
 from segment_engine.segment_input import SegmentInput
+from segment_engine.timeseries import footer_partials
 
 
 def require_table_source(query: Query) -> None:
@@ -47,6 +50,16 @@ def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     if query.node_may_merge and not wanted and not query.context.by_segment:
         return run_merged(query, inputs)
     return run_partials(query, inputs)
+
+
+def broker_partials_from_footers(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table | None:
+    """What `run_for_broker` returns, when footers already parsed answer it without reading a row
+    (an unfiltered count, min or max); None otherwise. Safe to call on an event loop: no file is
+    opened, so a data node answers the commonest dashboard query without a thread hop.
+    """
+    if type(query) is not TimeseriesQuery or query.inner is not None:
+        return None
+    return footer_partials(query, inputs)
 
 
 def run_to_json(query: Query, inputs: Sequence[SegmentInput]) -> list[Any]:

@@ -106,10 +106,21 @@ def _gather(meta: pq.FileMetaData, name: str) -> ColumnStats | None:
     return ColumnStats(min(lows, default=None), max(highs, default=None), nulls)
 
 
+_parsed: set[str] = set()  # paths parsed at least once (a set's add and `in` are atomic)
+
+
 @functools.lru_cache(maxsize=65536)
 def _parse(path: str, mtime_ns: int) -> Footer:
     meta = pq.read_metadata(path)
-    return Footer(meta, meta.schema.to_arrow_schema(), os.path.getsize(path))
+    footer = Footer(meta, meta.schema.to_arrow_schema(), os.path.getsize(path))
+    _parsed.add(path)
+    return footer
+
+
+def footer_parsed(path: str) -> bool:
+    """Whether `path`'s footer was parsed before: reading it again is then (almost always) a cache
+    hit, cheap enough for the event loop (a file changed since, or evicted, is parsed once more)."""
+    return path in _parsed
 
 
 def read_footer(path: str) -> Footer:

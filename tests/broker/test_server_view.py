@@ -61,6 +61,11 @@ def test_exclude_moves_to_next_replica_then_none():
     assert s.pick(exclude={"h1:8083", "h2:8083"}) is None
 
 
+def test_a_lone_replica_is_picked_unless_excluded():
+    assert selector(H1).pick() == H1 and selector(RT).pick() == RT
+    assert selector(H1).pick(exclude={"h1:8083"}) is None
+
+
 def test_segment_enters_with_first_server_and_leaves_with_last():
     view = BrokerServerView()
     view.add_server(H1)
