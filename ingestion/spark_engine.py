@@ -2,13 +2,13 @@
 
 Two Spark stages over the local engine's own pieces:
 
-1. read: one task per input split (`splits.split_inputs`) reads, normalizes and buckets its rows
-   (`prepare.prepare_block`) and writes each block's rows, sorted by time chunk, as an Arrow IPC
-   file (one record batch run per chunk) into the job's staging directory in deep storage, which
-   every executor must reach anyway. It returns only small stats (rows, bad rows with their lines,
-   dimensions it discovered, where each chunk's rows are), so the driver checks
-   maxParseExceptions, merges the discovered dimensions in input order and learns how many rows
-   each time chunk holds before any segment is written.
+1. read: one task per input split (`splits.split_inputs`, sized for the session's cores) reads,
+   normalizes and buckets its rows (`prepare.prepare_block`) and writes each block's rows, sorted
+   by time chunk, as an Arrow IPC file (one record batch run per chunk) into the job's staging
+   directory in deep storage, which every executor must reach anyway. It returns only small stats
+   (rows, bad rows with their lines, dimensions it discovered, where each chunk's rows are), so
+   the driver checks maxParseExceptions, merges the discovered dimensions in input order and
+   learns how many rows each time chunk holds before any segment is written.
 2. build: every time chunk goes whole to one task (chunks spread over tasks by size); each task
    memory-maps its chunks' rows and runs `segment_build.build_segments` over them, exactly as the
    local engine does over all chunks, writing one Parquet file per partition into the staging
@@ -114,11 +114,13 @@ def run_spark(
     """Run the ingestion on `spark` (or on a session of its own, stopped afterwards)."""
     check_granularity(spec)
     progress = progress or NoProgress()
-    splits = split_inputs(resolve_inputs(spec.input_source), spec.input_format)
-    progress.start(sum(s.file.size for s in splits))
+    files = resolve_inputs(spec.input_source)
     own = spark is None
     session = spark if spark is not None else spark_session(master, conf)
     try:
+        slots = max(1, session.sparkContext.defaultParallelism)
+        splits = split_inputs(files, spec.input_format, slots=slots)
+        progress.start(sum(s.file.size for s in splits))
         return _run(session, spec, splits, deep, store, progress)
     finally:
         if own:
