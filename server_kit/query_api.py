@@ -142,7 +142,7 @@ class QueryEndpoint:
         entry.conn = conn
         try:
             if arrow and (whole := whole_scan_schema(query, inputs)) is not None:
-                return _ipc_stream(whole, whole_scan_batches(whole, inputs, WHOLE_SCAN_BATCH_ROWS))
+                return _ipc_stream(whole, whole_scan_batches(whole, inputs, WHOLE_SCAN_BATCH_ROWS), entry)
             if arrow:  # a broker: partials it can cache and merge
                 return encode_partials(run_for_broker(query, inputs))
             merged = run_merged(query, inputs)
@@ -205,10 +205,13 @@ class QueryEndpoint:
             self.on_query(data_source, query_type, time.monotonic() - started, status)
 
 
-def _ipc_stream(schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> memoryview:
-    """The batches as one Arrow IPC stream, handed to the response without a copy to `bytes`."""
+def _ipc_stream(schema: pa.Schema, batches: Iterable[pa.RecordBatch], entry: _Running) -> memoryview:
+    """The batches as one Arrow IPC stream, handed to the response without a copy to `bytes`;
+    a cancel (or the query's timeout) stops it between batches, as DuckDB's interrupt would."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as writer:
         for batch in batches:
+            if entry.cancelled.is_set():
+                raise QueryCancelled(f"Query [{entry.query_id}] was cancelled")
             writer.write_batch(batch)
     return memoryview(sink.getvalue())

@@ -98,3 +98,25 @@ def test_the_duckdb_scan_answers_the_rest(
         wikipedia_sample,
     )
     assert table.num_rows == expected[0]
+
+
+def test_a_cancel_stops_a_whole_scan(served, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """`DELETE /druid/v2/{id}` while the files are read: the answer is Druid's cancel error, not rows."""
+    endpoint = query_api.QueryEndpoint(served, "test-host:8083")
+    real = query_api.whole_scan_batches
+    read: list[int] = []
+
+    def cancelled_midway(schema: Any, inputs: Any, rows: int) -> Any:
+        for i, batch in enumerate(real(schema, inputs, rows)):
+            if i == 1:
+                endpoint.running.cancel("q-cancel")  # as the DELETE route does
+            read.append(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(query_api, "whole_scan_batches", cancelled_midway)
+    app = Starlette(routes=endpoint.routes())
+    resp = post(app, {"queryType": "scan", "dataSource": "wikipedia", "intervals": "2015-09-12/2015-09-13",
+                      "columns": COLUMNS, "context": {SEGMENT_LABELS: False, "queryId": "q-cancel"}},
+                {"Accept": ARROW_STREAM})  # fmt: skip
+    assert resp.json()["error"] == "Query cancelled"
+    assert 1 < len(read) < 24  # stopped after the cancel, long before the day's 24 segments
