@@ -6,6 +6,12 @@
   newline. A range's lines are numbered from 1; the task counts its lines (`count_lines`) and the
   driver adds the lines of the ranges before it to every reported line number.
 - Compressed text and inline data: whole (a compressed stream cannot be entered in the middle).
+
+Given the task slots that will read them (`slots`), splits grow past those base sizes (up to
+`MAX_GROWTH` times) so that a large input makes about `SPLITS_PER_SLOT` splits per slot, a multiple
+of the slots: each Spark task costs tens of milliseconds of CPU whatever it reads (scheduling,
+the Python worker's set-up, its result), and a whole number of rounds per slot keeps the slots
+equally busy. Small inputs keep the base sizes.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
+from math import ceil
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -20,8 +28,13 @@ from ingestion.errors import IngestionError
 from ingestion.readers import PARQUET_BATCH_ROWS, Block, InputFile, read_blocks
 from ingestion.spec import InputFormat
 
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
 SPLIT_ROWS = 1 << 18
 SPLIT_BYTES = 32 << 20
+SPLITS_PER_SLOT = 2
+MAX_GROWTH = 8  # a split holds at most this many base sizes (~2M rows, 256 MiB of text)
 _COMPRESSED = (".gz", ".bz2", ".xz")
 
 
@@ -36,29 +49,48 @@ class InputSplit:
 
 
 def split_inputs(
-    files: list[InputFile], fmt: InputFormat, split_rows: int | None = None, split_bytes: int | None = None
+    files: list[InputFile],
+    fmt: InputFormat,
+    split_rows: int | None = None,
+    split_bytes: int | None = None,
+    slots: int = 0,
 ) -> list[InputSplit]:
-    """The splits of `files`, in input order."""
+    """The splits of `files`, in input order; `slots` > 0 sizes them for that many parallel tasks."""
+    if fmt.type == "parquet":
+        metas = [_parquet_meta(f) for f in files]
+        rows = split_size(sum(m.num_rows for m in metas), split_rows or SPLIT_ROWS, slots)
+        return [s for f, m in zip(files, metas, strict=True) for s in _parquet_splits(f, m, rows)]
+    ranged = [f.path is not None and not f.path.name.lower().endswith(_COMPRESSED) for f in files]
+    text_bytes = sum(f.size for f, r in zip(files, ranged, strict=True) if r)
+    size = split_size(text_bytes, split_bytes or SPLIT_BYTES, slots)
     out: list[InputSplit] = []
-    for f in files:
-        if fmt.type == "parquet":
-            out += _parquet_splits(f, split_rows or SPLIT_ROWS)
-        elif f.path is not None and not f.path.name.lower().endswith(_COMPRESSED):
-            out += _text_splits(f, split_bytes or SPLIT_BYTES)
-        else:
-            out.append(InputSplit(f))
+    for f, r in zip(files, ranged, strict=True):
+        out += _text_splits(f, size) if r else [InputSplit(f)]
     return out
 
 
-def _parquet_splits(f: InputFile, split_rows: int) -> list[InputSplit]:
+def split_size(total: int, base: int, slots: int) -> int:
+    """Rows (or bytes) per split: `base`, or more so that `total` makes about `SPLITS_PER_SLOT`
+    splits per slot (at most `MAX_GROWTH` x `base` each), their count a multiple of `slots`."""
+    if slots <= 0 or total <= base * slots * SPLITS_PER_SLOT:
+        return base
+    count = max(slots * SPLITS_PER_SLOT, ceil(total / (base * MAX_GROWTH)))
+    count = ceil(count / slots) * slots
+    return max(base, ceil(total / count))
+
+
+def _parquet_meta(f: InputFile) -> pq.FileMetaData:
     import pyarrow.parquet as pq
 
     if f.path is None:
         raise IngestionError("parquet input needs files, not inline data")
     try:
-        meta = pq.ParquetFile(f.path).metadata
+        return pq.ParquetFile(f.path).metadata
     except (pa.ArrowInvalid, OSError) as e:
         raise IngestionError(f"{f.name}: not a readable Parquet file: {e}") from None
+
+
+def _parquet_splits(f: InputFile, meta: pq.FileMetaData, split_rows: int) -> list[InputSplit]:
     out: list[InputSplit] = []
     first = rows = before = 0
     for g in range(meta.num_row_groups):

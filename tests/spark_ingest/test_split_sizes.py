@@ -1,0 +1,67 @@
+"""Input splits sized for the task slots: fewer, larger splits for a large input, a whole number per
+slot, every row in exactly one split, in input order (no Spark needed)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import ingestion.splits as splits
+from ingestion.readers import InputFile
+from ingestion.spec import InputFormat
+
+
+def _parquet(tmp_path, rows: int, group: int):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"n": pa.array(range(rows), pa.int64())}), path, row_group_size=group)
+    return InputFile(str(path), path)
+
+
+def _rows_of(found, path) -> list[int]:
+    out: list[int] = []
+    for s in found:
+        lo, hi = s.row_groups
+        table = pq.ParquetFile(path).read_row_groups(range(lo, hi))
+        assert s.first_row == len(out)  # the rows before it, as counted from the file
+        out += table.column("n").to_pylist()
+    return out
+
+
+@pytest.mark.parametrize("slots, expected", [(0, 40), (1, 5), (2, 6), (4, 8), (3, 6)])
+def test_parquet_splits_sized_for_slots(tmp_path, monkeypatch, slots, expected):
+    monkeypatch.setattr(splits, "SPLIT_ROWS", 1000)
+    monkeypatch.setattr(splits, "MAX_GROWTH", 8)
+    f = _parquet(tmp_path, 40_000, 100)
+    found = splits.split_inputs([f], InputFormat("parquet"), slots=slots)
+    # without slots: 1,000 rows each; with them: at most 8,000 rows each, a multiple of the slots
+    # and at least two per slot (40,000 rows / 8,000 = 5 -> rounded up to the slots)
+    assert len(found) == expected
+    assert _rows_of(found, f.path) == list(range(40_000))
+    groups = [s.row_groups for s in found]
+    assert all(g is not None for g in groups)
+    sizes = [g[1] - g[0] for g in groups if g is not None]
+    assert len(set(sizes[:-1])) == 1 and sizes[-1] <= sizes[0]  # equal runs of row groups
+
+
+def test_small_input_keeps_base_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(splits, "SPLIT_ROWS", 1000)
+    f = _parquet(tmp_path, 3_500, 100)
+    found = splits.split_inputs([f], InputFormat("parquet"), slots=2)
+    assert [s.row_groups for s in found] == [(0, 10), (10, 20), (20, 30), (30, 35)]
+
+
+def test_text_splits_sized_for_slots(tmp_path, monkeypatch):
+    monkeypatch.setattr(splits, "SPLIT_BYTES", 1000)
+    path = tmp_path / "in.json"
+    lines = [f'{{"n": {i}}}\n' for i in range(5000)]
+    path.write_text("".join(lines))
+    f = InputFile(str(path), path)
+    found = splits.split_inputs([f], InputFormat("json"), slots=2)
+    assert 4 <= len(found) <= 10  # base size would give ~50
+    data = path.read_bytes()
+    ranges = [s.byte_range for s in found]
+    assert all(r is not None for r in ranges)
+    spans = [r for r in ranges if r is not None]
+    assert b"".join(data[lo:hi] for lo, hi in spans) == data
+    assert all(data[hi - 1 : hi] == b"\n" for _, hi in spans)
