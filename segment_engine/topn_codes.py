@@ -1,0 +1,167 @@
+"""Per-segment topN partials grouped on dictionary codes rather than strings.
+
+A historical's Arrow copies hold string columns dictionary-encoded, one dictionary per segment.
+Grouping a request's segments on (segment ordinal, code) hashes two integers per row instead of
+a string, and a first cut on values alone (`TopNQuery.candidates_sql`) leaves about `segment_keep`
+rows per segment; only those are mapped back to strings, through their own segment's dictionary,
+and cut exactly (`cut_sql`, ties broken by the string) over that small table.
+
+Taken only where it answers as the generic path (`grouping.group_rows` + `cut_sql`) does: a
+plain string dimension, `all` granularity, no virtual columns, every segment read whole from its
+Arrow copy with the same column types, one dictionary per segment column. Else `None`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from query.aggregation_engine import BUCKET, agg_col, dim_col
+from query.base import SEGMENT_COLUMN
+from query.columns import SEGMENT_INDEX, TIME_COLUMN
+from query.duck import query_arrow, quote_ident, run_arrow
+from query.topn import TopNQuery
+from segment_engine.grouping import stamp_window_starts
+from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, view
+from segment_engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
+
+_CODE = "__strata_code"
+_CANDIDATES = "__strata_topn_candidates"
+_CHECKED = 4096  # copies whose dictionaries were checked, remembered (oldest forgotten first)
+_lock = threading.Lock()
+_checked: dict[tuple[int, str], tuple[pa.Table, pa.Array | None]] = {}
+
+
+def coded_partials(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table | None:
+    """Each segment's best `segment_keep` rows (as `run_partials` cuts them in SQL), or None where
+    this path does not apply."""
+    plan, dim = query.plan, query.dimension
+    if dim.extraction_fn is not None or dim.output_type != "STRING" or not plan.granularity.is_all:
+        return None
+    wanted = list(
+        dict.fromkeys([*plan.input_columns(), *(sorted(plan.filter.columns()) if plan.filter else [])])
+    )
+    if plan.virtual_columns.needed(wanted) or dim.dimension not in wanted:
+        return None
+    rows = _whole_coded(inputs, wanted, dim.dimension)
+    if rows is None:
+        return None
+    types = unified_types([read_schema(i.path) for i in inputs], wanted)
+    types[TIME_COLUMN] = "BIGINT"
+    others = [c for c in wanted if c not in (TIME_COLUMN, dim.dimension)]
+    projections = [ORDINAL, f"{_CODE}", f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
+                   f"{quote_ident(dim.dimension)}", *map(quote_ident, others)]  # fmt: skip
+    source = view(rows, [TIME_COLUMN, dim.dimension, *others], codes=(dim.dimension, _CODE))
+    relation = f"SELECT {', '.join(projections)} FROM {source}"
+    if plan.filter is not None:
+        relation = f"SELECT * FROM ({relation}) WHERE {plan.filter.to_sql(types)}"
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+    grouped = f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2"
+    sql = query.candidates_sql(grouped, ORDINAL)
+    if sql is None:
+        return None
+    candidates = run_arrow(conn, sql)
+    labelled = _labelled(candidates, rows, dim.dimension)
+    labelled = labelled.append_column(BUCKET, pa.array(np.zeros(labelled.num_rows, np.int64)))
+    table = _exact(query, conn, labelled)
+    ids = pa.array([i.segment_id for i in inputs], pa.string())
+    table = table.append_column(SEGMENT_COLUMN, ids.take(table.column(SEGMENT_INDEX)))
+    table = plan._conform(table)
+    return stamp_window_starts(table, inputs) if table.num_rows else table
+
+
+def _exact(query: TopNQuery, conn: duckdb.DuckDBPyConnection, candidates: pa.Table) -> pa.Table:
+    """`candidates` cut exactly (`cut_sql`: ties at the cut broken by the string); only segments
+    holding more than `segment_keep` candidates (ties at their cut) need it."""
+    segments = candidates.column(SEGMENT_INDEX).to_numpy()
+    counts = np.bincount(segments) if len(segments) else np.zeros(0, np.int64)
+    over = counts[segments] > query.segment_keep
+    if not over.any():
+        return candidates
+    exact = query.cut_sql(f"SELECT * FROM {_CANDIDATES}", per_segment=True)
+    assert exact is not None  # candidates_sql applies only where cut_sql does
+    cut = query_arrow(conn, candidates.filter(over), _CANDIDATES, exact)
+    return pa.concat_tables(
+        [candidates.filter(~over), cut.select(candidates.schema.names).cast(candidates.schema)]
+    )
+
+
+def _whole_coded(
+    inputs: Sequence[SegmentInput], wanted: Sequence[str], column: str
+) -> list[MappedRows] | None:
+    """The Arrow copies of `inputs` when all are read whole, each once, with the same types for
+    `wanted` and `column` a dictionary of strings with one dictionary per copy; else None."""
+    out: list[MappedRows] = []
+    ids: set[str] = set()
+    layout = None
+    for inp in inputs:
+        rows = mapped(inp.path)
+        if rows is None or not reads_whole(inp) or any(r is rows for r in out) or inp.segment_id in ids:
+            return None
+        if any(c not in rows.types for c in wanted):
+            return None
+        mine = tuple(rows.types[c] for c in (TIME_COLUMN, *wanted))
+        if layout is not None and mine != layout:
+            return None
+        layout = mine
+        kind = rows.types[column]
+        if not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
+            return None
+        if _dictionary(rows, column) is None:
+            return None
+        out.append(rows)
+        ids.add(inp.segment_id)
+    return out
+
+
+def _dictionary(rows: MappedRows, column: str) -> pa.Array | None:
+    """The one dictionary every chunk of `column` shares (empty when it has no chunk), or None when
+    chunks differ or it repeats a value or holds a null (codes would then split a group). Checked
+    once per copy."""
+    key = (id(rows.table), column)
+    with _lock:
+        if key in _checked:
+            return _checked[key][1]
+    chunks = rows.table.column(column).chunks
+    found: pa.Array | None = chunks[0].dictionary if chunks else pa.array([], pa.string())
+    for chunk in chunks[1:]:
+        if found is not None and chunk.dictionary is not found and not chunk.dictionary.equals(found):
+            found = None
+    if found is not None and (found.null_count or pc.count_distinct(found).as_py() != len(found)):
+        found = None
+    with _lock:
+        _checked[key] = (rows.table, found)  # the table kept so its id stays its own
+        while len(_checked) > _CHECKED:
+            _checked.pop(next(iter(_checked)))
+    return found
+
+
+def _labelled(candidates: pa.Table, rows: Sequence[MappedRows], column: str) -> pa.Table:
+    """`candidates` (ordinal, code, aggregates) with `__segment_index` and the strings as `d0`."""
+    ordinals = candidates.column(ORDINAL).to_numpy()
+    codes = candidates.column(_CODE)
+    position = {r.ordinal: i for i, r in enumerate(rows)}
+    order = np.argsort(ordinals, kind="stable")
+    sorted_ordinals = ordinals[order]
+    codes = codes.combine_chunks().take(pa.array(order))
+    changes = np.flatnonzero(sorted_ordinals[1:] != sorted_ordinals[:-1]) + 1
+    bounds = [0, *changes.tolist(), len(order)] if len(order) else [0]
+    pieces, segment_index = [], np.empty(len(order), np.int64)
+    for begin, end in itertools.pairwise(bounds):
+        which = position[int(sorted_ordinals[begin])]
+        dictionary = _dictionary(rows[which], column)
+        assert dictionary is not None
+        pieces.append(pc.take(dictionary, codes.slice(begin, end - begin)))
+        segment_index[begin:end] = which
+    strings = pa.chunked_array(pieces, pa.string())  # Arrays: a list of ChunkedArrays converts per value
+    table = candidates.take(pa.array(order)).drop_columns([ORDINAL, _CODE])
+    table = table.add_column(0, dim_col(0), strings)
+    return table.add_column(0, SEGMENT_INDEX, pa.array(segment_index))
