@@ -4,7 +4,8 @@ A historical's Arrow copies hold string columns dictionary-encoded, one dictiona
 Grouping a request's segments on (segment ordinal, code) hashes two integers per row instead of
 a string, and a first cut on values alone (`TopNQuery.candidates_sql`) leaves about `segment_keep`
 rows per segment; only those are mapped back to strings, through their own segment's dictionary,
-and cut exactly (`cut_sql`, ties broken by the string) over that small table.
+and a segment left with more (ties at its cut) is cut exactly by `TopNQuery.top` (ties broken by
+the string, as `cut_sql` breaks them).
 
 Taken only where it answers as the generic path (`grouping.group_rows` + `cut_sql`) does: a
 plain string dimension, `all` granularity, no virtual columns, every segment read whole from its
@@ -25,14 +26,13 @@ import pyarrow.compute as pc
 from query.aggregation_engine import BUCKET, agg_col, dim_col
 from query.base import SEGMENT_COLUMN
 from query.columns import SEGMENT_INDEX, TIME_COLUMN
-from query.duck import query_arrow, quote_ident, run_arrow
+from query.duck import quote_ident, run_arrow
 from query.topn import TopNQuery
 from segment_engine.grouping import stamp_window_starts
 from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, view
 from segment_engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
 
 _CODE = "__strata_code"
-_CANDIDATES = "__strata_topn_candidates"
 _CHECKED = 4096  # copies whose dictionaries were checked, remembered (oldest forgotten first)
 _lock = threading.Lock()
 _checked: dict[tuple[int, str], tuple[pa.Table, pa.Array | None]] = {}
@@ -69,29 +69,17 @@ def coded_partials(
     if sql is None:
         return None
     candidates = run_arrow(conn, sql)
-    labelled = _labelled(candidates, rows, dim.dimension)
-    labelled = labelled.append_column(BUCKET, pa.array(np.zeros(labelled.num_rows, np.int64)))
-    table = _exact(query, conn, labelled)
+    table = _labelled(candidates, rows, dim.dimension)
+    segments = table.column(SEGMENT_INDEX).to_numpy()
     ids = pa.array([i.segment_id for i in inputs], pa.string())
-    table = table.append_column(SEGMENT_COLUMN, ids.take(table.column(SEGMENT_INDEX)))
-    table = plan._conform(table)
+    table = table.append_column(BUCKET, pa.array(np.zeros(table.num_rows, np.int64)))
+    table = plan._conform(table.append_column(SEGMENT_COLUMN, ids.take(table.column(SEGMENT_INDEX))))
+    # a segment with more candidates than it keeps has ties at its cut: ranked by the string too
+    over = np.bincount(segments)[segments] > query.segment_keep if len(segments) else np.zeros(0, bool)
+    if over.any():
+        cut = query.top(table.filter(over), query.segment_keep, per_segment=True)
+        table = pa.concat_tables([table.filter(~over), cut])
     return stamp_window_starts(table, inputs) if table.num_rows else table
-
-
-def _exact(query: TopNQuery, conn: duckdb.DuckDBPyConnection, candidates: pa.Table) -> pa.Table:
-    """`candidates` cut exactly (`cut_sql`: ties at the cut broken by the string); only segments
-    holding more than `segment_keep` candidates (ties at their cut) need it."""
-    segments = candidates.column(SEGMENT_INDEX).to_numpy()
-    counts = np.bincount(segments) if len(segments) else np.zeros(0, np.int64)
-    over = counts[segments] > query.segment_keep
-    if not over.any():
-        return candidates
-    exact = query.cut_sql(f"SELECT * FROM {_CANDIDATES}", per_segment=True)
-    assert exact is not None  # candidates_sql applies only where cut_sql does
-    cut = query_arrow(conn, candidates.filter(over), _CANDIDATES, exact)
-    return pa.concat_tables(
-        [candidates.filter(~over), cut.select(candidates.schema.names).cast(candidates.schema)]
-    )
 
 
 def _whole_coded(

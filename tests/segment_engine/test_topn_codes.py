@@ -227,3 +227,38 @@ def test_code_path_taken_only_where_it_applies(served: str, segments: Any) -> No
     for window in WINDOWS:
         taken = coded_partials(_query(window, "n"), connection(), _inputs(segments, window)) is not None
         assert taken == (served == "arrow" and window == "with_dim"), (served, window)
+
+
+def test_ties_at_the_cut_keep_the_smallest_strings(tmp_path: Path) -> None:
+    """Every value ties (and null with them): each segment keeps null, then the smallest strings,
+    though its copy's dictionary lists them in reverse order (codes rank opposite to strings)."""
+    inputs = []
+    for hour, names in enumerate([["k", "b", "x", "e", "q", "a"], ["z", "y", "c", "m", "d"]]):
+        values = [*names, None] * 2
+        interval = Interval(START + hour * HOUR, START + (hour + 1) * HOUR)
+        times = [interval.start + i for i in range(len(values))]
+        table = pa.table({"__time": pa.array(times, pa.timestamp("ms", tz="UTC")),
+                          "dim": pa.array(values, pa.string()), "n": pa.array([5] * len(values), pa.int64()),
+                          "v": pa.array([1.0] * len(values), pa.float64())})  # fmt: skip
+        path = tmp_path / f"tie{hour}" / "index.parquet"
+        path.parent.mkdir()
+        facts = {"dataSource": DS, "interval": str(interval), "version": VERSION, "queryGranularity": "none",
+                 "dimensions": [{"name": "dim", "type": "string"}], "metrics": [], "rollup": False}  # fmt: skip
+        write_segment_file(table, path, facts)
+        copy = mapped_copy(path)
+        assert mapped_source.register(str(path), _reencoded(copy, reverse=True))
+        inputs.append(
+            SegmentInput(f"tie_{hour}", SegmentDescriptor(interval, VERSION, 0), str(path), interval)
+        )
+    try:
+        query = _query("whole", "n")
+        assert coded_partials(query, connection(), inputs) is not None
+        got = {
+            (r["__segment"], r["d0"]) for r in run_partials(query, inputs).to_pylist() if r["a3"] is not None
+        }
+    finally:
+        for inp in inputs:
+            mapped_source.unregister(inp.path)
+    expected = {("tie_0", None), ("tie_0", "a"), ("tie_0", "b"), ("tie_0", "e"),
+                ("tie_1", None), ("tie_1", "c"), ("tie_1", "d"), ("tie_1", "m")}  # fmt: skip
+    assert got == expected
