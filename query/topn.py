@@ -227,19 +227,13 @@ class TopNQuery(Query):
             f"<= {keep} - c.__better)"
         )
 
-    def candidates_sql(self, grouped: str, by: str) -> str | None:
-        """`grouped` cut to rows that may be among a partition's (`by`) best `segment_keep`: every
-        value at least the keep-th best (ties at the cut all stay; nulls only when fewer than
-        `segment_keep` values exist). A superset of `cut_sql`'s rows, decided on values alone, so
-        it needs no dimension ordering. None where `cut_sql` would use the window (or not cut)."""
-        value, keep = self._rank_value_sql(), self.segment_keep
-        if value is None or isinstance(self.metric, InvertedMetric) or keep >= TOP_N_AGGREGATE_LIMIT:
+    def rank_column(self) -> str | None:
+        """The intermediate column `cut_sql` ranks by (its value as a double, NaN as null), where
+        it ranks descending; None where it ranks inverted, or does not cut in SQL."""
+        name = metric_name(self.metric)
+        if self._rank_value_sql() is None or isinstance(self.metric, InvertedMetric):
             return None
-        return (
-            f"WITH g AS MATERIALIZED ({grouped}), "
-            f"c AS (SELECT {by}, max({value}, {keep})[{keep}] AS __cut FROM g GROUP BY {by}) "
-            f"SELECT g.* FROM g JOIN c USING ({by}) WHERE c.__cut IS NULL OR {value} >= c.__cut"
-        )
+        return agg_col(next(i for i, a in enumerate(self.aggregations) if a.name == name))
 
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.cut(self.plan.merge(connection(), partials), self.segment_keep)

@@ -2,10 +2,10 @@
 
 A historical's Arrow copies hold string columns dictionary-encoded, one dictionary per segment.
 Grouping a request's segments on (segment ordinal, code) hashes two integers per row instead of
-a string, and a first cut on values alone (`TopNQuery.candidates_sql`) leaves about `segment_keep`
-rows per segment; only those are mapped back to strings, through their own segment's dictionary,
-and a segment left with more (ties at its cut) is cut exactly by `TopNQuery.top` (ties broken by
-the string, as `cut_sql` breaks them).
+a string. The grouped rows come back as Arrow; a first cut on values alone (`_candidates`, numpy)
+leaves about `segment_keep` rows per segment, only those are mapped back to strings through their
+own segment's dictionary, and a segment left with more (ties at its cut) is cut exactly by
+`TopNQuery.top` (ties broken by the string, as `cut_sql` breaks them).
 
 Taken only where it answers as the generic path (`grouping.group_rows` + `cut_sql`) does: a
 plain string dimension, `all` granularity, no virtual columns, every segment read whole from its
@@ -64,11 +64,11 @@ def coded_partials(
     if plan.filter is not None:
         relation = f"SELECT * FROM ({relation}) WHERE {plan.filter.to_sql(types)}"
     aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
-    grouped = f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2"
-    sql = query.candidates_sql(grouped, ORDINAL)
-    if sql is None:
+    column = query.rank_column()
+    if column is None:
         return None
-    candidates = run_arrow(conn, sql)
+    grouped = f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2"
+    candidates = _candidates(run_arrow(conn, grouped), column, query.segment_keep)
     table = _labelled(candidates, rows, dim.dimension)
     segments = table.column(SEGMENT_INDEX).to_numpy()
     ids = pa.array([i.segment_id for i in inputs], pa.string())
@@ -80,6 +80,31 @@ def coded_partials(
         cut = query.top(table.filter(over), query.segment_keep, per_segment=True)
         table = pa.concat_tables([table.filter(~over), cut])
     return stamp_window_starts(table, inputs) if table.num_rows else table
+
+
+def _candidates(grouped: pa.Table, column: str, keep: int) -> pa.Table:
+    """The rows of `grouped` that may be among their segment's best `keep` by `column` (descending,
+    null and NaN last): every value at least the segment's keep-th best (ties at the cut all stay;
+    nulls only where fewer than `keep` values exist). Decided on values alone: a superset of the
+    cut, which needs no string order. Ranked as doubles: rounding keeps the order, so no row of the
+    exact cut is lost."""
+    ordinals = grouped.column(ORDINAL).to_numpy()
+    values = grouped.column(column).cast(pa.float64()).to_numpy(zero_copy_only=False)
+    values = np.where(np.isnan(values), -np.inf, values)  # null and NaN: ranked last
+    order = np.argsort(ordinals, kind="stable")
+    sorted_ordinals = ordinals[order]
+    changes = np.flatnonzero(sorted_ordinals[1:] != sorted_ordinals[:-1]) + 1
+    bounds = [0, *changes.tolist(), len(order)] if len(order) else [0]
+    kept = np.ones(len(order), bool)
+    for begin, end in itertools.pairwise(bounds):
+        mine = values[order[begin:end]]
+        if end - begin <= keep:
+            continue
+        cut = -np.partition(-mine, keep - 1)[keep - 1]
+        if cut == -np.inf:
+            continue  # fewer than `keep` values: every row, nulls too, may be kept
+        kept[order[begin:end]] = mine >= cut
+    return grouped.filter(pa.array(kept))
 
 
 def _whole_coded(

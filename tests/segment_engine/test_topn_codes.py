@@ -53,7 +53,10 @@ def _rows(hour: int, seed: int, *, dim: bool = True) -> pa.Table:
     if dim:
         columns["dim"] = pa.array(picked, pa.string())
     columns["n"] = pa.array(n, pa.int64())
-    columns["v"] = pa.array(rng.random(len(picked)) * 10, pa.float64())
+    v = rng.random(len(picked)) * 10
+    if hour in (1, 2):  # a NaN sum, ranked as null (last)
+        v[[i for i, p in enumerate(picked) if p == names[2]]] = np.nan
+    columns["v"] = pa.array(v, pa.float64())
     return pa.table(columns)
 
 
@@ -190,23 +193,28 @@ def _expected(
 ) -> set[tuple[Any, ...]]:
     start, end = WINDOWS[window]
     rows = oracle.execute(
-        f"""SELECT seg, dim, rows, n, round(v, 6) FROM (
+        f"""SELECT seg, dim, rows, n, v FROM (
               SELECT seg, dim, count(*) AS rows, sum(n) AS n, sum(v) AS v FROM raw
               WHERE t >= {start} AND t < {end} AND {where} AND seg != '{LEFT_OUT.get(window, "")}'
               GROUP BY seg, dim)
-            QUALIFY row_number() OVER (PARTITION BY seg ORDER BY {metric} DESC NULLS LAST,
+            QUALIFY row_number() OVER (PARTITION BY seg ORDER BY
+                CASE WHEN isnan(CAST({metric} AS DOUBLE)) THEN NULL ELSE {metric} END DESC NULLS LAST,
                                        dim ASC NULLS FIRST) <= {KEEP}"""
     ).fetchall()
-    return set(rows)
+    return {(*r[:4], _number(r[4])) for r in rows}
+
+
+def _number(x: float) -> float | str:
+    return "NaN" if x != x else round(x, 6)
 
 
 def _got(table: pa.Table) -> set[tuple[Any, ...]]:
     ranked = [r for r in table.to_pylist() if r["a3"] is not None]  # markers carry no row count
-    return {(r["__segment"], r["d0"], r["a0"], r["a1"], round(r["a2"], 6)) for r in ranked}
+    return {(r["__segment"], r["d0"], r["a0"], r["a1"], _number(r["a2"])) for r in ranked}
 
 
 @pytest.mark.parametrize("window", list(WINDOWS))
-@pytest.mark.parametrize("metric", ["n", "rows"])
+@pytest.mark.parametrize("metric", ["n", "rows", "v"])
 @pytest.mark.parametrize(
     "flt,where",
     [(None, "true"), ({"type": "bound", "dimension": "n", "lower": "1", "ordering": "numeric"}, "n >= 1"),
@@ -229,36 +237,50 @@ def test_code_path_taken_only_where_it_applies(served: str, segments: Any) -> No
         assert taken == (served == "arrow" and window == "with_dim"), (served, window)
 
 
-def test_ties_at_the_cut_keep_the_smallest_strings(tmp_path: Path) -> None:
-    """Every value ties (and null with them): each segment keeps null, then the smallest strings,
-    though its copy's dictionary lists them in reverse order (codes rank opposite to strings)."""
+def _kept(
+    tmp_path: Path, metric: str, shapes: list[tuple[list[str | None], list[float]]]
+) -> set[tuple[str, Any]]:
+    """(segment, value) of the ranked rows of the partials of one hand-made segment per shape
+    (dimension values, `v` per row; `n` 5 each), served from copies whose dictionaries list the
+    strings in reverse order (codes rank opposite to strings); the code path must be taken."""
     inputs = []
-    for hour, names in enumerate([["k", "b", "x", "e", "q", "a"], ["z", "y", "c", "m", "d"]]):
-        values = [*names, None] * 2
+    for hour, (values, v) in enumerate(shapes):
         interval = Interval(START + hour * HOUR, START + (hour + 1) * HOUR)
         times = [interval.start + i for i in range(len(values))]
         table = pa.table({"__time": pa.array(times, pa.timestamp("ms", tz="UTC")),
                           "dim": pa.array(values, pa.string()), "n": pa.array([5] * len(values), pa.int64()),
-                          "v": pa.array([1.0] * len(values), pa.float64())})  # fmt: skip
-        path = tmp_path / f"tie{hour}" / "index.parquet"
+                          "v": pa.array(v, pa.float64())})  # fmt: skip
+        path = tmp_path / f"hand{hour}" / "index.parquet"
         path.parent.mkdir()
         facts = {"dataSource": DS, "interval": str(interval), "version": VERSION, "queryGranularity": "none",
                  "dimensions": [{"name": "dim", "type": "string"}], "metrics": [], "rollup": False}  # fmt: skip
         write_segment_file(table, path, facts)
-        copy = mapped_copy(path)
-        assert mapped_source.register(str(path), _reencoded(copy, reverse=True))
-        inputs.append(
-            SegmentInput(f"tie_{hour}", SegmentDescriptor(interval, VERSION, 0), str(path), interval)
-        )
+        assert mapped_source.register(str(path), _reencoded(mapped_copy(path), reverse=True))
+        inputs.append(SegmentInput(f"s{hour}", SegmentDescriptor(interval, VERSION, 0), str(path), interval))
     try:
-        query = _query("whole", "n")
+        query = _query("whole", metric)
         assert coded_partials(query, connection(), inputs) is not None
-        got = {
-            (r["__segment"], r["d0"]) for r in run_partials(query, inputs).to_pylist() if r["a3"] is not None
-        }
+        table = run_partials(query, inputs)
     finally:
         for inp in inputs:
             mapped_source.unregister(inp.path)
-    expected = {("tie_0", None), ("tie_0", "a"), ("tie_0", "b"), ("tie_0", "e"),
-                ("tie_1", None), ("tie_1", "c"), ("tie_1", "d"), ("tie_1", "m")}  # fmt: skip
-    assert got == expected
+    return {(r["__segment"], r["d0"]) for r in table.to_pylist() if r["a3"] is not None}
+
+
+def test_ties_at_the_cut_keep_the_smallest_strings(tmp_path: Path) -> None:
+    """Every value ties (and null with them): each segment keeps null, then the smallest strings."""
+    shapes: list[tuple[list[str | None], list[float]]] = []
+    for names in (["k", "b", "x", "e", "q", "a"], ["z", "y", "c", "m", "d"]):
+        values = [*names, None] * 2
+        shapes.append((values, [1.0] * len(values)))
+    expected = {("s0", None), ("s0", "a"), ("s0", "b"), ("s0", "e"),
+                ("s1", None), ("s1", "c"), ("s1", "d"), ("s1", "m")}  # fmt: skip
+    assert _kept(tmp_path, "n", shapes) == expected
+
+
+def test_nan_sums_rank_last_when_fewer_values_than_kept(tmp_path: Path) -> None:
+    """Two real (negative) sums and four NaN ones, keeping 4: both real ones, then the NaN ones
+    (ranked as null) by string."""
+    values: list[str | None] = ["f", "b", "e", "a", "d", "c"]
+    v = [-2.0, -1.0, float("nan"), float("nan"), float("nan"), float("nan")]
+    assert _kept(tmp_path, "v", [(values, v)]) == {("s0", "f"), ("s0", "b"), ("s0", "a"), ("s0", "c")}
