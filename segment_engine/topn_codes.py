@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Sequence
 
 import duckdb
@@ -33,9 +34,10 @@ from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, view
 from segment_engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
 
 _CODE = "__strata_code"
-_CHECKED = 4096  # copies whose dictionaries were checked, remembered (oldest forgotten first)
 _lock = threading.Lock()
-_checked: dict[tuple[int, str], tuple[pa.Table, pa.Array | None]] = {}
+# per registered copy, by column: its checked dictionary (or None). Weak, so a dropped segment's
+# mapped table is not pinned here once the requests reading it end.
+_checked: weakref.WeakKeyDictionary[MappedRows, dict[str, pa.Array | None]] = weakref.WeakKeyDictionary()
 
 
 def coded_partials(
@@ -139,10 +141,10 @@ def _dictionary(rows: MappedRows, column: str) -> pa.Array | None:
     """The one dictionary every chunk of `column` shares (empty when it has no chunk), or None when
     chunks differ or it repeats a value or holds a null (codes would then split a group). Checked
     once per copy."""
-    key = (id(rows.table), column)
     with _lock:
-        if key in _checked:
-            return _checked[key][1]
+        known = _checked.get(rows, {})
+        if column in known:
+            return known[column]
     chunks = rows.table.column(column).chunks
     found: pa.Array | None = chunks[0].dictionary if chunks else pa.array([], pa.string())
     for chunk in chunks[1:]:
@@ -151,9 +153,7 @@ def _dictionary(rows: MappedRows, column: str) -> pa.Array | None:
     if found is not None and (found.null_count or pc.count_distinct(found).as_py() != len(found)):
         found = None
     with _lock:
-        _checked[key] = (rows.table, found)  # the table kept so its id stays its own
-        while len(_checked) > _CHECKED:
-            _checked.pop(next(iter(_checked)))
+        _checked.setdefault(rows, {})[column] = found
     return found
 
 

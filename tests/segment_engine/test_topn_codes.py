@@ -11,6 +11,8 @@ with different dictionaries, a dictionary repeating a value).
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -284,3 +286,23 @@ def test_nan_sums_rank_last_when_fewer_values_than_kept(tmp_path: Path) -> None:
     values: list[str | None] = ["f", "b", "e", "a", "d", "c"]
     v = [-2.0, -1.0, float("nan"), float("nan"), float("nan"), float("nan")]
     assert _kept(tmp_path, "v", [(values, v)]) == {("s0", "f"), ("s0", "b"), ("s0", "a"), ("s0", "c")}
+
+
+def test_a_dropped_copy_is_not_pinned(segments: Any) -> None:
+    """Once unregistered and its requests ended, a copy's mapped table can be freed: the code
+    path's remembered dictionary check does not hold it."""
+    inputs = _inputs(segments, "with_dim")
+    for inp in inputs:
+        assert mapped_source.register(inp.path, mapped_copy(Path(inp.path)))
+    try:
+        with mapped_source.request_views():  # as the engine runs a request
+            assert coded_partials(_query("with_dim", "n"), connection(), inputs) is not None
+        mapped = mapped_source.mapped(inputs[0].path)
+        assert mapped is not None
+        table = weakref.ref(mapped.table)
+        del mapped
+    finally:
+        for inp in inputs:
+            mapped_source.unregister(inp.path)
+    gc.collect()
+    assert table() is None
