@@ -227,6 +227,14 @@ class TopNQuery(Query):
             f"<= {keep} - c.__better)"
         )
 
+    def rank_column(self) -> str | None:
+        """The intermediate column `cut_sql` ranks by (its value as a double, NaN as null), where
+        it ranks descending; None where it ranks inverted, or does not cut in SQL."""
+        name = metric_name(self.metric)
+        if self._rank_value_sql() is None or isinstance(self.metric, InvertedMetric):
+            return None
+        return agg_col(next(i for i, a in enumerate(self.aggregations) if a.name == name))
+
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.cut(self.plan.merge(connection(), partials), self.segment_keep)
 

@@ -104,13 +104,15 @@ def mapped(path: str) -> MappedRows | None:
         return _tables.get(path)
 
 
-def view(rows: Sequence[MappedRows], columns: Sequence[str]) -> str:
+def view(rows: Sequence[MappedRows], columns: Sequence[str], codes: tuple[str, str] | None = None) -> str:
     """A DuckDB view (quoted name) over `columns` and `ORDINAL` of all `rows`, one table in order.
 
-    All `rows` must have the same types for `columns`. Registered on this thread's connection until
-    the enclosing `request_views` ends; the same rows and columns again in it reuse the view.
+    All `rows` must have the same types for `columns`. `codes` (column, name) adds the dictionary
+    indices of that dictionary column as `name` (each copy's codes point into its own dictionary).
+    Registered on this thread's connection until the enclosing `request_views` ends; the same rows
+    and columns again in it reuse the view.
     """
-    names = [*columns, ORDINAL]
+    names = [*columns, ORDINAL] + ([f"{codes[1]}={codes[0]}"] if codes else [])
     tables = tuple(r.table for r in rows)
     key = (tuple(map(id, tables)), tuple(names))
     state = _state()
@@ -141,12 +143,22 @@ def _recent_combined(key: _Key, tables: tuple[pa.Table, ...]) -> pa.Table:
 
 def _combined(tables: Sequence[pa.Table], names: Sequence[str]) -> pa.Table:
     """Columns `names` of `tables` as one table without copying rows; many tiny batches (thousands of
-    small segments) are merged into batches of `BATCH_ROWS`, as DuckDB pays per batch."""
+    small segments) are merged into batches of `BATCH_ROWS`, as DuckDB pays per batch. A name
+    `alias=column` is the dictionary indices of `column` (see `view`)."""
     first = tables[0].schema
-    arrays = [
-        pa.chunked_array([c for t in tables for c in t.column(n).chunks], first.field(n).type) for n in names
-    ]
-    table = pa.Table.from_arrays(arrays, names=list(names))
+    arrays = []
+    for n in names:
+        source = n.partition("=")[2]
+        if source:
+            kind = first.field(source).type.index_type
+            arrays.append(
+                pa.chunked_array([c.indices for t in tables for c in t.column(source).chunks], kind)
+            )
+        else:
+            arrays.append(
+                pa.chunked_array([c for t in tables for c in t.column(n).chunks], first.field(n).type)
+            )
+    table = pa.Table.from_arrays(arrays, names=[n.partition("=")[0] for n in names])
     chunks = table.column(0).num_chunks
     if chunks > 1 and table.num_rows < _SMALL_BATCH * chunks:
         merged = table.combine_chunks().to_batches(max_chunksize=BATCH_ROWS)

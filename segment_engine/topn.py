@@ -13,6 +13,7 @@ from query.topn import TopNQuery
 from segment_engine.grouping import cursor_frame, group_merged, group_rows
 from segment_engine.registry import executes
 from segment_engine.segment_input import SegmentInput
+from segment_engine.topn_codes import coded_partials
 
 
 def run_merged(query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
@@ -27,6 +28,9 @@ def run_partials(
     query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
     """Each segment's best `segment_keep` rows per bucket, as Druid's historicals trim them."""
+    coded = coded_partials(query, conn, inputs)
+    if coded is not None:
+        return query.with_markers(coded, cursor_frame(query.granularity, inputs), per_segment=True)
     grouped = group_rows(query.plan, conn, inputs, cut=partial(query.cut_sql, per_segment=True))
     # cut in DuckDB already: the broker's merge ranks, a partial's row order does not matter
     top = grouped if query.cuts_in_sql else query.top(grouped, query.segment_keep, per_segment=True)

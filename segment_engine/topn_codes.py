@@ -1,0 +1,180 @@
+"""Per-segment topN partials grouped on dictionary codes rather than strings.
+
+A historical's Arrow copies hold string columns dictionary-encoded, one dictionary per segment.
+Grouping a request's segments on (segment ordinal, code) hashes two integers per row instead of
+a string. The grouped rows come back as Arrow; a first cut on values alone (`_candidates`, numpy)
+leaves about `segment_keep` rows per segment, only those are mapped back to strings through their
+own segment's dictionary, and a segment left with more (ties at its cut) is cut exactly by
+`TopNQuery.top` (ties broken by the string, as `cut_sql` breaks them).
+
+Taken only where it answers as the generic path (`grouping.group_rows` + `cut_sql`) does: a
+plain string dimension, `all` granularity, no virtual columns, every segment read whole from its
+Arrow copy with the same column types, one dictionary per segment column. Else `None`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from query.aggregation_engine import BUCKET, agg_col, dim_col
+from query.base import SEGMENT_COLUMN
+from query.columns import SEGMENT_INDEX, TIME_COLUMN
+from query.duck import quote_ident, run_arrow
+from query.topn import TopNQuery
+from segment_engine.grouping import stamp_window_starts
+from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, view
+from segment_engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
+
+_CODE = "__strata_code"
+_lock = threading.Lock()
+# per registered copy, by column: its checked dictionary (or None). Weak, so a dropped segment's
+# mapped table is not pinned here once the requests reading it end.
+_checked: weakref.WeakKeyDictionary[MappedRows, dict[str, pa.Array | None]] = weakref.WeakKeyDictionary()
+
+
+def coded_partials(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table | None:
+    """Each segment's best `segment_keep` rows (as `run_partials` cuts them in SQL), or None where
+    this path does not apply."""
+    plan, dim = query.plan, query.dimension
+    if dim.extraction_fn is not None or dim.output_type != "STRING" or not plan.granularity.is_all:
+        return None
+    wanted = list(
+        dict.fromkeys([*plan.input_columns(), *(sorted(plan.filter.columns()) if plan.filter else [])])
+    )
+    if plan.virtual_columns.needed(wanted) or dim.dimension not in wanted:
+        return None
+    rows = _whole_coded(inputs, wanted, dim.dimension)
+    if rows is None:
+        return None
+    types = unified_types([read_schema(i.path) for i in inputs], wanted)
+    types[TIME_COLUMN] = "BIGINT"
+    others = [c for c in wanted if c not in (TIME_COLUMN, dim.dimension)]
+    projections = [ORDINAL, f"{_CODE}", f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
+                   f"{quote_ident(dim.dimension)}", *map(quote_ident, others)]  # fmt: skip
+    source = view(rows, [TIME_COLUMN, dim.dimension, *others], codes=(dim.dimension, _CODE))
+    relation = f"SELECT {', '.join(projections)} FROM {source}"
+    if plan.filter is not None:
+        relation = f"SELECT * FROM ({relation}) WHERE {plan.filter.to_sql(types)}"
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+    column = query.rank_column()
+    if column is None:
+        return None
+    grouped = f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2"
+    candidates = _candidates(run_arrow(conn, grouped), column, query.segment_keep)
+    table = _labelled(candidates, rows, dim.dimension)
+    segments = table.column(SEGMENT_INDEX).to_numpy()
+    ids = pa.array([i.segment_id for i in inputs], pa.string())
+    table = table.append_column(BUCKET, pa.array(np.zeros(table.num_rows, np.int64)))
+    table = plan._conform(table.append_column(SEGMENT_COLUMN, ids.take(table.column(SEGMENT_INDEX))))
+    # a segment with more candidates than it keeps has ties at its cut: ranked by the string too
+    over = np.bincount(segments)[segments] > query.segment_keep if len(segments) else np.zeros(0, bool)
+    if over.any():
+        cut = query.top(table.filter(over), query.segment_keep, per_segment=True)
+        table = pa.concat_tables([table.filter(~over), cut])
+    return stamp_window_starts(table, inputs) if table.num_rows else table
+
+
+def _candidates(grouped: pa.Table, column: str, keep: int) -> pa.Table:
+    """The rows of `grouped` that may be among their segment's best `keep` by `column` (descending,
+    null and NaN last): every value at least the segment's keep-th best (ties at the cut all stay;
+    nulls only where fewer than `keep` values exist). Decided on values alone: a superset of the
+    cut, which needs no string order. Ranked as doubles: rounding keeps the order, so no row of the
+    exact cut is lost."""
+    ordinals = grouped.column(ORDINAL).to_numpy()
+    values = grouped.column(column).cast(pa.float64()).to_numpy(zero_copy_only=False)
+    values = np.where(np.isnan(values), -np.inf, values)  # null and NaN: ranked last
+    order = np.argsort(ordinals, kind="stable")
+    sorted_ordinals = ordinals[order]
+    changes = np.flatnonzero(sorted_ordinals[1:] != sorted_ordinals[:-1]) + 1
+    bounds = [0, *changes.tolist(), len(order)] if len(order) else [0]
+    kept = np.ones(len(order), bool)
+    for begin, end in itertools.pairwise(bounds):
+        mine = values[order[begin:end]]
+        if end - begin <= keep:
+            continue
+        cut = -np.partition(-mine, keep - 1)[keep - 1]
+        if cut == -np.inf:
+            continue  # fewer than `keep` values: every row, nulls too, may be kept
+        kept[order[begin:end]] = mine >= cut
+    return grouped.filter(pa.array(kept))
+
+
+def _whole_coded(
+    inputs: Sequence[SegmentInput], wanted: Sequence[str], column: str
+) -> list[MappedRows] | None:
+    """The Arrow copies of `inputs` when all are read whole, each once, with the same types for
+    `wanted` and `column` a dictionary of strings with one dictionary per copy; else None."""
+    out: list[MappedRows] = []
+    ids: set[str] = set()
+    layout = None
+    for inp in inputs:
+        rows = mapped(inp.path)
+        if rows is None or not reads_whole(inp) or any(r is rows for r in out) or inp.segment_id in ids:
+            return None
+        if any(c not in rows.types for c in wanted):
+            return None
+        mine = tuple(rows.types[c] for c in (TIME_COLUMN, *wanted))
+        if layout is not None and mine != layout:
+            return None
+        layout = mine
+        kind = rows.types[column]
+        if not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
+            return None
+        if _dictionary(rows, column) is None:
+            return None
+        out.append(rows)
+        ids.add(inp.segment_id)
+    return out
+
+
+def _dictionary(rows: MappedRows, column: str) -> pa.Array | None:
+    """The one dictionary every chunk of `column` shares (empty when it has no chunk), or None when
+    chunks differ or it repeats a value or holds a null (codes would then split a group). Checked
+    once per copy."""
+    with _lock:
+        known = _checked.get(rows, {})
+        if column in known:
+            return known[column]
+    chunks = rows.table.column(column).chunks
+    found: pa.Array | None = chunks[0].dictionary if chunks else pa.array([], pa.string())
+    for chunk in chunks[1:]:
+        if found is not None and chunk.dictionary is not found and not chunk.dictionary.equals(found):
+            found = None
+    if found is not None and (found.null_count or pc.count_distinct(found).as_py() != len(found)):
+        found = None
+    with _lock:
+        _checked.setdefault(rows, {})[column] = found
+    return found
+
+
+def _labelled(candidates: pa.Table, rows: Sequence[MappedRows], column: str) -> pa.Table:
+    """`candidates` (ordinal, code, aggregates) with `__segment_index` and the strings as `d0`."""
+    ordinals = candidates.column(ORDINAL).to_numpy()
+    codes = candidates.column(_CODE)
+    position = {r.ordinal: i for i, r in enumerate(rows)}
+    order = np.argsort(ordinals, kind="stable")
+    sorted_ordinals = ordinals[order]
+    codes = codes.combine_chunks().take(pa.array(order))
+    changes = np.flatnonzero(sorted_ordinals[1:] != sorted_ordinals[:-1]) + 1
+    bounds = [0, *changes.tolist(), len(order)] if len(order) else [0]
+    pieces, segment_index = [], np.empty(len(order), np.int64)
+    for begin, end in itertools.pairwise(bounds):
+        which = position[int(sorted_ordinals[begin])]
+        dictionary = _dictionary(rows[which], column)
+        assert dictionary is not None
+        pieces.append(pc.take(dictionary, codes.slice(begin, end - begin)))
+        segment_index[begin:end] = which
+    strings = pa.chunked_array(pieces, pa.string())  # Arrays: a list of ChunkedArrays converts per value
+    table = candidates.take(pa.array(order)).drop_columns([ORDINAL, _CODE])
+    table = table.add_column(0, dim_col(0), strings)
+    return table.add_column(0, SEGMENT_INDEX, pa.array(segment_index))
