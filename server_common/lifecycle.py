@@ -162,16 +162,21 @@ async def _begin_stop(server: Any, on_stop: Callable[[], Awaitable[None]] | None
     server.should_exit = True
 
 
-def _parent_gone() -> bool:
+def _watched_parent() -> int | None:
+    """The pid of the parent this process must not outlive, when one started it so."""
     raw = os.environ.get(PARENT_ENV)
-    return bool(raw and raw.isdigit() and os.getppid() != int(raw))
+    return int(raw) if raw and raw.isdigit() else None
+
+
+def _parent_gone() -> bool:
+    parent = _watched_parent()
+    return parent is not None and os.getppid() != parent
 
 
 def _watch_parent(on_exit: Callable[[], None]) -> asyncio.Task[None] | None:
-    raw = os.environ.get(PARENT_ENV)
-    if not raw or not raw.isdigit():
+    parent = _watched_parent()
+    if parent is None:
         return None
-    parent = int(raw)
 
     async def poll() -> None:
         while os.getppid() == parent:  # noqa: ASYNC110 - nothing to wait on: the kernel just reparents
