@@ -23,7 +23,7 @@ from historical_service.metrics import HistoricalMetrics
 from segment_engine import mapped_source
 from server_kit.announcer import SegmentAnnouncer
 from server_kit.served import ServedSegments
-from timeline import DataSegment
+from timeline import DataSegment, with_row_facts
 
 log = logging.getLogger(__name__)
 
@@ -139,12 +139,14 @@ class ControlLoop:
                     pending.cancel()
             results = await asyncio.gather(*(self.loader.load(s) for s in chunk), return_exceptions=True)
             ready = []
-            for segment, result in zip(chunk, results, strict=True):
+            for wanted, result in zip(chunk, results, strict=True):
                 if isinstance(result, LoadFailed):
                     self.metrics.load_failures.inc()
                     continue
                 if isinstance(result, BaseException):
                     raise result
+                # announced with its row count, so brokers count its rows without asking
+                segment = with_row_facts(wanted, result.facts)
                 self.served.add(segment, str(result.path))
                 if result.table is not None:  # queries scan the memory-mapped Arrow copy instead
                     mapped_source.register(str(result.path), result.table)

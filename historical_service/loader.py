@@ -24,7 +24,8 @@ from typing import Protocol
 import pyarrow as pa
 
 from historical_service.arrow_copy import mapped_copy, remove_copy
-from timeline import DataSegment
+from segment_engine.footer_answers import row_facts
+from timeline import DataSegment, RowFacts
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class Loaded:
     bytes: int
     seconds: float
     table: pa.Table | None = None  # the rows memory-mapped from the Arrow copy, queries read these
+    facts: RowFacts | None = None  # row count and time span from the footer, announced with it
 
 
 @dataclass(slots=True)
@@ -124,6 +126,7 @@ class SegmentLoader:
 
     def _load(self, segment: DataSegment) -> Loaded:
         loaded = self._pull(segment)
+        loaded = dataclasses.replace(loaded, facts=row_facts(str(loaded.path)))
         if not self.arrow:
             remove_copy(loaded.path)  # of an earlier run that served Arrow copies
             return loaded

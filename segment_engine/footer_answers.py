@@ -28,7 +28,7 @@ from query.columns import TIME_COLUMN
 from segment_engine.footer import Footer, read_footer
 from segment_engine.memory_source import is_memory
 from segment_engine.segment_input import SegmentInput, read_schema, unified_types
-from timeline import Interval
+from timeline import Interval, RowFacts
 
 
 class _Stats:
@@ -102,6 +102,26 @@ def split_footer_partials(
     return pa.Table.from_arrays(arrays, schema=schema), rest
 
 
+def footer_row_facts(footer: Footer) -> RowFacts | None:
+    """The row count and first/last `__time` the footer states exactly; None when it cannot
+    (statistics missing, or a null `__time` the statistics would not show)."""
+    if footer.num_rows == 0:
+        return RowFacts(0, None)
+    span = footer.time_span
+    time_stats = footer.column_stats(TIME_COLUMN)
+    if span is None or time_stats is None or time_stats.null_count:
+        return None
+    return RowFacts(footer.num_rows, span)
+
+
+def row_facts(path: str) -> RowFacts | None:
+    """What a historical announces of a segment file it loaded (None: unreadable or inexact)."""
+    try:
+        return footer_row_facts(read_footer(path))
+    except (OSError, ValueError):
+        return None
+
+
 class _NoAnswer(Exception):
     """The statistics cannot answer this segment exactly: scan it."""
 
@@ -114,12 +134,12 @@ def _segment_answer(
         footer = read_footer(inp.path)
     except (OSError, ValueError):
         return None  # let the scan report it
-    if footer.num_rows == 0:
-        return None, []
-    span = footer.time_span
-    time_stats = footer.column_stats(TIME_COLUMN)
-    if span is None or time_stats is None or time_stats.null_count:
+    facts = footer_row_facts(footer)
+    if facts is None:
         return None
+    span = facts.time_span
+    if span is None:
+        return None, []
     if not inp.interval.contains(Interval(span[0], span[1] + 1)):
         return None  # read in part: rows outside the window must not count
     granularity = plan.granularity

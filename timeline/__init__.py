@@ -8,6 +8,7 @@ from timeline.instant import format_instant, parse_instant
 from timeline.interval import ETERNITY, MAX_INSTANT, MIN_INSTANT, Interval, condense_intervals
 from timeline.partition_holder import PartitionHolder
 from timeline.period import Period
+from timeline.row_facts import RowFacts, with_row_facts
 from timeline.segment import DataSegment, SegmentDescriptor
 from timeline.shard_spec import PartitionChunk, ShardSpec
 from timeline.versioned_timeline import (
@@ -29,6 +30,7 @@ __all__ = [
     "PartitionChunk",
     "PartitionHolder",
     "Period",
+    "RowFacts",
     "SegmentDescriptor",
     "ShardSpec",
     "TimelineObjectHolder",
@@ -37,4 +39,5 @@ __all__ = [
     "format_instant",
     "parse_granularity",
     "parse_instant",
+    "with_row_facts",
 ]

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from kazoo.client import KazooClient
@@ -18,7 +19,14 @@ from discovery import ZkPaths
 from harness.processes import StrataProcess
 from storage import LocalDeepStorage, open_metadata_store
 from storage.segment_file import write_segment_file
-from timeline import DataSegment, Interval, ShardSpec, format_instant
+from timeline import DataSegment, Interval, RowFacts, ShardSpec, format_instant, with_row_facts
+
+
+def as_published(announced: dict[str, Any]) -> dict[str, Any]:
+    """An announced segment's JSON without the row facts the historical adds (it must have them)."""
+    segment = DataSegment.from_json(announced)
+    assert RowFacts.of(segment) is not None, f"{segment.id} announced without its row count"
+    return with_row_facts(segment, None).to_json()
 
 
 def build_segment(deep: LocalDeepStorage, data_source: str, day: int, *, version: str = "2024-01-01T00:00:00.000Z",

@@ -18,6 +18,7 @@ from discovery import ZkPaths
 from storage import open_metadata_store
 from tests.historical.segment_factory import (
     HistoricalCluster,
+    as_published,
     build_segment,
     kazoo,
     served_ids,
@@ -57,7 +58,9 @@ def test_two_historicals_announce_in_druid_layout(zk_hosts: str, tmp_path: Path,
                     data, stat = zk.get(f"{folder}/{batch}")
                     assert stat.ephemeralOwner != 0
                     for item in orjson.loads(data):
-                        assert item == expected[item["identifier"]]  # as published in the metadata store
+                        # as published in the metadata store, plus the row count and time span read
+                        # from the file (checked against its rows in tests/segment_engine)
+                        assert as_published(item) == expected[item["identifier"]]
             for node in nodes:
                 node.wait_http("/status/ready", timeout=30)
         if replicas == 1:

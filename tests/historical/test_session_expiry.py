@@ -24,7 +24,7 @@ from kazoo.client import KazooClient
 from discovery import ZkPaths
 from harness.processes import StrataProcess
 from strata.local_servers import ZooKeeperServer, free_port
-from tests.historical.segment_factory import HistoricalCluster, kazoo, unique_base, wait_until
+from tests.historical.segment_factory import HistoricalCluster, as_published, kazoo, unique_base, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -47,7 +47,7 @@ def announced(zk: KazooClient, paths: ZkPaths, server: str) -> tuple[Any, int, d
             return None
         if batch_stat.ephemeralOwner != stat.ephemeralOwner:
             return None  # a batch of the old session not yet removed
-        segments.update({item["identifier"]: item for item in orjson.loads(raw)})
+        segments.update({item["identifier"]: as_published(item) for item in orjson.loads(raw)})
     return orjson.loads(data), stat.ephemeralOwner, segments
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from query import parse_query
 from segment_engine import SegmentInput, run_merged, run_partials, run_to_json
-from segment_engine.footer_answers import ANSWERED
+from segment_engine.footer_answers import ANSWERED, row_facts
 from tests.query.segment_fixtures import clip, write_segments
-from timeline import Interval, format_instant
+from timeline import Interval, RowFacts, format_instant
 
 START = 1_577_836_800_000  # 2020-01-01
 HOUR = 3_600_000
@@ -239,3 +239,18 @@ def test_footer_parsed_once(
 
     monkeypatch.setattr("segment_engine.footer.pq.read_metadata", no_io)
     assert run_to_json(parsed, inputs) == first
+
+
+def test_announced_row_facts_are_the_files_row_count_and_time_span(
+    data: tuple[pa.Table, list[SegmentInput]], tmp_path: Path
+) -> None:
+    """What a historical announces: checked against the rows themselves, read whole."""
+    for inp in data[1]:
+        times = pq.read_table(inp.path).column("__time").cast(pa.int64()).to_pylist()
+        assert row_facts(inp.path) == RowFacts(len(times), (min(times), max(times)))
+    table = pq.read_table(data[1][0].path)
+    pq.write_table(table, tmp_path / "nostats.parquet", write_statistics=False)
+    assert row_facts(str(tmp_path / "nostats.parquet")) is None  # unknown: never guessed
+    pq.write_table(table.slice(0, 0), tmp_path / "empty.parquet")
+    assert row_facts(str(tmp_path / "empty.parquet")) == RowFacts(0, None)
+    assert row_facts(str(tmp_path / "absent.parquet")) is None
