@@ -29,6 +29,11 @@ class BrokerMetrics:
         self.segments_queried = Counter(
             "strata_broker_segments_queried", "Segments read per query (cached or fetched)", registry=r
         )
+        self.segments_from_metadata = Counter(
+            "strata_broker_segments_from_metadata",
+            "Segments whose rows were counted from the row counts historicals announce, unasked",
+            registry=r,
+        )
         self.node_request_seconds = Histogram(
             "strata_broker_node_request_seconds",
             "Time of one request to a data node",

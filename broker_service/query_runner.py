@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
+from broker_service.metadata_answers import metadata_answerable, split_metadata_partials
 from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
 from broker_service.scatter import Scatter
@@ -152,10 +153,18 @@ class QueryRunner:
                 if cached is not None:
                     return QueryResult(None, context, body=cached, etag=etag)
         by_segment = query.context.by_segment
+        tasks: Sequence[SegmentTask] = plan.tasks
+        from_metadata: list[pa.Table] = []
+        if metadata_answerable(query):
+            counted, tasks, answered = split_metadata_partials(query, plan.tasks)
+            from_metadata = [counted] if counted is not None else []
+            if answered:
+                log.debug("query %s: %d of %d segments counted from announced row counts",
+                          query.context.query_id, answered, len(plan.tasks))  # fmt: skip
+                if self.metrics is not None:
+                    self.metrics.segments_from_metadata.inc(answered)
         lookup = (
-            CacheLookup(to_fetch=list(plan.tasks))
-            if by_segment
-            else await self.cache_policy.lookup(query, plan.tasks)
+            CacheLookup(to_fetch=list(tasks)) if by_segment else await self.cache_policy.lookup(query, tasks)
         )
 
         def time_left() -> float | None:
@@ -186,13 +195,13 @@ class QueryRunner:
             self.metrics.missing_segments.inc(len(gathered.missing))
         if gathered.missing:
             self._handle_missing(query, gathered.missing, gathered.last_remote_error, context)
-        rows = sum(t.num_rows for t in gathered.tables) + sum(t.num_rows for t in hits)
+        rows = sum(t.num_rows for t in [*gathered.tables, *hits, *from_metadata])
         if rows > self.limits.max_gathered_rows:
             raise ResourceLimitExceeded(
                 f"Query [{query.context.query_id}] gathered {rows} partial rows from data nodes, over the "
                 f"limit of {self.limits.max_gathered_rows}; narrow the intervals or filter"
             )
-        partials = [*hits, *gathered.tables]
+        partials = [*hits, *gathered.tables, *from_metadata]
         if by_segment:
             results, body = await loop.run_in_executor(
                 self.merge_pool, _by_segment_results, query, gathered.fetched, partials

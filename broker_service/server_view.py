@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from discovery.server_metadata import ServerMetadata
-from timeline import DataSegment, VersionedIntervalTimeline
+from timeline import DataSegment, RowFacts, VersionedIntervalTimeline
 
 
 class LoadGauge(Protocol):
@@ -40,27 +40,43 @@ NO_LOAD: LoadGauge = _NoLoad()
 class ServerSelector:
     """One segment and the servers announcing it; picks one server per query."""
 
-    __slots__ = ("_historical", "_servers", "segment")
+    __slots__ = ("_announced_facts", "_historical", "_row_facts", "_servers", "segment")
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
         self._servers: dict[str, ServerMetadata] = {}
+        self._announced_facts: dict[str, RowFacts | None] = {}  # server name -> what it announced
         self._historical = False
+        self._row_facts: RowFacts | None = None
 
     @property
     def servers(self) -> Mapping[str, ServerMetadata]:
         return MappingProxyType(self._servers)
 
-    def set_server(self, server: ServerMetadata) -> None:
+    def set_server(self, server: ServerMetadata, announced: DataSegment | None = None) -> None:
+        """`announced`: the segment as this server announced it (None: a server re-described)."""
         self._servers[server.name] = server
+        if announced is not None or server.name not in self._announced_facts:
+            self._announced_facts[server.name] = RowFacts.of(announced or self.segment)
         self._servers_changed()
 
     def remove_server(self, name: str) -> None:
         self._servers.pop(name, None)
+        self._announced_facts.pop(name, None)
         self._servers_changed()
 
     def _servers_changed(self) -> None:
         self._historical = any(s.is_historical for s in self._servers.values())
+        facts = set(self._announced_facts.values())
+        only = facts.pop() if len(facts) == 1 else None
+        every_historical = bool(self._servers) and all(s.is_historical for s in self._servers.values())
+        self._row_facts = only if every_historical else None
+
+    @property
+    def row_facts(self) -> RowFacts | None:
+        """The segment's row count and time span, when every server serving it is a historical
+        and all announced the same ones (None otherwise: a real-time node's rows still change)."""
+        return self._row_facts
 
     @property
     def is_historical(self) -> bool:
@@ -150,7 +166,7 @@ class BrokerServerView:
             if timeline is None:
                 timeline = self._timelines[segment.data_source] = VersionedIntervalTimeline()
             timeline.add_segment(segment, selector)
-        selector.set_server(server)
+        selector.set_server(server, segment)
         self.version += 1
 
     def remove_segment(self, server_name: str, segment_id: str, *, vanished: bool = False) -> None:
