@@ -5,13 +5,14 @@ its Parquet footer at load, see `timeline.row_facts`). An unfiltered `count` ove
 whole needs nothing else: the broker builds the per-segment partials a historical would have
 sent (`__segment`, `__bucket` = first row time, the count) and merges them with the rest as
 usual, so the answer is the scatter path's, byte for byte. On a small machine the two HTTP hops
-and three processes waiting for cores cost several times the count itself.
+and three processes waiting for cores cost several times the count itself. An unfiltered
+timeBoundary and dataSourceMetadata take the same facts (each segment's first and last row).
 
-Only exactly answerable segments are taken: the query is a timeseries of `count` and long/double
-min/max of `__time` (post-aggregators allowed) at granularity `all`, without filter, virtual
-columns, a query dataSource or `bySegment`; the segment is served only by historicals that
-announced the same facts, appears once in the plan, and its rows all lie inside the interval it
-is read under. Every other segment goes to the data nodes. Pure logic, no I/O.
+Only exactly answerable segments are taken: a timeseries of `count` and long/double min/max of
+`__time` (post-aggregators allowed) at granularity `all`, without filter or virtual columns; no
+query dataSource, no `bySegment`; the segment is served only by historicals that announced the
+same facts, appears once in the plan, and its rows all lie inside the interval it is read under.
+Every other segment goes to the data nodes. Pure logic, no I/O.
 """
 
 from __future__ import annotations
@@ -23,17 +24,28 @@ from typing import TypeGuard
 import pyarrow as pa
 
 from broker_service.segment_plan import SegmentTask
-from query import Query
+from query import SEGMENT_COLUMN, Query
 from query.aggregators import Aggregator
 from query.aggregators.simple import CountAggregator, NumericAggregator
 from query.columns import TIME_COLUMN
+from query.datasource_metadata import DataSourceMetadataQuery
+from query.time_boundary import MAX_TIME, MIN_TIME, TimeBoundaryQuery
 from query.timeseries import TimeseriesQuery
 from timeline import Interval, RowFacts
 
+Answered = TimeseriesQuery | TimeBoundaryQuery | DataSourceMetadataQuery
+_Whole = list[tuple[str, RowFacts, tuple[int, int]]]  # segments read whole: (id, facts, time span)
 
-def metadata_answerable(query: Query) -> TypeGuard[TimeseriesQuery]:
-    """Whether the query's shape lets announced row counts answer it (segments aside)."""
-    if type(query) is not TimeseriesQuery or query.inner is not None or query.context.by_segment:
+
+def metadata_answerable(query: Query) -> TypeGuard[Answered]:
+    """Whether the query's shape lets announced facts answer it (segments aside)."""
+    if query.inner is not None or query.context.by_segment:
+        return False
+    if type(query) is DataSourceMetadataQuery:
+        return True
+    if type(query) is TimeBoundaryQuery:
+        return query.filter is None
+    if type(query) is not TimeseriesQuery:
         return False
     if query.filter is not None or query.virtual_columns or not query.granularity.is_all:
         return False
@@ -52,16 +64,8 @@ def _from_facts(agg: Aggregator) -> bool:
     )
 
 
-def _value(agg: Aggregator, facts: RowFacts, span: tuple[int, int]) -> int | float:
-    if isinstance(agg, CountAggregator):
-        return facts.num_rows
-    assert isinstance(agg, NumericAggregator)
-    value = span[0] if agg.op == "min" else span[1]
-    return float(value) if agg.kind == "double" else value
-
-
 def split_metadata_partials(
-    query: TimeseriesQuery, tasks: Sequence[SegmentTask]
+    query: Answered, tasks: Sequence[SegmentTask]
 ) -> tuple[pa.Table | None, list[SegmentTask], int]:
     """The per-segment partials of the segments announced facts answer (None when there are no
     rows to report), the segments left for the data nodes, and how many segments were answered.
@@ -69,9 +73,7 @@ def split_metadata_partials(
     A segment without rows gives no partial row, as a historical's cursor finds no bucket there.
     """
     times = Counter(t.segment_id for t in tasks)
-    segments: list[str] = []
-    buckets: list[int] = []
-    values: list[list[int | float]] = [[] for _ in query.aggregations]
+    whole: _Whole = []
     rest: list[SegmentTask] = []
     for task in tasks:
         facts = task.selector.row_facts
@@ -84,14 +86,41 @@ def split_metadata_partials(
         if not task.descriptor.interval.contains(Interval(span[0], span[1] + 1)):
             rest.append(task)  # read in part: rows outside the interval must not count
             continue
-        segments.append(task.segment_id)
-        buckets.append(span[0])  # an `all` cursor starts at the first row in the window
-        for column, agg in zip(values, query.aggregations, strict=True):
-            column.append(_value(agg, facts, span))
+        whole.append((task.segment_id, facts, span))
     answered = len(tasks) - len(rest)
-    if not segments:
+    if not whole:
         return None, rest, answered
+    if isinstance(query, TimeseriesQuery):
+        return _timeseries_partials(query, whole), rest, answered
+    return _extremes_partials(whole), rest, answered
+
+
+def _timeseries_partials(
+    query: TimeseriesQuery, whole: list[tuple[str, RowFacts, tuple[int, int]]]
+) -> pa.Table:
+    """`group_rows`' shape: `__segment`, `__bucket` (an `all` cursor starts at the first row in
+    the window), then each aggregator's intermediate."""
     schema = query.plan.schema()
-    arrays = [pa.array(segments, pa.string()), pa.array(buckets, pa.int64())]
-    arrays += [pa.array(column, f.type) for column, f in zip(values, list(schema)[2:], strict=True)]
-    return pa.Table.from_arrays(arrays, schema=schema), rest, answered
+    arrays = [pa.array([w[0] for w in whole], pa.string()), pa.array([w[2][0] for w in whole], pa.int64())]
+    for agg, f in zip(query.aggregations, list(schema)[2:], strict=True):
+        arrays.append(pa.array([_value(agg, facts, span) for _, facts, span in whole], f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _value(agg: Aggregator, facts: RowFacts, span: tuple[int, int]) -> int | float:
+    if isinstance(agg, CountAggregator):
+        return facts.num_rows
+    assert isinstance(agg, NumericAggregator)
+    value = span[0] if agg.op == "min" else span[1]
+    return float(value) if agg.kind == "double" else value
+
+
+def _extremes_partials(whole: _Whole) -> pa.Table:
+    """timeBoundary's and dataSourceMetadata's shape: each segment's first and last row time."""
+    return pa.table(
+        {
+            SEGMENT_COLUMN: pa.array([w[0] for w in whole], pa.string()),
+            MIN_TIME: pa.array([w[2][0] for w in whole], pa.int64()),
+            MAX_TIME: pa.array([w[2][1] for w in whole], pa.int64()),
+        }
+    )

@@ -31,7 +31,7 @@ class BrokerMetrics:
         )
         self.segments_from_metadata = Counter(
             "strata_broker_segments_from_metadata",
-            "Segments whose rows were counted from the row counts historicals announce, unasked",
+            "Segments answered from the row counts and times historicals announce, no data node asked",
             registry=r,
         )
         self.node_request_seconds = Histogram(

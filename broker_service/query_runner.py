@@ -159,7 +159,7 @@ class QueryRunner:
             counted, tasks, answered = split_metadata_partials(query, plan.tasks)
             from_metadata = [counted] if counted is not None else []
             if answered:
-                log.debug("query %s: %d of %d segments counted from announced row counts",
+                log.debug("query %s: %d of %d segments answered from announced row counts and times",
                           query.context.query_id, answered, len(plan.tasks))  # fmt: skip
                 if self.metrics is not None:
                     self.metrics.segments_from_metadata.inc(answered)

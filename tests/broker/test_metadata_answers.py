@@ -84,6 +84,24 @@ def test_first_and_last_row_times_are_the_announced_spans_extremes() -> None:
                         "result": {"lo": min(firsts), "rows": 107, "hi": float(max(lasts))}}]  # fmt: skip
 
 
+@pytest.mark.parametrize("body", [{"queryType": "timeBoundary"}, {"queryType": "timeBoundary", "bound": "maxTime"},
+                                  {"queryType": "dataSourceMetadata"}])  # fmt: skip
+def test_time_boundary_and_datasource_metadata_are_the_announced_extremes(body: dict[str, Any]) -> None:
+    query = parse_query({"dataSource": "wiki", **body})
+    results, answered, left = _answer(_view(), query)
+    first = min(parse_instant(f) for _, f, _ in FACTS if f is not None)
+    last = max(parse_instant(f) for _, _, f in FACTS if f is not None)
+    assert (answered, left) == (3, 0)
+    if body["queryType"] == "dataSourceMetadata":
+        want = {"timestamp": format_instant(last), "result": {"maxIngestedEventTime": format_instant(last)}}
+    elif body.get("bound") == "maxTime":
+        want = {"timestamp": format_instant(last), "result": {"maxTime": format_instant(last)}}
+    else:
+        want = {"timestamp": format_instant(first),
+                "result": {"minTime": format_instant(first), "maxTime": format_instant(last)}}  # fmt: skip
+    assert results == [want]
+
+
 def test_post_aggregators_over_the_count_and_replicas_that_agree_are_fine() -> None:
     post = [{"type": "arithmetic", "name": "twice", "fn": "+",
              "fields": [{"type": "fieldAccess", "fieldName": "rows"}, {"type": "fieldAccess", "fieldName": "rows"}]}]  # fmt: skip
@@ -173,7 +191,8 @@ def test_other_timeseries_shapes_are_not_answered_from_metadata(fields: dict[str
         {"queryType": "timeseries", "granularity": "all", "aggregations": [{"type": "count", "name": "c"}],
          "dataSource": {"type": "query", "query": {"queryType": "groupBy", "dataSource": "wiki", "granularity": "all",
                                                    "intervals": [ETERNITY], "dimensions": ["page"]}}},
-        {"queryType": "timeBoundary"},
+        {"queryType": "timeBoundary", "filter": {"type": "selector", "dimension": "page", "value": "x"}},
+        {"queryType": "timeBoundary", "context": {"bySegment": True}},
     ],
 )  # fmt: skip
 def test_other_query_types_and_query_datasources_are_not_answered(body: dict[str, Any]) -> None:

@@ -172,6 +172,40 @@ def test_first_and_last_row_times_come_from_metadata_too(env: dict[str, Any]) ->
     assert after[0] == before[0] and after[1] > before[1]
 
 
+@pytest.mark.parametrize("bound", [None, "minTime", "maxTime"])
+def test_time_boundary_comes_from_metadata_and_matches_the_scan(
+    env: dict[str, Any], bound: str | None
+) -> None:
+    broker, rows = env["broker"], env["rows"]
+    body: dict[str, Any] = {
+        "queryType": "timeBoundary",
+        "dataSource": DS,
+        **({"bound": bound} if bound else {}),
+    }
+    before = _metrics(broker)
+    ours = query(broker, body)
+    after = _metrics(broker)
+    theirs = query(broker, {**body, "filter": KEEP_ALL})  # scanned on the historicals
+    ((first, last),) = raw("SELECT epoch_ms(min(ts::TIMESTAMP)), epoch_ms(max(ts::TIMESTAMP)) FROM RAW", rows)
+    lo, hi = format_instant(first), format_instant(last)
+    result = {"minTime": lo, "maxTime": hi} if bound is None else {bound: lo if bound == "minTime" else hi}
+    assert ours.json() == [{"timestamp": hi if bound == "maxTime" else lo, "result": result}]
+    assert ours.content == theirs.content
+    assert after[0] == before[0] and after[1] > before[1]
+
+
+def test_datasource_metadata_comes_from_metadata(env: dict[str, Any]) -> None:
+    broker, rows = env["broker"], env["rows"]
+    before = _metrics(broker)
+    resp = query(broker, {"queryType": "dataSourceMetadata", "dataSource": DS})
+    after = _metrics(broker)
+    ((last,),) = raw("SELECT epoch_ms(max(ts::TIMESTAMP)) FROM RAW", rows)
+    assert resp.json() == [
+        {"timestamp": format_instant(last), "result": {"maxIngestedEventTime": format_instant(last)}}
+    ]
+    assert after[0] == before[0] and after[1] > before[1]
+
+
 def test_sql_count_star_is_answered_from_metadata(env: dict[str, Any]) -> None:
     broker, rows = env["broker"], env["rows"]
     sql = {"query": f"SELECT COUNT(*) AS c FROM {DS}"}
