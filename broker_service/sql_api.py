@@ -88,7 +88,7 @@ class BrokerCatalog:
                     "version": seg.version,
                     "partition_num": seg.partition_num,
                     "num_replicas": len(sel.servers),
-                    "num_rows": None,
+                    "num_rows": facts.num_rows if (facts := sel.row_facts) is not None else None,
                     "is_published": 1,
                     "is_available": int(bool(sel.servers)),
                     "is_realtime": int(not sel.is_historical),

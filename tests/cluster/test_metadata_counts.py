@@ -127,7 +127,7 @@ def test_counts_over_part_of_a_segment_or_filtered_ask_the_data_nodes(
     want = _want(rows, lo.rstrip("Z"), hi.rstrip("Z"), where)
     # the count only: a cut segment's row is stamped with the interval start (the scatter path's
     # rule), and `all` over segments with no matching row is one row of zero, as Druid's
-    assert [r["result"] for r in resp.json()] == [r["result"] for r in want] or [{"rows": 0}]
+    assert [r["result"] for r in resp.json()] == ([r["result"] for r in want] or [{"rows": 0}])
     assert after[0] > before[0], "the data nodes were not asked"
 
 
@@ -217,3 +217,15 @@ def test_sql_count_star_is_answered_from_metadata(env: dict[str, Any]) -> None:
     ((count,),) = raw("SELECT count(*) FROM RAW", rows)
     assert resp.json() == [{"c": count}]
     assert after[0] == before[0] and after[1] > before[1]
+
+
+def test_sys_segments_num_rows_is_each_visible_segments_row_count(env: dict[str, Any]) -> None:
+    """`sys.segments.num_rows` from the announced counts: per day, the visible rows DuckDB counts."""
+    broker, rows = env["broker"], env["rows"]
+    sql = {"query": f"SELECT \"start\", SUM(num_rows) AS n, COUNT(*) AS parts FROM sys.segments "
+                    f"WHERE datasource = '{DS}' GROUP BY 1 ORDER BY 1"}  # fmt: skip
+    resp = httpx.post(f"{broker.url}/druid/v2/sql/", json=sql, timeout=60)
+    assert resp.status_code == 200, resp.text
+    want = raw("SELECT strftime(ts::TIMESTAMP, '%Y-%m-%dT00:00:00.000Z'), count(*), "
+               "ceil(count(*) / 500) FROM RAW GROUP BY 1 ORDER BY 1", rows)  # fmt: skip
+    assert [(r["start"], r["n"], r["parts"]) for r in resp.json()] == [(d, n, int(p)) for d, n, p in want]
