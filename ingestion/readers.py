@@ -42,6 +42,7 @@ class Block:
     line_numbers: np.ndarray | None = None  # per row; None means first_line + row index
     problems: list[ParseProblem] = field(default_factory=list)
     progress_bytes: int = 0  # input bytes consumed by this block (for progress bars)
+    end_line: int = 0  # text input: the line number just past this block's lines
 
     def lines(self, rows: np.ndarray) -> np.ndarray:
         if self.line_numbers is not None:
@@ -95,14 +96,17 @@ class _Counting(io.RawIOBase):
         return n or 0
 
 
-def _line_chunks(f: InputFile, byte_range: tuple[int, int] | None = None) -> Iterator[tuple[bytes, int, int]]:
-    """(chunk of whole lines, line number of its first line, input bytes consumed) per chunk.
+def _line_chunks(
+    f: InputFile, byte_range: tuple[int, int] | None = None
+) -> Iterator[tuple[bytes, int, int, int]]:
+    """(chunk of whole lines, line number of its first line, input bytes consumed, newlines in
+    it) per chunk.
 
     `byte_range` (of an uncompressed file, cut after a newline) reads only `[start, end)`; its
     first line is then line 1.
     """
     if f.data is not None:
-        yield f.data, 1, len(f.data)
+        yield f.data, 1, len(f.data), f.data.count(b"\n")
         return
     assert f.path is not None
     with open(f.path, "rb") as raw:
@@ -135,11 +139,12 @@ def _line_chunks(f: InputFile, byte_range: tuple[int, int] | None = None) -> Ite
                 tail = data
                 continue
             chunk, tail = data[:cut], data[cut:]
-            yield chunk, line, counting.count - reported
+            newlines = chunk.count(b"\n")
+            yield chunk, line, counting.count - reported, newlines
             reported = counting.count
-            line += chunk.count(b"\n")
+            line += newlines
         if tail:
-            yield tail, line, counting.count - reported
+            yield tail, line, counting.count - reported, tail.count(b"\n")
 
 
 def _nonblank_lines(data: bytes, first_line: int) -> np.ndarray:
@@ -277,7 +282,7 @@ def _header(f: InputFile, fmt: InputFormat) -> tuple[list[str], int]:
     skip = fmt.skip_header_rows
     if not fmt.find_columns_from_header:
         return list(fmt.columns), skip
-    for chunk, _, _ in _line_chunks(f):
+    for chunk, _, _, _ in _line_chunks(f):
         lines = chunk.split(b"\n")
         if len(lines) > skip:
             header = lines[skip].decode("utf-8", "replace").rstrip("\r")
@@ -311,9 +316,9 @@ def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | No
             yield Block(part, f.name, row + 1, progress_bytes=size * part.num_rows // total)
         return
     if fmt.type == "json":
-        for chunk, line, consumed in _line_chunks(f, byte_range):
+        for chunk, line, consumed, newlines in _line_chunks(f, byte_range):
             block = read_json_block(chunk, f.name, line)
-            block.progress_bytes = consumed
+            block.progress_bytes, block.end_line = consumed, line + newlines
             yield block
         return
     names, header_lines = _header(f, fmt)
@@ -321,10 +326,11 @@ def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | No
         raise IngestionError(f"{f.name}: no column names for {fmt.type} input")
     if byte_range is not None and byte_range[0] > 0:
         header_lines = 0  # the header is at the file's start, in another split
-    for chunk, line, consumed in _line_chunks(f, byte_range):
+    for chunk, line, consumed, newlines in _line_chunks(f, byte_range):
+        end = line + newlines
         if line <= header_lines:
             skip = header_lines - line + 1
             chunk, line = _skip_lines(chunk, skip), line + skip
         block = read_delimited_block(chunk, f.name, line, fmt, names)
-        block.progress_bytes = consumed
+        block.progress_bytes, block.end_line = consumed, end
         yield block

@@ -44,7 +44,7 @@ from ingestion.readers import resolve_inputs
 from ingestion.rollup import CHUNK
 from ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments
 from ingestion.spec import DimensionSpec, IngestionSpec
-from ingestion.splits import InputSplit, count_lines, read_split, split_inputs
+from ingestion.splits import InputSplit, read_split, split_inputs
 from ingestion.summary import IngestionSummary, NoProgress, Progress
 from storage.deep_storage import LocalDeepStorage
 from storage.metadata_store import MetadataStore
@@ -270,9 +270,9 @@ def _read_split(
     out = job / "rows"
     out.mkdir(parents=True, exist_ok=True)
     stats = SplitStats(index, list(spec.dimensions.dimensions))
-    if split.byte_range is not None:
-        stats.lines = count_lines(split)
     for b, block in enumerate(read_split(split, spec.input_format)):
+        if split.byte_range is not None:  # the reader counts the range's lines as it goes
+            stats.lines = block.end_line - 1
         prepared = prepare_block(block, spec, stats.dimensions, allowed)
         stats.dimensions = prepared.dimensions
         stats.rows_read += prepared.rows_read

@@ -3,7 +3,7 @@
 - Parquet: runs of row groups of about `SPLIT_ROWS` rows (row numbers stay exact: the rows
   before a split are known from the footer).
 - Uncompressed text (json, csv, tsv): byte ranges of about `SPLIT_BYTES`, cut just after a
-  newline. A range's lines are numbered from 1; the task counts its lines (`count_lines`) and the
+  newline. A range's lines are numbered from 1; its reader counts them (`Block.end_line`) and the
   driver adds the lines of the ranges before it to every reported line number.
 - Compressed text and inline data: whole (a compressed stream cannot be entered in the middle).
 
@@ -122,23 +122,6 @@ def _text_splits(f: InputFile, split_bytes: int) -> list[InputSplit]:
             cuts.append(cut)
     cuts.append(size)
     return [InputSplit(f, byte_range=(lo, hi)) for lo, hi in pairwise(cuts)]
-
-
-def count_lines(split: InputSplit) -> int:
-    """Newlines in a text split's byte range (what the driver adds to later ranges' line numbers)."""
-    assert split.byte_range is not None and split.file.path is not None
-    lo, hi = split.byte_range
-    lines = 0
-    with open(split.file.path, "rb") as raw:
-        raw.seek(lo)
-        left = hi - lo
-        while left > 0:
-            data = raw.read(min(left, 16 << 20))
-            if not data:
-                break
-            lines += data.count(b"\n")
-            left -= len(data)
-    return lines
 
 
 def read_split(split: InputSplit, fmt: InputFormat) -> Iterator[Block]:

@@ -65,3 +65,30 @@ def test_text_splits_sized_for_slots(tmp_path, monkeypatch):
     spans = [r for r in ranges if r is not None]
     assert b"".join(data[lo:hi] for lo, hi in spans) == data
     assert all(data[hi - 1 : hi] == b"\n" for _, hi in spans)
+
+
+@pytest.mark.parametrize("chunk", [4096, 1 << 20])
+@pytest.mark.parametrize(("fmt", "tail"), [("json", "\n"), ("json", ""), ("csv", "\n"), ("csv", "")])
+def test_a_range_reader_counts_the_ranges_lines(tmp_path, monkeypatch, fmt, tail, chunk):
+    """The last block of a byte range ends past the range's lines (what the driver adds to later
+    ranges' line numbers), read in several chunks, with blank lines, a CSV header and a file that
+    may not end in a newline; the oracle counts newlines in the range's bytes."""
+    import ingestion.readers as readers
+
+    if fmt == "json":
+        lines = [f'{{"n": {i}, "s": "{"x" * (i % 37)}"}}' for i in range(3000)]
+    else:
+        lines = ["n,s"] + [f"{i},{'x' * (i % 37)}" for i in range(3000)]
+    lines[700] = lines[1900] = ""
+    path = tmp_path / f"in.{fmt}"
+    data = ("\n".join(lines) + tail).encode()
+    path.write_bytes(data)
+    monkeypatch.setattr(readers, "CHUNK_BYTES", chunk)
+    fmt_spec = InputFormat(fmt, find_columns_from_header=True) if fmt == "csv" else InputFormat(fmt)
+    found = splits.split_inputs([InputFile(str(path), path)], fmt_spec, split_bytes=20_000)
+    assert len(found) > 3
+    for s in found:
+        lo, hi = s.byte_range
+        blocks = list(splits.read_split(s, fmt_spec))
+        assert len(blocks) > 1 or chunk > hi - lo
+        assert blocks[-1].end_line - 1 == data[lo:hi].count(b"\n")
