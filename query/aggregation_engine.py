@@ -171,10 +171,13 @@ class GroupingPlan:
         return self._conform(pa.table(out))
 
     # -- finalize ----------------------------------------------------------------------------------
-    def env(self, table: pa.Table) -> PostAggEnv:
+    def env(self, table: pa.Table, raw: bool = True) -> PostAggEnv:
+        """Each aggregator's finalized values, and (`raw`) its unfinalized ones, which only
+        post-aggregators read."""
         env = PostAggEnv(length=table.num_rows)
         for i, a in enumerate(self.aggregators):
-            env.raw[a.name] = a.raw(table, agg_col(i))
+            if raw:
+                env.raw[a.name] = a.raw(table, agg_col(i))
             env.final[a.name] = a.finalize(table, agg_col(i))
         for i, d in enumerate(self.dimensions):  # expression post-aggregators may read dimensions
             if d.output_name not in env.final and dim_col(i) in table.column_names:

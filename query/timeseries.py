@@ -126,7 +126,7 @@ class TimeseriesQuery(Query):
 
     def _results(self, table: pa.Table) -> list[dict[str, Any]]:
         plan = self.plan
-        env = plan.env(table)
+        env = plan.env(table, raw=bool(self.post_aggregations))
         columns = plan.aggregator_json(table, env, self.context.finalize)
         for name, values in compute_all(self.post_aggregations, env).items():
             columns[name] = json_values(values)
