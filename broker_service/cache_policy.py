@@ -31,6 +31,8 @@ class CacheLookup:
     waiting: list[tuple[SegmentTask, SharedPartial]] = field(default_factory=list)
     # misses this query fetches for everyone: segment id -> (flight key, future to resolve)
     leading: dict[str, tuple[Hashable, SharedPartial]] = field(default_factory=dict)
+    # segment id -> cache key, the very key objects looked up (so those stored are identical ones)
+    keys: dict[str, Hashable] = field(default_factory=dict)
 
 
 class AsyncBulkCache(Protocol):

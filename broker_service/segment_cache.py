@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +32,25 @@ def segment_cache_key(task: SegmentTask, query_key: bytes) -> bytes:
 
 DECODE_INLINE_BELOW = 64
 KEY_MEMO_PLANS = 256  # (plan, query) pairs whose cache keys are remembered
-_KeyMemo = tuple[Sequence[SegmentTask], bytes, dict[str, Hashable]]  # tasks, which are historical, keys
+# a plan remembers its last read partials only up to this many payload bytes: with the decoded
+# tables, at most ~2x that per plan beyond what the caches themselves bound
+READ_MEMO_PAYLOAD_BYTES = 128 * 1024
+
+
+@dataclass(eq=False, slots=True)
+class _KeyMemo:
+    """One plan's cache keys for one query key, and the partials its last full hit read.
+
+    A repeat reading the same payloads (the same objects from the in-process LRU, equal bytes
+    from memcached: list equality checks identity first) reuses the decoded tables as they are,
+    one comparison per segment instead of a memo lookup per segment.
+    """
+
+    tasks: Sequence[SegmentTask]
+    served: bytes  # which tasks are served by a historical
+    keys: dict[str, Hashable]
+    key_list: list[Hashable]
+    read: tuple[list[bytes], list[pa.Table]] | None = None
 
 
 def _query_key(query: Query) -> bytes | None:
@@ -55,6 +74,7 @@ class SegmentCache:
         self._flights: dict[Hashable, SharedPartial] = {}  # cache key -> partial being fetched now
         self.decoded = DecodedPartials()
         self._key_memo: LRUCache[tuple[int, bytes], _KeyMemo] = LRUCache(KEY_MEMO_PLANS)
+        self._no_keys = _KeyMemo((), b"", {}, [])
 
     async def _decode(self, hits: list[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
         """Remembered partials cost a dict lookup each: read on the event loop. Thousands of new
@@ -80,37 +100,58 @@ class SegmentCache:
         seen = Counter(t.segment_id for t in tasks)
         return query_key, [t for t in tasks if t.selector.is_historical and seen[t.segment_id] == 1]
 
-    def _keys(self, query: Query, tasks: Sequence[SegmentTask]) -> dict[str, Hashable]:
+    def _keys(self, query: Query, tasks: Sequence[SegmentTask]) -> _KeyMemo:
         """Cache key per cacheable segment; remembered for the last plans, which the planner
         reuses while the timeline stands still (a dashboard asks the same tasks again and again)."""
         query_key = _query_key(query)
         if query_key is None:
-            return {}
+            return self._no_keys
         # a segment may gain or lose its historical copies while the plan stands: part of the key
-        served = bytes(t.selector.is_historical for t in tasks)
+        served = bytes([t.selector.is_historical for t in tasks])
         memo = self._key_memo.get((id(tasks), query_key))
-        if memo is not None and memo[0] is tasks and memo[1] == served:
-            return memo[2]
+        if memo is not None and memo.tasks is tasks and memo.served == served:
+            return memo
         _, cacheable = self._cacheable(query, tasks)
         keys = {t.segment_id: self.make_key(t.segment_id, segment_cache_key(t, query_key)) for t in cacheable}
-        self._key_memo[(id(tasks), query_key)] = (tasks, served, keys)
-        return keys
+        memo = _KeyMemo(tasks, served, keys, list(keys.values()))
+        self._key_memo[(id(tasks), query_key)] = memo
+        return memo
+
+    async def _all_hits(self, memo: _KeyMemo, found: dict[Hashable, bytes]) -> list[pa.Table] | None:
+        """Every segment's partial when all were found and all decode, else None (the general
+        path then sorts hits from misses and counts the unreadable)."""
+        payloads = [found[key] for key in memo.key_list]
+        read = memo.read
+        if read is not None and read[0] == payloads:
+            return read[1]
+        tables = await self._decode(list(zip(memo.key_list, payloads, strict=True)))
+        if any(t is None for t in tables):
+            return None
+        decoded = [t for t in tables if t is not None]
+        memo.read = (payloads, decoded) if sum(map(len, payloads)) <= READ_MEMO_PAYLOAD_BYTES else None
+        return decoded
 
     async def lookup(self, query: Query, tasks: Sequence[SegmentTask]) -> CacheLookup:
         if not self._available():  # the cache is down (circuit breaker open): cost nothing
             self.stats["bypassed"] += len(tasks)
             return CacheLookup(to_fetch=list(tasks))
-        keys = self._keys(query, tasks)
+        memo = self._keys(query, tasks)
+        keys = memo.keys
         if not keys:
             return CacheLookup(to_fetch=list(tasks))
         use_cache = query.context.use_cache
-        found = await self.cache.aget_many(list(keys.values())) if use_cache else {}
+        found = await self.cache.aget_many(memo.key_list) if use_cache else {}
+        if len(found) == len(keys) == len(tasks):  # the warm path: every segment cached
+            every = await self._all_hits(memo, found)
+            if every is not None:
+                self.stats["hits"] += len(every)
+                return CacheLookup(hits=list(every), keys=keys)
         hits = [(key, found[key]) for key in keys.values() if key in found]
         tables = await self._decode(hits)
         unreadable = {key for (key, _), table in zip(hits, tables, strict=True) if table is None}
         self.stats["hits"] += len(hits) - len(unreadable)
         self.stats["errors"] += len(unreadable)
-        out = CacheLookup(hits=[t for t in tables if t is not None])
+        out = CacheLookup(hits=[t for t in tables if t is not None], keys=keys)
         for task in tasks:
             key = keys.get(task.segment_id)
             if key is not None and key in found and key not in unreadable:
@@ -148,19 +189,32 @@ class SegmentCache:
                 landed.append(leading)
         self.release(lookup)
         try:
-            await self._populate(query, [t for t in lookup.to_populate if t.segment_id in parts], parts)
+            populate = [t for t in lookup.to_populate if t.segment_id in parts]
+            await self._populate(query, populate, parts, lookup.keys)
         finally:
             # the flights stay findable (already answered) until the cache holds the partials, so no
             # query arriving in between misses both and fetches again
             for key, future in landed:
                 self._land(key, future, None)
 
-    async def _populate(self, query: Query, tasks: Sequence[SegmentTask], parts: dict[str, pa.Table]) -> None:
+    async def _populate(
+        self,
+        query: Query,
+        tasks: Sequence[SegmentTask],
+        parts: dict[str, pa.Table],
+        keys: dict[str, Hashable],
+    ) -> None:
+        """Store the partials under the key objects the lookup used: a repeat's lookups then find
+        them by identity, without comparing keys field by field."""
         query_key = _query_key(query)
         if not tasks or query_key is None:
             return
         entries = [
-            (self.make_key(t.segment_id, segment_cache_key(t, query_key)), parts[t.segment_id]) for t in tasks
+            (
+                keys.get(t.segment_id) or self.make_key(t.segment_id, segment_cache_key(t, query_key)),
+                parts[t.segment_id],
+            )
+            for t in tasks
         ]
         items = {key: encode_partial(part) for key, part in entries}
         await self.cache.aput_many(items)

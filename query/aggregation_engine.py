@@ -36,6 +36,7 @@ from query.dimensions import DimensionSpec
 from query.duck import query_arrow, quote_ident
 from query.filters import Filter
 from query.post_aggregators import PostAggEnv
+from query.small_merge import merge_small
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns
 from timeline import Granularity
 
@@ -94,9 +95,12 @@ class GroupingPlan:
         tables = [p for p in partials if p.num_rows]
         if not tables:
             return self.empty()
-        combined = concat_partials(tables)
         dims = [dim_col(i) for i in range(len(self.dimensions))]
         keys = dims if self.granularity.is_all else [BUCKET, *dims]
+        merged_in_python = self._merge_in_python(tables, keys)
+        if merged_in_python is not None:
+            return merged_in_python
+        combined = concat_partials(tables)
         if combined.num_rows <= ARROW_MERGE_MAX_ROWS:
             merged_in_arrow = self._merge_in_arrow(combined, keys)
             if merged_in_arrow is not None:
@@ -108,6 +112,24 @@ class GroupingPlan:
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
         merged = query_arrow(conn, combined, "p", f"SELECT {', '.join(select)} FROM p{group}")
         return self._conform(merged)
+
+    def _merge_in_python(self, tables: Sequence[pa.Table], keys: list[str]) -> pa.Table | None:
+        """The Arrow merge's exact result for a few small partials, without Arrow's per-table cost."""
+        functions = [a.merge_arrow() for a in self.aggregators]
+        aggregates = [(agg_col(i), f) for i, f in enumerate(functions) if f is not None]
+        if len(aggregates) < len(functions):
+            return None
+        columns = merge_small(tables, keys, aggregates, BUCKET)
+        if columns is None:
+            return None
+        first = tables[0].schema
+        schema = self.schema(dim_types=[first.field(dim_col(i)).type for i in range(len(self.dimensions))])
+        rows = len(columns[BUCKET])
+        arrays = [
+            pa.nulls(rows, f.type) if f.name == SEGMENT_COLUMN else pa.array(columns[f.name], f.type)
+            for f in schema
+        ]
+        return pa.Table.from_arrays(arrays, schema=schema)
 
     def _merge_in_arrow(self, combined: pa.Table, keys: list[str]) -> pa.Table | None:
         """The same merge as the SQL one, by Arrow's hash aggregation, when every aggregator has one."""
@@ -149,10 +171,13 @@ class GroupingPlan:
         return self._conform(pa.table(out))
 
     # -- finalize ----------------------------------------------------------------------------------
-    def env(self, table: pa.Table) -> PostAggEnv:
+    def env(self, table: pa.Table, raw: bool = True) -> PostAggEnv:
+        """Each aggregator's finalized values, and (`raw`) its unfinalized ones, which only
+        post-aggregators read."""
         env = PostAggEnv(length=table.num_rows)
         for i, a in enumerate(self.aggregators):
-            env.raw[a.name] = a.raw(table, agg_col(i))
+            if raw:
+                env.raw[a.name] = a.raw(table, agg_col(i))
             env.final[a.name] = a.finalize(table, agg_col(i))
         for i, d in enumerate(self.dimensions):  # expression post-aggregators may read dimensions
             if d.output_name not in env.final and dim_col(i) in table.column_names:

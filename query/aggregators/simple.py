@@ -49,7 +49,8 @@ class CountAggregator(Aggregator):
         return "sum"
 
     def finalize(self, table: pa.Table, col: str) -> pa.Array:
-        return pc.fill_null(as_array(table.column(col)), 0)
+        values = as_array(table.column(col))
+        return pc.fill_null(values, 0) if values.null_count else values
 
     def raw(self, table: pa.Table, col: str) -> pa.Array:
         return self.finalize(table, col)

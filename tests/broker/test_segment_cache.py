@@ -14,7 +14,7 @@ from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import ServerSelector
 from discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import run, segment, sum_query
-from tests.broker.test_query_runner import DAYS, WEEK, Cluster, oracle
+from tests.broker.test_query_runner import DAYS, VALUES, WEEK, Cluster, oracle
 
 
 @dataclass(frozen=True)
@@ -179,3 +179,51 @@ def test_nodes_may_merge_only_what_the_broker_does_not_cache():
         run(runs(plain, sum_query(WEEK)))
         flags = [r["context"].get("perSegmentPartials", True) for r in node.requests]
         assert flags == [True, False, False]  # populating / not caching / no cache at all
+
+
+class CountingKey:
+    """A cache key that counts field-by-field comparisons (made when a dict finds an equal key
+    that is not the very same object)."""
+
+    compared = 0
+
+    def __init__(self, namespace: str, key: bytes):
+        self.namespace, self.key = namespace, key
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.key))
+
+    def __eq__(self, other: object) -> bool:
+        CountingKey.compared += 1
+        return isinstance(other, CountingKey) and (self.namespace, self.key) == (other.namespace, other.key)
+
+
+def test_repeats_find_the_stored_keys_by_identity_and_reread_changed_values():
+    victim_id = DAYS[2].id
+    rows, total = VALUES[victim_id]
+    want = oracle(DAYS)
+    changed = [{"rows": want["rows"] - rows + 1000, "total": want["total"] - total + 5}]
+
+    async def scenario(runner, policy, cache):
+        (first,) = await runs(runner, sum_query(WEEK))
+        CountingKey.compared = 0
+        assert await runs(runner, sum_query(WEEK), sum_query(WEEK)) == [first, first]
+        assert CountingKey.compared == 0  # stored under the looked-up key objects
+        assert policy.stats["hits"] == 2 * len(DAYS)
+        # a cached value replaced (equal key, new bytes): the next repeat reads the new partial
+        victim = next(k for k in cache.data if k.namespace == victim_id)
+        cache.data[victim] = encode_partial(
+            pa.table({"__segment": [victim_id], "rows": [1000], "total": [5]})
+        )
+        assert await runs(runner, sum_query(WEEK)) == [changed]
+        del cache.data[victim]  # an entry gone: that segment is fetched again, the rest still hit
+        assert await runs(runner, sum_query(WEEK)) == [[want]]
+        return first
+
+    with ExitStack() as stack:
+        c = Cluster(stack)
+        _, node = c.node(serves=DAYS)
+        cache = DictCache()
+        policy = SegmentCache(cache, CountingKey)
+        assert run(scenario(c.runner(cache_policy=policy), policy, cache)) == [want]
+        assert len(node.requests) == 2
