@@ -88,6 +88,7 @@ def test_a_range_reader_counts_the_ranges_lines(tmp_path, monkeypatch, fmt, tail
     found = splits.split_inputs([InputFile(str(path), path)], fmt_spec, split_bytes=20_000)
     assert len(found) > 3
     for s in found:
+        assert s.byte_range is not None
         lo, hi = s.byte_range
         blocks = list(splits.read_split(s, fmt_spec))
         assert len(blocks) > 1 or chunk > hi - lo
