@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
         broker = c.start_broker("--cache", "none")
         cached = c.start_broker("--cache", "lru", "--cache-size", str(512 * 1024 * 1024))
         for b in (broker, cached):
-            wait_for_segments(b, args.segments + args.many)
+            wait_for_segments(b, args.segments + args.many, nodes=c.historicals)
         log(f"cluster up: ZooKeeper, 2 historicals, 2 brokers after {time.monotonic() - began:.1f}s")
         log(f"end to end vs DuckDB over the same Parquet files (median [min-max] of {args.repeat}):")
         pids = {"broker": broker.pid, **{f"historical{i}": h.pid for i, h in enumerate(c.historicals)}}

@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
             "--cache", "hybrid", "--cache-size", size, "--memcached", shared_memcached, "--workers", "2"
         )
         for b in [*brokers.values(), twin, *[pooled] * 4]:  # new connections: each worker is asked
-            wait_for_segments(b, args.segments)
+            wait_for_segments(b, args.segments, nodes=c.historicals)
         log(f"{args.rows:,} rows in {args.segments} segments; ZooKeeper, 2 historicals, 2 memcached, "
             f"4 brokers up after {time.monotonic() - began:.1f}s")  # fmt: skip
         conn = duckdb.connect()

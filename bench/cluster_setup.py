@@ -181,17 +181,25 @@ def cluster(root: Path | None = None) -> Iterator[Cluster]:
             shutil.rmtree(c.root, ignore_errors=True)
 
 
-def wait_for_segments(process: StrataProcess, count: int, timeout: float = 180.0) -> None:
-    """Until the broker's view (`/status` segments) holds at least `count` segments."""
+def wait_for_segments(
+    process: StrataProcess, count: int, timeout: float = 180.0, nodes: Sequence[StrataProcess] = ()
+) -> None:
+    """Until the broker's view (`/status` segments) holds at least `count` segments and, with
+    `nodes` (one replica each), those nodes together serve exactly `count`: a rebalance still
+    moving segments would otherwise run under the timings, and a segment dropped by its old node
+    before the broker hears of its new one reads as missing."""
     deadline = time.monotonic() + timeout
-    seen = -1
+    seen = served = -1
     while time.monotonic() < deadline:
         seen = httpx.get(process.url + "/status", timeout=5).json().get("segments", -1)
-        if seen >= count:
+        if seen >= count and nodes:
+            served = sum(len(served_segments(n)) for n in nodes)
+        if seen >= count and (not nodes or served == count):
             return
         time.sleep(0.5)
     tail = process.log_text()[-3000:]
-    raise RuntimeError(f"broker saw {seen} of {count} segments after {timeout:.0f}s:\n{tail}")
+    raise RuntimeError(f"broker saw {seen} of {count} segments, the nodes served {served}, "
+                       f"after {timeout:.0f}s:\n{tail}")  # fmt: skip
 
 
 def served_segments(node: StrataProcess) -> list[dict[str, Any]]:

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         plain = c.start_broker("--cache", "none")
         cached = c.start_broker("--cache", "lru", "--cache-size", str(512 * 1024 * 1024))
         for b in (plain, cached):
-            wait_for_segments(b, sum(counts), timeout=900)
+            wait_for_segments(b, sum(counts), timeout=900, nodes=c.historicals)
         per = args.rows_per_segment
         log(f"latency against segment count ({per} rows each; median [min-max] of {args.repeat}):")
         report["segments"] = by_segment_count(plain.url, cached.url, datasets, args.repeat)
