@@ -28,6 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 PYTHON_MERGE_MAX_ROWS = 4_096  # beyond this Arrow's per-row speed wins over its per-table cost
+# Beyond this many partials, reading each new one into Python costs more than Arrow's concatenation
+# and group_by (one-row partials, measured in process: 256 fresh ones 6.3 ms against 4.5 ms; 5,000
+# fresh ones 193 ms against 49 ms; remembered ones 0.1 and 4 ms). A warm broker's hundred cached
+# partials stay well below it; a cold read of thousands of segments goes to Arrow.
+PYTHON_MERGE_MAX_TABLES = 256
 _FUNCTIONS = frozenset({"sum", "min", "max"})
 _AGG_TYPES = frozenset({"int64", "double"})
 
@@ -87,7 +92,9 @@ def merge_small(
     `keys` the grouping keys (none: one row stamped with the earliest bucket, or just `bucket`);
     `aggregates` (column, function) pairs.
     """
-    if not tables or list(keys) not in ([], [bucket]) or any(f not in _FUNCTIONS for _, f in aggregates):
+    if not tables or len(tables) > PYTHON_MERGE_MAX_TABLES or list(keys) not in ([], [bucket]):
+        return None
+    if any(f not in _FUNCTIONS for _, f in aggregates):
         return None
     forms: list[_Form] = []
     shape = None

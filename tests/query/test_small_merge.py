@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import query.aggregation_engine as engine
 from query import parse_query
 from query.aggregation_engine import GroupingPlan
-from query.small_merge import PYTHON_MERGE_MAX_ROWS, merge_small
+from query.small_merge import PYTHON_MERGE_MAX_ROWS, PYTHON_MERGE_MAX_TABLES, merge_small
 
 AGGREGATORS = [
     ("count", None, "sum"),
@@ -191,6 +191,16 @@ def test_declines_what_it_cannot_reproduce() -> None:
     assert merge_small([t, nan], keys, aggs, "__bucket") is None
     many = [
         partial(plan, f"s{i}", [(i, None, None, [1, 1, 1, 1], [1.0, 1.0, 1.0])])
-        for i in range(PYTHON_MERGE_MAX_ROWS + 1)
+        for i in range(PYTHON_MERGE_MAX_TABLES + 1)
     ]
-    assert merge_small(many, keys, aggs, "__bucket") is None
+    assert merge_small(many[:-1], keys, aggs, "__bucket") is not None
+    assert merge_small(many, keys, aggs, "__bucket") is None  # many partials: Arrow concatenates them
+    half = PYTHON_MERGE_MAX_ROWS // 2 + 1
+    big = [
+        partial(
+            plan, f"b{j}", [(j * half + i, None, None, [1, 1, 1, 1], [1.0, 1.0, 1.0]) for i in range(half)]
+        )
+        for j in range(2)
+    ]
+    assert merge_small(big[:1], keys, aggs, "__bucket") is not None
+    assert merge_small(big, keys, aggs, "__bucket") is None  # many rows: Arrow's per-row speed wins
