@@ -113,13 +113,18 @@ class GroupingPlan:
         merged = query_arrow(conn, combined, "p", f"SELECT {', '.join(select)} FROM p{group}")
         return self._conform(merged)
 
+    def _arrow_merges(self) -> list[tuple[str, str]] | None:
+        """(column, Arrow merge function) per aggregator; None when one has no Arrow merge."""
+        functions = [a.merge_arrow() for a in self.aggregators]
+        merges = [(agg_col(i), f) for i, f in enumerate(functions) if f is not None]
+        return merges if len(merges) == len(functions) else None
+
     def _merge_in_python(self, tables: Sequence[pa.Table], keys: list[str]) -> pa.Table | None:
         """The Arrow merge's exact result for a few small partials, without Arrow's per-table cost."""
-        functions = [a.merge_arrow() for a in self.aggregators]
-        aggregates = [(agg_col(i), f) for i, f in enumerate(functions) if f is not None]
-        if len(aggregates) < len(functions):
+        merges = self._arrow_merges()
+        if merges is None:
             return None
-        columns = merge_small(tables, keys, aggregates, BUCKET)
+        columns = merge_small(tables, keys, merges, BUCKET)
         if columns is None:
             return None
         first = tables[0].schema
@@ -133,11 +138,10 @@ class GroupingPlan:
 
     def _merge_in_arrow(self, combined: pa.Table, keys: list[str]) -> pa.Table | None:
         """The same merge as the SQL one, by Arrow's hash aggregation, when every aggregator has one."""
-        functions = [a.merge_arrow() for a in self.aggregators]
-        if any(f is None for f in functions):
+        merges = self._arrow_merges()
+        if merges is None:
             return None
-        cols = [agg_col(i) for i in range(len(self.aggregators))]
-        for c in cols:  # NaN orders differently in DuckDB's min/max and sum: leave those to it
+        for c, _ in merges:  # NaN orders differently in DuckDB's min/max and sum: leave those to it
             column = combined.column(c)
             if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
                 return None
@@ -150,13 +154,11 @@ class GroupingPlan:
                 return self._conform(combined.set_column(at, SEGMENT_COLUMN, nulls))
             return self._conform(combined.append_column(SEGMENT_COLUMN, nulls))
         if keys:
-            grouped = combined.group_by(keys, use_threads=False).aggregate(
-                [(c, f) for c, f in zip(cols, functions, strict=True)]
-            )
+            grouped = combined.group_by(keys, use_threads=False).aggregate(merges)
         else:  # one group: scalar kernels, without building an Acero plan
             grouped = pa.table({
-                f"{c}_{f}": pa.array([_scalar(str(f), combined.column(c))], combined.column(c).type)
-                for c, f in zip(cols, functions, strict=True)
+                f"{c}_{f}": pa.array([_scalar(f, combined.column(c))], combined.column(c).type)
+                for c, f in merges
             })  # fmt: skip
         out = {SEGMENT_COLUMN: pa.nulls(grouped.num_rows, pa.string())}
         if self.granularity.is_all:  # one timestamp for every row: the earliest window start
@@ -166,7 +168,7 @@ class GroupingPlan:
             out[BUCKET] = grouped.column(BUCKET)
         for d in keys:
             out.setdefault(d, grouped.column(d))
-        for c, f in zip(cols, functions, strict=True):
+        for c, f in merges:
             out[c] = grouped.column(f"{c}_{f}")
         return self._conform(pa.table(out))
 
