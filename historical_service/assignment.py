@@ -35,3 +35,30 @@ def assigned_to(server: str, segment_ids: Iterable[str], servers: Collection[str
     """The segments `server` should serve; it counts itself live even if absent from `servers`."""
     live = set(servers) | {server}
     return {sid for sid in segment_ids if server in owners(sid, live, replicas)}
+
+
+class Assignment:
+    """`assigned_to` for one server, remembering each segment's answer while the live servers stay
+    the same: a node polling 10,000 segments every few seconds hashes each one once, not per poll."""
+
+    def __init__(self, server: str, replicas: int):
+        self.server = server
+        self.replicas = replicas
+        self._live: frozenset[str] = frozenset()
+        self._mine: dict[str, bool] = {}
+
+    def of(self, segment_ids: Collection[str], servers: Collection[str]) -> set[str]:
+        live = frozenset(servers) | {self.server}
+        if live != self._live:
+            self._live, self._mine = live, {}
+        mine = self._mine
+        out = set()
+        for sid in segment_ids:
+            yes = mine.get(sid)
+            if yes is None:
+                yes = mine[sid] = self.server in owners(sid, live, self.replicas)
+            if yes:
+                out.add(sid)
+        if len(mine) > 2 * len(segment_ids) + 1024:  # many segments gone from the store: forget them
+            self._mine = {sid: mine[sid] for sid in segment_ids}
+        return out

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from historical_service.assignment import assigned_to, owners
+from historical_service.assignment import Assignment, owners
 from historical_service.cluster_view import ClusterView
 from historical_service.loader import SEGMENT_FILE, LoadFailed, SegmentLoader
 from historical_service.metrics import HistoricalMetrics
@@ -68,6 +68,7 @@ class ControlLoop:
         self.loaded: dict[str, DataSegment] = {}
         self.assigned: set[str] = set()
         self.members: set[str] = {name}
+        self._assignment = Assignment(name, replicas)
         self.passes = 0
         self.pending_handoff: set[str] = set()
         self._wake = asyncio.Event()
@@ -117,7 +118,7 @@ class ControlLoop:
             self.members = await self.cluster.live_historicals() | {self.name}
         except Exception as e:  # ZooKeeper unreachable: keep the last membership
             log.warning("cannot read live historicals (%s); keeping the last known set", e)
-        self.assigned = assigned_to(self.name, used, self.members, self.replicas)
+        self.assigned = self._assignment.of(used, self.members)
         self.metrics.segments_assigned.set(len(self.assigned))
         self.loader.forget_failures(keep=self.assigned)
 

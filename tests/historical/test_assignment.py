@@ -70,3 +70,20 @@ def test_assigned_to_counts_itself_live_and_matches_assign() -> None:
 def test_order_of_servers_does_not_matter(servers: list[str], r: int) -> None:
     for sid in SEGMENTS[:20]:
         assert owners(sid, servers, r) == owners(sid, list(reversed(servers)), r)
+
+
+def test_remembered_assignment_equals_a_fresh_one_as_servers_and_segments_change() -> None:
+    from historical_service.assignment import Assignment
+
+    me = SERVERS[0]
+    remembered = Assignment(me, 2)
+    steps = [
+        (SEGMENTS, SERVERS),
+        (SEGMENTS, SERVERS),  # unchanged: answered from memory
+        (SEGMENTS[:100], SERVERS),  # segments dropped
+        (SEGMENTS, SERVERS[:3]),  # servers left
+        (SEGMENTS[50:], SERVERS[2:]),  # this server absent from the list: counts itself live
+        ([*SEGMENTS, "new_segment_1", "new_segment_2"], SERVERS),
+    ]
+    for segments, servers in steps:
+        assert remembered.of(segments, servers) == assigned_to(me, segments, servers, 2)

@@ -86,3 +86,32 @@ def test_overshadow_rule_needs_higher_version():
     old = seg("2020-01-01/2020-01-02", "v3")
     assert overshadowed_by([seg("2020-01-01/2020-01-02", "v2")], [old]) == []
     assert overshadowed_by([seg("2019-12-01/2020-02-01", "v4")], [old]) == [old]
+
+
+def test_used_segments_see_every_commit_from_this_and_other_connections(tmp_path):
+    """The read is remembered between commits: each kind of change must still show at once."""
+    store, other = open_metadata_store(tmp_path / "m.db"), open_metadata_store(tmp_path / "m.db")
+    a, b = seg("2020-01-01/2020-01-02", "v1"), seg("2020-01-02/2020-01-03", "v1")
+    c = seg("2020-01-03/2020-01-04", "v1", ds="other")
+    assert store.used_segments() == []
+    other.publish([a], overwrite=False)  # another connection's commit
+    assert store.used_segments() == [a] and store.used_segments("w") == [a]
+    store.publish([b], overwrite=False)  # this connection's own commit
+    assert store.used_segments("w") == [a, b] and other.used_segments("w") == [a, b]
+    other.mark_unused([a.id])
+    assert store.used_segments() == [b] and store.used_segments("w") == [b]
+    store.mark_used([a.id])
+    assert other.used_segments() == [a, b]
+    # a change made outside Strata, straight into the file, is seen too
+    raw = sqlite3.connect(tmp_path / "m.db")
+    raw.execute("UPDATE druid_segments SET used = 0 WHERE id = ?", (b.id,))
+    raw.commit()
+    raw.close()
+    assert store.used_segments() == [a] and other.used_segments("w") == [a]
+    other.publish([c], overwrite=False)
+    assert store.used_segments("other") == [c] and {s.id for s in store.used_segments()} == {a.id, c.id}
+    listed = store.used_segments()
+    listed.clear()  # a caller's list is its own
+    assert len(store.used_segments()) == 2
+    store.close()
+    other.close()
