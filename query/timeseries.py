@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, kw_only=True)
 class TimeseriesQuery(Query):
     query_type = "timeseries"
+    node_may_merge = True  # when the broker caches nothing: one partial per node, not one per segment
 
     granularity: Granularity
     filter: Filter | None = None

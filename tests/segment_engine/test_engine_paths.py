@@ -2,6 +2,8 @@
 
 - a data node's merged answer (`run_merged`: one grouping across segments) equals merging the
   per-segment partials, with segments read whole (one multi-file scan) and clipped (own branch);
+- a broker that caches nothing (`perSegmentPartials` false) gets that one merged partial for every
+  type that allows it, and the same answer as from per-segment partials;
 - topN's per-segment cut in DuckDB (top-n bound, ties ranked by a window) keeps exactly the rows the numpy ranking keeps,
   with ties, NaN and null metrics;
 - a limitSpec that ranks only the rows able to make the cut orders like a full sort.
@@ -17,9 +19,10 @@ import pyarrow as pa
 import pytest
 
 from query import parse_query
+from query.base import SEGMENT_COLUMN
 from query.limit_spec import LimitSpec, OrderByColumn
 from query.topn import TopNQuery
-from segment_engine import SegmentInput, run_merged, run_partials
+from segment_engine import SegmentInput, run_for_broker, run_merged, run_partials
 from tests.query.segment_fixtures import write_segments
 from timeline import Interval
 
@@ -143,6 +146,21 @@ def test_merged_answer_equals_merging_per_segment_partials(
     plain = query.finalize(query.merge([run_partials(query, [s]) for s in segs]))
     assert rounded(merged) == rounded(plain)
     assert merged  # every case has rows
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_a_broker_caching_nothing_gets_one_merged_partial(inputs: list[SegmentInput], name: str) -> None:
+    obj = QUERIES[name]
+    labelled = parse_query(obj)
+    unlabelled = parse_query({**obj, "context": {**obj.get("context", {}), "perSegmentPartials": False}})
+    per_segment = run_for_broker(labelled, inputs)
+    merged = run_for_broker(unlabelled, inputs)
+    if labelled.segment_cacheable:  # groupBy partials are never cached per segment: always merged
+        assert per_segment.column(SEGMENT_COLUMN).null_count == 0
+    assert merged.column(SEGMENT_COLUMN).null_count == merged.num_rows  # one partial, no labels
+    assert merged.num_rows <= per_segment.num_rows
+    answer = labelled.finalize(labelled.merge([per_segment]))
+    assert rounded(unlabelled.finalize(unlabelled.merge([merged]))) == rounded(answer) and answer
 
 
 @pytest.mark.parametrize(
