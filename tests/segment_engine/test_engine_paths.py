@@ -70,7 +70,7 @@ SUMS = [
     {"type": "doubleMax", "name": "worst", "fieldName": "latency"},
 ]
 BASE = {"dataSource": "t", "intervals": ["2020-01-01/2020-01-02"], "aggregations": SUMS}
-QUERIES = {
+QUERIES: dict[str, dict[str, Any]] = {
     "timeseries hour": {**BASE, "queryType": "timeseries", "granularity": "hour"},
     "timeseries all": {**BASE, "queryType": "timeseries", "granularity": "all"},
     "topN all": {
