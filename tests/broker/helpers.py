@@ -46,7 +46,9 @@ def segment(
 def serve(app: Any, port: int | None = None) -> Iterator[int]:
     """Run an ASGI app on a (free) loopback port in a background thread; stops on exit."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    # a long poll still open when the test ends must not hold the shutdown for the join's 10 s
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=1)  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
 
 from harness.processes import StrataProcess
+from tests.differential.fanout import Fanout
 from tests.differential.runner import SEGMENTATIONS, Outcome, ingest_all, nodes, raw_connection
 from tests.differential.sql_generator import SqlCase, generate_sql
 
@@ -49,24 +49,24 @@ def run_sql(
 ) -> Outcome:
     rnd = random.Random(seed)
     outcome = Outcome()
-    brokers = [("plain", targets["plain"]), ("lru", targets["lru"]), ("lru-warm", targets["lru"])]
-    for _ in range(n):
-        template = generate_sql(rnd, "TABLE")
-        want = expected(conn, template)
-        for ds in SEGMENTATIONS:
-            statement = template.druid.replace("TABLE", ds)
-            for label, broker in brokers:
-                outcome.ran[template.kind] += 1
+    chains = [[("plain", targets["plain"])], [("lru", targets["lru"]), ("lru-warm", targets["lru"])]]
+    with Fanout(chains) as fanout:
+        for _ in range(n):
+            template = generate_sql(rnd, "TABLE")
+            want = expected(conn, template)
+            for ds in SEGMENTATIONS:
+                statement = template.druid.replace("TABLE", ds)
                 body = {"query": statement, "resultFormat": "array", "context": template.context}
-                resp = httpx.post(broker.url + "/druid/v2/sql", json=body, timeout=120)
-                got = _rows(resp.json(), template.ordered) if resp.status_code == 200 else [resp.text]
-                if got != want:
-                    outcome.differed[template.kind] += 1
-                    if len(outcome.failures) < show:
-                        outcome.failures.append(
-                            f"[{label} {ds}] {statement}\n  duckdb   {template.duck}\n"
-                            f"  expected {want[:20]}\n  got      {got[:20]}"
-                        )
+                for label, resp in fanout.post("/druid/v2/sql", body):
+                    outcome.ran[template.kind] += 1
+                    got = _rows(resp.json(), template.ordered) if resp.status_code == 200 else [resp.text]
+                    if got != want:
+                        outcome.differed[template.kind] += 1
+                        if len(outcome.failures) < show:
+                            outcome.failures.append(
+                                f"[{label} {ds}] {statement}\n  duckdb   {template.duck}\n"
+                                f"  expected {want[:20]}\n  got      {got[:20]}"
+                            )
     return outcome
 
 
