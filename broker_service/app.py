@@ -240,8 +240,9 @@ def create_app(broker: Broker) -> Starlette:
 
 async def _read_query(request: Request, max_bytes: int) -> Query:
     body = await request.body()
-    obj = decode_query_body(body, max_bytes)
-    return await asyncio.to_thread(parse_query, obj) if len(body) > 65536 else parse_query(obj)
+    if len(body) > 65536:  # parsing a large body must not hold the event loop
+        return await asyncio.to_thread(lambda: parse_query(decode_query_body(body, max_bytes)))
+    return _broker(request).parsed_bodies.parse(body, max_bytes)
 
 
 def _interval_param(request: Request) -> Interval:

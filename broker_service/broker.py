@@ -17,6 +17,7 @@ from broker_service.cache_status import CacheCollector, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.inventory.base import ServerInventory
 from broker_service.metrics import BrokerMetrics
+from broker_service.query_bodies import ParsedBodies
 from broker_service.query_runner import QueryRunner, RunnerLimits
 from broker_service.result_cache import ResultLevelCache
 from broker_service.scan_types import SegmentColumnTypes
@@ -54,6 +55,7 @@ class Broker:
         self.view = view
         self.inventory = inventory
         self.metrics = BrokerMetrics()
+        self.parsed_bodies = ParsedBodies()
         self.client = DataNodeClient()
         self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
         self.runner = QueryRunner(

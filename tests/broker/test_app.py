@@ -171,3 +171,15 @@ def test_response_context_header_is_capped():
     out = orjson.loads(text)
     assert out["truncated"] is True and 0 < len(out["missingSegments"]) < 23 * 20
     assert encode_response_context({"a": 1}) == '{"a":1}'
+
+
+def test_a_repeated_body_gets_a_fresh_query_id_each_time_unless_it_names_one(cluster):
+    with ExitStack() as stack:
+        http = start(stack, cluster)
+        body = orjson.dumps(query_json())
+        ids = [http.post("/druid/v2/", content=body).headers["X-Druid-Query-Id"] for _ in range(3)]
+        assert len(set(ids)) == 3
+        named = orjson.dumps(query_json(queryId="dash"))
+        assert [http.post("/druid/v2/", content=named).headers["X-Druid-Query-Id"] for _ in range(2)] == [
+            "dash"
+        ] * 2
