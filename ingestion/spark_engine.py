@@ -35,11 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ingestion.errors import IngestionError, ParseProblem, TooManyParseExceptions
 from ingestion.local_engine import check_granularity, nothing_to_ingest
-from ingestion.memory_pool import INGEST_POOL
 from ingestion.normalize import MAX_KEPT_PROBLEMS, TIME
 from ingestion.prepare import allowed_chunks, prepare_block
 from ingestion.readers import resolve_inputs
@@ -296,7 +294,7 @@ def _write_pieces(table: pa.Table, path: Path, split: int, block: int) -> list[P
         ordered, sorted_chunks = table, chunks
     else:
         order = _stage_order(chunks, table.column(TIME).to_numpy())
-        ordered, sorted_chunks = pc.take(table, pa.array(order), memory_pool=INGEST_POOL), chunks[order]
+        ordered, sorted_chunks = table.take(pa.array(order)), chunks[order]
     edges = np.flatnonzero(np.diff(sorted_chunks)) + 1
     pieces: list[Piece] = []
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, ordered.schema) as writer:
