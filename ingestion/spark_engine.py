@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"  # see session_defaults
+LOCAL_WORKER_MALLOC = "glibc.malloc.hugetlb=1"  # see session_defaults
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,19 @@ def session_defaults(master: str) -> dict[str, str]:
     web UI, and the driver's JIT stops at its quick first tier (C1): the JVM only schedules the
     Python tasks and moves no rows (they travel through staging files), and the optimising C2
     compiler otherwise spends about a CPU-second of a 10M-row ingestion compiling Spark's own
-    code, on the cores the Python tasks need.
+    code, on the cores the Python tasks need. The Python workers' C allocator, which holds the
+    ingestion's columns (`INGEST_POOL`), backs its large blocks with transparent huge pages
+    (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, unless the caller set GLIBC_TUNABLES, which the
+    workers then inherit): gathering rows all over GB-sized columns otherwise pays a TLB miss and,
+    in fresh memory, a page fault per 4 KiB (10M Parquet rows on 2 cores: about 13% less CPU).
     """
     out = {"spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
            "spark.ui.showConsoleProgress": "false"}  # fmt: skip
     if master.startswith("local"):
         out |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                 "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": LOCAL_JVM_OPTIONS}  # fmt: skip
+        if "GLIBC_TUNABLES" not in os.environ:
+            out["spark.executorEnv.GLIBC_TUNABLES"] = LOCAL_WORKER_MALLOC
     return out
 
 
@@ -286,13 +293,14 @@ def _read_split(
 
 
 def _write_pieces(table: pa.Table, path: Path, split: int, block: int) -> list[Piece]:
-    """`table` sorted by chunk (stable) into one IPC file; a `Piece` per chunk (no copy when the
-    rows come in chunk order already, as time-ordered logs do)."""
+    """`table` grouped by chunk into one IPC file; a `Piece` per chunk. No copy when the rows come
+    in chunk order already, as time-ordered logs do; otherwise the copy orders them by chunk, then
+    `__time` (stable, see `_stage_order`)."""
     chunks = table.column(CHUNK).to_numpy()
     if bool((chunks[1:] >= chunks[:-1]).all()):  # time-ordered input: already in chunk order
         ordered, sorted_chunks = table, chunks
     else:
-        order = np.argsort(chunks, kind="stable")
+        order = _stage_order(chunks, table.column(TIME).to_numpy())
         ordered, sorted_chunks = table.take(pa.array(order)), chunks[order]
     edges = np.flatnonzero(np.diff(sorted_chunks)) + 1
     pieces: list[Piece] = []
@@ -306,6 +314,19 @@ def _write_pieces(table: pa.Table, path: Path, split: int, block: int) -> list[P
             written += len(batches)
             pieces.append(Piece(int(sorted_chunks[lo]), split, block, str(path), ids, hi - lo))
     return pieces
+
+
+def _stage_order(chunks: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Rows by chunk, then `__time`, ties in input order: the segment's own order but for the
+    dimensions. A build task gathers each segment's rows in segment order, so with its pieces in
+    time order it reads each piece front to back instead of all over (10M Parquet rows on 2 cores:
+    the build's writes took 12% and its sort 15% less CPU than with pieces in input order), and the
+    final stable sort keeps rows that tie on every key in input order, as before."""
+    order = np.argsort(times, kind="stable")
+    ordered = chunks[order]
+    if bool((ordered[1:] >= ordered[:-1]).all()):  # the usual case: chunks grow with `__time`
+        return order
+    return np.lexsort((times, chunks))
 
 
 def _build_task(

@@ -1,11 +1,16 @@
 """The session Strata starts for an ingestion runs its driver's JIT at the first tier in local mode
-(the JVM only schedules Python tasks), and a `--spark-conf` setting still wins."""
+(the JVM only schedules Python tasks) and its Python workers' allocator on transparent huge pages,
+and a `--spark-conf` setting still wins."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
-from ingestion.spark_engine import LOCAL_JVM_OPTIONS, session_defaults
+import pytest
+
+from ingestion.spark_engine import LOCAL_JVM_OPTIONS, LOCAL_WORKER_MALLOC, session_defaults
 
 
 def test_the_local_session_jvm_runs_with_the_options(spark: Any) -> None:
@@ -18,3 +23,41 @@ def test_the_local_session_jvm_runs_with_the_options(spark: Any) -> None:
 def test_only_local_sessions_get_them() -> None:
     assert session_defaults("local[*]")["spark.driver.extraJavaOptions"] == LOCAL_JVM_OPTIONS
     assert "spark.driver.extraJavaOptions" not in session_defaults("spark://head:7077")
+
+
+def _worker_memory(_: int) -> tuple[str | None, int]:
+    """In a Python worker: its GLIBC_TUNABLES, and how many kB of huge pages 64 MiB written
+    through Arrow's system pool (the pool ingestion builds its columns in) added."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def huge() -> int:
+        with open("/proc/self/smaps_rollup") as f:
+            return sum(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+
+    numbers = pa.array(range(8 << 20), pa.int64())
+    before = huge()
+    kept = pc.add(numbers, 1, memory_pool=pa.system_memory_pool())
+    added = huge() - before
+    del kept
+    return os.environ.get("GLIBC_TUNABLES"), added
+
+
+def test_local_python_workers_allocate_on_huge_pages(spark: Any) -> None:
+    if spark.sparkContext.appName != "strata ingest" or "GLIBC_TUNABLES" in os.environ:
+        pytest.skip("a session Strata did not start with its defaults")
+    got = spark.sparkContext.parallelize([0, 1], 2).map(_worker_memory).collect()
+    assert [tunables for tunables, _ in got] == [LOCAL_WORKER_MALLOC] * 2
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if thp.exists() and "[never]" not in thp.read_text():
+        assert all(huge >= 32 << 10 for _, huge in got), got
+
+
+def test_worker_malloc_only_for_local_sessions_and_not_over_the_callers(monkeypatch: Any) -> None:
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    assert session_defaults("local[2]")["spark.executorEnv.GLIBC_TUNABLES"] == LOCAL_WORKER_MALLOC
+    assert "spark.executorEnv.GLIBC_TUNABLES" not in session_defaults("spark://head:7077")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")  # the workers inherit the caller's
+    assert "spark.executorEnv.GLIBC_TUNABLES" not in session_defaults("local[2]")
