@@ -51,8 +51,8 @@ def test_local_python_workers_allocate_on_huge_pages(spark: Any) -> None:
     got = spark.sparkContext.parallelize([0, 1], 2).map(_worker_memory).collect()
     assert [tunables for tunables, _ in got] == [LOCAL_WORKER_MALLOC] * 2
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-    if thp.exists() and "[never]" not in thp.read_text():
-        assert all(huge >= 32 << 10 for _, huge in got), got
+    if thp.exists() and "[madvise]" in thp.read_text():  # only asked-for memory gets huge pages
+        assert all(huge > 0 for _, huge in got), got  # any at all: without the tunable, none
 
 
 def test_worker_malloc_only_for_local_sessions_and_not_over_the_callers(monkeypatch: Any) -> None:
