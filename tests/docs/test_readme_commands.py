@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,7 +25,6 @@ import httpx
 import pytest
 
 from harness.processes import sigint_ignored_by_children
-from strata.local_servers import free_port
 from tests.docs.extract import Block, commands, fenced_blocks, python_expected
 
 pytestmark = pytest.mark.integration
@@ -32,6 +33,27 @@ MARK = "@@strata-docs-command-done@@"
 # the ports the docs show: broker, historicals, real-time node, ZooKeeper, and the extra nodes the
 # chapters start (a second broker, a third historical, a second real-time node, memcached)
 DOC_PORTS = (8082, 8083, 8084, 8100, 2181, 8090, 8085, 8101, 11211)
+
+
+def reserved_ports(count: int) -> list[int]:
+    """Free loopback ports below the kernel's ephemeral range. The docs' extra nodes start minutes
+    after the ports are picked; a port from `bind(0)` lies in the range the kernel hands to every
+    other `bind(0)` and outgoing connection meanwhile, and once memcached found its port taken by
+    an HTTP server. Below the range only a process asking for that very number can take it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    candidates = [p for p in range(10_000, max(low, 10_000)) if p not in DOC_PORTS]
+    random.shuffle(candidates)
+    ports: list[int] = []
+    for port in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise RuntimeError(f"no {count} free loopback ports below {low}")
 
 
 @dataclass(frozen=True)
@@ -50,7 +72,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("docs")
     work = base / "quickstart"
     work.mkdir()
-    ports = {p: free_port() for p in DOC_PORTS}
+    ports = dict(zip(DOC_PORTS, reserved_ports(len(DOC_PORTS)), strict=True))
     argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(ports[8082]),
             "--historical-ports", f"{ports[8083]},{ports[8084]}", "--realtime-port", str(ports[8100])]  # fmt: skip
     log = (work / "quickstart.out").open("wb")
