@@ -1,0 +1,32 @@
+"""`python -m bench.spark` judges each comparison against the issue's target, from the figures the
+two Spark benchmarks print (shapes written out here, not taken from a run)."""
+
+from __future__ import annotations
+
+from bench.spark import verdicts
+
+
+def _ingest(*ratios: float) -> dict[str, object]:
+    return {"results": [{"dataset": f"d{i}", "spark_over_local": r} for i, r in enumerate(ratios)]}
+
+
+def _read(full: float, filtered: float) -> dict[str, object]:
+    return {"full read": {"broker_over_direct": full}, "filtered read": {"broker_over_direct": filtered}}
+
+
+def test_each_target_is_judged_at_its_boundary() -> None:
+    got = {what: met for what, _, _, met in verdicts(_ingest(1.0, 1.01), _read(2.0, 1.0))}
+    assert got == {
+        "ingestion, d0: Spark / local": True,  # at least as fast: a tie meets it
+        "ingestion, d1: Spark / local": False,
+        "full read: broker / Spark direct": True,  # within 2x
+        "filtered read: broker / Spark direct": False,  # must be faster: a tie does not
+    }
+
+
+def test_a_failed_benchmark_leaves_only_the_other_ones_verdicts() -> None:
+    assert [v[0] for v in verdicts({}, _read(1.5, 0.4))] == [
+        "full read: broker / Spark direct",
+        "filtered read: broker / Spark direct",
+    ]
+    assert [(v[1], v[3]) for v in verdicts(_ingest(0.9), {})] == [(0.9, True)]
