@@ -23,8 +23,8 @@ FULL_READ_TARGET = 2.0  # through the broker / Spark reading the files directly:
 FILTERED_READ_TARGET = 1.0  # strictly faster than the direct read
 
 
-Verdict = tuple[str, float, str, bool]
-"""(comparison, ratio, target, met)"""
+Verdict = tuple[str, float, str, bool, str]
+"""(comparison, ratio, target, met, the figures compared)"""
 
 
 def verdicts(ingest: dict[str, Any], read: dict[str, Any]) -> list[Verdict]:
@@ -33,13 +33,19 @@ def verdicts(ingest: dict[str, Any], read: dict[str, Any]) -> list[Verdict]:
     for r in ingest.get("results", []):
         ratio = float(r["spark_over_local"])
         what = f"ingestion, {r['dataset']}: Spark / local"
-        out.append((what, ratio, f"<= {INGEST_TARGET}", ratio <= INGEST_TARGET))
+        spark, local = r.get("spark_rows_per_s", 0), r.get("local_rows_per_s", 0)
+        detail = f"Spark {spark:,} rows/s, local {local:,} rows/s"
+        out.append((what, ratio, f"<= {INGEST_TARGET}", ratio <= INGEST_TARGET, detail))
     reads = (("full read", FULL_READ_TARGET, False), ("filtered read", FILTERED_READ_TARGET, True))
     for name, bound, strict in reads:
         if name in read:
-            ratio = float(read[name]["broker_over_direct"])
+            fig = read[name]
+            ratio = float(fig["broker_over_direct"])
             met = ratio < bound if strict else ratio <= bound
-            out.append((f"{name}: broker / Spark direct", ratio, f"{'<' if strict else '<='} {bound}", met))
+            via, direct = fig.get("broker_s", 0), fig.get("spark_direct_s", 0)
+            detail = f"broker {via:.2f} s, Spark direct {direct:.2f} s"
+            target = f"{'<' if strict else '<='} {bound}"
+            out.append((f"{name}: broker / Spark direct", ratio, target, met, detail))
     return out
 
 
@@ -60,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     rows_out = verdicts(ingest.get("figures", {}), read.get("figures", {}))
     width = max((len(r[0]) for r in rows_out), default=10)
     print(f"\n{'comparison':<{width}}  {'ratio':>6}  {'target':>7}")
-    for what, ratio, target, met in rows_out:
-        print(f"{what:<{width}}  {ratio:>6.2f}  {target:>7}  {'met' if met else 'NOT met'}")
-    found = [{"comparison": w, "ratio": r, "target": t, "met": m} for w, r, t, m in rows_out]
+    for what, ratio, target, met, detail in rows_out:
+        print(f"{what:<{width}}  {ratio:>6.2f}  {target:>7}  {'met' if met else 'NOT met':<7}  ({detail})")
+    found = [{"comparison": w, "ratio": r, "target": t, "met": m} for w, r, t, m, _ in rows_out]
     print(json.dumps({"bench": "spark", "spark_ingest": ingest.get("figures"),
                       "spark_read": read.get("figures"), "verdicts": found}))  # fmt: skip
     return 1 if "error" in ingest or "error" in read else 0

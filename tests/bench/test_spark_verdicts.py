@@ -7,15 +7,23 @@ from bench.spark import verdicts
 
 
 def _ingest(*ratios: float) -> dict[str, object]:
-    return {"results": [{"dataset": f"d{i}", "spark_over_local": r} for i, r in enumerate(ratios)]}
+    return {
+        "results": [
+            {"dataset": f"d{i}", "spark_over_local": r, "spark_rows_per_s": 1000, "local_rows_per_s": 1000}
+            for i, r in enumerate(ratios)
+        ]
+    }
 
 
 def _read(full: float, filtered: float) -> dict[str, object]:
-    return {"full read": {"broker_over_direct": full}, "filtered read": {"broker_over_direct": filtered}}
+    return {
+        "full read": {"broker_over_direct": full, "broker_s": full, "spark_direct_s": 1.0},
+        "filtered read": {"broker_over_direct": filtered, "broker_s": filtered, "spark_direct_s": 1.0},
+    }
 
 
 def test_each_target_is_judged_at_its_boundary() -> None:
-    got = {what: met for what, _, _, met in verdicts(_ingest(1.0, 1.01), _read(2.0, 1.0))}
+    got = {what: met for what, _, _, met, _ in verdicts(_ingest(1.0, 1.01), _read(2.0, 1.0))}
     assert got == {
         "ingestion, d0: Spark / local": True,  # at least as fast: a tie meets it
         "ingestion, d1: Spark / local": False,
@@ -29,4 +37,6 @@ def test_a_failed_benchmark_leaves_only_the_other_ones_verdicts() -> None:
         "full read: broker / Spark direct",
         "filtered read: broker / Spark direct",
     ]
-    assert [(v[1], v[3]) for v in verdicts(_ingest(0.9), {})] == [(0.9, True)]
+    assert [(v[1], v[3], v[4]) for v in verdicts(_ingest(0.9), {})] == [
+        (0.9, True, "Spark 1,000 rows/s, local 1,000 rows/s")
+    ]
