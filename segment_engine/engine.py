@@ -15,9 +15,9 @@ from query.base import Query
 from query.duck import connection
 from query.errors import QueryUnsupported
 from query.timeseries import TimeseriesQuery
-from segment_engine import registry
 from segment_engine.footer import one_look_per_file
 from segment_engine.mapped_source import request_views
+from segment_engine.registry import merged, partials
 from segment_engine.segment_input import SegmentInput
 from segment_engine.timeseries import footer_partials
 
@@ -32,14 +32,14 @@ def run_partials(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Per-segment partial results, labelled by `__segment` (what the broker caches and merges)."""
     require_table_source(query)
     with one_look_per_file(), request_views():
-        return registry.partials(query, connection(), inputs)
+        return partials(query, connection(), inputs)
 
 
 def run_merged(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """The merged partial of `inputs` (`__segment` null), in one pass where the type can."""
     require_table_source(query)
     with one_look_per_file(), request_views():
-        return registry.merged(query, connection(), inputs)
+        return merged(query, connection(), inputs)
 
 
 def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
