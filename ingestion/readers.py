@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -39,12 +40,12 @@ class Block:
     table: pa.Table
     source: str
     first_line: int
-    line_numbers: np.ndarray | None = None  # per row; None means first_line + row index
+    line_numbers: npt.NDArray[np.int64] | None = None  # per row; None means first_line + row index
     problems: list[ParseProblem] = field(default_factory=list)
     progress_bytes: int = 0  # input bytes consumed by this block (for progress bars)
     end_line: int = 0  # text input: the line number just past this block's lines
 
-    def lines(self, rows: np.ndarray) -> np.ndarray:
+    def lines(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
         if self.line_numbers is not None:
             return self.line_numbers[rows]
         return np.asarray(rows, dtype=np.int64) + self.first_line

@@ -3,8 +3,9 @@
 Zero-filling follows Druid's engine: each segment's cursor walks the buckets of its window (the
 read interval clipped to the segment's first..last row time), emitting aggregator defaults for
 buckets without matching rows unless `skipEmptyBuckets`. Gaps where no segment exists are not
-filled. On the broker the merged rows are ordered, limited, post-aggregated; `grandTotal`
-appends a row with `"timestamp": null` combining the (limited) rows, as Druid's toolchest.
+filled; granularity `none` fills every millisecond, up to `query.bucket_limit`'s limit. On the
+broker the merged rows are ordered, limited, post-aggregated; `grandTotal` appends a row with
+`"timestamp": null` combining the (limited) rows, as Druid's toolchest (all null over no row).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from query.aggregation_engine import BUCKET, GroupingPlan, null_row, total
 from query.aggregators import Aggregator, parse_aggregators
 from query.aggregators.base import json_values
 from query.base import CommonFields, Query, register
+from query.bucket_limit import check_buckets
 from query.cache_key import digest_key
 from query.duck import connection
 from query.errors import invalid
 from query.fields import JAVA_INT_MAX, get_bool, get_int
 from query.filters import Filter, parse_filter
 from query.granularity_sql import parse_query_granularity
-from query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
+from query.post_aggregators import PostAggEnv, PostAggregator, compute_all, parse_post_aggregators
 from query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
 from timeline import Granularity, format_instant
 
@@ -109,6 +111,7 @@ class TimeseriesQuery(Query):
             row = null_row(plan.schema())
             start = self.segment_spec.intervals[0].start if self.segment_spec.intervals else 0
             merged = row.set_column(row.schema.get_field_index(BUCKET), BUCKET, pa.array([start], pa.int64()))
+        check_buckets(merged.num_rows, self.granularity.to_json())  # nodes check theirs; this is the sum
         buckets = merged.column(BUCKET).to_pylist()
         if not _in_order(buckets, self.descending):  # merged rows mostly come in order already
             order = "descending" if self.descending else "ascending"
@@ -123,12 +126,21 @@ class TimeseriesQuery(Query):
             for ms, result in zip(buckets, self._results(merged), strict=True)
         ]
         if self.context.grand_total:
-            rows.append({"timestamp": None, "result": self._results(total(connection(), plan, merged))[0]})
+            # combining no bucket gives no value: every aggregator null, count included (Druid)
+            combined = self._results(total(connection(), plan, merged), nothing=merged.num_rows == 0)
+            rows.append({"timestamp": None, "result": combined[0]})
         return rows
 
-    def _results(self, table: pa.Table) -> list[dict[str, Any]]:
+    def _results(self, table: pa.Table, *, nothing: bool = False) -> list[dict[str, Any]]:
+        """Each row's aggregators and post-aggregators; `nothing`: every aggregator null."""
         plan = self.plan
         env = plan.env(table, raw=bool(self.post_aggregations))
+        if nothing:
+            env = PostAggEnv(
+                length=env.length,
+                raw={k: pa.nulls(env.length, v.type) for k, v in env.raw.items()},
+                final={k: pa.nulls(env.length, v.type) for k, v in env.final.items()},
+            )
         columns = plan.aggregator_json(table, env, self.context.finalize)
         for name, values in compute_all(self.post_aggregations, env).items():
             columns[name] = json_values(values)

@@ -262,9 +262,14 @@ class TopNQuery(Query):
             return pa.concat_tables([ranked, markers.cast(table.schema)])
         dims = table.column(dim_col(0))
         stop_mask = after_previous_stop(self.metric, dims)
-        if stop_mask is not None:
-            table = table.filter(stop_mask)
-            dims = table.column(dim_col(0))
+        if stop_mask is not None and not pc.all(stop_mask).as_py():
+            # rows up to `previousStop` leave as markers: a bucket they empty is still answered
+            passed = table.filter(stop_mask)
+            stopped = table.filter(pc.invert(stop_mask))
+            where = [SEGMENT_COLUMN, BUCKET] if per_segment else [BUCKET]
+            blank = {f.name: pa.nulls(stopped.num_rows, f.type) for f in table.schema}
+            markers = pa.table({**blank, **{k: stopped.column(k) for k in where}}, schema=table.schema)
+            return self.top(pa.concat_tables([passed, markers]), keep, per_segment=per_segment)
         name = metric_name(self.metric)
         values = None
         if name is not None:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from query.errors import invalid
+from query.filters.sql import java_string
 from query.orderings import numeric_key, ordinal
 from query.string_comparators import COMPARATORS, LEXICOGRAPHIC, parse_ordering
 
@@ -81,8 +81,16 @@ def rank_key(spec: TopNMetric, metric_values: pa.Array | None, dims: pa.Array) -
     if isinstance(base, NumericMetric):
         assert metric_values is not None
         return numeric_key(metric_values, descending=not inverted)
-    key = ordinal(dims, base.ordering).astype(np.float64)
+    key = ordinal(as_text(dims), base.ordering).astype(np.float64)
     return -key if inverted else key
+
+
+def as_text(dims: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Dimension values as the strings Druid's string orderings compare: a LONG or DOUBLE output
+    compares as Java prints it ("15063" before "1555" lexicographically), nulls stay null."""
+    if pa.types.is_string(dims.type) or pa.types.is_large_string(dims.type):
+        return dims
+    return pa.array([None if v is None else java_string(v) for v in dims.to_pylist()], pa.string())
 
 
 def after_previous_stop(spec: TopNMetric, dims: pa.Array) -> pa.Array | None:
@@ -92,6 +100,6 @@ def after_previous_stop(spec: TopNMetric, dims: pa.Array) -> pa.Array | None:
         return None
     cmp = COMPARATORS[base.ordering]
     stop = base.previous_stop
-    text = pc.cast(dims, pa.string()).to_pylist()
+    text = as_text(dims).to_pylist()
     sign = -1 if isinstance(spec, InvertedMetric) else 1
     return pa.array([sign * cmp(v, stop) > 0 for v in text], pa.bool_())

@@ -12,22 +12,21 @@ import itertools
 from collections.abc import Callable, Sequence
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.aggregation_engine import BUCKET, GroupingPlan, agg_col, dim_col
 from query.base import SEGMENT_COLUMN
+from query.bucket_limit import MAX_BUCKETS, check_buckets
 from query.columns import SEGMENT_INDEX
 from query.duck import run_arrow
-from query.errors import ResourceLimitExceeded
 from query.granularity_sql import bucket_sql
 from segment_engine.data_window import cursor_window
 from segment_engine.memory_source import is_memory
 from segment_engine.relation import filtered_relation
 from segment_engine.segment_input import WINDOW_START, SegmentInput, reads_whole, segment_labels
-from timeline import Granularity
-
-MAX_FILLED_BUCKETS = 1_000_000  # zero-filled buckets one query may emit
+from timeline import Granularity, Interval, condense_intervals
 
 
 def group_rows(
@@ -152,7 +151,10 @@ def cursor_frame(granularity: Granularity, inputs: Sequence[SegmentInput]) -> pa
     """Every (segment, bucket) the segments' cursors walk, whether or not a row matches there.
 
     Druid emits these buckets: timeseries zero-fills them, topN answers them with an empty list.
+    More than `MAX_BUCKETS` of them end the query before any is built.
     """
+    if granularity.is_none:
+        return _millisecond_frame(inputs)
     segments: list[str] = []
     starts: list[int] = []
     seen: set[tuple[str, int]] = set()  # a segment read under several query intervals
@@ -163,14 +165,32 @@ def cursor_frame(granularity: Granularity, inputs: Sequence[SegmentInput]) -> pa
         if granularity.is_all:
             buckets = [window.start]
         else:
-            buckets = [b.start for b in itertools.islice(granularity.buckets(window), MAX_FILLED_BUCKETS + 1)]
+            buckets = [b.start for b in itertools.islice(granularity.buckets(window), MAX_BUCKETS + 1)]
         buckets = [b for b in buckets if (inp.segment_id, b) not in seen]
         seen.update((inp.segment_id, b) for b in buckets)
-        if len(starts) + len(buckets) > MAX_FILLED_BUCKETS:
-            raise ResourceLimitExceeded(
-                f"Zero-filling would emit more than {MAX_FILLED_BUCKETS} buckets; "
-                "use a coarser granularity or context skipEmptyBuckets"
-            )
+        check_buckets(len(starts) + len(buckets), granularity.to_json())
         segments += [inp.segment_id] * len(buckets)
         starts += buckets
     return pa.table({SEGMENT_COLUMN: pa.array(segments, pa.string()), BUCKET: pa.array(starts, pa.int64())})
+
+
+def _millisecond_frame(inputs: Sequence[SegmentInput]) -> pa.Table:
+    """`cursor_frame` for granularity `none`: every millisecond of each segment's cursor windows
+    (merged where a segment is read under overlapping intervals), counted before it is built."""
+    windows: dict[str, list[Interval]] = {}
+    for inp in inputs:
+        window = cursor_window(inp)
+        if window is not None:
+            windows.setdefault(inp.segment_id, []).append(window)
+    runs: list[tuple[str, int, int]] = []
+    total = 0
+    for segment, spans in windows.items():
+        for span in condense_intervals(spans):
+            total += span.end - span.start
+            check_buckets(total, "none")
+            runs.append((segment, span.start, span.end))
+    segment_ids = pa.array([segment for segment, _, _ in runs], pa.string())
+    lengths = np.asarray([end - start for _, start, end in runs], np.int64)
+    starts = np.concatenate([np.arange(s, e, dtype=np.int64) for _, s, e in runs] or [np.zeros(0, np.int64)])
+    owners = pc.take(segment_ids, pa.array(np.repeat(np.arange(len(runs)), lengths)))
+    return pa.table({SEGMENT_COLUMN: owners, BUCKET: pa.array(starts, pa.int64())})

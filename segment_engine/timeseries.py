@@ -23,8 +23,8 @@ from segment_engine.segment_input import SegmentInput
 
 def _buckets_to_fill(query: TimeseriesQuery, inputs: Sequence[SegmentInput]) -> pa.Table | None:
     """Every (segment, bucket) the cursors walk, which Druid zero-fills; None when nothing is filled."""
-    if query.context.skip_empty_buckets or query.granularity.is_none:
-        return None  # `none` would fill every millisecond: only buckets with rows
+    if query.context.skip_empty_buckets:
+        return None
     frame = cursor_frame(query.granularity, inputs)
     return frame if frame.num_rows else None
 

@@ -11,7 +11,9 @@ import pyarrow as pa
 import pytest
 
 from query import parse_query
+from query.bucket_limit import MAX_BUCKETS
 from query.errors import InvalidInput, QueryError
+from query.timeseries import TimeseriesQuery
 from segment_engine.segment_input import SegmentInput
 from tests.query.aggregation_helpers import oracle, run, run_split
 from tests.query.segment_fixtures import clip, hll_column, wikipedia_rows, write_segments
@@ -325,3 +327,65 @@ def test_unsupported_features_are_501() -> None:
         with pytest.raises(QueryError) as e:
             parse_query(ts(granularity="hour", **change))
         assert e.value.status == 501
+
+
+def test_granularity_none_zero_fills_every_millisecond(
+    gappy: tuple[list[SegmentInput], list[SegmentInput]],
+) -> None:
+    """Druid's cursor walks each millisecond of its window at granularity `none`: the answer has one
+    row per millisecond of [max(start, first row), min(end, last row + 1)), rows or not."""
+    day, hour = gappy
+    base = 1577836800000 + HOUR_MS + 600_000  # the 01:10 row; the next is 10 minutes later
+    window = Interval(base - 5, base + 20)
+    q = ts(dataSource="gap", intervals=[str(window)], granularity="none",
+           aggregations=[{"type": "count", "name": "n"}, {"type": "longSum", "name": "s", "fieldName": "value"}])  # fmt: skip
+    for inputs in (day, hour):
+        got = run(q, clip(inputs, window))
+        # the cursor starts at the segment's first row (01:10), not at the interval's start
+        assert [r["timestamp"] for r in got] == [format_instant(ms) for ms in range(base, base + 20)]
+        assert got[0]["result"] == {"n": 1, "s": 1}
+        assert all(r["result"] == {"n": 0, "s": None} for r in got[1:])
+    skip = dict(q, context={"skipEmptyBuckets": True})
+    assert [r["timestamp"] for r in run(skip, clip(day, window))] == [format_instant(base)]
+
+
+def test_too_many_buckets_is_a_400_naming_the_ways_out(
+    gappy: tuple[list[SegmentInput], list[SegmentInput]],
+) -> None:
+    day, _ = gappy
+    q = ts(dataSource="gap", intervals=["2020-01-01/2020-01-02"], granularity="none",
+           aggregations=[{"type": "count", "name": "n"}])  # fmt: skip
+    with pytest.raises(QueryError) as e:  # 01:10 to 07:05 is 21 million milliseconds
+        run(q, day)
+    assert e.value.status == 400 and e.value.error == "Resource limit exceeded"
+    assert "skipEmptyBuckets" in e.value.error_message and "coarser granularity" in e.value.error_message
+    # the broker's merge checks the sum of what every node sent
+    many = pa.table({"__segment": pa.nulls(MAX_BUCKETS + 1, pa.string()),
+                     "__bucket": pa.array(range(MAX_BUCKETS + 1), pa.int64()),
+                     "a0": pa.array([1] * (MAX_BUCKETS + 1), pa.int64())})  # fmt: skip
+    parsed = parse_query(q)
+    assert isinstance(parsed, TimeseriesQuery)
+    with pytest.raises(QueryError) as e:
+        parsed.finalize(many.cast(parsed.plan.schema()))
+    assert e.value.status == 400 and "skipEmptyBuckets" in e.value.error_message
+    skip = dict(q, context={"skipEmptyBuckets": True})
+    assert [r["result"]["n"] for r in run(skip, day)] == [1, 1, 1, 1]
+
+
+def test_grand_total_over_no_bucket_is_all_null(segments: list[SegmentInput]) -> None:
+    """Druid's grand total combines the rows it is given; over none, every aggregator is null."""
+    aggs = [{"type": "count", "name": "rows"}, {"type": "longSum", "name": "added", "fieldName": "added"}]
+    posts = [{"type": "arithmetic", "name": "twice", "fn": "*",
+              "fields": [{"type": "fieldAccess", "fieldName": "rows"}, {"type": "constant", "value": 2}]}]  # fmt: skip
+    nothing = {"type": "selector", "dimension": "channel", "value": "#nowhere"}
+    q = ts(granularity="hour", aggregations=aggs, postAggregations=posts, filter=nothing,
+           context={"grandTotal": True, "skipEmptyBuckets": True})  # fmt: skip
+    assert run(q, segments) == [{"timestamp": None, "result": {"rows": None, "added": None, "twice": None}}]
+    empty_interval = dict(q, intervals=["2001-01-01/2001-01-02"], context={"grandTotal": True})
+    assert run(empty_interval, []) == [
+        {"timestamp": None, "result": {"rows": None, "added": None, "twice": None}}
+    ]
+    # with buckets, the total combines them (zero-filled ones count 0)
+    some = dict(q, filter=None, context={"grandTotal": True})
+    (want,) = oracle("SELECT count(*), sum(added) FROM raw")
+    assert run(some, segments)[-1]["result"] == {"rows": want[0], "added": want[1], "twice": 2.0 * want[0]}

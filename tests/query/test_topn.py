@@ -139,3 +139,43 @@ def test_cache_key_covers_threshold_not_context() -> None:
     assert base.cache_key() == parse_query(topn(context={**EXACT, "queryId": "x", "timeout": 5})).cache_key()
     assert base.cache_key() != parse_query(topn(threshold=6)).cache_key()
     assert base.cache_key() != parse_query(topn(metric="added")).cache_key()
+
+
+def test_previous_stop_past_every_value_keeps_the_bucket_empty(segments: list[SegmentInput]) -> None:
+    """Druid answers every bucket its cursors walk, also when `previousStop` leaves no value in it."""
+    stop = {"type": "dimension", "ordering": "lexicographic", "previousStop": "~"}  # after every channel
+    hours = oracle("SELECT DISTINCT strftime(time_bucket(INTERVAL 1 HOUR, __time), '%Y-%m-%dT%H:00:00.000Z') "
+                   "FROM raw ORDER BY 1")  # fmt: skip
+    for query in (topn(dimension="channel", metric=stop, granularity="hour"),
+                  topn(dimension="channel", metric=stop, granularity="hour", context={})):  # fmt: skip
+        for answer in (run(query, segments), run_split(query, segments)):
+            assert answer == [{"timestamp": h, "result": []} for (h,) in hours]
+    everything = run(topn(dimension="channel", metric=stop), segments)
+    assert everything == [{"timestamp": "2015-09-12T00:46:58.771Z", "result": []}]
+    # a stop inside the values empties only the buckets with nothing after it
+    late = {"type": "dimension", "ordering": "lexicographic", "previousStop": "#vi.wikipedia"}
+    got = run_split(topn(dimension="channel", metric=late, granularity="hour", threshold=1), segments)
+    want = dict(oracle("SELECT strftime(time_bucket(INTERVAL 1 HOUR, __time), '%Y-%m-%dT%H:00:00.000Z') h, "
+                       "min(channel) FILTER (WHERE channel > '#vi.wikipedia') FROM raw GROUP BY h"))  # fmt: skip
+    assert {r["timestamp"]: [e["channel"] for e in r["result"]] for r in got} == {
+        h: [] if c is None else [c] for h, c in want.items()
+    }
+
+
+def test_lexicographic_order_of_a_long_dimension_compares_strings(segments: list[SegmentInput]) -> None:
+    """A LONG output ordered `lexicographic` sorts as its strings ("15063" before "1555"), also for
+    `previousStop` and when inverted."""
+    dim = {"type": "default", "dimension": "added", "outputName": "added_value", "outputType": "LONG"}
+    values = [v for (v,) in oracle("SELECT DISTINCT added FROM raw WHERE added IS NOT NULL")]
+    as_text = sorted(values, key=lambda v: str(v).encode())
+    for metric, want in (
+        ({"type": "dimension", "ordering": "lexicographic"}, as_text),
+        ({"type": "dimension", "ordering": "lexicographic", "previousStop": "1555"},
+         [v for v in as_text if str(v) > "1555"]),
+        ({"type": "inverted", "metric": {"type": "dimension", "ordering": "lexicographic", "previousStop": "1555"}},
+         [v for v in reversed(as_text) if str(v) < "1555"]),
+        ({"type": "dimension", "ordering": "numeric", "previousStop": "1555"}, [v for v in sorted(values) if v > 1555]),
+    ):  # fmt: skip
+        query = topn(dimension=dim, metric=metric, threshold=7)
+        for answer in (run(query, segments), run_split(query, segments)):
+            assert [e["added_value"] for e in answer[0]["result"]] == want[:7], metric
