@@ -36,7 +36,8 @@ def encode_partial(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
         w.write_table(table)
-    return sink.getvalue().to_pybytes()
+    stream: bytes = sink.getvalue().to_pybytes()
+    return stream
 
 
 def decode_partial(payload: bytes) -> pa.Table:
@@ -136,6 +137,8 @@ def _schema_end(payload: bytes) -> int | None:
     """Where the leading schema message ends, if the payload is a plain single-schema stream."""
     if len(payload) < 16 or not payload.endswith(_END_OF_STREAM):
         return None
+    marker: int
+    length: int
     marker, length = struct.unpack_from("<Ii", payload)
     end = 8 + length
     if marker != _CONTINUATION or length <= 0 or end > len(payload) - len(_END_OF_STREAM):

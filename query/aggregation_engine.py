@@ -231,7 +231,7 @@ def _scalar(function: str, column: pa.ChunkedArray) -> Any:
 
 def _distinct(column: pa.ChunkedArray) -> bool:
     """Whether no value of `column` repeats and none is null."""
-    return column.null_count == 0 and pc.count_distinct(column).as_py() == len(column)
+    return bool(column.null_count == 0 and pc.count_distinct(column).as_py() == len(column))
 
 
 def concat_partials(tables: Sequence[pa.Table]) -> pa.Table:

@@ -8,12 +8,15 @@ JavaScript body or a search query answer 501 naming themselves.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from query.duck import quote_ident, quote_str
 from query.errors import QueryUnsupported, invalid
+
+# an extraction function's SQL over `text` (the value so far) and `raw` (the column, of `raw_type`)
+_Apply = Callable[[Mapping[str, Any], str, str, "str | None"], str]
 
 UNSUPPORTED = frozenset({"lookup", "registeredLookup", "javascript", "searchQuery", "bucket", "time"})
 
@@ -148,7 +151,7 @@ def _offset(zone: str) -> str:
     return "'Z'" if zone in ("UTC", "Etc/UTC", "Z") else quote_str("")
 
 
-def _simple(sql_function: str) -> Any:
+def _simple(sql_function: str) -> _Apply:
     def apply(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
         return f"{sql_function}({text})"
 
@@ -159,7 +162,7 @@ def _strlen(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) ->
     return f"CAST(length({text}) AS VARCHAR)"
 
 
-_KINDS: dict[str, Any] = {
+_KINDS: dict[str, _Apply] = {
     "substring": _substring,
     "regex": _regex,
     "partial": _partial,

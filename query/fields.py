@@ -7,11 +7,12 @@ missing field always ends as an `InvalidInput` (HTTP 400) naming the field, neve
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from query.errors import invalid
 
-_MISSING = object()
+_MISSING: Any = object()
+T = TypeVar("T")
 
 
 def as_object(value: Any, what: str) -> Mapping[str, Any]:
@@ -20,7 +21,12 @@ def as_object(value: Any, what: str) -> Mapping[str, Any]:
     return value
 
 
+@overload
+def get_str(obj: Mapping[str, Any], key: str, *, what: str = "") -> str: ...
+@overload
+def get_str(obj: Mapping[str, Any], key: str, default: T, *, what: str = "") -> str | T: ...
 def get_str(obj: Mapping[str, Any], key: str, default: Any = _MISSING, *, what: str = "") -> Any:
+    """A string field; absent or null is `default` (an error when none is given)."""
     value = obj.get(key, _MISSING)
     if value is _MISSING or value is None:
         if default is _MISSING:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from query.errors import QueryUnsupported, invalid
@@ -54,7 +55,7 @@ class LimitSpec:
         columns: Mapping[str, pa.Array],
         tiebreak: Sequence[str],
         dims_first: bool = False,
-    ) -> np.ndarray:
+    ) -> npt.NDArray[np.intp]:
         """Row indices in result order, offset and limit applied.
 
         With a limit far below the row count, only rows that can make the cut by the most
@@ -83,7 +84,7 @@ class LimitSpec:
     def _sorted(
         self, times: np.ndarray | None, columns: Mapping[str, pa.Array], tiebreak: Sequence[str],
         dims_first: bool,
-    ) -> np.ndarray:  # fmt: skip
+    ) -> npt.NDArray[np.intp]:  # fmt: skip
         keys = self._keys(times, columns, tiebreak, dims_first)
         n = len(times) if times is not None else (len(next(iter(columns.values()))) if columns else 0)
         return np.lexsort(keys[::-1]) if keys else np.arange(n)

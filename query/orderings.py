@@ -8,6 +8,7 @@ numbers order naturally with nulls first (Druid's natural-nulls-first comparator
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -36,7 +37,10 @@ def ordinal(values: pa.Array | pa.ChunkedArray, ordering: str = LEXICOGRAPHIC) -
     rank_of = np.empty(len(distinct) + 1, dtype=np.int64)
     rank_of[np.asarray(order, dtype=np.int64)] = np.arange(1, len(distinct) + 1)
     rank_of[len(distinct)] = 0  # null
-    codes = pc.fill_null(encoded.indices, len(distinct)).to_numpy(zero_copy_only=False)
+    # intp: what fancy indexing would convert Arrow's dictionary indices to anyway
+    codes = np.asarray(
+        pc.fill_null(encoded.indices, len(distinct)).to_numpy(zero_copy_only=False), dtype=np.intp
+    )
     return rank_of[codes]
 
 
@@ -61,7 +65,8 @@ def group_positions(sorted_group_keys: list[np.ndarray]) -> np.ndarray:
     for k in sorted_group_keys:
         change[1:] |= k[1:] != k[:-1]
     starts = np.flatnonzero(change)
-    group_start = starts[np.cumsum(change) - 1]
+    group_of_row: npt.NDArray[np.intp] = np.cumsum(change) - 1
+    group_start = starts[group_of_row]
     return np.arange(n, dtype=np.int64) - group_start
 
 

@@ -199,9 +199,10 @@ def _parse_order(obj: Mapping[str, Any]) -> str:
 
 
 def _json_values(column: pa.ChunkedArray) -> list[Any]:
+    values: list[Any] = column.to_pylist()
     if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
-        return [None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()]
-    return column.to_pylist()
+        return [None if v is None else base64.b64encode(v).decode() for v in values]
+    return values
 
 
 def with_columns_metadata(table: pa.Table, own_columns: Mapping[str, list[str]]) -> pa.Table:

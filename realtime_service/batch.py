@@ -133,7 +133,8 @@ def encode_rows(rows: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, rows.schema) as writer:
         writer.write_table(rows)
-    return sink.getvalue().to_pybytes()
+    stream: bytes = sink.getvalue().to_pybytes()
+    return stream
 
 
 def decode_rows(body: bytes) -> pa.Table:

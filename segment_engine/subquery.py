@@ -19,9 +19,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from query.base import Query
+from query.columns import TIME_COLUMN
 from query.errors import QueryUnsupported
 from segment_engine.engine import run_to_json
-from segment_engine.segment_input import TIME_COLUMN, SegmentInput
+from segment_engine.segment_input import SegmentInput
 from timeline import Interval, SegmentDescriptor, parse_instant
 
 _DUCK_MIN_MS = -9_223_372_036_854  # DuckDB keeps microseconds in a signed 64-bit integer

@@ -178,9 +178,8 @@ def _push_time(f: Filter, pushed: Pushed) -> bool:
 def _micros(value: Any) -> int | None:
     """Epoch microseconds of a pushed timestamp literal (Spark sends zone-aware datetimes)."""
     if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        delta = moment - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(value, dt.date):
         return _micros(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC))

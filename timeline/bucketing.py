@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 BLOCK_MS = 900_000  # zone offsets in use since ~1900 are multiples of 15 minutes
 _MAX_TABLE_BLOCKS = 4_000_000  # ~114 years of 15-minute blocks in a lookup table
@@ -21,7 +22,9 @@ _DENSE_WALK_BUCKETS = 200_000  # beyond this (or the row count) walk only the oc
 StartOf = Callable[[int], int]
 
 
-def bucket_starts_by_runs(times: np.ndarray, start_of: StartOf, next_start: StartOf) -> np.ndarray:
+def bucket_starts_by_runs(
+    times: npt.NDArray[np.int64], start_of: StartOf, next_start: StartOf
+) -> npt.NDArray[np.int64]:
     """`start_of` applied to every element of the int64 array `times`.
 
     `start_of(t)` must be monotone non-decreasing; `next_start(s)` is a guess of the bucket after
@@ -110,7 +113,7 @@ def _probe_end(start_of: StartOf, s: int, x: int) -> int:
 _OFFSET_SAMPLE_MS = 6 * 3_600_000  # zone rules never change offset twice within six hours
 
 
-def zone_offsets(times: np.ndarray, offset_at: StartOf) -> np.ndarray:
+def zone_offsets(times: npt.NDArray[np.int64], offset_at: StartOf) -> npt.NDArray[np.int64]:
     """`offset_at` (a zone's UTC offset in ms) for every element of `times`, vectorised.
 
     The offset is sampled every six hours over the span and each change is bisected to its exact

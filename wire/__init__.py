@@ -46,7 +46,8 @@ def encode_partials(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    stream: bytes = sink.getvalue().to_pybytes()
+    return stream
 
 
 def decode_partials(payload: bytes) -> pa.Table | None:

@@ -121,16 +121,17 @@ def numeric_input(column: str, types: Mapping[str, str], kind: str) -> str:
 def json_values(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
     """Python values as Druid prints them (floats with their shortest float32 spelling)."""
     arr = _array(arr)
+    values: list[Any] = arr.to_pylist()
     if pa.types.is_floating(arr.type):
         f32 = pa.types.is_float32(arr.type)
         if f32 or not pc.all(pc.is_finite(arr)).as_py():
-            return [_float_json(v, f32) for v in arr.to_pylist()]
-        return arr.to_pylist()
+            return [_float_json(v, f32) for v in values]
+        return values
     if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
         import base64
 
-        return [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
-    return arr.to_pylist()
+        return [None if v is None else base64.b64encode(v).decode() for v in values]
+    return values
 
 
 # Jackson, Druid's JSON writer, prints NaN and the infinities as strings

@@ -12,6 +12,7 @@ import pytest
 from starlette.applications import Starlette
 
 import server_kit.query_api as query_api
+from segment_engine import whole_scan
 from tests.historical_query.test_query_api import post, raw, served  # noqa: F401  (fixture)
 from wire import ARROW_STREAM, SEGMENT_LABELS
 
@@ -36,7 +37,7 @@ def app(served):  # noqa: F811
 def whole_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the requests answered from the files (the DuckDB scan still runs for the rest)."""
     used: list[int] = []
-    real = query_api.whole_scan_schema
+    real = whole_scan.whole_scan_schema
 
     def counting(query: Any, inputs: Any) -> Any:
         schema = real(query, inputs)
@@ -103,7 +104,7 @@ def test_the_duckdb_scan_answers_the_rest(
 def test_a_cancel_stops_a_whole_scan(served, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """`DELETE /druid/v2/{id}` while the files are read: the answer is Druid's cancel error, not rows."""
     endpoint = query_api.QueryEndpoint(served, "test-host:8083")
-    real = query_api.whole_scan_batches
+    real = whole_scan.whole_scan_batches
     read: list[int] = []
 
     def cancelled_midway(schema: Any, inputs: Any, rows: int) -> Any:
