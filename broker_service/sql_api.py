@@ -20,12 +20,17 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from broker_service.broker import Broker
+from broker_service.sql_planning import PlanningPools
 from query.base import parse_query
-from query.errors import InvalidInput, QueryCancelled, QueryError, invalid, unknown_exception
+from query.errors import InvalidInput, QueryCancelled, QueryError, ResourceLimitExceeded, invalid
+from query.request_body import check_nesting
 from server_common.json_response import json_response
 from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
 from strata_sql.composed import DeferredPlan, Plan, natives
+from strata_sql.engine_errors import engine_error
 from strata_sql.formats import RowEncoder
+from strata_sql.guard import check_body, check_statement
+from strata_sql.guard import query_id as guarded_query_id
 from strata_sql.plan import Output, SqlPlan
 from strata_sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
@@ -118,9 +123,31 @@ class BrokerCatalog:
         ]
 
 
-async def _read_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+async def _bounded_body(request: Request, max_bytes: int) -> bytes:
+    """The body, refused past `max_bytes` without holding it (the rest is read and dropped, so the
+    client gets the 400 rather than a connection reset)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= max_bytes:
+            chunks.append(chunk)
+    if size > max_bytes:
+        raise ResourceLimitExceeded(
+            f"SQL request of {size} bytes is larger than the limit of {max_bytes} bytes"
+        )
+    return b"".join(chunks)
+
+
+async def _read_body(request: Request, max_bytes: int) -> dict[str, Any]:
+    raw = await _bounded_body(request, max_bytes)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if len(raw) > 65536:  # decoding and checking a large body must not hold the event loop
+        return await asyncio.to_thread(_decode_body, raw, kind)
+    return _decode_body(raw, kind)
+
+
+def _decode_body(raw: bytes, kind: str) -> dict[str, Any]:
     if kind in ("text/plain", "application/x-www-form-urlencoded"):
         text = raw.decode("utf-8", "replace")
         return {"query": urllib.parse.unquote_plus(text) if kind.endswith("urlencoded") else text}
@@ -128,9 +155,17 @@ async def _read_body(request: Request) -> dict[str, Any]:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise invalid("Request body is not valid JSON: %s", e) from None
-    if not isinstance(body, dict) or not isinstance(body.get("query"), str):
-        raise invalid("Request body needs a string field [query]")
-    return body
+    if isinstance(body, (dict, list)):
+        check_nesting(body)
+    return check_body(body)
+
+
+def _prepare(query: str, parameters: Any) -> tuple[str, list[str]]:
+    """The statement with its parameters bound, checked by `strata_sql.guard` before anything
+    parses it, and the tables it reads: the first planning step, in a worker thread."""
+    sql = _bind(query, parameters)
+    check_statement(sql)
+    return sql, referenced_tables(sql)
 
 
 def _bind(sql: str, parameters: Any) -> str:
@@ -168,6 +203,7 @@ class SqlApi:
         self.broker = broker
         self.catalog = BrokerCatalog(broker)
         self.cancelled: dict[str, None] = {}  # recently cancelled SQL query ids, oldest first
+        self.planning = PlanningPools()  # statements parse and plan off the event loop
 
     async def run_native(self, native: dict[str, Any], query_id: str) -> list[Any]:
         if query_id in self.cancelled:
@@ -244,16 +280,17 @@ async def post_sql(request: Request) -> Response:
     headers = {"X-Druid-SQL-Query-Id": str(uuid.uuid4())}
     request.state.sql_error_headers = headers  # errors are rendered by sql_error, with these headers
     try:
-        body = await _read_body(request)
+        body = await _read_body(request, api.broker.settings.max_request_bytes)
         context = dict(body.get("context") or {})
-        query_id = str(context.get("sqlQueryId") or headers["X-Druid-SQL-Query-Id"])
+        query_id = guarded_query_id(context, headers["X-Druid-SQL-Query-Id"])  # goes back in a header
         headers["X-Druid-SQL-Query-Id"] = query_id
         fmt = body.get("resultFormat") or "object"
         if fmt not in RESULT_FORMATS:
             raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
-        sql = _bind(body["query"], body.get("parameters"))
-        await api.catalog.load(referenced_tables(sql))
-        statement = plan_statement(sql, api.catalog, {**context, "queryId": query_id})
+        planning = api.planning.budget(body["query"])  # off the event loop, bounded in size and time
+        sql, tables = await planning.run(_prepare, body["query"], body.get("parameters"))
+        await api.catalog.load(tables)
+        statement = await planning.run(plan_statement, sql, api.catalog, {**context, "queryId": query_id})
         plan = statement.plan
         encoding: dict[str, Any] = {
             "fmt": fmt,
@@ -278,8 +315,8 @@ async def post_sql(request: Request) -> Response:
         return Response(payload, 200, headers=dict(headers), media_type=media)
     except QueryError:
         raise
-    except Exception as e:  # never a stack trace to the client
-        raise unknown_exception(e, host) from e
+    except Exception as e:  # never a stack trace, nor another engine's error, to the client
+        raise engine_error(e, host) from e
 
 
 async def cancel_sql(request: Request) -> Response:
