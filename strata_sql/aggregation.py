@@ -50,9 +50,11 @@ class Aggregation:
         dims: list[str] = []
         grouped: list[exp.Expr] = []
         granularity_node: exp.Expr | None = None
-        for key in group.expressions if group is not None else []:
+        keys, sets = grouping_keys(group)
+        dim_of: dict[exp.Expr, str] = {}
+        for key in keys:
             node = _resolve(key, items)
-            gran = _time_floor(node)
+            gran = _time_floor(node) if sets is None else None  # subtotals group time as a dimension
             if gran is not None and granularity_node is None:
                 granularity, granularity_node = gran, node
             else:  # a further time floor groups as a virtual column, as any expression
@@ -64,7 +66,12 @@ class Aggregation:
                     self.dimension_exprs.append((node, col, kind, is_time_expression(text)))
                 if col not in dims:  # grouping twice by one column is grouping by it once
                     dims.append(col)
+                dim_of[key] = col
             grouped.append(node)
+        if sets is not None:
+            if not dims or TIME in dims:
+                raise QueryUnsupported("GROUPING SETS without dimensions, or over __time itself")
+            native["subtotalsSpec"] = [list(dict.fromkeys(dim_of[k] for k in s)) for s in sets]
         for name, node in items:
             if (granularity_node is not None and node == granularity_node) or (
                 column_name(node) == TIME and TIME in [column_name(g) for g in grouped]
@@ -81,14 +88,16 @@ class Aggregation:
                 outputs.append(Output(name, col, self.types.get(col, "STRING")))
             else:
                 source, kind = self.value(node, name)
-                outputs.append(Output(name, source, kind))
+                outputs.append(Output(name, source, kind, _keeps_time(node)))
         if select.args.get("having") is not None:
             native["having"] = {
                 "type": "filter",
                 "filter": self._having(select.args["having"].this, items, outputs),
             }
         native.update(granularity=granularity, aggregations=self.aggs, postAggregations=self.posts)
-        topn = self._topn_metric(select, items, outputs, dims, granularity, native)
+        topn = (
+            None if sets is not None else self._topn_metric(select, items, outputs, dims, granularity, native)
+        )
         if topn is not None:
             metric, threshold = topn
             dim = dims[0]
@@ -103,7 +112,7 @@ class Aggregation:
                 metric=metric,
                 threshold=threshold,
             )
-        elif dims or native.get("having"):
+        elif dims or native.get("having") or sets is not None:
             native.update(
                 queryType="groupBy",
                 dimensions=[
@@ -320,6 +329,62 @@ class Aggregation:
 
 
 _AGG_FUNCS = {"EARLIEST", "LATEST", "ANY_VALUE", "APPROX_COUNT_DISTINCT"}
+_TIME_KEEPING = {"MIN", "MAX", "EARLIEST", "LATEST", "ANY_VALUE", "ANYVALUE"}
+
+
+def _keeps_time(node: exp.Expr) -> bool:
+    """MIN/MAX/EARLIEST/LATEST/ANY_VALUE of `__time` stay TIMESTAMP in Druid SQL (not BIGINT)."""
+    while isinstance(node, (exp.Paren, exp.Filter)):
+        node = node.this
+    fn = node.name.upper() if isinstance(node, exp.Anonymous) else type(node).__name__.upper()
+    if fn not in _TIME_KEEPING:
+        return False
+    arg = node.expressions[0] if isinstance(node, exp.Anonymous) and node.expressions else node.this
+    return arg is not None and column_name(arg) == TIME
+
+
+def grouping_keys(group: exp.Group | None) -> tuple[list[exp.Expr], list[list[exp.Expr]] | None]:
+    """The GROUP BY terms (each once) and, for GROUPING SETS / ROLLUP / CUBE, the sets grouped by
+    (in Calcite's order: ROLLUP(a, b) is (a, b), (a), (); CUBE(a, b) is (a, b), (a), (b), ()),
+    each with the plain terms beside them; None for a plain GROUP BY."""
+    if group is None:
+        return [], None
+    plain: list[exp.Expr] = []
+    products: list[list[list[exp.Expr]]] = []
+    for term in group.expressions:
+        if isinstance(term, exp.Rollup):
+            cols = list(term.expressions)
+            products.append([cols[:i] for i in range(len(cols), -1, -1)])
+        elif isinstance(term, exp.Cube):
+            cols = list(term.expressions)
+            bits = len(cols)
+            products.append(
+                [
+                    [c for j, c in enumerate(cols) if mask >> (bits - 1 - j) & 1]
+                    for mask in range(2**bits - 1, -1, -1)
+                ]
+            )
+        elif isinstance(term, exp.GroupingSets):
+            products.append([_set_members(s) for s in term.expressions])
+        elif isinstance(term, exp.Tuple) and not term.expressions:
+            continue  # GROUP BY (): the one group of every row
+        else:
+            plain.append(term)
+    if not products:
+        return plain, None
+    sets: list[list[exp.Expr]] = [list(plain)]
+    for choices in products:
+        sets = [[*base, *choice] for base in sets for choice in choices]
+    keys = list(dict.fromkeys([*plain, *(k for s in sets for k in s)]))
+    return keys, sets
+
+
+def _set_members(node: exp.Expr) -> list[exp.Expr]:
+    if isinstance(node, exp.Tuple):
+        return list(node.expressions)
+    if isinstance(node, exp.Paren):
+        return [node.this]
+    return [node]
 
 
 def _ancestors(node: exp.Expr, root: exp.Expr) -> list[exp.Expr]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,11 +23,17 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from query.errors import QueryUnsupported, invalid
+from strata_sql.engine_errors import engine_error
 from strata_sql.plan import Output, SqlPlan
 from timeline import format_instant, parse_instant
 
 Rows = list[list[Any]]
+_stage_numbers = itertools.count()
+
+
+def stage_name() -> str:
+    """A fresh table name for the rows of one stage in the broker's engine."""
+    return f"__stage{next(_stage_numbers)}"
 
 
 @dataclass
@@ -43,31 +50,40 @@ class ComposedPlan:
     outer: exp.Expr  # the statement, reading the stages by name
     outputs: list[Output] = field(default_factory=list)  # known once `finish` ran
     time_zone: str | None = None  # sqlTimeZone: timestamps print in it
+    names: list[str] | None = None  # the output columns' names, when the statement fixed them
+    tables: dict[str, pa.Table] = field(default_factory=dict)  # tables known before any stage ran
 
     def finish(self, inputs: Sequence[tuple[Rows, list[Output]]]) -> Rows:
+        from strata_sql.functions import install, to_duckdb
+
         conn = duckdb.connect()
         try:
             conn.execute("SET TimeZone='UTC'")
+            install(conn)
+            for name, table in self.tables.items():
+                conn.register(name, table)
             for stage, (rows, outputs) in zip(self.stages, inputs, strict=True):
                 conn.register(stage.name, _arrow(rows, outputs))
             try:
-                cur = conn.execute(self.outer.sql(dialect="duckdb"))
+                cur = conn.execute(to_duckdb(self.outer, self.time_zone).sql(dialect="duckdb"))
             except duckdb.Error as e:
-                message = " ".join(str(e).split())
-                if "does not exist" in message or "not implemented" in message.lower():
-                    raise QueryUnsupported(f"Outer query over a subquery: {message}") from None
-                raise invalid("%s", message) from None
+                raise engine_error(e) from None
             description = cur.description or []
             result = [list(r) for r in cur.fetchall()]
         finally:
             conn.close()
-        self.outputs = [_output(i, d, self.outer) for i, d in enumerate(description)]
+        self.outputs = [_output(i, d, self.outer, self.names) for i, d in enumerate(description)]
+        zone = None if self.time_zone is None else ZoneInfo(self.time_zone)
         for row in result:
             for i, value in enumerate(row):
                 if isinstance(value, datetime.datetime):
                     aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
-                    zone = None if self.time_zone is None else ZoneInfo(self.time_zone)
-                    row[i] = format_instant(int(aware.timestamp() * 1000), zone)
+                    row[i] = format_instant(round(aware.timestamp() * 1000), zone)
+                elif isinstance(value, datetime.date):  # a DATE prints as its midnight in the zone
+                    midnight = datetime.datetime(
+                        value.year, value.month, value.day, tzinfo=zone or datetime.UTC
+                    )
+                    row[i] = format_instant(round(midnight.timestamp() * 1000), zone)
                 elif isinstance(value, decimal.Decimal):
                     row[i] = float(value)
         return result
@@ -92,6 +108,27 @@ def natives(plan: Plan) -> list[dict[str, Any]]:
     return [q for stage in plan.stages for q in natives(stage.plan)]
 
 
+def broker_parts(plan: Plan) -> list[dict[str, Any]]:
+    """What the broker computes itself over the stages' rows (EXPLAIN shows it after the native
+    queries): the statement its engine runs and the stages it reads, inner ones first."""
+    if isinstance(plan, SqlPlan):
+        return []
+    inner = [part for stage in plan.stages for part in broker_parts(stage.plan)]
+    if isinstance(plan, DeferredPlan):
+        return [
+            *inner,
+            {"engine": "broker", "statement": "the outer query, planned once its IN list is known"},
+        ]
+    return [
+        *inner,
+        {
+            "engine": "broker",
+            "statement": plan.outer.sql(dialect="druid"),
+            "stages": [stage.name for stage in plan.stages],
+        },
+    ]
+
+
 _ARROW = {"STRING": pa.string(), "LONG": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
 
 
@@ -103,7 +140,7 @@ def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
             millis = [
                 None if v is None else v if isinstance(v, int) else parse_instant(str(v)) for v in values
             ]
-            columns[out.name] = pa.array(millis, pa.int64()).cast(pa.timestamp("ms", "UTC"))
+            columns[out.name] = pa.array(millis, pa.int64()).cast(pa.timestamp("ms"))
         else:
             columns[out.name] = pa.array(values, _ARROW.get(out.druid_type, pa.string()))
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})
@@ -123,13 +160,20 @@ _DUCK_TO_DRUID = {
 }
 
 
-def _output(i: int, description: Any, outer: exp.Expr) -> Output:
+def _output(i: int, description: Any, outer: exp.Expr, names: list[str] | None) -> Output:
     name, kind = description[0], str(description[1]).split("(")[0].upper()
-    select = outer if isinstance(outer, exp.Select) else outer.find(exp.Select)
-    items = select.expressions if select is not None else []
-    item = items[i] if i < len(items) else None
-    if item is not None and not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
-        name = f"EXPR${i}"
+    if names is not None and i < len(names):
+        name = names[i]
+    else:
+        select = outer if isinstance(outer, exp.Select) else outer.find(exp.Select)
+        items = select.expressions if select is not None else []
+        item = items[i] if i < len(items) else None
+        if item is not None and not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
+            name = f"EXPR${i}"
     if kind.startswith("TIMESTAMP"):
         return Output(name, name, "LONG", timestamp=True)
+    if kind == "DATE":
+        return Output(name, name, "LONG", sql_type_name="DATE")
+    if kind == "BOOLEAN":
+        return Output(name, name, "LONG", sql_type_name="BOOLEAN")
     return Output(name, name, _DUCK_TO_DRUID.get(kind, "STRING"))

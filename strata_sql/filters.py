@@ -33,7 +33,13 @@ _FLIP: dict[Any, Any] = {
 def column_name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Column) and not node.table:
         return node.name
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Column) and node.this.name == TIME:
+    if (
+        isinstance(node, exp.Cast)
+        and isinstance(node.this, exp.Column)
+        and not node.this.table
+        and node.this.name == TIME
+        and node.to.is_type("timestamp")
+    ):
         return TIME  # CAST(__time AS TIMESTAMP)
     return None
 
@@ -98,7 +104,7 @@ def split_time(where: exp.Expr | None, now_ms: int) -> tuple[list[str], exp.Expr
     """(query intervals, the rest of the condition)."""
     if where is None:
         return ["-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"], None
-    conjuncts = list(where.flatten()) if isinstance(where, exp.And) else [where]
+    conjuncts = _conjuncts(where)
     lo, hi = MIN_INSTANT, MAX_INSTANT
     ranges: list[Interval] | None = None
     rest: list[exp.Expr] = []
@@ -121,6 +127,14 @@ def split_time(where: exp.Expr | None, now_ms: int) -> tuple[list[str], exp.Expr
         intervals = ["1970-01-01T00:00:00.000Z/1970-01-01T00:00:00.000Z"]
     condition = None if not rest else rest[0] if len(rest) == 1 else exp.and_(*rest)
     return intervals, condition
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The terms of an AND tree, through any parentheses: `(a AND (b AND c))` is a, b, c."""
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        return [term for child in (node.this, node.expression) for term in _conjuncts(child)]
+    return [node]
 
 
 def _time_bounds(c: exp.Expr, now_ms: int) -> tuple[int, int] | list[Interval] | None:

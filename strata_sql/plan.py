@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from query.errors import QueryUnsupported, invalid
+from query.errors import QueryUnsupported, ResourceLimitExceeded, invalid
 from strata_sql.expressions import ExpressionWriter, expression_kind
 from strata_sql.filters import TIME
 from timeline import format_instant, parse_instant
@@ -29,9 +29,12 @@ class Output:
     source: str  # key in the native row: a dimension / aggregator / post-aggregator name, or TIME
     druid_type: str  # STRING, LONG, DOUBLE, FLOAT; LONG with sql_type TIMESTAMP for time
     timestamp: bool = False  # an expression giving epoch ms that SQL types as TIMESTAMP
+    sql_type_name: str | None = None  # the SQL type when the Druid type does not say it (DATE, BOOLEAN)
 
     @property
     def sql_type(self) -> str:
+        if self.sql_type_name is not None:
+            return self.sql_type_name
         if self.source == TIME or self.timestamp:
             return "TIMESTAMP"
         return SQL_TYPES.get(self.druid_type, "VARCHAR")
@@ -49,12 +52,20 @@ class SqlPlan:
     zero_sources: set[str] = field(default_factory=set)  # counts: 0 in that row, the rest null
     explain: bool = False
     time_zone: str | None = None  # sqlTimeZone: timestamps print in it
+    raw_times: bool = False  # a stage of a composed plan: timestamps stay epoch ms
+    row_bound: int | None = None  # maxSubqueryRows: more rows than this is an error
 
     def rows(self, native_results: list[Any]) -> list[list[Any]]:
         if self.native is None:
             rows = self.constant_rows
         else:
             rows = list(_native_rows(self, native_results))
+            if self.row_bound is not None and len(rows) > self.row_bound:
+                raise ResourceLimitExceeded(
+                    f"Cannot issue the query, subqueries generated results beyond maximum[{self.row_bound}] "
+                    "rows. Narrow the subquery (filters, a shorter interval) or raise the context "
+                    "parameter [maxSubqueryRows]"
+                )
             if not rows and self.empty_row:
                 rows = [[0 if o.source in self.zero_sources else None for o in self.outputs]]
         if self.order:
@@ -78,7 +89,7 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
     assert plan.native is not None
     kind = plan.native["queryType"]
     zone = None if plan.time_zone is None else ZoneInfo(plan.time_zone)
-    _scan_value = functools.partial(_value, zone=zone)
+    _scan_value = _raw_value if plan.raw_times else functools.partial(_value, zone=zone)
     if kind == "scan":  # the hot path of large selections: only timestamps need rewriting
         for batch in results:
             index = {c: i for i, c in enumerate(batch["columns"])}
@@ -101,6 +112,10 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
             _scan_value(o, row["timestamp"]) if o.source == TIME else _scan_value(o, values.get(o.source))
             for o in plan.outputs
         ]
+
+
+def _raw_value(out: Output, value: Any) -> Any:
+    return value
 
 
 def _value(out: Output, value: Any, zone: ZoneInfo | None) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
@@ -18,6 +19,7 @@ from sqlglot.errors import SqlglotError
 
 from query.errors import QueryUnsupported, invalid
 from strata_sql.aggregation import Aggregation
+from strata_sql.dialect import DIALECT
 from strata_sql.expressions import ExpressionWriter, is_time_expression
 from strata_sql.filters import TIME, column_name, literal, now_millis, split_time, to_filter
 from strata_sql.plan import (
@@ -29,21 +31,60 @@ from strata_sql.plan import (
 )
 from strata_sql.session import current_zone
 
-EXPLAIN = re.compile(r"^\s*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE)
+EXPLAIN = re.compile(r"(^|;)\s*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE)
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
+@dataclass
+class Parsed:
+    """One statement: its tree, whether EXPLAIN PLAN FOR asked for its plan, and the context
+    set by the `SET key = value;` statements before it (Druid 31+)."""
+
+    tree: exp.Expr
+    explain: bool
+    settings: dict[str, Any]
+
+
 def parse(sql: str) -> tuple[exp.Expr, bool]:
-    explain = bool(EXPLAIN.match(sql))
-    text = EXPLAIN.sub("", sql).strip().rstrip(";")
+    parsed = parse_statement(sql)
+    return parsed.tree, parsed.explain
+
+
+def parse_statement(sql: str) -> Parsed:
+    explain = bool(EXPLAIN.search(sql))
+    text = EXPLAIN.sub(r"\1 ", sql).strip()
     try:
-        statements = sqlglot.parse(text, read="druid")
+        statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
     except SqlglotError as e:
         # sqlglot underlines the offending token with terminal escapes: plain text for clients
         raise invalid("SQL parse failed: %s", " ".join(_ANSI_ESCAPE.sub("", str(e)).split())) from None
-    if len(statements) != 1 or statements[0] is None:
-        raise invalid("SQL must be exactly one statement")
-    return statements[0], explain
+    settings: dict[str, Any] = {}
+    while len(statements) > 1 and isinstance(head := statements[0], exp.Set):
+        settings.update(_settings(head))
+        statements.pop(0)
+    if len(statements) != 1:
+        raise invalid("SQL must be exactly one statement, optionally after SET statements")
+    if isinstance(statements[0], exp.Set):
+        raise invalid("SQL has SET statements but no statement to run after them")
+    return Parsed(statements[0], explain, settings)
+
+
+def _settings(statement: exp.Set) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in statement.expressions:
+        assignment = item.this if isinstance(item, exp.SetItem) else item
+        if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
+            raise invalid("SET takes the form SET key = value, got [%s]", item.sql(dialect=DIALECT))
+        value = assignment.expression
+        if isinstance(value, exp.Boolean):
+            out[assignment.this.name] = bool(value.this)
+        elif isinstance(value, exp.Literal) and not value.is_string:
+            out[assignment.this.name] = literal(value, 0)
+        elif isinstance(value, (exp.Literal, exp.Null)):
+            out[assignment.this.name] = None if isinstance(value, exp.Null) else value.this
+        else:
+            raise invalid("SET [%s] needs a literal value", assignment.this.name)
+    return out
 
 
 def plan_select(
@@ -124,6 +165,8 @@ def _scan(
         if len(keys) != 1 or column_name(keys[0].this) != TIME:
             raise QueryUnsupported("A non-aggregating query can only be ordered by __time")
         native["order"] = "descending" if keys[0].args.get("desc") else "ascending"
+        if TIME not in native["columns"]:  # ordered by time without selecting it
+            native["columns"].append(TIME)
         select.set("order", None)
     limit, offset = _limit(select)
     if limit is not None:

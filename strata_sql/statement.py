@@ -4,17 +4,18 @@ sys (answered from the broker's catalog with DuckDB), or with no FROM at all (`S
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from query.errors import QueryError, QueryUnsupported, invalid
-from strata_sql.composed import ComposedPlan, Plan
-from strata_sql.plan import Output, SqlPlan
-from strata_sql.planner import parse, plan_select
+from query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, invalid
+from strata_sql.aggregate_split import split_aggregate
+from strata_sql.composed import ComposedPlan, Plan, Stage, stage_name
+from strata_sql.plan import SqlPlan
+from strata_sql.planner import parse_statement, plan_select
+from strata_sql.relational import Relational, plan_relational
 from strata_sql.session import current_zone, parse_time_zone, time_zone
 from strata_sql.subqueries import plan_composed
 
@@ -66,6 +67,7 @@ class Catalog(Protocol):
 class PlannedStatement:
     plan: Plan
     explain: bool
+    context: Mapping[str, Any] = field(default_factory=dict)  # the request's, with SET statements applied
 
     @property
     def names(self) -> list[str]:
@@ -83,7 +85,7 @@ class PlannedStatement:
 def referenced_tables(sql: str) -> list[str]:
     """Datasources a statement reads (their columns must be in the catalog before planning)."""
     try:
-        tree, _ = parse(sql)
+        tree = parse_statement(sql).tree
     except QueryError:
         return []  # planning reports the error
     return [t.name for t in tree.find_all(exp.Table) if (t.db or "druid").lower() == "druid"]
@@ -98,45 +100,131 @@ def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> Pl
 
 
 def _plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
-    tree, explain = parse(sql)
+    parsed = parse_statement(sql)
+    context = {**context, **parsed.settings}
+    tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
     with time_zone(parse_time_zone(context.get("sqlTimeZone"))):
-        return PlannedStatement(_plan_tree(tree, catalog, context), explain)
+        return PlannedStatement(_plan_tree(tree, catalog, context), parsed.explain, context)
+
+
+def _outer_limit(tree: exp.Expr, value: Any) -> exp.Expr:
+    """Druid's `sqlOuterLimit`: at most that many rows, after the statement's own ORDER BY and LIMIT."""
+    if value is None or not isinstance(tree, exp.Query):
+        return tree
+    try:
+        outer = int(value)
+    except (TypeError, ValueError):
+        raise invalid("Context parameter [sqlOuterLimit] must be a number, got [%s]", value) from None
+    if outer < 0:
+        raise invalid("Context parameter [sqlOuterLimit] must not be negative, got [%s]", value)
+    limit = tree.args.get("limit")
+    own = limit.expression if isinstance(limit, exp.Limit) else None
+    if isinstance(own, exp.Literal) and not own.is_string and own.this.isdigit():
+        outer = min(outer, int(own.this))
+    elif own is not None:
+        return exp.select("*").from_(tree.subquery("__outer")).limit(outer)
+    return tree.limit(outer)
 
 
 def _plan_tree(tree: exp.Expr, catalog: Catalog, context: Mapping[str, Any]) -> Plan:
+    """The native plan when the statement's shape is one the native planner takes, else the
+    relational plan (`strata_sql.relational`): native stages and DuckDB on the broker."""
     if isinstance(tree, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Merge)):
         raise QueryUnsupported(f"Statement [{type(tree).__name__.upper()}] is not supported; only SELECT")
     if isinstance(tree, exp.Subquery):
         tree = tree.unnest()
+    if not isinstance(tree, exp.Query):
+        raise invalid(
+            "SQL parse failed: expected a SELECT statement, got [%s]", tree.sql(dialect="druid")[:200]
+        )
+    try:
+        return _plan_native(tree, catalog, context)
+    except ResourceLimitExceeded:
+        raise
+    except QueryError:
+        pass
+    split = _split_aggregate(tree, catalog, context) if isinstance(tree, exp.Select) else None
+    if split is not None:
+        return split
+    env = Relational(
+        catalog,
+        lambda: system_tables(catalog),
+        lambda select, table, columns: plan_select(select, table, columns, context),
+        context,
+    )
+    plan = plan_relational(tree, env)
+    plan.time_zone = current_zone()
+    return plan
+
+
+def _split_aggregate(tree: exp.Select, catalog: Catalog, context: Mapping[str, Any]) -> ComposedPlan | None:
+    """The grouping of a one-table aggregation as a native query and the rest (windows, what the
+    native layer cannot compute) on the broker (`strata_sql.aggregate_split`); None when that
+    grouping is no native query either."""
+    source = tree.args.get("from_")
+    table = None if source is None else source.this
+    if not isinstance(table, exp.Table) or (table.db or "druid").lower() != "druid":
+        return None
+    name = stage_name()
+    parts = split_aggregate(tree, exp.to_table(name, quoted=True).as_(table.alias_or_name, quoted=True))
+    if parts is None:
+        return None
+    inner, outer = parts
+    try:
+        inner_plan = _plan_native(inner, catalog, context)
+    except QueryError:
+        return None
+    if not isinstance(inner_plan, SqlPlan):
+        return None
+    inner_plan.raw_times = True
+    names = [item.alias_or_name for item in outer.expressions]
+    return ComposedPlan([Stage(name, inner_plan)], outer, names=names, time_zone=current_zone())
+
+
+def _plan_native(tree: exp.Query, catalog: Catalog, context: Mapping[str, Any]) -> Plan:
     composed = plan_composed(tree, context, lambda inner: _plan_tree(inner, catalog, context))
     if isinstance(composed, ComposedPlan):
         composed.time_zone = current_zone()
     if composed is not None:
         return composed
     if not isinstance(tree, exp.Select):
-        raise invalid(
-            "SQL parse failed: expected a SELECT statement, got [%s]", tree.sql(dialect="druid")[:200]
-        )
+        raise QueryUnsupported("not one SELECT: planned relationally")
     source = tree.args.get("from_") or tree.args.get("from")
-    if tree.args.get("joins"):
-        raise QueryUnsupported("JOIN is not supported")
-    if source is None:
-        return _duckdb_plan(tree, {})
+    if tree.args.get("joins") or source is None:
+        raise QueryUnsupported("a join or no table: planned relationally")
+    tree = _single_table(tree)
     table = source.this
     if isinstance(table, exp.Subquery):
         tree = _flatten(tree, table)
         table = tree.args["from_"].this
     if not isinstance(table, exp.Table):
-        raise QueryUnsupported(f"FROM [{table.sql(dialect='druid')}] is not supported")
+        raise QueryUnsupported(f"FROM [{table.sql(dialect='druid')}]: planned relationally")
     schema = (table.db or "druid").lower()
-    if schema in SYSTEM_SCHEMAS:
-        return _duckdb_plan(tree, system_tables(catalog))
     if schema != "druid":
-        raise invalid("Object '%s.%s' not found", table.db, table.name)
+        raise QueryUnsupported("a system table: planned relationally")
     columns = catalog.columns(table.name)
     if columns is None:
         raise invalid("Object '%s' not found", table.name)
     return plan_select(tree, table.name, columns, context)
+
+
+def _single_table(tree: exp.Select) -> exp.Select:
+    """A one-table SELECT in the native planner's terms: `t.col` as `col` where `t` names the
+    table, and `GROUP BY ()` as no grouping (one row of aggregates)."""
+    table = tree.args["from_"].this
+    names = {table.alias_or_name, table.name} if isinstance(table, exp.Table) else set()
+    out = tree.copy()
+    for column in out.find_all(exp.Column):
+        if column.table and column.table in names and not column.args.get("db"):
+            scope_select = column.find_ancestor(exp.Select)
+            if scope_select is out:
+                column.set("table", None)
+    group = out.args.get("group")
+    if group is not None and all(isinstance(e, exp.Tuple) and not e.expressions for e in group.expressions):
+        if out.find(exp.AggFunc) is None:
+            raise QueryUnsupported("GROUP BY () without aggregates: planned relationally")
+        out.set("group", None)
+    return out
 
 
 def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
@@ -253,38 +341,3 @@ def _rows_table(rows: list[dict[str, Any]], names: list[str]) -> pa.Table:
     if not rows:
         return pa.table({n: pa.array([], pa.string()) for n in names})
     return pa.table({n: [r.get(n) for r in rows] for n in names})
-
-
-def _duckdb_plan(tree: exp.Select, tables: dict[str, pa.Table]) -> SqlPlan:
-    """Answer a statement over constants or system tables with DuckDB right away."""
-    tree = tree.copy()
-    for table in list(tree.find_all(exp.Table)):
-        schema = SYSTEM_SCHEMAS.get((table.db or "").lower())
-        key = f"{(schema or '').lower()}__{table.name.lower()}"
-        if schema is None or key not in tables:
-            raise invalid("Object '%s' not found", table.sql(dialect="druid"))
-        table.replace(exp.to_table(key).as_(table.alias_or_name) if table.alias else exp.to_table(key))
-    conn = duckdb.connect()
-    try:
-        for name, data in tables.items():
-            conn.register(name, data)
-        try:
-            cur = conn.execute(tree.sql(dialect="duckdb"))
-        except duckdb.Error as e:
-            raise invalid("%s", " ".join(str(e).split())) from None
-        description = cur.description or []
-        rows = [list(r) for r in cur.fetchall()]
-    finally:
-        conn.close()
-    outputs = []
-    for i, d in enumerate(description):
-        sql_type = _DUCK_TO_SQL.get(str(d[1]).split("(")[0].upper(), "VARCHAR")
-        name = (
-            d[0]
-            if isinstance(
-                tree.expressions[i] if i < len(tree.expressions) else None, (exp.Alias, exp.Column, exp.Star)
-            )
-            else f"EXPR${i}"
-        )
-        outputs.append(Output(name, name, _SQL_TO_DRUID.get(sql_type, "STRING")))
-    return SqlPlan(outputs, None, constant_rows=rows)

@@ -8,19 +8,17 @@ they may nest.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlglot import exp
 
 from query.errors import QueryError, QueryUnsupported
-from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage
+from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage, stage_name
 from strata_sql.plan import SqlPlan
 from strata_sql.session import current_zone, time_zone
 
 PlanTree = Callable[[exp.Expr], Plan]
-_names = (f"__stage{i}" for i in itertools.count())
 
 
 def plan_composed(tree: exp.Expr, context: Mapping[str, Any], plan_tree: PlanTree) -> Plan | None:
@@ -51,7 +49,7 @@ def _union(tree: exp.SetOperation, plan_tree: PlanTree) -> Plan:
             return exp.union(leaf(node.this), leaf(node.expression), distinct=False)
         if isinstance(node, exp.SetOperation):
             raise QueryUnsupported("Only UNION ALL is supported (UNION, INTERSECT and EXCEPT are not)")
-        stage = Stage(next(_names), plan_tree(node.unnest() if isinstance(node, exp.Subquery) else node))
+        stage = Stage(stage_name(), plan_tree(node.unnest() if isinstance(node, exp.Subquery) else node))
         stages.append(stage)
         return exp.select("*").from_(stage.name)
 
@@ -82,7 +80,7 @@ def _over_subquery(
     native = _as_query_data_source(tree, inner, context)
     if native is not None:
         return native
-    stage = Stage(next(_names), inner)
+    stage = Stage(stage_name(), inner)
     outer = tree.copy()
     table = exp.to_table(stage.name)
     outer.set("from_", exp.From(this=table.as_(sub.alias) if sub.alias else table))
@@ -121,7 +119,7 @@ def _in_subquery(tree: exp.Select, node: exp.In, plan_tree: PlanTree) -> Plan:
     inner = query.this if isinstance(query, exp.Subquery) else query
     if isinstance(inner, exp.Select) and len(inner.expressions) != 1:
         raise QueryUnsupported("IN (subquery) needs a subquery selecting exactly one column")
-    stage = Stage(next(_names), plan_tree(inner))
+    stage = Stage(stage_name(), plan_tree(inner))
     path = _path_to(tree, node)
     zone = current_zone()  # the outer query is planned later, under the same session zone
 
@@ -217,7 +215,7 @@ def _exact_distinct(tree: exp.Select, plan_tree: PlanTree) -> Plan:
         "group",
         exp.Group(expressions=[exp.column(f"__k{i}") for i in range(len(resolved))] + [exp.column("__d")]),
     )
-    stage = Stage(next(_names), plan_tree(inner))
+    stage = Stage(stage_name(), plan_tree(inner))
     outer = tree.copy()
     outer.set("where", None)
     outer.set("from_", exp.From(this=exp.to_table(stage.name)))

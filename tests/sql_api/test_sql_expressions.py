@@ -112,9 +112,17 @@ def test_expression_sql_equals_duckdb(
     druid: str,
     duck: str,
 ) -> None:
-    resp = httpx.post(cluster["broker"].url + "/druid/v2/sql", json={"query": druid}, timeout=60)
+    assert_same_rows(cluster["broker"], wikipedia_sample, druid, duck)
+
+
+def assert_same_rows(
+    broker: Any, sample: Path, druid: str, duck: str, context: dict[str, Any] | None = None
+) -> None:
+    """The broker's answer to `druid` has the rows DuckDB gives for `duck` over the raw sample."""
+    body = {"query": druid, "context": context or {}}
+    resp = httpx.post(broker.url + "/druid/v2/sql", json=body, timeout=60)
     assert resp.status_code == 200, resp.text
-    cur = RawRows(wikipedia_sample).conn.execute(duck)
+    cur = RawRows(sample).conn.execute(duck)
     names = [d[0] for d in cur.description]
     want = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     assert canon(resp.json()) == canon(want)

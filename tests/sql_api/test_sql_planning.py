@@ -132,25 +132,9 @@ def test_composed_statements_equal_duckdb(
     context: dict[str, Any] | None,
     duck: str,
 ) -> None:
-    from tests.historical_query.wiki_http import RawRows
-    from tests.sql_api.test_sql_expressions import canon
+    from tests.sql_api.test_sql_expressions import assert_same_rows
 
-    resp = post(cluster["broker"], druid, context=context or {})
-    assert resp.status_code == 200, resp.text
-    cur = RawRows(wikipedia_sample).conn.execute(duck)
-    names = [d[0] for d in cur.description]
-    want = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    assert canon(resp.json()) == canon(want)
-
-
-def test_unsupported_set_operations_are_501(cluster: dict[str, Any]) -> None:  # noqa: F811
-    for query in (
-        "SELECT channel FROM wikipedia UNION SELECT page FROM wikipedia",
-        "SELECT channel FROM wikipedia EXCEPT SELECT page FROM wikipedia",
-    ):
-        resp = post(cluster["broker"], query)
-        assert resp.status_code == 501, resp.text
-        assert resp.json()["errorCode"] == "unsupported"
+    assert_same_rows(cluster["broker"], wikipedia_sample, druid, duck, context)
 
 
 LA = {"sqlTimeZone": "America/Los_Angeles"}
