@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from ingestion.rollup import CHUNK
 from query.errors import QueryError
+from query.fields import JAVA_LONG_MAX
 from realtime_service.batch import BadBody, ParsedBatch, build_batch, encode_rows
 from realtime_service.errors import (
     BadPush,
@@ -39,10 +40,22 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_QUEUED_LOG_BYTES = 64 * 1024 * 1024
 PRODUCER_HEADERS = ("x-strata-producer-id", "x-firehose-producer-id")
 SEQ_HEADERS = ("x-strata-producer-seq", "x-firehose-producer-seq")
+# a producer id is kept in memory, in every log record and checkpoint for as long as the node runs
+MAX_PRODUCER_ID_CHARS = 256
+# Druid's sequence number is a Java long; the write-ahead log's JSON header holds no larger integer
+MAX_PRODUCER_SEQ = JAVA_LONG_MAX
+_SHOWN_CHARS = 40  # of a refused header value in the error message
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= _SHOWN_CHARS else value[:_SHOWN_CHARS] + "...")
 
 
 def _producer(request: Request) -> tuple[str | None, int | None]:
+    """The producer id and sequence number, refused (400) before anything is read or logged."""
     producer = next((request.headers[h] for h in PRODUCER_HEADERS if h in request.headers), None)
+    if producer is not None and not 0 < len(producer) <= MAX_PRODUCER_ID_CHARS:
+        raise BadPush(f"producer id must have 1 to {MAX_PRODUCER_ID_CHARS} characters, got {len(producer)}")
     raw = next((request.headers[h] for h in SEQ_HEADERS if h in request.headers), None)
     if raw is None:
         return producer, None
@@ -51,9 +64,14 @@ def _producer(request: Request) -> tuple[str | None, int | None]:
     try:
         seq = int(raw)
     except ValueError:
-        raise BadPush(f"producer sequence number must be an integer, got {raw!r}") from None
+        raise BadPush(f"producer sequence number must be an integer, got {_shown(raw)}") from None
     if seq < 0:
-        raise BadPush(f"producer sequence number must be >= 0, got {seq}")
+        raise BadPush(f"producer sequence number must be >= 0, got {_shown(raw)}")
+    if seq > MAX_PRODUCER_SEQ:
+        raise BadPush(
+            f"producer sequence number must be at most {MAX_PRODUCER_SEQ} (a 64-bit long, as in Druid), "
+            f"got {_shown(raw)}"
+        )
     return producer, seq
 
 

@@ -3,6 +3,7 @@ recovery after kill -9, clear errors. Expected answers are Python sums over the 
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import threading
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess, running
+from realtime_service.wal import read_file, wal_files
 from tests.realtime.rt_kit import (
     DS,
     by_key,
@@ -138,6 +140,59 @@ def test_partly_bad_batch_reports_each_bad_event(node: StrataProcess) -> None:
     assert (body["accepted"], body["unparseable"], body["received"]) == (2, 3, 5)
     reasons = " ".join(body["parseErrors"])
     assert "event 2" in reasons and "event 4" in reasons and "event 5" in reasons and "'n'" in reasons
+
+
+def _log_records(wal: Path) -> list[tuple[dict[str, Any], bytes]]:
+    return [(r.header, r.body) for path in wal_files(wal) for r, _ in read_file(path)]
+
+
+LONG_MAX = 2**63 - 1  # Druid's producer sequence number is a Java long
+
+
+HOSTILE_PRODUCER_HEADERS = [
+    (
+        {"X-Strata-Producer-Id": "p", "X-Strata-Producer-Seq": "99999999999999999999999999"},
+        f"must be at most {LONG_MAX}",
+    ),
+    (
+        {"X-Firehose-Producer-Id": "p", "X-Firehose-Producer-Seq": str(LONG_MAX + 1)},
+        f"must be at most {LONG_MAX}",
+    ),
+    ({"X-Strata-Producer-Id": "p", "X-Strata-Producer-Seq": "9" * 5000}, "must be an integer"),
+    ({"X-Strata-Producer-Id": "x" * 257, "X-Strata-Producer-Seq": "1"}, "1 to 256 characters, got 257"),
+    ({"X-Strata-Producer-Id": "x" * 10_000, "X-Strata-Producer-Seq": "1"}, "1 to 256 characters, got 10000"),
+    ({"X-Strata-Producer-Id": "x" * 10_000}, "1 to 256 characters, got 10000"),
+    ({"X-Strata-Producer-Id": "", "X-Strata-Producer-Seq": "1"}, "1 to 256 characters, got 0"),
+]
+
+
+def test_hostile_producer_headers_are_refused_before_the_log(tmp_path: Path) -> None:
+    """Each a 400 in Druid's error body, and the write-ahead log holds the same records as before."""
+    proc = realtime(tmp_path, write_spec(tmp_path))
+    wal = tmp_path / "rt-base" / "wal"
+    first, refused, last = events(20), events(10, offset=100), events(5, offset=200)
+    with running([proc]):
+        proc.start()
+        assert push(proc, first, "loader", 1).status_code == 200
+        logged = _log_records(wal)
+        assert len(logged) == 1
+        for headers, fragment in HOSTILE_PRODUCER_HEADERS:
+            resp = httpx.post(
+                f"{proc.url}/v1/push/{DS}", content=json.dumps(refused).encode(), headers=headers, timeout=10
+            )
+            assert resp.status_code == 400, (fragment, resp.text)
+            body = resp.json()
+            assert body.keys() >= DRUID_ERROR_KEYS and body["errorCode"] == "invalidInput"
+            assert fragment in body["errorMessage"] and len(body["errorMessage"]) < 200, body
+            assert _log_records(wal) == logged, fragment
+        # the largest id and number are taken (and kept exactly once)
+        assert push(proc, last, "x" * 256, LONG_MAX).status_code == 200
+        again = push(proc, last, "x" * 256, LONG_MAX).json()
+        assert again["duplicate"] is True and again["producerSeq"] == LONG_MAX
+        records = _log_records(wal)
+        assert records[:1] == logged and len(records) == 2
+        assert (records[1][0]["producer"], records[1][0]["seq"]) == ("x" * 256, LONG_MAX)
+        assert hourly_answer(proc) == hourly(first + last)
 
 
 def test_server_time_window_throws_away_old_events(tmp_path: Path) -> None:
