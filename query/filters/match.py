@@ -136,20 +136,48 @@ def _parse_null(obj: Mapping[str, Any]) -> Filter:
     return NullFilter(column_of(obj, "null", "column"))
 
 
+@dataclass(frozen=True, slots=True)
+class TypedInFilter(InFilter):
+    """Druid 28+'s `inType`, which its SQL planner writes for `col IN (...)`: the same membership,
+    the values typed by `matchValueType`."""
+
+    filter_type = "inType"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.filter_type,
+            "column": self.dimension,
+            "matchValueType": self.match_value_type,
+            "sortedValues": list(self.values),
+        }
+
+
 @filter_type("in")
 def _parse_in(obj: Mapping[str, Any]) -> Filter:
     if "sortedValues" in obj or "matchValueType" in obj:  # Druid's typed in filter (SQL planner)
-        raw = get_list(obj, "sortedValues" if "sortedValues" in obj else "values", what="in filter")
-        value_type = _value_type(obj, "in")
-    else:
-        raw = get_list(obj, "values", what="in filter")
-        value_type = "STRING"
+        return InFilter(column_of(obj, "in"), *_typed_values(obj, "in"))
+    raw = get_list(obj, "values", what="in filter")
     values = [_scalar(v, "Values of in filter") for v in raw]
+    return InFilter(column_of(obj, "in"), _canonical([None if v is None else java_string(v) for v in values]))
+
+
+@filter_type("inType")
+def _parse_in_type(obj: Mapping[str, Any]) -> Filter:
+    return TypedInFilter(column_of(obj, "inType", "column"), *_typed_values(obj, "inType"))
+
+
+def _typed_values(obj: Mapping[str, Any], kind: str) -> tuple[tuple[Any, ...], str]:
+    raw = get_list(obj, "sortedValues" if "sortedValues" in obj else "values", what=f"{kind} filter")
+    value_type = _value_type(obj, kind)
+    values = [_scalar(v, f"Values of {kind} filter") for v in raw]
     if value_type == "STRING":
         values = [None if v is None else java_string(v) for v in values]
-    # Order and duplicates do not change the result: a canonical order keeps cache keys stable.
-    unique = sorted(set(values), key=lambda v: (v is not None, str(v)))
-    return InFilter(column_of(obj, "in"), tuple(unique), value_type)
+    return _canonical(values), value_type
+
+
+def _canonical(values: list[Any]) -> tuple[Any, ...]:
+    """Order and duplicates do not change the result: a canonical order keeps cache keys stable."""
+    return tuple(sorted(set(values), key=lambda v: (v is not None, str(v))))
 
 
 @dataclass(frozen=True, slots=True)

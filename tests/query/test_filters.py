@@ -178,6 +178,22 @@ def test_in_with_and_without_null() -> None:
     )
 
 
+def test_in_type_as_druids_sql_planner_writes_it() -> None:
+    """Druid 28+'s typed IN (`inType`, `sortedValues`): SQL's `IN`, with a null among the values
+    matching null rows, as Druid's typed IN does."""
+    values = ["a", "B", "missing"]
+    expect(
+        {"type": "inType", "column": "s", "matchValueType": "STRING", "sortedValues": values},
+        unknown_if_null("s", lambda x: x in values),
+    )
+    expect(
+        {"type": "inType", "column": "n", "matchValueType": "LONG", "sortedValues": [None, 1, 3]},
+        lambda r: True if r["n"] is None else r["n"] in (1, 3),
+    )
+    flt = parse_filter({"type": "inType", "column": "s", "matchValueType": "STRING", "values": ["b", "a"]})
+    assert flt is not None and flt.to_json()["sortedValues"] == ["a", "b"]
+
+
 def test_in_empty_matches_nothing() -> None:
     assert matching({"type": "in", "dimension": "s", "values": []}) == set()
 
