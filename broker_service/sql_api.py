@@ -31,6 +31,7 @@ from strata_sql.engine_errors import engine_error
 from strata_sql.formats import RowEncoder
 from strata_sql.guard import check_body, check_statement
 from strata_sql.guard import query_id as guarded_query_id
+from strata_sql.parameters import bind
 from strata_sql.plan import Output, SqlPlan
 from strata_sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
@@ -163,7 +164,7 @@ def _decode_body(raw: bytes, kind: str) -> dict[str, Any]:
 def _prepare(query: str, parameters: Any) -> tuple[str, list[str]]:
     """The statement with its parameters bound, checked by `strata_sql.guard` before anything
     parses it, and the tables it reads: the first planning step, in a worker thread."""
-    sql = _bind(query, parameters)
+    sql = bind(query, parameters)
     check_statement(sql)
     return sql, referenced_tables(sql)
 
@@ -174,34 +175,6 @@ async def _parse_native(native: dict[str, Any]) -> Query:
     if len(orjson.dumps(native)) > LARGE_STATEMENT_CHARS:
         return await asyncio.to_thread(parse_query, native)
     return parse_query(native)
-
-
-def _bind(sql: str, parameters: Any) -> str:
-    """Substitute `?` placeholders (outside quotes) with the typed parameter literals."""
-    if not parameters:
-        return sql
-    if not isinstance(parameters, list):
-        raise invalid("Field [parameters] must be an array")
-    out, values, quote = [], iter(parameters), ""
-    for ch in sql:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "?":
-            try:
-                p = next(values)
-            except StopIteration:
-                raise invalid("SQL has more ? placeholders than parameters") from None
-            value = p.get("value") if isinstance(p, dict) else p
-            if value is None:
-                ch = "NULL"
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                ch = repr(value)
-            else:
-                ch = "'" + str(value).replace("'", "''") + "'"
-        out.append(ch)
-    return "".join(out)
 
 
 class SqlApi:

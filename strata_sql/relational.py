@@ -175,9 +175,9 @@ def _native_block(scope: Scope, env: Relational) -> Stage | None:
     if scope.derived_table_scopes or scope.set_operation_scopes or select.find(exp.Window):
         return None
     sources = list(scope.selected_sources.values())
-    if len(sources) != 1 or not isinstance(sources[0][1], exp.Table):
+    table = sources[0][1] if len(sources) == 1 else None
+    if not isinstance(table, exp.Table):
         return None
-    table = sources[0][0]
     if (table.db or "druid").lower() != "druid":
         return None
     columns = env.catalog.columns(table.name)
