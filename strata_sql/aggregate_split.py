@@ -126,5 +126,6 @@ def _resolve(key: exp.Expr, select: exp.Select, items: list[exp.Expr]) -> exp.Ex
     if isinstance(key, exp.Column) and not key.table:
         for item in select.expressions:
             if isinstance(item, exp.Alias) and item.alias == key.name:
-                return item.this
+                target: exp.Expr = item.this
+                return target
     return key

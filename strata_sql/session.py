@@ -38,7 +38,7 @@ def parse_time_zone(value: Any) -> str | None:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
         raise invalid("Unknown sqlTimeZone [%s]", value) from None
-    return value
+    return str(value)
 
 
 @contextmanager
