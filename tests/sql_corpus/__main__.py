@@ -1,0 +1,50 @@
+"""`python -m tests.sql_corpus`: run Druid's quidem corpus against a fresh local cluster and print
+run / passed / failed / skipped-by-reason per file, then the failure categories.
+
+`--write-known-failures` rewrites the ratchet list from this run; `--failures` prints each failing
+case with what differed. Bounded: the cluster start and each request have time limits, and the
+cases stop after `--time-bound` seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.sql_corpus.cluster import corpus_cluster
+from tests.sql_corpus.ratchet import KNOWN_FAILURES, ratchet_problems, read_known, write_known
+from tests.sql_corpus.runner import corpus_cases, failure_categories, run_cases, summary_table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.sql_corpus", description=__doc__)
+    parser.add_argument("--write-known-failures", action="store_true", help=f"rewrite {KNOWN_FAILURES.name}")
+    parser.add_argument("--failures", action="store_true", help="print every failing case and its difference")
+    parser.add_argument("--time-bound", type=float, default=240.0, help="seconds for running the cases")
+    args = parser.parse_args(argv)
+    cases = corpus_cases()
+    with tempfile.TemporaryDirectory(prefix="sql-corpus-") as tmp, corpus_cluster(Path(tmp)) as broker:
+        outcomes = run_cases(broker.url, cases, time_bound=args.time_bound)
+    print(summary_table(outcomes))
+    print("\nfailures by category:")
+    for category, n in failure_categories(outcomes):
+        print(f"{n:5}  {category}")
+    if args.failures:
+        print()
+        for o in outcomes:
+            if o.status == "failed":
+                print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
+    if args.write_known_failures:
+        write_known(outcomes)
+        print(f"\nwrote {KNOWN_FAILURES}")
+        return 0
+    problems = ratchet_problems(outcomes, read_known())
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The corpus's pure parts: reading quidem files, normalising printed values, ordering, skips."""
+
+from __future__ import annotations
+
+from tests.sql_corpus.compare import compare, outer_order_by
+from tests.sql_corpus.quidem import Case, Table, parse_cases
+from tests.sql_corpus.skips import skip_reason
+
+FILE = """!set outputformat mysql
+!use druidtest:///
+# a comment
+select dim1, 'a|b' from foo order by 1;
++------+--------+
+| dim1 | EXPR$1 |
++------+--------+
+|      | a|b    |
+| 1    | a|b    |
++------+--------+
+(2 rows)
+
+!ok
+!set useApproximateCountDistinct false
+select x
+from nowhere;
+{ "queryType" : "scan" }
+!nativePlan
++---+
+| x |
++---+
++---+
+(0 rows)
+
+!ok
+select 1 +;
+Incorrect syntax
+!error
+"""
+
+
+def test_statements_settings_tables_and_errors_are_read() -> None:
+    first, second, third = parse_cases(FILE, "f.iq")
+    assert first.sql == "select dim1, 'a|b' from foo order by 1"
+    assert first.expected == Table(("dim1", "EXPR$1"), (("", "a|b"), ("1", "a|b")))
+    assert first.settings == {"outputformat": "mysql"} and first.use == "druidtest:///"
+    # the table after a statement's plan blocks belongs to that statement
+    assert second.sql == "select x\nfrom nowhere" and second.expected == Table(("x",), ())
+    assert second.settings["useApproximateCountDistinct"] == "false"
+    assert (third.kind, third.error_text, third.case_id) == ("error", "Incorrect syntax", "f.iq:3")
+
+
+def test_printing_is_normalised_not_values() -> None:
+    want = Table(
+        ("t", "d", "n", "f", "b", "s"),
+        (("2015-09-12 00:00:00.000", "2000-01-01", "3.0", "0.1", "true", ""),),
+    )
+    got = [["2015-09-12T00:00:00.000Z", "2000-01-01T00:00:00.000Z", 3, 0.10000000149011612, True, None]]
+    assert compare("select 1", want, list(want.columns), got) is None
+    assert compare("select 1", want, list(want.columns), [[*got[0][:4], 1, None]]) is not None
+    assert compare("select 1", want, ["t", "d", "n", "f", "b", "EXPR$5"], got) is not None
+
+
+def test_order_matters_only_under_an_outer_order_by_and_only_between_different_keys() -> None:
+    want = Table(("k", "v"), (("a", "1"), ("a", "2"), ("b", "3")))
+    swapped_ties = [["a", 2], ["a", 1], ["b", 3]]
+    reversed_keys = [["b", 3], ["a", 1], ["a", 2]]
+    assert compare("select k, v from t order by k", want, ["k", "v"], swapped_ties) is None
+    assert compare("select k, v from t order by k", want, ["k", "v"], reversed_keys) is not None
+    assert compare("select k, v from (select * from t order by k) x", want, ["k", "v"], reversed_keys) is None
+    assert outer_order_by("select a from t where s = 'order by x' order by 2 desc limit 3") == ["2 desc"]
+
+
+def test_skips_name_their_reason() -> None:
+    def case(sql: str) -> Case:
+        return Case("f.iq", 1, 1, sql, "ok", Table((), ()), "")
+
+    assert skip_reason(case("select dim1 from foo")) is None
+    assert skip_reason(case("select count(*) from (select * from foo union all select * from foo)")) is None
+    assert "dim3" in str(skip_reason(case("select dim3 from druid.foo")))
+    assert skip_reason(case("select dim3 from foo2")) is None  # foo2's dim3 is a plain long
+    assert "lookup" in str(skip_reason(case("select k from lookup.lookyloo")))
+    assert "kttm" in str(skip_reason(case("select 1 from kttm")))
+    assert "INSERT" in str(skip_reason(case("insert into w select * from foo")))
+    assert skip_reason(case("select extract(year from __time) from wikipedia")) is None
