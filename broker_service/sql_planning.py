@@ -21,7 +21,7 @@ from strata_sql.guard import check_size
 
 T = TypeVar("T")
 
-PLANNING_SECONDS = 10.0
+PLANNING_SECONDS = 30.0
 """Seconds a statement may spend being parsed and planned (queueing for a worker included)."""
 
 LARGE_STATEMENT_CHARS = 64 * 1024

@@ -21,6 +21,7 @@ from strata_sql.guard import MAX_NESTING
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
+_SQLGLOT_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: .*?>")
 _DUCK_BANNER = re.compile(r"^\s*[A-Z][A-Za-z ]*Error:\s*")
 _DUCK_FUNCTION = re.compile(r"Function with name (\"?)([\w$]+)\1 does not exist", re.IGNORECASE)
 _DUCK_TABLE = re.compile(r"Table with name (\"?)([\w$.]+)\1 does not exist", re.IGNORECASE)
@@ -81,4 +82,9 @@ def _duckdb_error(exc: duckdb.Error) -> QueryError:
 
 def _plain(text: str) -> str:
     """One line, without terminal escapes or the names of sqlglot's classes."""
-    return " ".join(_SQLGLOT_CLASS.sub(r"\1", _ANSI.sub("", text)).split())
+    text = _SQLGLOT_TOKEN.sub(_token, _SQLGLOT_CLASS.sub(r"\1", _ANSI.sub("", text)))
+    return " ".join(text.split())
+
+
+def _token(m: re.Match[str]) -> str:
+    return "the end of the statement" if m.group(1) == "SENTINEL" else f"[{m.group(2)}]"
