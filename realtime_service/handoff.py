@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -72,12 +73,17 @@ def publish_final(
     return pushed
 
 
-def historicals_serving(zk: object, paths: ZkPaths, segment_id: str) -> bool:
+class ZkReader(Protocol):
+    """The reads of a kazoo client this module makes (kazoo has no type hints)."""
+
+    def get_children(self, path: str) -> list[str]: ...
+    def get(self, path: str) -> tuple[bytes, object]: ...
+    def exists(self, path: str) -> object: ...
+
+
+def historicals_serving(zk: ZkReader, paths: ZkPaths, segment_id: str) -> bool:
     """Whether any historical announces `segment_id` in ZooKeeper (kazoo calls: run in a thread)."""
-    client: object = zk
-    get_children: Callable[[str], list[str]] = client.get_children  # type: ignore[attr-defined]
-    get: Callable[[str], tuple[bytes, object]] = client.get  # type: ignore[attr-defined]
-    exists: Callable[[str], object] = client.exists  # type: ignore[attr-defined]
+    get_children, get, exists = zk.get_children, zk.get, zk.exists
     if not exists(paths.announcements):
         return False
     for server in get_children(paths.announcements):

@@ -123,14 +123,15 @@ class WriteAheadLog:
     def append(self, header: dict[str, Any], body: bytes) -> asyncio.Future[WalRecord]:
         """Queue a record; the future resolves (with its lsn) once synced and applied."""
         assert self._loop is not None
-        record = WalRecord(header, body, future=self._loop.create_future())
+        future: asyncio.Future[WalRecord] = self._loop.create_future()
+        record = WalRecord(header, body, future=future)
         with self._cond:
             if self._stop:
                 raise WalError("the write-ahead log is closed")
             self._queue.append(record)
             self.queued_bytes += len(body)
             self._cond.notify()
-        return record.future  # type: ignore[return-value]
+        return future
 
     def rotate(self) -> None:
         """Start a new file with the next group, so every older file can be deleted after a persist."""

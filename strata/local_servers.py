@@ -13,8 +13,10 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from server_common.lifecycle import child_popen_kwargs
 
@@ -73,7 +75,7 @@ class _ChildServer:
     def _spawn(self, argv: list[str], log: Path | None, setpriv: tuple[str, ...] = ()) -> None:
         """Start `argv`; `setpriv` are extra setpriv(1) options (e.g. a user to run as) applied in
         the same exec as the parent-death signal, which a later uid change would clear."""
-        out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
+        out: IO[bytes] | int = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
         extra = child_popen_kwargs() if self.tied else {"start_new_session": True}
         if not self.tied and shutil.which("setpriv"):
             # killed with us even if we die without stopping it (a test run killed mid-way):
@@ -84,16 +86,16 @@ class _ChildServer:
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, **extra
             )
         finally:
-            if log:
-                out.close()  # type: ignore[union-attr]
+            if not isinstance(out, int):
+                out.close()
 
-    def _wait_ready(self, ready: object, timeout: float, what: str) -> None:
+    def _wait_ready(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not _alive(self.proc):
                 raise ServerStartError(f"{what} exited during start-up (code {self.proc.returncode})")
-            if ready():  # type: ignore[operator]
+            if ready():
                 return
             time.sleep(0.05)
         self.stop()

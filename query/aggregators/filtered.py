@@ -68,5 +68,5 @@ def _filtered(obj: Mapping[str, Any]) -> Aggregator:
     if name is not None:
         if not isinstance(name, str) or not name:
             raise invalid("Field [name] of filtered aggregator must be a non-empty string")
-        inner = dataclasses.replace(inner, name=name)  # type: ignore[type-var]
+        inner = dataclasses.replace(inner, name=name)  # type: ignore[type-var]  # every aggregator class is a dataclass, their base is not
     return FilteredAggregator(inner.name, flt, inner)
