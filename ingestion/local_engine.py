@@ -1,4 +1,10 @@
-"""The local ingestion engine: read -> normalize -> rollup/sort -> partition -> write -> push -> publish.
+"""The local ingestion engine: read -> normalize -> stage -> rollup/sort -> partition -> write -> publish.
+
+Memory is bounded by a block and a few time chunks, not by the input: blocks (a run of Parquet row
+groups, 16 MiB of text) are read, prepared and staged on disk grouped by time chunk one at a time
+(`staged_rows`), then each time chunk's segments are built from its staged rows alone, a few
+chunks side by side (`BUILD_ROWS`). Segments are the same as when every row was in memory at once:
+a chunk's rows come back in input order and every segment is cut within one chunk.
 
 Crash safety: segments are written in a staging directory inside deep storage, moved into place
 only once all of them are built, and published in one metadata transaction last. Any failure or
@@ -7,22 +13,31 @@ interrupt before the publish deletes what was pushed, so nothing half-done is ev
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 import time
-
-import pyarrow as pa
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
 
 from ingestion.errors import IngestionError, SpecError, TooManyParseExceptions
 from ingestion.normalize import MAX_KEPT_PROBLEMS
 from ingestion.prepare import allowed_chunks, prepare_block
 from ingestion.readers import read_blocks, resolve_inputs
-from ingestion.segment_build import build_segments, new_version, publish_segments
+from ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments
 from ingestion.spec import DimensionSpec, IngestionSpec
+from ingestion.staged_rows import Piece, read_pieces, write_pieces
 from ingestion.summary import IngestionSummary, NoProgress, Progress
 from storage.deep_storage import LocalDeepStorage
 from storage.metadata_store import MetadataStore
+from timeline import DataSegment
 
 __all__ = ["check_granularity", "new_version", "run_local"]
+
+BUILD_WORKERS = min(4, os.cpu_count() or 1)
+BUILD_ROWS = 2_000_000
+"""Rows of the time chunks built side by side at most (a larger chunk is built alone)."""
 
 
 def check_granularity(spec: IngestionSpec) -> None:
@@ -37,17 +52,19 @@ def nothing_to_ingest(summary: IngestionSummary) -> IngestionError:
     )
 
 
-def _read(
-    spec: IngestionSpec, summary: IngestionSummary, progress: Progress
-) -> tuple[list[pa.Table], list[DimensionSpec]]:
+def _stage(
+    spec: IngestionSpec, summary: IngestionSummary, progress: Progress, rows_dir: Path
+) -> tuple[list[Piece], list[DimensionSpec]]:
+    """Read, prepare and stage every block (`staged_rows`), one block in memory at a time."""
     files = resolve_inputs(spec.input_source)
     progress.start(sum(f.size for f in files))
     allowed = allowed_chunks(spec)
     dims = list(spec.dimensions.dimensions)
     limit = spec.tuning.max_parse_exceptions
-    parts: list[pa.Table] = []
-    for f in files:
-        for block in read_blocks(f, spec.input_format):
+    pieces: list[Piece] = []
+    rows_dir.mkdir(parents=True, exist_ok=True)
+    for i, f in enumerate(files):
+        for b, block in enumerate(read_blocks(f, spec.input_format)):
             prepared = prepare_block(block, spec, dims, allowed)
             dims = prepared.dimensions
             summary.rows_read += prepared.rows_read
@@ -56,11 +73,60 @@ def _read(
             summary.problems += prepared.problems[: MAX_KEPT_PROBLEMS - len(summary.problems)]
             if summary.parse_errors > limit:
                 raise TooManyParseExceptions(summary.parse_errors, limit, summary.problems)
-            parts.append(prepared.table)
+            if prepared.table.num_rows:
+                pieces += write_pieces(prepared.table, rows_dir / f"file{i}-block{b}.arrow", i, b)
             progress.advance(block.progress_bytes, block.table.num_rows)
-    if not parts or not sum(p.num_rows for p in parts):
+    if not pieces:
         raise nothing_to_ingest(summary)
-    return parts, dims
+    return pieces, dims
+
+
+def _build(
+    pieces: list[Piece],
+    dims: list[DimensionSpec],
+    spec: IngestionSpec,
+    existing: Sequence[DataSegment],
+    version: str,
+    staging: Path,
+) -> list[StagedSegment]:
+    """Segments of every time chunk, built a whole chunk at a time from its staged pieces.
+
+    Up to `BUILD_WORKERS` chunks are built side by side while together they hold at most
+    `BUILD_ROWS` rows (a larger chunk is built alone), so memory holds about that many rows
+    whatever the input's size. A staged file is deleted once every chunk in it is built.
+    """
+    by_chunk: dict[int, list[Piece]] = {}
+    users: dict[str, int] = {}
+    for p in pieces:
+        by_chunk.setdefault(p.chunk, []).append(p)
+        users[p.path] = users.get(p.path, 0) + 1
+    chunks = sorted(by_chunk)
+    lock = threading.Lock()
+
+    def build(i: int) -> list[StagedSegment]:
+        mine = by_chunk[chunks[i]]
+        built = build_segments(read_pieces(mine, dims), dims, spec, existing, version, staging / f"chunk{i}")
+        with lock:
+            for p in mine:
+                users[p.path] -= 1
+                if not users[p.path]:
+                    Path(p.path).unlink()
+        return built
+
+    futures: list[Future[list[StagedSegment]]] = []
+    running: dict[Future[list[StagedSegment]], int] = {}
+    with ThreadPoolExecutor(max_workers=BUILD_WORKERS) as pool:
+        for i, chunk in enumerate(chunks):
+            rows = sum(p.rows for p in by_chunk[chunk])
+            while running and (len(running) >= BUILD_WORKERS or sum(running.values()) + rows > BUILD_ROWS):
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in done:
+                    del running[f]
+                    f.result()  # a failure stops the ingestion here
+            future = pool.submit(build, i)
+            futures.append(future)
+            running[future] = rows
+        return [s for f in futures for s in f.result()]
 
 
 def run_local(
@@ -70,13 +136,14 @@ def run_local(
     began = time.monotonic()
     check_granularity(spec)
     summary = IngestionSummary(spec.data_source, engine="local")
-    parts, dims = _read(spec, summary, progress)
-    rows_in = sum(p.num_rows for p in parts)
-    existing = store.used_segments(spec.data_source)
-    summary.version = new_version(existing)
     staging = deep.staging_dir()
     try:
-        staged = build_segments(parts, dims, spec, existing, summary.version, staging, progress)
+        pieces, dims = _stage(spec, summary, progress, staging / "rows")
+        rows_in = sum(p.rows for p in pieces)
+        existing = store.used_segments(spec.data_source)
+        summary.version = new_version(existing)
+        progress.phase("build")
+        staged = _build(pieces, dims, spec, existing, summary.version, staging)
         summary.rows_ingested = sum(s.rows for s in staged)
         summary.rows_rolled_up = rows_in - summary.rows_ingested
         progress.phase("publish")

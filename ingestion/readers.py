@@ -22,7 +22,6 @@ import numpy.typing as npt
 import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-import pyarrow.dataset as pa_ds
 import pyarrow.json as pa_json
 
 from ingestion.errors import IngestionError, ParseProblem
@@ -301,20 +300,56 @@ def _skip_lines(chunk: bytes, n: int) -> bytes:
     return chunk
 
 
+# -- Parquet --------------------------------------------------------------------------------------
+def _parquet_blocks(f: InputFile) -> Iterator[Block]:
+    """Blocks of runs of whole row groups of about `PARQUET_BATCH_ROWS` rows, so memory holds one
+    block, not the file. A row group larger than that is streamed in batches of that size.
+
+    Reading runs of row groups decodes columns on every core and is faster than the whole file at
+    once (10M rows, 2 cores: 0.74 s against 1.23 s), and than batches cut across row groups.
+    """
+    import pyarrow.parquet as pq
+
+    if f.path is None:
+        raise IngestionError("parquet input needs files, not inline data")
+    try:
+        pf = pq.ParquetFile(f.path)
+        meta = pf.metadata
+        size, total, row = f.size, max(meta.num_rows, 1), 0
+        sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        for lo, hi in row_group_runs(sizes, PARQUET_BATCH_ROWS):
+            if hi - lo == 1 and meta.row_group(lo).num_rows > PARQUET_BATCH_ROWS:
+                parts: Iterator[pa.Table] = (
+                    pa.Table.from_batches([b])
+                    for b in pf.iter_batches(PARQUET_BATCH_ROWS, row_groups=[lo], use_threads=True)
+                )
+            else:
+                parts = iter([pf.read_row_groups(range(lo, hi), use_threads=True)])
+            for part in parts:
+                yield Block(part, f.name, row + 1, progress_bytes=size * part.num_rows // total)
+                row += part.num_rows
+    except (pa.ArrowInvalid, OSError) as e:
+        raise IngestionError(f"{f.name}: not a readable Parquet file: {e}") from None
+
+
+def row_group_runs(sizes: list[int], rows: int) -> Iterator[tuple[int, int]]:
+    """`[first, end)` of each run of consecutive row groups holding at most `rows` rows together;
+    a larger group is a run of its own."""
+    first, filled = 0, 0
+    for g, n in enumerate(sizes):
+        if filled and filled + n > rows:
+            yield first, g
+            first, filled = g, 0
+        filled += n
+    if first < len(sizes):
+        yield first, len(sizes)
+
+
 # -- all formats ----------------------------------------------------------------------------------
 def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | None = None) -> Iterator[Block]:
     """Blocks of a whole file, or of the lines in `byte_range` of an uncompressed text file."""
     if fmt.type == "parquet":
-        if f.path is None:
-            raise IngestionError("parquet input needs files, not inline data")
-        try:  # multi-threaded; far faster than iterating batches (pq.read_table is this call)
-            table = pa_ds.dataset(f.path, format="parquet").to_table(memory_pool=INGEST_POOL)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise IngestionError(f"{f.name}: not a readable Parquet file: {e}") from None
-        size, total = f.size, max(table.num_rows, 1)
-        for row in range(0, table.num_rows, PARQUET_BATCH_ROWS):
-            part = table.slice(row, PARQUET_BATCH_ROWS)
-            yield Block(part, f.name, row + 1, progress_bytes=size * part.num_rows // total)
+        yield from _parquet_blocks(f)
         return
     if fmt.type == "json":
         for chunk, line, consumed, newlines in _line_chunks(f, byte_range):

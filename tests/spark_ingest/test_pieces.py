@@ -1,4 +1,4 @@
-"""Stage 1 of the Spark engine writes a block's rows grouped by time chunk. A block that arrives in
+"""Both engines stage a block's rows grouped by time chunk. A block that arrives in
 chunk order (time-ordered logs) is written as is; otherwise each chunk's rows come by `__time`,
 rows of equal time in input order (the build's final stable sort then gives the same segments)."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from ingestion.normalize import TIME
 from ingestion.rollup import CHUNK
-from ingestion.spark_engine import _write_pieces
+from ingestion.staged_rows import write_pieces
 
 
 def _staged(tmp_path, chunks: list[int], times: list[int]) -> dict[int, list[int]]:
@@ -23,7 +23,7 @@ def _staged(tmp_path, chunks: list[int], times: list[int]) -> dict[int, list[int
         }
     )
     path = tmp_path / "block.arrow"
-    pieces = _write_pieces(table, path, split=2, block=1)
+    pieces = write_pieces(table, path, split=2, block=1)
     reader = pa.ipc.open_file(pa.memory_map(str(path)))
     got = {
         p.chunk: [n for i in p.batches for n in reader.get_batch(i).column("n").to_pylist()] for p in pieces
