@@ -195,8 +195,9 @@ async def _partials(
             if gathered.missing:
                 if gathered.last_remote_error is not None:
                     raise gathered.last_remote_error
-                listed = ", ".join(t.segment_id for t in gathered.missing)
-                raise SegmentsMissing(f"No results found for segments[{listed}]")
+                ids = [t.segment_id for t in gathered.missing]
+                descriptors = [t.descriptor.to_json() for t in gathered.missing]
+                raise SegmentsMissing.after_retries(ids, descriptors, gathered.retries)
             for table in gathered.tables:
                 yield table
     finally:

@@ -23,7 +23,7 @@ from broker_service.data_node_client import DataNodeClient
 from broker_service.metadata_answers import metadata_answerable, split_metadata_partials
 from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
-from broker_service.scatter import Scatter
+from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_cache import split_by_segment
 from broker_service.segment_plan import SegmentPlanner, SegmentTask
 from broker_service.server_view import BrokerServerView
@@ -194,7 +194,7 @@ class QueryRunner:
             self.metrics.retries.inc(gathered.retries)
             self.metrics.missing_segments.inc(len(gathered.missing))
         if gathered.missing:
-            self._handle_missing(query, gathered.missing, gathered.last_remote_error, context)
+            self._handle_missing(query, gathered, context)
         rows = sum(t.num_rows for t in [*gathered.tables, *hits, *from_metadata])
         if rows > self.limits.max_gathered_rows:
             raise ResourceLimitExceeded(
@@ -218,21 +218,15 @@ class QueryRunner:
             await self.result_cache.put(query, etag, body)
         return QueryResult(results, context, body=body, etag=etag)
 
-    def _handle_missing(
-        self, query: Query, missing: Sequence[SegmentTask], remote: Exception | None, context: dict[str, Any]
-    ) -> None:
-        descriptors = [t.descriptor.to_json() for t in missing]
+    def _handle_missing(self, query: Query, gathered: GatherResult, context: dict[str, Any]) -> None:
+        descriptors = [t.descriptor.to_json() for t in gathered.missing]
         if query.context.return_partial_results:
             context["missingSegments"] = descriptors
             return
-        if remote is not None:
-            raise remote
-        listed = ", ".join(t.segment_id for t in missing[:20])
-        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
-        raise SegmentsMissing(
-            f"No results found for segments[{listed}{more}]",
-            context={"missingSegments": descriptors[:100]},
-        )
+        if gathered.last_remote_error is not None:
+            raise gathered.last_remote_error
+        ids = [t.segment_id for t in gathered.missing]
+        raise SegmentsMissing.after_retries(ids, descriptors, gathered.retries)
 
     def _record_node(self, server: ServerMetadata, seconds: float, ok: bool) -> None:
         if self.metrics is None:

@@ -9,6 +9,7 @@ sync client, async client and DB-API all find the keys they need.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 
@@ -116,12 +117,33 @@ class QueryCancelled(QueryInterrupted):
 
 
 class SegmentsMissing(QueryError):
-    """Some segments could not be read from any server and partial results were not allowed."""
+    """Segments no server could read, after the retries, and partial results not allowed.
+
+    Druid's retry runner throws SegmentMissingException there, an IllegalStateException rather
+    than a QueryException: its query resource wraps it in the catch-all "Unknown exception" with
+    that class, which the DruidException layer files as RUNTIME_FAILURE, status 500. So is this;
+    the message keeps Druid's prefix and says how to get an answer without the segments.
+    """
 
     error = "Unknown exception"
-    error_class = "org.apache.druid.query.SegmentMissingException"
+    error_class = "org.apache.druid.segment.SegmentMissingException"
     status = 500
     category = "RUNTIME_FAILURE"
+
+    @classmethod
+    def after_retries(
+        cls, segment_ids: Sequence[str], descriptors: Sequence[dict[str, Any]], retries: int
+    ) -> SegmentsMissing:
+        """Naming the segments (the first 20 in the message, 100 in the context)."""
+        listed = ", ".join(segment_ids[:20])
+        more = f" and {len(segment_ids) - 20} more" if len(segment_ids) > 20 else ""
+        return cls(
+            f"No results found for segments[{listed}{more}]: no server could read them "
+            f"(retried {retries} {'time' if retries == 1 else 'times'}). Set the query context's "
+            "returnPartialResults to true for an answer without them, listed in the response "
+            "context's missingSegments",
+            context={"missingSegments": list(descriptors[:100])},
+        )
 
 
 class QueryNotFound(QueryError):

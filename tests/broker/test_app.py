@@ -77,7 +77,7 @@ def test_missing_segments_error_and_partial_flag_in_header():
         http = start(stack, c)
         r = http.post("/druid/v2/", json=query_json())
         assert r.status_code == 500
-        assert r.json()["errorClass"] == "org.apache.druid.query.SegmentMissingException"
+        assert r.json()["errorClass"] == "org.apache.druid.segment.SegmentMissingException"
         r = http.post("/druid/v2/", json=query_json(returnPartialResults=True))
         assert r.status_code == 200 and r.json() == [oracle(DAYS[1:])]
         ctx = orjson.loads(r.headers["X-Druid-Response-Context"])

@@ -118,8 +118,37 @@ def test_no_replica_left_is_an_error_not_a_silent_partial():
         assert DAYS[0].id in e.value.error_message
         body = e.value.to_body("b")
         assert (
-            body["errorClass"] == "org.apache.druid.query.SegmentMissingException" and e.value.status == 500
+            body["errorClass"] == "org.apache.druid.segment.SegmentMissingException" and e.value.status == 500
         )
+
+
+@pytest.mark.parametrize("failure", ["dead", "truncate"])
+def test_segments_of_a_dead_only_replica_get_druids_segment_missing_answer(failure):
+    """Druid's retry runner ends with SegmentMissingException, which its query resource answers
+    as the catch-all code with that class: 500, "Unknown exception", RUNTIME_FAILURE. The message
+    keeps Druid's prefix, names the segments and points at returnPartialResults."""
+    with ExitStack() as stack:
+        c = Cluster(stack)
+        c.node(serves=DAYS[1:])
+        _, lost = c.node(serves=DAYS[:2], running=failure != "dead")  # DAYS[1] has another replica
+        lost.mode = "truncate"  # died mid-response
+        with pytest.raises(SegmentsMissing) as e:
+            run(c.runner().run(sum_query(WEEK, numRetriesOnMissingSegments=2)))
+        body = e.value.to_body("broker:8082")
+        assert e.value.status == 500
+        assert {k: body[k] for k in ("error", "errorClass", "errorCode", "persona", "category")} == {
+            "error": "Unknown exception",
+            "errorClass": "org.apache.druid.segment.SegmentMissingException",
+            "errorCode": "legacyQueryException",
+            "persona": "OPERATOR",
+            "category": "RUNTIME_FAILURE",
+        }
+        assert body["errorMessage"].startswith(f"No results found for segments[{DAYS[0].id}]")
+        assert "returnPartialResults" in body["errorMessage"] and "retried 2 times" in body["errorMessage"]
+        assert body["context"]["missingSegments"] == [DAYS[0].descriptor.to_json()]
+        assert body["context"]["legacyErrorCode"] == "Unknown exception"
+        partial = run(c.runner().run(sum_query(WEEK, returnPartialResults=True)))
+        assert partial.results == [oracle(DAYS[1:])]
 
 
 def test_return_partial_results_flags_missing_segments():
