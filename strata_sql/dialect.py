@@ -3,17 +3,115 @@
 Druid (through Calcite) keeps identifiers as written, quoted or not: `Page` and `page` are two
 columns. sqlglot's Druid dialect lowercases unquoted names, which would break qualification
 against the catalog, so the strategy is overridden here. Parsing of Druid's own functions is
-extended here too, so every module reads statements the same way.
+extended here too, so every module reads statements the same way:
+
+- `TIMESTAMPADD(unit, count, ts)` and `TIMESTAMPDIFF(unit, t1, t2)` take a bare time unit first
+  (sqlglot read the unit as a column); they become `TimestampAdd(this=ts, expression=count)` and
+  `TimestampDiff(this=t2, expression=t1)` with the unit as a `Var`.
+- `POSITION(sub IN expr FROM start)` keeps its start position.
+- `PI` is Calcite's niladic function, not a column.
+- `ANY_VALUE(expr, maxBytes[, aggregateMultipleValues])` and `DIV(x, y)` keep all their arguments
+  (as `Anonymous` calls, which the native planner reads by name).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlglot import exp
 from sqlglot.dialects.dialect import NormalizationStrategy
 from sqlglot.dialects.druid import Druid
+from sqlglot.generators.druid import DruidGenerator
+from sqlglot.parsers.druid import DruidParser
+from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokens import Tokenizer as BaseTokenizer
+
+
+def _unit(parser: Any) -> exp.Var:
+    token = parser._curr
+    if token is None or token.token_type not in (TokenType.VAR, *parser.ID_VAR_TOKENS):
+        parser.raise_error("Expected a time unit")
+    parser._advance()
+    return exp.var(token.text.upper())
+
+
+def _unit_call(node_type: type[exp.Expr]) -> Any:
+    """`FN(unit, a, b)` as `node_type(this=b, expression=a, unit=unit)`."""
+
+    def parse(parser: Any) -> exp.Expr:
+        unit = _unit(parser)
+        parser._match(TokenType.COMMA)
+        first = parser._parse_bitwise()
+        parser._match(TokenType.COMMA)
+        return node_type(this=parser._parse_bitwise(), expression=first, unit=unit)
+
+    return parse
+
+
+def _position(parser: Any) -> exp.Expr:
+    needle = parser._parse_bitwise()
+    if parser._match(TokenType.IN):
+        haystack = parser._parse_bitwise()
+        start = parser._parse_bitwise() if parser._match(TokenType.FROM) else None
+        return exp.StrPosition(this=haystack, substr=needle, position=start)
+    args = [needle]
+    while parser._match(TokenType.COMMA):
+        args.append(parser._parse_bitwise())
+    return exp.StrPosition(this=args[1] if len(args) > 1 else None, substr=needle, position=None)
+
+
+def _pi(parser: Any) -> exp.Expr:
+    if parser._match_pair(TokenType.L_PAREN, TokenType.R_PAREN):  # PI() reads as PI
+        pass
+    return exp.Anonymous(this="PI", expressions=[])
+
+
+def _any_value(args: list[exp.Expr]) -> exp.Expr:
+    if len(args) == 1:
+        return exp.AnyValue(this=args[0])
+    return exp.Anonymous(this="ANY_VALUE", expressions=args)
 
 
 class DruidSQL(Druid):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
+
+    class Tokenizer(BaseTokenizer):
+        # `DIV` is a function in Druid, not MySQL's integer-division operator
+        KEYWORDS = {k: v for k, v in BaseTokenizer.KEYWORDS.items() if k != "DIV"}
+
+    class Parser(DruidParser):
+        FUNCTIONS = {
+            **DruidParser.FUNCTIONS,
+            "ANY_VALUE": _any_value,
+            "DIV": lambda args: exp.Anonymous(this="DIV", expressions=args),
+        }
+        FUNCTION_PARSERS = {
+            **DruidParser.FUNCTION_PARSERS,
+            "TIMESTAMPADD": _unit_call(exp.TimestampAdd),
+            "TIMESTAMPDIFF": _unit_call(exp.TimestampDiff),
+            "POSITION": _position,
+        }
+        NO_PAREN_FUNCTION_PARSERS = {
+            **DruidParser.NO_PAREN_FUNCTION_PARSERS,
+            "PI": lambda self: _pi(self),
+        }
+
+    class Generator(DruidGenerator):
+        TRANSFORMS = {
+            **DruidGenerator.TRANSFORMS,
+            exp.TimestampAdd: lambda self, e: self.func(
+                "TIMESTAMPADD", e.args.get("unit"), e.expression, e.this
+            ),
+            exp.TimestampDiff: lambda self, e: self.func(
+                "TIMESTAMPDIFF", e.args.get("unit"), e.expression, e.this
+            ),
+            exp.StrPosition: lambda self, e: (
+                self.func("STRPOS", e.this, e.args.get("substr"))
+                if e.args.get("position") is None
+                else f"POSITION({self.sql(e, 'substr')} IN {self.sql(e, 'this')} "
+                f"FROM {self.sql(e, 'position')})"
+            ),
+        }
 
 
 DIALECT = DruidSQL()

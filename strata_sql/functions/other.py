@@ -1,0 +1,141 @@
+"""CAST, conditionals and operators with Druid's semantics in DuckDB.
+
+CAST follows Druid: to TIMESTAMP a string parses in sqlTimeZone and a number is epoch ms; to DATE
+the day is the one in sqlTimeZone; a TIMESTAMP prints as `yyyy-MM-dd HH:mm:ss` in the zone; a
+DOUBLE casts to BIGINT truncating (Java), a string to a number is null when it is not one.
+`TIMESTAMP '...'` literals and strings compared with timestamps are read in sqlTimeZone. Two
+LONGs divide as Java longs.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from strata_sql.functions.fragments import duck, kind, kind_of_type, sql_of, typed
+from strata_sql.functions.numeric import divide
+from strata_sql.functions.spec import Context, FunctionSpec, Rewrite, specs
+from strata_sql.functions.time import (
+    as_timestamp,
+    local_time,
+    millis,
+    sql_timestamp_ms,
+    timestamp_literal,
+)
+
+
+def cast(node: exp.Expr, ctx: Context) -> exp.Expr:
+    assert isinstance(node, exp.Cast)
+    inner: exp.Expr = node.this
+    source, target = kind(inner), kind_of_type(node.to)
+    if target == "TIMESTAMP":
+        return as_timestamp(inner, ctx) if source != "TIMESTAMP" else inner
+    if target == "DATE":
+        if source == "DATE":
+            return inner
+        if isinstance(inner, exp.Literal) and inner.is_string:
+            day = sql_timestamp_ms(str(inner.this), None) // 86_400_000 * 86_400_000
+            return typed(duck(f"CAST({sql_of(timestamp_literal(day))} AS DATE)"), "DATE")
+        return typed(duck(f"CAST({local_time(inner, ctx, ctx.zone)} AS DATE)"), "DATE")
+    if source in ("TIMESTAMP", "DATE"):
+        if target == "BIGINT" or target == "DOUBLE":
+            ms = millis(inner, ctx)
+            return typed(duck(f"CAST({ms} AS {'BIGINT' if target == 'BIGINT' else 'DOUBLE'})"), target)
+        if target == "VARCHAR" and source == "TIMESTAMP":
+            local = local_time(inner, ctx, ctx.zone)
+            return typed(duck(f"strftime({local}, '%Y-%m-%d %H:%M:%S')"), "VARCHAR")
+    if target == "BIGINT" and source == "DOUBLE":
+        return typed(duck(f"CAST(trunc({sql_of(inner)}) AS BIGINT)"), "BIGINT")
+    if target == "BIGINT" and source == "VARCHAR":
+        text = sql_of(inner)
+        return typed(
+            duck(
+                f"coalesce(TRY_CAST({text} AS BIGINT), TRY_CAST(trunc(TRY_CAST({text} AS DOUBLE)) AS BIGINT))"
+            ),
+            "BIGINT",
+        )
+    if target == "DOUBLE" and source == "VARCHAR":
+        return typed(exp.TryCast(this=inner, to=node.to), target)
+    if target == "VARCHAR" and source == "BOOLEAN":
+        return (
+            typed(duck(f"CASE WHEN {sql_of(inner)} THEN 'true' ELSE 'false' END"), "VARCHAR")
+            if False
+            else node
+        )
+    return node
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def compare(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """A string constant compared with a timestamp is a timestamp in sqlTimeZone."""
+    left, right = node.this, node.expression
+    for this, other, key in ((left, right, "expression"), (right, left, "this")):
+        if kind(this) == "TIMESTAMP" and isinstance(other, exp.Literal) and other.is_string:
+            node.set(key, timestamp_literal(sql_timestamp_ms(str(other.this), ctx.zone)))
+        elif kind(this) == "DATE" and isinstance(other, exp.Literal) and other.is_string:
+            node.set(key, exp.Cast(this=other, to=exp.DataType.build("DATE")))
+    return typed(node, "BOOLEAN")
+
+
+def between(node: exp.Expr, ctx: Context) -> exp.Expr:
+    if kind(node.this) == "TIMESTAMP":
+        for key in ("low", "high"):
+            bound = node.args[key]
+            if isinstance(bound, exp.Literal) and bound.is_string:
+                node.set(key, timestamp_literal(sql_timestamp_ms(str(bound.this), ctx.zone)))
+    return typed(node, "BOOLEAN")
+
+
+def in_list(node: exp.Expr, ctx: Context) -> exp.Expr:
+    if kind(node.this) == "TIMESTAMP":
+        node.set(
+            "expressions",
+            [
+                timestamp_literal(sql_timestamp_ms(str(v.this), ctx.zone))
+                if isinstance(v, exp.Literal) and v.is_string
+                else v
+                for v in node.expressions
+            ],
+        )
+    return typed(node, "BOOLEAN")
+
+
+def _divide(node: exp.Expr, ctx: Context) -> exp.Expr:
+    return divide(node.this, node.expression)
+
+
+def _nvl(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = [node.this, *node.expressions] if not isinstance(node, exp.Anonymous) else list(node.expressions)
+    return typed(exp.Coalesce(this=args[0], expressions=args[1:]), kind(args[0]) or "VARCHAR")
+
+
+OTHER: dict[str, Rewrite] = {
+    "CAST": cast,
+    "NVL": _nvl,
+    "/": _divide,
+    "=": compare,
+    "BETWEEN": between,
+    "IN": in_list,
+}
+OPERATOR_KEYS: dict[type[exp.Expr], str] = {
+    exp.Div: "/",
+    exp.Between: "BETWEEN",
+    exp.In: "IN",
+    **{c: "=" for c in _COMPARISONS},
+}
+
+OTHER_SPECS: list[FunctionSpec] = specs(
+    "scalar",
+    "other",
+    {
+        "CASE": "Simple and searched CASE.",
+        "CAST": "Converts a value to a type, with Druid's rules for timestamps and numbers.",
+        "COALESCE": "The first non-null argument.",
+        "NVL": "The first argument unless null, else the second.",
+        "NULLIF": "Null when both arguments are equal, else the first.",
+        "GREATEST": "The largest argument, nulls ignored.",
+        "LEAST": "The smallest argument, nulls ignored.",
+    },
+    native=frozenset({"CASE", "CAST", "COALESCE", "NVL", "NULLIF", "GREATEST", "LEAST"}),
+)

@@ -1,0 +1,55 @@
+"""The function registry: every function of Druid's SQL reference, by name, with its status.
+
+`REGISTRY` maps a name to its `FunctionSpec`; `REWRITES` maps it to the rewrite making DuckDB
+compute it (functions DuckDB computes as written have none).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from strata_sql.functions import strings
+from strata_sql.functions.aggregates import AGGREGATE_SPECS, AGGREGATES
+from strata_sql.functions.arrays import ARRAY_SPECS, ARRAYS
+from strata_sql.functions.numeric import NUMERIC, NUMERIC_SPECS
+from strata_sql.functions.other import OPERATOR_KEYS as _OTHER_OPERATORS
+from strata_sql.functions.other import OTHER, OTHER_SPECS
+from strata_sql.functions.sketches import SKETCH_SPECS, SKETCHES
+from strata_sql.functions.spec import FunctionSpec, Rewrite
+from strata_sql.functions.time import TIME_REWRITES, TIME_SPECS
+from strata_sql.functions.unsupported import JSON_SPECS, OTHER_UNSUPPORTED
+from strata_sql.functions.windows import WINDOW_SPECS
+
+_ALL_SPECS: list[FunctionSpec] = [
+    *TIME_SPECS,
+    *NUMERIC_SPECS,
+    *strings.STRING_SPECS,
+    *OTHER_SPECS,
+    *OTHER_UNSUPPORTED,
+    *AGGREGATE_SPECS,
+    *SKETCH_SPECS,
+    *ARRAY_SPECS,
+    *JSON_SPECS,
+    *WINDOW_SPECS,
+]
+REGISTRY: dict[str, FunctionSpec] = {}
+for _spec in _ALL_SPECS:
+    if _spec.name in REGISTRY:
+        raise AssertionError(f"function {_spec.name} registered twice")
+    REGISTRY[_spec.name] = _spec
+
+REWRITES: dict[str, Rewrite] = {
+    **NUMERIC,
+    **strings.STRINGS,
+    **OTHER,
+    **AGGREGATES,
+    **SKETCHES,
+    **ARRAYS,
+    **TIME_REWRITES,  # FLOOR/CEIL: time units here, numbers through NUMERIC
+}
+OPERATOR_KEYS: dict[type[exp.Expr], str] = {**_OTHER_OPERATORS, **strings.OPERATOR_KEYS}
+
+# aggregates whose rewrite places FILTER (WHERE ...) itself (its SQL wraps the aggregate)
+FILTERED_BY_REWRITE = frozenset(
+    name for name in REWRITES if name in REGISTRY and REGISTRY[name].kind == "aggregate"
+)

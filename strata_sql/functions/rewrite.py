@@ -1,0 +1,108 @@
+"""`to_duckdb`: a Druid-dialect tree rewritten so DuckDB computes Druid's answer, and
+`check_supported`: every function of a statement is known and supported, else a 501 naming it.
+
+The walk is post-order: a node's arguments are rewritten first (keeping the planner's `.type`
+annotation), then the node itself by its Druid function name.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from query.errors import QueryUnsupported
+from strata_sql.functions.fragments import zone_name
+from strata_sql.functions.registry import FILTERED_BY_REWRITE, OPERATOR_KEYS, REGISTRY, REWRITES
+from strata_sql.functions.spec import Context
+
+# sqlglot classes whose SQL name differs from Druid's
+_NAMES: dict[type[exp.Expr], str] = {
+    exp.DateTrunc: "DATE_TRUNC",
+    exp.TimestampTrunc: "DATE_TRUNC",
+    exp.TimestampAdd: "TIMESTAMPADD",
+    exp.TimestampDiff: "TIMESTAMPDIFF",
+    exp.Pow: "POWER",
+    exp.Trunc: "TRUNCATE",
+    exp.Log: "LOG10",
+    exp.StrPosition: "STRPOS",
+    exp.GroupConcat: "STRING_AGG",
+    exp.ApproxDistinct: "APPROX_COUNT_DISTINCT",
+    exp.AnyValue: "ANY_VALUE",
+    exp.Variance: "VAR_SAMP",
+    exp.VariancePop: "VAR_POP",
+    exp.TryCast: "CAST",
+    exp.Array: "ARRAY",
+    exp.ArraySize: "ARRAY_LENGTH",
+    exp.JSONObject: "JSON_OBJECT",
+    exp.JSONValue: "JSON_VALUE",
+    exp.Mod: "MOD",
+    exp.CurrentTimestamp: "CURRENT_TIMESTAMP",
+    exp.CurrentDate: "CURRENT_DATE",
+    exp.RegexpLike: "REGEXP_LIKE",
+    exp.SafeDivide: "SAFE_DIVIDE",
+}
+# Func subclasses that are syntax, not functions of the catalog
+_SYNTAX = (exp.Case, exp.If, exp.Cast, exp.Extract, exp.Paren, exp.Filter, exp.Window, exp.Distinct)
+
+
+def druid_name(node: exp.Expr) -> str | None:
+    """The Druid SQL function a node calls (None for a node that is no function call)."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).upper()
+    if isinstance(node, exp.Pad):
+        return "LPAD" if node.args.get("is_left") else "RPAD"
+    for cls, name in _NAMES.items():
+        if type(node) is cls:
+            return name
+    if isinstance(node, (exp.Cast, exp.Case, exp.Extract)):
+        return type(node).__name__.upper()
+    if isinstance(node, exp.Func):
+        return node.sql_name().upper()
+    return None
+
+
+def check_supported(tree: exp.Expr) -> None:
+    """Raises QueryUnsupported (HTTP 501) naming the first unknown or unsupported function."""
+    for node in tree.walk():
+        name = druid_name(node)
+        if name is None or (isinstance(node, _SYNTAX) and name not in REGISTRY):
+            continue
+        spec = REGISTRY.get(name)
+        if spec is None:
+            raise QueryUnsupported(f"Function [{name}] is not supported")
+        if spec.unsupported is not None:
+            raise QueryUnsupported(f"Function [{name}] is not supported: {spec.unsupported}")
+
+
+def to_duckdb(tree: exp.Expr, zone: str | None, *, now_ms: int | None = None) -> exp.Expr:
+    """A rewritten copy of `tree` whose `.sql(dialect="duckdb")` computes Druid's answer.
+
+    TIMESTAMP values are naive DuckDB TIMESTAMPs holding UTC; `zone` is the statement's
+    sqlTimeZone (None: UTC); `now_ms` fixes CURRENT_TIMESTAMP (None: DuckDB's clock). The
+    connection needs `strata_sql.functions.install`.
+    """
+    check_supported(tree)
+    ctx = Context(zone_name(zone), now_ms)
+    return _rewrite(tree.copy(), ctx)
+
+
+def _rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
+    if isinstance(node, exp.Filter) and druid_name(node.this) in FILTERED_BY_REWRITE:
+        # the rewrite writes the FILTER onto the aggregates inside its SQL
+        where = _rewrite(node.expression.this, ctx)
+        inner = Context(ctx.zone, ctx.now_ms, where.sql(dialect="duckdb"))
+        return _keep_type(node, _rewrite(node.this, inner))
+    if ctx.filter is not None and not isinstance(node, exp.Func):
+        ctx = Context(ctx.zone, ctx.now_ms)  # arguments of the aggregate see no filter
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expr):
+            node.set(key, _keep_type(value, _rewrite(value, ctx)))
+        elif isinstance(value, list):
+            node.set(key, [_keep_type(v, _rewrite(v, ctx)) if isinstance(v, exp.Expr) else v for v in value])
+    rewrite = REWRITES.get(OPERATOR_KEYS.get(type(node)) or druid_name(node) or "")
+    return node if rewrite is None else rewrite(node, ctx)
+
+
+def _keep_type(old: exp.Expr, new: exp.Expr) -> exp.Expr:
+    if new is not old and new.type is None and old.type is not None:
+        new.type = old.type
+    return new

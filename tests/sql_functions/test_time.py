@@ -1,0 +1,127 @@
+"""Druid's date and time functions through `to_duckdb`, against the results Druid's documentation
+publishes (docs/querying/sql-functions.md of apache/druid, examples over `taxi-trips` and
+`flight-carriers`), plus cases in other zones worked out by hand from the zone rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from query.errors import InvalidInput
+from tests.sql_functions.kit import TAXI, one, run
+
+
+def test_time_floor_with_origin() -> None:  # sql-functions.md, TIME_FLOOR
+    rows = run(
+        "SELECT TIME_FLOOR(\"__time\", 'PT45M', TIMESTAMP '2013-08-01 08:0:00') FROM \"taxi-trips\"", TAXI
+    )
+    assert rows == [("2013-08-01T08:00:00.000Z",), ("2013-08-01T08:45:00.000Z",)]
+
+
+def test_time_ceil_with_origin() -> None:  # sql-functions.md, TIME_CEIL
+    rows = run(
+        "SELECT TIME_CEIL(\"__time\", 'PT45M', TIMESTAMP '2013-08-01 08:0:00') FROM \"taxi-trips\"", TAXI
+    )
+    assert rows == [("2013-08-01T08:45:00.000Z",), ("2013-08-01T09:30:00.000Z",)]
+
+
+def test_time_extract_in_offset_zone() -> None:  # sql-functions.md, TIME_EXTRACT
+    rows = run("SELECT TIME_EXTRACT(\"__time\", 'hour', '-04:00') FROM \"taxi-trips\"", TAXI)
+    assert rows == [(4,), (5,)]
+
+
+def test_time_format_joda_pattern() -> None:  # sql-functions.md, TIME_FORMAT
+    sql = "SELECT TIME_FORMAT(\"__time\", 'dd-MM-YYYY hh:mm aa zzz', '-05:00') FROM \"taxi-trips\" LIMIT 1"
+    assert one(sql, TAXI) == "01-08-2013 03:14 AM -05:00"
+
+
+def test_time_in_interval() -> None:  # sql-functions.md, TIME_IN_INTERVAL
+    rows = run('SELECT TIME_IN_INTERVAL("__time", \'2013-08-01T08:00:00/PT1H\') FROM "taxi-trips"', TAXI)
+    assert rows == [(True,), (False,)]
+
+
+def test_time_parse_pattern_and_offset() -> None:  # sql-functions.md, TIME_PARSE
+    assert one("SELECT TIME_PARSE('2005-11-01', 'YYYY-MM-dd', '-05:00')") == "2005-11-01T05:00:00.000Z"
+
+
+def test_time_shift() -> None:  # sql-functions.md, TIME_SHIFT
+    sql = 'SELECT TIME_SHIFT("__time", \'PT1H\', -24) FROM "taxi-trips" LIMIT 1'
+    assert one(sql, TAXI) == "2013-07-31T08:14:37.000Z"
+
+
+def test_millis_round_trip() -> None:  # sql-functions.md, MILLIS_TO_TIMESTAMP / TIMESTAMP_TO_MILLIS
+    assert one("SELECT MILLIS_TO_TIMESTAMP(1375344877000)") == "2013-08-01T08:14:37.000Z"
+    assert one('SELECT TIMESTAMP_TO_MILLIS("__time") FROM "taxi-trips" LIMIT 1', TAXI) == 1375344877000
+
+
+def test_timestampadd_month() -> None:  # sql-functions.md, TIMESTAMPADD
+    sql = "SELECT TIMESTAMPADD (MONTH, 5, TIMESTAMP '2000-01-01 00:00:00')"
+    assert one(sql) == "2000-06-01T00:00:00.000Z"
+
+
+def test_timestampdiff_minutes() -> None:  # sql-functions.md, TIMESTAMPDIFF
+    sql = 'SELECT TIMESTAMPDIFF (MINUTE, "__time", TIME_PARSE("dropoff_datetime")) FROM "taxi-trips" LIMIT 1'
+    assert one(sql, TAXI) == 54
+
+
+def test_floor_ceil_extract_date_trunc() -> None:  # sql-functions.md, FLOOR/CEIL/EXTRACT/DATE_TRUNC
+    sql = (
+        'SELECT FLOOR("__time" TO YEAR), CEIL("__time" TO YEAR), EXTRACT(YEAR FROM "__time"),'
+        ' DATE_TRUNC(\'decade\', "__time") FROM "taxi-trips" LIMIT 1'
+    )
+    assert run(sql, TAXI) == [
+        ("2013-01-01T00:00:00.000Z", "2014-01-01T00:00:00.000Z", 2013, "2010-01-01T00:00:00.000Z")
+    ]
+
+
+# -- sqlTimeZone: every zone-defaulting function follows the statement's zone ------------------
+LA = "America/Los_Angeles"  # 2013-08-01 08:14:37Z is 01:14:37 PDT (UTC-7)
+
+
+def test_zone_defaults_follow_sql_time_zone() -> None:
+    sql = (
+        'SELECT TIME_FLOOR("__time", \'P1D\'), FLOOR("__time" TO DAY), DATE_TRUNC(\'month\', "__time"),'
+        ' EXTRACT(HOUR FROM "__time"), TIME_EXTRACT("__time", \'DAY\'), CAST("__time" AS DATE),'
+        ' TIME_FORMAT("__time"), CAST("__time" AS VARCHAR) FROM "taxi-trips" LIMIT 1'
+    )
+    assert run(sql, TAXI, zone=LA) == [
+        (
+            "2013-08-01T07:00:00.000Z",
+            "2013-08-01T07:00:00.000Z",
+            "2013-08-01T07:00:00.000Z",
+            1,
+            1,
+            "2013-08-01",
+            "2013-08-01T01:14:37.000-07:00",
+            "2013-08-01 01:14:37",
+        )
+    ]
+
+
+def test_timestamp_literals_and_compared_strings_read_in_zone() -> None:
+    assert one("SELECT TIMESTAMP '2000-01-01 00:00:00'", zone=LA) == "2000-01-01T08:00:00.000Z"
+    sql = 'SELECT COUNT(*) FROM "taxi-trips" WHERE "__time" >= \'2013-08-01 02:00:00\''
+    assert one(sql, TAXI, zone=LA) == 1  # 02:00 PDT is 09:00Z: only the 09:13Z row
+
+
+def test_calendar_units_across_dst_in_zone() -> None:
+    # 2013-11-03 is the autumn DST change in Los Angeles: the local day has 25 hours
+    sql = "SELECT TIME_SHIFT(TIMESTAMP '2013-11-02 12:00:00', 'P1D', 1)"
+    assert one(sql, zone=LA) == "2013-11-03T20:00:00.000Z"  # noon PDT -> noon PST
+    assert (
+        one("SELECT TIME_FLOOR(TIMESTAMP '2013-11-03 23:00:00', 'P1D')", zone=LA)
+        == "2013-11-03T07:00:00.000Z"
+    )
+
+
+def test_timestampdiff_months_counts_whole_months() -> None:
+    # Joda adds months clamping to the month's end: Jan 31 + 1 month is Feb 29, reached
+    assert one("SELECT TIMESTAMPDIFF(MONTH, TIMESTAMP '2000-01-31', TIMESTAMP '2000-02-29')") == 1
+    assert one("SELECT TIMESTAMPDIFF(MONTH, TIMESTAMP '2000-01-15', TIMESTAMP '2000-02-14')") == 0
+    assert one("SELECT TIMESTAMPDIFF(MONTH, TIMESTAMP '2000-01-15', TIMESTAMP '2000-03-15')") == 2
+    assert one("SELECT TIMESTAMPDIFF(YEAR, TIMESTAMP '2000-03-15', TIMESTAMP '2001-03-14')") == 0
+    assert one("SELECT TIMESTAMPDIFF(DAY, TIMESTAMP '2000-01-01', TIMESTAMP '2000-01-03 12:00:00')") == 2
+
+
+def test_bad_period_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput):
+        run("SELECT TIME_FLOOR(TIMESTAMP '2000-01-01', 'P1X')")
