@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from strata_sql.engine_errors import engine_error
 from strata_sql.plan import Output, SqlPlan
+from strata_sql.typing_rules import integer_division
 from timeline import format_instant, parse_instant
 
 Rows = list[list[Any]]
@@ -34,6 +35,12 @@ _stage_numbers = itertools.count()
 def stage_name() -> str:
     """A fresh table name for the rows of one stage in the broker's engine."""
     return f"__stage{next(_stage_numbers)}"
+
+
+def aliased_table(name: str, alias: str | None) -> exp.Table:
+    """`name AS "alias"` in FROM (a table alias, as qualification expects)."""
+    table = exp.to_table(name)
+    return table if not alias else exp.alias_(table, alias, table=True, quoted=True)
 
 
 @dataclass
@@ -59,13 +66,17 @@ class ComposedPlan:
         conn = duckdb.connect()
         try:
             conn.execute("SET TimeZone='UTC'")
+            # Druid orders null below every value: first ascending, last descending
+            conn.execute("SET default_null_order='nulls_first_on_asc_last_on_desc'")
             install(conn)
-            for name, table in self.tables.items():
-                conn.register(name, table)
+            tables = dict(self.tables)
             for stage, (rows, outputs) in zip(self.stages, inputs, strict=True):
-                conn.register(stage.name, _arrow(rows, outputs))
+                tables[stage.name] = _arrow(rows, outputs)
+            for name, table in tables.items():
+                conn.register(name, table)
+            outer = integer_division(self.outer, {name: table.schema for name, table in tables.items()})
             try:
-                cur = conn.execute(to_duckdb(self.outer, self.time_zone).sql(dialect="duckdb"))
+                cur = conn.execute(to_duckdb(outer, self.time_zone).sql(dialect="duckdb"))
             except duckdb.Error as e:
                 raise engine_error(e) from None
             description = cur.description or []

@@ -24,7 +24,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from query.errors import QueryError, invalid
-from strata_sql.composed import ComposedPlan, Stage, stage_name
+from strata_sql.composed import ComposedPlan, Stage, aliased_table, stage_name
 from strata_sql.dialect import DIALECT
 from strata_sql.filters import TIME, now_millis, split_time, to_filter
 from strata_sql.plan import Output, SqlPlan
@@ -101,7 +101,7 @@ def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
         stage = _native_block(scope, env)
         if stage is not None:
             stages.append(stage)
-            scope.expression.replace(exp.select("*").from_(exp.to_table(stage.name, quoted=True)))
+            scope.expression.replace(exp.select("*").from_(aliased_table(stage.name, None)))
     used = _column_names(qualified)
     for scope in traverse_scope(qualified):
         for alias, source in scope.selected_sources.items():
@@ -114,7 +114,7 @@ def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
                 if key not in system:
                     raise invalid("Object '%s.%s' not found", node.db, node.name)
                 tables[key] = system[key]
-                node.replace(exp.to_table(key, quoted=True).as_(alias, quoted=True))
+                node.replace(aliased_table(key, alias))
                 continue
             if node.name.startswith("__stage"):
                 continue
@@ -123,7 +123,7 @@ def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
                 raise invalid("Object '%s' not found", node.name)
             stage = _scan_stage(scope, node, columns, used, env.context)
             stages.append(stage)
-            node.replace(exp.to_table(stage.name, quoted=True).as_(alias, quoted=True))
+            node.replace(aliased_table(stage.name, alias))
     return ComposedPlan(stages, qualified, names=names, tables=tables)
 
 

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, invalid
 from strata_sql.aggregate_split import split_aggregate
-from strata_sql.composed import ComposedPlan, Plan, Stage, stage_name
+from strata_sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata_sql.plan import SqlPlan
 from strata_sql.planner import parse_statement, plan_select
 from strata_sql.relational import Relational, plan_relational
@@ -166,7 +166,7 @@ def _split_aggregate(tree: exp.Select, catalog: Catalog, context: Mapping[str, A
     if not isinstance(table, exp.Table) or (table.db or "druid").lower() != "druid":
         return None
     name = stage_name()
-    parts = split_aggregate(tree, exp.to_table(name, quoted=True).as_(table.alias_or_name, quoted=True))
+    parts = split_aggregate(tree, aliased_table(name, table.alias_or_name))
     if parts is None:
         return None
     inner, outer = parts

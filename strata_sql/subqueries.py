@@ -14,7 +14,7 @@ from typing import Any
 from sqlglot import exp
 
 from query.errors import QueryError, QueryUnsupported
-from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage, stage_name
+from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage, aliased_table, stage_name
 from strata_sql.plan import SqlPlan
 from strata_sql.session import current_zone, time_zone
 
@@ -82,8 +82,7 @@ def _over_subquery(
         return native
     stage = Stage(stage_name(), inner)
     outer = tree.copy()
-    table = exp.to_table(stage.name)
-    outer.set("from_", exp.From(this=table.as_(sub.alias) if sub.alias else table))
+    outer.set("from_", exp.From(this=aliased_table(stage.name, sub.alias)))
     return ComposedPlan([stage], outer)
 
 

@@ -48,6 +48,13 @@ RELATIONAL = [
         "SELECT channel, RANK() OVER (ORDER BY COUNT(*) DESC) AS r FROM wikipedia GROUP BY channel",
         "SELECT channel, rank() OVER (ORDER BY count(*) DESC) AS r FROM raw GROUP BY channel",
     ),
+    (  # integer division as Druid divides BIGINTs; nulls sort first ascending, as Druid orders them
+        "SELECT countryName, SUM(added) / COUNT(*) AS mean, ROW_NUMBER() OVER (ORDER BY countryName) AS rn "
+        "FROM wikipedia WHERE channel = '#it.wikipedia' GROUP BY countryName",
+        "SELECT countryName, sum(added) // count(*) AS mean, "
+        "row_number() OVER (ORDER BY countryName NULLS FIRST) AS rn "
+        "FROM raw WHERE channel = '#it.wikipedia' GROUP BY countryName",
+    ),
     (
         "SELECT channel, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total FROM wikipedia "
         "WHERE countryName IS NOT NULL GROUP BY channel",
