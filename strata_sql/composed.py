@@ -40,7 +40,9 @@ def stage_name() -> str:
 def aliased_table(name: str, alias: str | None) -> exp.Table:
     """`name AS "alias"` in FROM (a table alias, as qualification expects)."""
     table = exp.to_table(name)
-    return table if not alias else exp.alias_(table, alias, table=True, quoted=True)
+    if alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
+    return table
 
 
 @dataclass
