@@ -2,8 +2,9 @@
 
 Each `!ok` statement is sent to `POST /druid/v2/sql/` with its file's `!set` values as the query
 context (all but quidem's own `outputformat`) and compared with its expected table; each `!error`
-statement must be refused. A failure gets a short category (an error's kind, or which part of the
-answer differs) so the ratchet list and the report can group them.
+statement must be refused with a client error (a 500 is a failure). A failure gets a short
+category (an error's kind, or which part of the answer differs) so the ratchet list and the report
+can group them.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def run_case(client: httpx.Client, broker_url: str, case: Case) -> Outcome:
     except ValueError:
         payload = None
     if case.kind == "error":
+        if resp.status_code == 500:  # Druid refuses with a client error; a server error is a failure
+            return Outcome(case, "failed", _error_category(500, payload), resp.text[:300])
         if resp.status_code != 200 or (isinstance(payload, dict) and "error" in payload):
             return Outcome(case, "passed")
         return Outcome(case, "failed", "answered where Druid refuses", resp.text[:300])
