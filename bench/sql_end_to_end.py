@@ -39,6 +39,51 @@ def statements(ds: Dataset) -> dict[str, str]:
     }
 
 
+def join_statements(ds: Dataset) -> tuple[str, str]:
+    """A grouped fact joined with a 1,000-row subquery: Druid SQL, and DuckDB's SQL over the files.
+    The broker runs both groupings as native queries and the join in its own engine."""
+    inner = (
+        "SELECT page, {agg} FROM {src} WHERE country = 'country07' "
+        "GROUP BY page ORDER BY c DESC, page LIMIT 1000"
+    )
+    outer = (
+        "SELECT f.page, f.added, s.c FROM (SELECT page, SUM(added) AS added FROM {src} GROUP BY page) f "
+        "JOIN ({inner}) s ON f.page = s.page"
+    )
+    src = f"read_parquet({ds.parquet_list()})"
+    druid = outer.format(src=ds.name, inner=inner.format(src=ds.name, agg="COUNT(*) AS c"))
+    duck = outer.format(src=src, inner=inner.format(src=src, agg="count(*) AS c"))
+    return druid, duck
+
+
+def join_figures(client: httpx.Client, url: str, ds: Dataset, repeat: int) -> dict[str, Any]:
+    druid, duck = join_statements(ds)
+    body = {"query": druid, "context": {**NO_CACHE, "useApproximateTopN": False}}
+    conn = duckdb.connect()
+    rows = client.post(url + "/druid/v2/sql", json=body).json()
+    timings: dict[str, list[float]] = {"sql": [], "duckdb": []}
+    for _ in range(repeat):
+        timings["sql"] += time_calls(
+            lambda: client.post(url + "/druid/v2/sql", json=body).json(), 1, warmup=0
+        )
+        timings["duckdb"] += time_calls(lambda: conn.execute(duck).fetchall(), 1, warmup=0)
+    sql_ms, duck_ms = (statistics.median(timings[k]) for k in ("sql", "duckdb"))
+    entry = {
+        "query": "join grouped fact x 1,000-row subquery",
+        "rows": len(rows),
+        "duckdb_rows": len(conn.execute(duck).fetchall()),
+        **{f"{k}_ms": spread(v) for k, v in timings.items()},
+        "sql_over_duckdb": round(sql_ms / duck_ms, 2),
+        "target": "at most 1.5",
+    }
+    log(
+        f"  {'join fact x 1,000 rows':24s} SQL {entry['sql_ms']:>20s} ms  "
+        f"DuckDB {entry['duckdb_ms']:>20s} ms  SQL/DuckDB {entry['sql_over_duckdb']:4.2f} "
+        f"(target at most 1.5; {len(rows)} rows)"
+    )
+    return entry
+
+
 def _rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -143,5 +188,6 @@ def end_to_end(rows: int, segments: int, repeat: int) -> dict[str, Any]:
                     f"DuckDB {entry['duckdb_ms']:>20s} ms  SQL/native {entry['sql_over_native']:4.2f}  "
                     f"SQL/DuckDB {entry['sql_over_duckdb']:4.2f}"
                 )
+            report["join"] = join_figures(client, broker.url, ds, repeat)
         report["selection"] = streamed_selection(broker.url, broker.pid, ds)
     return report
