@@ -41,7 +41,9 @@ _NAMES: dict[type[exp.Expr], str] = {
     exp.SafeDivide: "SAFE_DIVIDE",
 }
 # Func subclasses that are syntax, not functions of the catalog
-_SYNTAX = (exp.Case, exp.If, exp.Cast, exp.Extract, exp.Paren, exp.Filter, exp.Window, exp.Distinct)
+_SYNTAX = (
+    exp.Case, exp.If, exp.Cast, exp.Extract, exp.Paren, exp.Filter, exp.Window, exp.Distinct, exp.Connector
+)  # fmt: skip
 
 
 def druid_name(node: exp.Expr) -> str | None:
