@@ -14,6 +14,7 @@ import pytest
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
 from tests.differential.generator import gen_filter
 from tests.historical_query.wiki_http import RawRows
+from tests.sql_api.hostile import CATEGORIES, hostile_requests
 
 pytestmark = pytest.mark.integration
 
@@ -136,8 +137,9 @@ def test_explain_errors_and_cancel(cluster: dict[str, Any]) -> None:  # noqa: F8
 
 
 def test_malformed_sql_fuzz_never_a_server_error(cluster: dict[str, Any]) -> None:  # noqa: F811
-    """Valid statements cut, spliced and garbled at random: always 200, 400 or 501 with Druid's
-    SQL error body, and the broker keeps serving."""
+    """Valid statements cut, spliced and garbled at random, then hostile requests of every category
+    (deep nesting, NOT chains, huge IN lists, control characters in ids, wrong JSON types, garbage
+    bytes): always 200, 400 or 501 with Druid's SQL error body, and the broker keeps serving."""
     broker = cluster["broker"]
     seeds = [
         "SELECT channel, COUNT(*) AS c FROM wikipedia WHERE countryName IS NULL GROUP BY channel ORDER BY c DESC LIMIT 3",
@@ -161,4 +163,16 @@ def test_malformed_sql_fuzz_never_a_server_error(cluster: dict[str, Any]) -> Non
         assert resp.status_code in (200, 400, 501), (text, resp.status_code, resp.text)
         if resp.status_code != 200:
             assert {"error", "errorCode", "category", "errorMessage"} <= set(resp.json()), text
+    assert rows(broker, "SELECT COUNT(*) AS c FROM wikipedia") == [{"c": 39244}]
+    # hostile categories (tests/sql_api/hostile.py): the status Druid's rules give, never a 5xx or a
+    # dropped connection (httpx would raise), and the broker's health check answering after each
+    seen = set()
+    for hostile in hostile_requests(rnd, per_category=25):
+        resp = httpx.post(broker.url + "/druid/v2/sql", timeout=120, **hostile.kwargs)
+        assert resp.status_code in hostile.statuses, (str(hostile), resp.status_code, resp.text[:300])
+        if resp.status_code != 200:
+            assert {"error", "errorCode", "category", "errorMessage"} <= set(resp.json()), str(hostile)
+        assert httpx.get(broker.url + "/status/health", timeout=5).status_code == 200, str(hostile)
+        seen.add(hostile.category)
+    assert seen == set(CATEGORIES)
     assert rows(broker, "SELECT COUNT(*) AS c FROM wikipedia") == [{"c": 39244}]
