@@ -96,15 +96,16 @@ def _array_concat_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
 
 
 def _string_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
+    # no separator: the values are concatenated without one, as Druid documents
     if isinstance(node, exp.Anonymous):  # LISTAGG(expr[, separator[, size]])
         args = list(node.expressions)
         value, distinct = (
             (args[0].expressions[0], True) if isinstance(args[0], exp.Distinct) else (args[0], False)
         )
-        separator = args[1] if len(args) > 1 else exp.Literal.string(",")
+        separator = args[1] if len(args) > 1 else exp.Literal.string("")
     else:
         value, distinct = _distinct_arg(node)
-        separator = node.args.get("separator") or exp.Literal.string(",")
+        separator = node.args.get("separator") or exp.Literal.string("")
     text = sql_of(value) if kind(value) == "VARCHAR" else f"CAST({sql_of(value)} AS VARCHAR)"
     if distinct:
         return typed(
@@ -155,7 +156,7 @@ AGGREGATE_SPECS: list[FunctionSpec] = specs(
         "ARRAY_AGG": "The values as an array ([DISTINCT] sorted).",
         "ARRAY_CONCAT_AGG": "The concatenation of array values ([DISTINCT] sorted).",
         "STRING_AGG": "The non-null values joined by a separator ([DISTINCT] sorted).",
-        "LISTAGG": "Alias of STRING_AGG (separator ',' by default).",
+        "LISTAGG": "Alias of STRING_AGG.",
         "BIT_AND": "Bitwise AND of LONG values.",
         "BIT_OR": "Bitwise OR of LONG values.",
         "BIT_XOR": "Bitwise XOR of LONG values.",

@@ -6,6 +6,7 @@ with sqlglot's DuckDB dialect, so the result is an ordinary tree the planner can
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,7 +24,13 @@ _OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 def duck(template: str, **args: exp.Expr | str | int | float) -> exp.Expr:
     """`template` with `{name}` holes filled by the arguments' DuckDB SQL, parsed as DuckDB."""
     filled = template.format(**{k: _text(v) for k, v in args.items()}) if args else template
-    return sqlglot.parse_one(filled, read="duckdb")
+    return _parsed(filled).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> exp.Expr:
+    """Parsing is most of a rewrite's time, and statements repeat."""
+    return sqlglot.parse_one(text, read="duckdb")
 
 
 def _text(value: exp.Expr | str | int | float) -> str:

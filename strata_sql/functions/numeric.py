@@ -115,7 +115,7 @@ NUMERIC: dict[str, Rewrite] = {
     "RADIANS": _call("radians({0})", "DOUBLE"),
     "EXP": _call("exp({0})", "DOUBLE"),
     "LN": _call("ln({0})", "DOUBLE"),
-    "LOG10": _call("log10({0})", "DOUBLE"),
+    "LOG10": lambda node, ctx: typed(duck(f"log10({sql_of(arguments(node)[-1])})"), "DOUBLE"),  # Log(10, x)
     "SQRT": _call("sqrt({0})", "DOUBLE"),
     "POWER": _call("pow(CAST({0} AS DOUBLE), {1})", "DOUBLE", (2, 2)),
     "PI": _call("pi()", "DOUBLE", (0, 0)),

@@ -48,8 +48,9 @@ def cast(node: exp.Expr, ctx: Context) -> exp.Expr:
     if target == "BIGINT" and source == "VARCHAR":
         text = sql_of(inner)
         return typed(
-            duck(
-                f"coalesce(TRY_CAST({text} AS BIGINT), TRY_CAST(trunc(TRY_CAST({text} AS DOUBLE)) AS BIGINT))"
+            duck(  # whole numbers exactly; decimals truncate, as Java reading a double does
+                f"(CASE WHEN regexp_full_match({text}, '\\s*[+-]?[0-9]+\\s*') THEN TRY_CAST({text} AS BIGINT)"
+                f" ELSE TRY_CAST(trunc(TRY_CAST({text} AS DOUBLE)) AS BIGINT) END)"
             ),
             "BIGINT",
         )

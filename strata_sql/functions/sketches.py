@@ -4,8 +4,9 @@ DuckDB has no Python aggregate functions, so an aggregate gathers the group's va
 and a Python function builds the sketch from the list (the same HLL functions the native engine
 uses). A sketch value is its serialized compact image in Base64, as Druid prints sketches; the
 estimate functions read it back. Values hash as Druid's do (UTF-8 strings, 64-bit longs,
-doubles), so estimates match Druid's for the same values and parameters. Tuple sketches are not
-in the Python package, so DS_TUPLE_DOUBLES* are refused.
+doubles), so estimates match Druid's for the same values and parameters. Quantiles follow
+DataSketches' inclusive rule (Druid's library default). Druid's ArrayOfDoubles tuple sketches are
+not in the Python package, so DS_TUPLE_DOUBLES* are refused.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _approx_hll(lg_k_default: int) -> Rewrite:
         lg_k, tgt = _hll_params(args, 1, "APPROX_COUNT_DISTINCT_DS_HLL")
         lg_k = lg_k if len(args) > 1 else lg_k_default
         estimate = f"strata_hll_estimate({hll_build(args[0], lg_k, tgt, ctx)}, true)"
-        return typed(duck(f"CAST({estimate} AS BIGINT)"), "BIGINT")
+        return typed(duck(f"coalesce(CAST({estimate} AS BIGINT), 0)"), "BIGINT")
 
     return rewrite
 
@@ -149,7 +150,10 @@ def _approx_theta(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = arguments(node)
     size = _param(args, 1, "APPROX_COUNT_DISTINCT_DS_THETA", "size", THETA_SIZE)
     return typed(
-        duck(f"CAST(round(strata_theta_estimate({_theta_build(args[0], size, ctx)})) AS BIGINT)"), "BIGINT"
+        duck(
+            f"coalesce(CAST(round(strata_theta_estimate({_theta_build(args[0], size, ctx)})) AS BIGINT), 0)"
+        ),
+        "BIGINT",
     )
 
 
@@ -276,29 +280,29 @@ def _sketch(blob: bytes) -> Any:
 
 def _quantile_py(blob: bytes, fraction: float) -> float | None:
     sketch = _sketch(blob)
-    return None if sketch.is_empty() else float(sketch.get_quantile(fraction))
+    return None if sketch.is_empty() else float(sketch.get_quantile(fraction, True))
 
 
 def _quantiles_py(blob: bytes, fractions: list[float]) -> list[float] | None:
     sketch = _sketch(blob)
-    return None if sketch.is_empty() else [float(sketch.get_quantile(f)) for f in fractions]
+    return None if sketch.is_empty() else [float(sketch.get_quantile(f, True)) for f in fractions]
 
 
 def _histogram_py(blob: bytes, splits: list[float]) -> list[float] | None:
     sketch = _sketch(blob)
     if sketch.is_empty():
         return None
-    return [p * sketch.n for p in sketch.get_pmf(splits)]
+    return [p * sketch.n for p in sketch.get_pmf(splits, True)]
 
 
 def _cdf_py(blob: bytes, splits: list[float]) -> list[float] | None:
     sketch = _sketch(blob)
-    return None if sketch.is_empty() else list(sketch.get_cdf(splits))
+    return None if sketch.is_empty() else list(sketch.get_cdf(splits, True))
 
 
 def _rank_py(blob: bytes, value: float) -> float | None:
     sketch = _sketch(blob)
-    return None if sketch.is_empty() else float(sketch.get_rank(value))
+    return None if sketch.is_empty() else float(sketch.get_rank(value, True))
 
 
 _DOUBLES = pa.list_(pa.float64())
@@ -332,7 +336,7 @@ def _install(conn: duckdb.DuckDBPyConnection) -> None:
 
 register(_install)
 
-_TUPLE = "tuple sketches (ArrayOfDoubles) are not in the datasketches Python package Strata uses"
+_TUPLE = "Druid's ArrayOfDoubles tuple sketch is not in the datasketches Python package Strata uses"
 SKETCH_SPECS: list[FunctionSpec] = [
     *specs(
         "aggregate",

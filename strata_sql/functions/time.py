@@ -405,7 +405,6 @@ TIME_REWRITES: dict[str, Rewrite] = {
     "TIMESTAMPADD": _timestamp_add,
     "TIMESTAMPDIFF": _timestamp_diff,
     "CURRENT_TIMESTAMP": lambda node, ctx: _now(ctx),
-    "LOCALTIMESTAMP": lambda node, ctx: _now(ctx),
     "CURRENT_DATE": _current_date,
     "EXTRACT": _extract,
     "DATE_TRUNC": _date_trunc,
@@ -419,7 +418,6 @@ TIME_SPECS: list[FunctionSpec] = specs(
     {
         "CURRENT_TIMESTAMP": "The statement's start time.",
         "CURRENT_DATE": "The statement's start date in sqlTimeZone.",
-        "LOCALTIMESTAMP": "The statement's start time.",
         "DATE_TRUNC": "Rounds a timestamp down to a unit (millisecond ... millennium) in sqlTimeZone.",
         "TIME_CEIL": "Rounds a timestamp up to an ISO 8601 period, with optional origin and zone.",
         "TIME_FLOOR": "Rounds a timestamp down to an ISO 8601 period, with optional origin and zone.",

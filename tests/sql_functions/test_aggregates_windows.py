@@ -1,0 +1,128 @@
+"""Aggregate and window functions through `to_duckdb`. Window results are the ones Druid's
+documentation publishes (docs/querying/sql-functions.md of apache/druid: the flights from KOA and
+LIH on 2005-11-01, grouped by airline); aggregate oracles are the published answers where the
+page's data can be rebuilt, else plain Python over the same rows."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from tests.sql_functions.kit import one, run
+
+# the per-airline counts of the window examples; `seq` is the page's row order among ties
+COUNTS = {
+    "c": "SELECT * FROM (VALUES ('KOA','HA',11,1),('KOA','UA',4,2),('KOA','AA',1,3),('KOA','NW',1,4),"
+    "('LIH','HA',15,1),('LIH','AA',2,2),('LIH','UA',2,3)) t(Origin, airline, n, seq)"
+}
+ORDER = '(PARTITION BY "Origin" ORDER BY "n" DESC, "seq")'
+RANK_ORDER = '(PARTITION BY "Origin" ORDER BY "n" DESC)'
+WINDOWS = [
+    (f"RANK() OVER {RANK_ORDER}", [1, 2, 3, 3, 1, 2, 2]),
+    (f"DENSE_RANK() OVER {RANK_ORDER}", [1, 2, 3, 3, 1, 2, 2]),
+    (f"CUME_DIST() OVER {RANK_ORDER}", [0.25, 0.5, 1, 1, 1 / 3, 1, 1]),
+    (f"PERCENT_RANK() OVER {RANK_ORDER}", [0, 1 / 3, 2 / 3, 2 / 3, 0, 0.5, 0.5]),
+    (f'FIRST_VALUE("airline") OVER {RANK_ORDER}', ["HA"] * 7),
+    (f"ROW_NUMBER() OVER {ORDER}", [1, 2, 3, 4, 1, 2, 3]),
+    (f"NTILE(3) OVER {ORDER}", [1, 1, 2, 3, 1, 2, 3]),
+    (f'LAG("airline") OVER {ORDER}', [None, "HA", "UA", "AA", None, "HA", "AA"]),
+    (f'LEAD("airline") OVER {ORDER}', ["UA", "AA", "NW", None, "AA", "UA", None]),
+    (
+        f'LAST_VALUE("airline") OVER {ORDER[:-1]} RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)',
+        ["NW"] * 4 + ["UA"] * 3,
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "expected"), WINDOWS, ids=[c.split("(")[0] for c, _ in WINDOWS])
+def test_window_functions(call: str, expected: list[object]) -> None:  # sql-functions.md examples
+    rows = run(f'SELECT {call} FROM "c" ORDER BY "Origin", "seq"', COUNTS)
+    got = [r[0] for r in rows]
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        assert g == e or (isinstance(e, float) and math.isclose(g, e))
+
+
+AIRLINES = ["WN", "AA", "UA", "AA", "DL", "AS", "B6", None, "WN", "CO"]
+FLIGHTS = {
+    "f": "SELECT * FROM (VALUES "
+    + ", ".join(
+        f"(TIMESTAMP '2005-11-0{1 + i % 2} {10 + i}:00:00', {'NULL' if a is None else repr(a)}, {i * 3 % 7}, {i})"
+        for i, a in enumerate(AIRLINES)
+    )
+    + ") t(__time, airline, delay, i)"
+}
+
+
+def test_string_and_array_agg_distinct_sort() -> None:  # sql-functions.md: STRING_AGG, ARRAY_AGG
+    distinct = sorted({a for a in AIRLINES if a is not None})
+    sql = 'SELECT STRING_AGG(DISTINCT "airline", \' \'), ARRAY_AGG(DISTINCT "airline", 50000) FROM "f"'
+    assert run(sql, FLIGHTS) == [(" ".join(distinct), [None, *distinct])]
+    assert one('SELECT LISTAGG("airline") FROM "f" WHERE "i" < 2', FLIGHTS) in ("WNAA", "AAWN")
+
+
+def test_earliest_latest_by_day() -> None:  # sql-functions.md: EARLIEST, LATEST, *_BY
+    sql = (
+        'SELECT TIME_FLOOR(__time, \'P1D\'), EARLIEST("airline"), LATEST("airline", 1),'
+        ' EARLIEST_BY("airline", MILLIS_TO_TIMESTAMP(0 - "i")), LATEST_BY("i", __time)'
+        ' FROM "f" GROUP BY 1 ORDER BY 1'
+    )
+    day1 = [str(a) for i, a in enumerate(AIRLINES) if i % 2 == 0]  # no null on either day's last row
+    day2 = [str(a) for i, a in enumerate(AIRLINES) if i % 2 == 1]
+    assert run(sql, FLIGHTS) == [
+        ("2005-11-01T00:00:00.000Z", day1[0], day1[-1][:1], day1[-1], 8),
+        ("2005-11-02T00:00:00.000Z", day2[0], day2[-1][:1], day2[-1], 9),
+    ]
+
+
+def test_earliest_keeps_a_null_value() -> None:  # first/last take the extreme row, null or not
+    assert one('SELECT LATEST("airline") FROM "f" WHERE "i" <= 7', FLIGHTS) is None
+
+
+def test_bitwise_and_statistics() -> None:
+    values = [i * 3 % 7 for i in range(len(AIRLINES))]
+    sql = 'SELECT BIT_AND("delay"), BIT_OR("delay"), BIT_XOR("delay"), STDDEV_POP("delay"), VAR_SAMP("delay"), STDDEV("delay") FROM "f"'
+    band, bor, bxor, sd_pop, var_samp, sd = run(sql, FLIGHTS)[0]
+    expected_and, expected_or, expected_xor = values[0], 0, 0
+    for v in values:
+        expected_and &= v
+        expected_or |= v
+        expected_xor ^= v
+    assert (band, bor, bxor) == (expected_and, expected_or, expected_xor)
+    assert math.isclose(sd_pop, statistics.pstdev(values))
+    assert math.isclose(var_samp, statistics.variance(values))
+    assert math.isclose(sd, statistics.stdev(values))
+
+
+def test_filtered_aggregates_rewritten_with_their_filter() -> None:
+    sql = (
+        'SELECT STRING_AGG("airline", \',\') FILTER (WHERE "i" < 3), COUNT(*) FILTER (WHERE "i" < 3),'
+        ' LATEST("airline") FILTER (WHERE "i" < 3) FROM "f"'
+    )
+    joined, count, latest = run(sql, FLIGHTS)[0]
+    assert sorted(joined.split(",")) == sorted(str(a) for a in AIRLINES[:3]) and count == 3
+    assert latest == AIRLINES[1]  # 2005-11-02 11:00 is the latest of the three
+
+
+def test_array_concat_agg_distinct() -> None:  # sql-functions.md: ARRAY_CONCAT_AGG over array-example
+    arrays = {
+        "a": "SELECT * FROM (VALUES ([1.1, 2.2, NULL]), ([999, NULL, 5.5]), ([NULL, 2.2, 1.1]), ([]::DOUBLE[]),"
+        " (NULL)) t(arrayDouble)"
+    }
+    assert one('SELECT ARRAY_CONCAT_AGG( DISTINCT "arrayDouble") FROM "a"', arrays) == [
+        None,
+        1.1,
+        2.2,
+        5.5,
+        999,
+    ]
+
+
+def test_grouping_sets() -> None:  # sql-functions.md: GROUPING
+    sql = (
+        'SELECT CASE WHEN GROUPING("Origin") = 1 THEN \'Total\' ELSE "Origin" END, GROUPING("Origin"), SUM("n")'
+        ' FROM "c" GROUP BY GROUPING SETS("Origin", ()) ORDER BY 2, 1'
+    )
+    assert run(sql, COUNTS) == [("KOA", 0, 17), ("LIH", 0, 19), ("Total", 1, 36)]

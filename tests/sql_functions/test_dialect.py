@@ -1,0 +1,43 @@
+"""DruidSQL parses Druid's own function syntax that sqlglot's Druid dialect misreads."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from strata_sql.dialect import DIALECT
+
+
+def _item(sql: str) -> exp.Expr:
+    return sqlglot.parse_one(sql, dialect=DIALECT).expressions[0]
+
+
+def test_timestampdiff_and_timestampadd_take_a_unit() -> None:
+    diff = _item("SELECT TIMESTAMPDIFF(DAY, a, b)")
+    assert isinstance(diff, exp.TimestampDiff)
+    assert (diff.unit.name, diff.expression.name, diff.this.name) == ("DAY", "a", "b")
+    add = _item("SELECT TIMESTAMPADD (MONTH, 5, __time)")
+    assert isinstance(add, exp.TimestampAdd) and add.unit.name == "MONTH"
+    assert add.sql(dialect=DIALECT) == "TIMESTAMPADD(MONTH, 5, __time)"
+
+
+def test_position_from_pi_div_any_value() -> None:
+    position = _item("SELECT POSITION('PR' IN city FROM 5)")
+    assert isinstance(position, exp.StrPosition) and position.args["position"].name == "5"
+    assert _item("SELECT PI").name == "PI" and _item("SELECT PI()").name == "PI"
+    assert _item('SELECT "PI" FROM t').name == "PI" and isinstance(_item('SELECT "PI" FROM t'), exp.Column)
+    assert _item("SELECT DIV(78, 10)").name == "DIV"
+    any_value = _item("SELECT ANY_VALUE(x, 100, true)")
+    assert any_value.name == "ANY_VALUE" and len(any_value.expressions) == 3
+    assert isinstance(_item("SELECT ANY_VALUE(x)"), exp.AnyValue)
+
+
+def test_round_trip_through_druid_sql() -> None:
+    for sql in (
+        "SELECT TIMESTAMPDIFF(DAY, a, b)",
+        "SELECT POSITION('a' IN b FROM 2)",
+        "SELECT DIV(a, b)",
+        "SELECT TIMESTAMPADD(HOUR, -1, __time)",
+    ):
+        tree = sqlglot.parse_one(sql, dialect=DIALECT)
+        assert sqlglot.parse_one(tree.sql(dialect=DIALECT), dialect=DIALECT) == tree

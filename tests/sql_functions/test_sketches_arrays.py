@@ -1,0 +1,159 @@
+"""DataSketches and array functions through `to_duckdb`.
+
+Sketch oracles: below their capacity (an HLL sketch's list mode, a Theta sketch under k entries, a
+Quantiles sketch under k items) DataSketches sketches are exact, so small tables have exact
+answers computed here in Python. Array answers are the ones Druid's documentation publishes
+(docs/querying/sql-functions.md of apache/druid, the `array-example` and `mvd-example` tables).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tests.sql_functions.kit import one, run
+
+VALUES = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0]
+NAMES = ["a", "b", "c", "a", "d", "e", "b", "f", None, "g"]
+T = {
+    "t": "SELECT * FROM (VALUES "
+    + ", ".join(
+        f"({v}, {'NULL' if n is None else repr(n)}, {i % 2})"
+        for i, (v, n) in enumerate(zip(VALUES, NAMES, strict=True))
+    )
+    + ") t(v, name, side)"
+}
+DISTINCT = len({n for n in NAMES if n is not None})
+
+
+def test_distinct_count_sketches() -> None:  # sql-aggregations.md: APPROX_COUNT_DISTINCT*, DS_*
+    sql = (
+        'SELECT APPROX_COUNT_DISTINCT("name"), APPROX_COUNT_DISTINCT_DS_HLL("name"), '
+        'APPROX_COUNT_DISTINCT_DS_THETA("name"), APPROX_COUNT_DISTINCT_BUILTIN("name"),'
+        ' HLL_SKETCH_ESTIMATE(DS_HLL("name"), true), THETA_SKETCH_ESTIMATE(DS_THETA("name")), COUNT(DISTINCT "name")'
+        ' FROM "t"'
+    )
+    assert run(sql, T) == [(DISTINCT, DISTINCT, DISTINCT, DISTINCT, DISTINCT, DISTINCT, DISTINCT)]
+
+
+def test_empty_group_counts_zero() -> None:  # sql-aggregations.md: the functions' default is 0
+    assert one('SELECT APPROX_COUNT_DISTINCT_DS_HLL("name") FROM "t" WHERE "v" > 100', T) == 0
+
+
+def test_sketch_set_operations() -> None:  # sql-scalar.md: HLL_SKETCH_UNION, THETA_SKETCH_*
+    left = {n for i, n in enumerate(NAMES) if n is not None and i % 2 == 0}
+    right = {n for i, n in enumerate(NAMES) if n is not None and i % 2 == 1}
+    sql = (
+        'SELECT HLL_SKETCH_ESTIMATE(HLL_SKETCH_UNION(DS_HLL("name") FILTER(WHERE "side" = 0),'
+        ' DS_HLL("name") FILTER(WHERE "side" = 1)), true),'
+        ' THETA_SKETCH_ESTIMATE(THETA_SKETCH_INTERSECT(DS_THETA("name") FILTER(WHERE "side" = 0),'
+        ' DS_THETA("name") FILTER(WHERE "side" = 1))),'
+        ' THETA_SKETCH_ESTIMATE(THETA_SKETCH_NOT(DS_THETA("name"), DS_THETA("name") FILTER(WHERE "side" = 1))),'
+        ' THETA_SKETCH_ESTIMATE(THETA_SKETCH_UNION(1024, DS_THETA("name") FILTER(WHERE "side" = 0),'
+        ' DS_THETA("name") FILTER(WHERE "side" = 1))) FROM "t"'
+    )
+    assert run(sql, T) == [(len(left | right), len(left & right), len(left - right), len(left | right))]
+
+
+def test_error_bounds_and_summaries() -> None:  # sql-functions.md: *_WITH_ERROR_BOUNDS, *_TO_STRING
+    sql = (
+        'SELECT HLL_SKETCH_ESTIMATE_WITH_ERROR_BOUNDS(DS_HLL("name"), 1),'
+        ' THETA_SKETCH_ESTIMATE_WITH_ERROR_BOUNDS(DS_THETA("name", 4096), 1),'
+        ' HLL_SKETCH_TO_STRING(DS_HLL("name")), DS_QUANTILE_SUMMARY(DS_QUANTILES_SKETCH("v")) FROM "t"'
+    )
+    bounds, theta, hll_text, quantiles_text = run(sql, T)[0]
+    assert bounds[0] <= bounds[2] and bounds[1] <= bounds[0] and round(bounds[0]) == DISTINCT
+    assert (
+        theta
+        == f'{{"estimate":{float(DISTINCT)},"highBound":{float(DISTINCT)},"lowBound":{float(DISTINCT)},"numStdDev":1}}'
+    )
+    assert "HLL" in hll_text and "Quantiles" in quantiles_text
+
+
+def test_quantiles_sketch_exact_below_k() -> None:  # sql-functions.md: APPROX_QUANTILE_DS, DS_*
+    ordered = sorted(VALUES)
+    n = len(ordered)
+    sql = (
+        'SELECT APPROX_QUANTILE_DS("v", 0.5, 128), DS_GET_QUANTILE(DS_QUANTILES_SKETCH("v"), 0.5),'
+        ' DS_GET_QUANTILES(DS_QUANTILES_SKETCH("v"), 0.1, 0.9), DS_RANK(DS_QUANTILES_SKETCH("v"), 4),'
+        ' DS_CDF(DS_QUANTILES_SKETCH("v"), 2, 5), DS_HISTOGRAM(DS_QUANTILES_SKETCH("v"), 2, 5) FROM "t"'
+    )
+    median, median2, deciles, rank, cdf, histogram = run(sql, T)[0]
+
+    # the inclusive rule: the smallest item whose rank (items <= it) reaches q * n
+    def quantile(q: float) -> float:
+        return next(x for x in ordered if sum(y <= x for y in ordered) >= math.ceil(q * n))
+
+    assert median == median2 == quantile(0.5)
+    assert deciles == [quantile(0.1), quantile(0.9)]
+    assert math.isclose(rank, sum(x <= 4 for x in ordered) / n)
+    below2, below5 = sum(x <= 2 for x in ordered), sum(x <= 5 for x in ordered)
+    assert [round(c * n) for c in cdf] == [below2, below5, n]
+    assert [round(h) for h in histogram] == [below2, below5 - below2, n - below5]
+
+
+ARRAYS = {
+    "array-example": "SELECT * FROM (VALUES "
+    "('row1', ['a', 'b'], [1, NULL, 3], [1.1, 2.2, NULL]),"
+    "('row2', [NULL, 'b'], NULL, [999, NULL, 5.5]),"
+    "('row3', []::VARCHAR[], [1, 2, 3], [NULL, 2.2, 1.1]),"
+    "('row4', ['a', 'b'], [1, 2, 3], []::DOUBLE[]),"
+    "('row5', NULL, []::BIGINT[], NULL)) t(label, arrayString, arrayLong, arrayDouble)"
+}
+
+
+def _column(sql: str) -> list[object]:
+    return [r[0] for r in run(sql + ' FROM "array-example" ORDER BY "label"', ARRAYS)]
+
+
+def test_array_functions() -> None:  # sql-functions.md: ARRAY_* over array-example
+    assert _column("SELECT ARRAY_APPEND(\"arrayString\",'c')") == [
+        ["a", "b", "c"],
+        [None, "b", "c"],
+        ["c"],
+        ["a", "b", "c"],
+        None,
+    ]
+    assert _column("SELECT ARRAY_PREPEND('c', \"arrayString\")") == [
+        ["c", "a", "b"],
+        ["c", None, "b"],
+        ["c"],
+        ["c", "a", "b"],
+        None,
+    ]
+    assert _column('SELECT ARRAY_CONCAT("arrayLong", "arrayDouble")') == [
+        [1, None, 3, 1.1, 2.2, None],
+        None,
+        [1, 2, 3, None, 2.2, 1.1],
+        [1, 2, 3],
+        None,
+    ]
+    assert _column('SELECT ARRAY_CONTAINS("arrayLong", 2)') == [False, None, True, True, False]
+    assert _column('SELECT ARRAY_CONTAINS("arrayLong", ARRAY[1,2,3])') == [False, None, True, True, False]
+    assert _column('SELECT ARRAY_LENGTH("arrayDouble")') == [3, 3, 3, 0, None]
+    assert _column('SELECT ARRAY_OFFSET("arrayLong", 2)') == [3, None, 3, 3, None]
+    assert _column('SELECT ARRAY_OFFSET_OF("arrayLong", 3)') == [2, None, 2, 2, None]
+    assert _column('SELECT ARRAY_ORDINAL("arrayLong", 2)') == [None, None, 2, 2, None]
+    assert _column('SELECT ARRAY_ORDINAL_OF("arrayLong", 3)') == [3, None, 3, 3, None]
+    assert _column('SELECT ARRAY_SLICE("arrayDouble", 0, 2)') == [
+        [1.1, 2.2],
+        [999, None],
+        [None, 2.2],
+        [None, None],
+        None,
+    ]
+    assert _column('SELECT ARRAY_TO_MV("arrayDouble")') == [
+        ["1.1", "2.2", None],
+        ["999.0", None, "5.5"],
+        [None, "2.2", "1.1"],
+        [],
+        None,
+    ]
+    assert _column("SELECT ARRAY_TO_STRING(\"arrayDouble\", '')") == [
+        "1.12.2null",
+        "999.0null5.5",
+        "null2.21.1",
+        "",
+        None,
+    ]
+    assert _column("SELECT ARRAY_OVERLAP(\"arrayString\", ARRAY['b'])") == [True, True, False, True, None]
+    assert one("SELECT SCALAR_IN_ARRAY(36, ARRAY[1, 36])") is True
