@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from strata_sql.functions import strings
 from strata_sql.functions.aggregates import AGGREGATE_SPECS, AGGREGATES
 from strata_sql.functions.arrays import ARRAY_SPECS, ARRAYS
 from strata_sql.functions.numeric import NUMERIC, NUMERIC_SPECS
@@ -16,6 +15,8 @@ from strata_sql.functions.other import OPERATOR_KEYS as _OTHER_OPERATORS
 from strata_sql.functions.other import OTHER, OTHER_SPECS
 from strata_sql.functions.sketches import SKETCH_SPECS, SKETCHES
 from strata_sql.functions.spec import FunctionSpec, Rewrite
+from strata_sql.functions.strings import OPERATOR_KEYS as _STRING_OPERATORS
+from strata_sql.functions.strings import STRING_SPECS, STRINGS
 from strata_sql.functions.time import TIME_REWRITES, TIME_SPECS
 from strata_sql.functions.unsupported import JSON_SPECS, OTHER_UNSUPPORTED
 from strata_sql.functions.windows import WINDOW_SPECS
@@ -23,7 +24,7 @@ from strata_sql.functions.windows import WINDOW_SPECS
 _ALL_SPECS: list[FunctionSpec] = [
     *TIME_SPECS,
     *NUMERIC_SPECS,
-    *strings.STRING_SPECS,
+    *STRING_SPECS,
     *OTHER_SPECS,
     *OTHER_UNSUPPORTED,
     *AGGREGATE_SPECS,
@@ -40,14 +41,14 @@ for _spec in _ALL_SPECS:
 
 REWRITES: dict[str, Rewrite] = {
     **NUMERIC,
-    **strings.STRINGS,
+    **STRINGS,
     **OTHER,
     **AGGREGATES,
     **SKETCHES,
     **ARRAYS,
     **TIME_REWRITES,  # FLOOR/CEIL: time units here, numbers through NUMERIC
 }
-OPERATOR_KEYS: dict[type[exp.Expr], str] = {**_OTHER_OPERATORS, **strings.OPERATOR_KEYS}
+OPERATOR_KEYS: dict[type[exp.Expr], str] = {**_OTHER_OPERATORS, **_STRING_OPERATORS}
 
 # aggregates whose rewrite places FILTER (WHERE ...) itself (its SQL wraps the aggregate)
 FILTERED_BY_REWRITE = frozenset(

@@ -20,9 +20,9 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+import strata_sql.functions.fragments as fr
 from query.errors import invalid
 from query.sketch_functions import HLL_BUILD, HLL_UNION
-from strata_sql.functions import fragments as fr
 from strata_sql.functions.fragments import arguments, duck, sql_of, typed
 from strata_sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 from strata_sql.functions.udfs import create, register, rows
