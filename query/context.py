@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from query.fields import as_object, get_bool, get_int, get_str
+from query.header_values import header_value
 from wire import PER_SEGMENT_PARTIALS, SEGMENT_LABELS
 
 DEFAULT_TIMEOUT_MS = 300_000
@@ -45,7 +46,8 @@ class QueryContext:
     @classmethod
     def parse(cls, value: Any) -> QueryContext:
         raw = dict(as_object(value, "context")) if value is not None else {}
-        query_id = get_str(raw, "queryId", "") or str(uuid.uuid4())
+        # the id comes back in the X-Druid-Query-Id header: a NUL or line break there drops the connection
+        query_id = header_value("queryId", get_str(raw, "queryId", "")) or str(uuid.uuid4())
         return cls(
             raw=raw,
             query_id=query_id,

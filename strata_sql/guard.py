@@ -16,6 +16,7 @@ from typing import Any
 
 from query.errors import invalid
 from query.fields import as_object, get_bool, get_list, get_str
+from query.header_values import header_value
 
 MAX_STATEMENT_CHARS = 1_000_000
 """Characters a statement may have (after its `?` parameters are bound): about a 100,000-item `IN`
@@ -29,9 +30,6 @@ stack frames per level, so 32 levels stay well inside Python's recursion limit."
 MAX_OPERATOR_CHAIN = 256
 """Binary arithmetic or concatenation operators in one chain (`a + b + c ...`), counted across the
 enclosing levels: each operator is one level of the expression tree the planner walks."""
-
-MAX_HEADER_VALUE_CHARS = 1000
-"""Characters of a value echoed in a response header (`sqlQueryId` as `X-Druid-SQL-Query-Id`)."""
 
 BOOLEAN_FIELDS = ("header", "typesHeader", "sqlTypesHeader")
 
@@ -132,16 +130,6 @@ def query_id(context: Mapping[str, Any], default: str) -> str:
         value = str(value)
     value = get_str({"sqlQueryId": value}, "sqlQueryId", None, what="of [context]")
     return default if not value else header_value("sqlQueryId", value)
-
-
-def header_value(name: str, value: str) -> str:
-    """`value` if it can travel in an HTTP response header: printable ASCII, bounded length."""
-    if len(value) > MAX_HEADER_VALUE_CHARS:
-        raise invalid("[%s] is longer than the limit of %d characters", name, MAX_HEADER_VALUE_CHARS)
-    bad = next((ch for ch in value if not " " <= ch <= "~"), None)
-    if bad is not None:
-        raise invalid("[%s] may hold printable ASCII characters only, not %r", name, bad)
-    return value
 
 
 def check_size(sql: str) -> None:

@@ -14,10 +14,11 @@ import pytest
 import sqlglot
 from sqlglot import errors as sqlglot_errors
 
+from query.context import QueryContext
 from query.errors import InvalidInput, QueryError, QueryUnsupported, ResourceLimitExceeded
+from query.header_values import MAX_HEADER_VALUE_CHARS
 from strata_sql.engine_errors import engine_error
 from strata_sql.guard import (
-    MAX_HEADER_VALUE_CHARS,
     MAX_NESTING,
     MAX_OPERATOR_CHAIN,
     MAX_STATEMENT_CHARS,
@@ -176,7 +177,7 @@ def test_a_valid_body_comes_back_with_boolean_flags() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["a\x00b", "id\r\nX-Injected: 1", "tab\tbed", "\x7f", "caf\u00e9", "\u2028", "a" * (MAX_HEADER_VALUE_CHARS + 1),
+    ["a\x00b", "id\r\nX-Injected: 1", "tab\tbed", "\x7f", "\x85", "\u2028", "a" * (MAX_HEADER_VALUE_CHARS + 1),
      {"id": 1}, ["a"], True, 1.5],
 )  # fmt: skip
 def test_query_ids_that_cannot_be_a_header_value_are_refused(bad: Any) -> None:
@@ -185,10 +186,17 @@ def test_query_ids_that_cannot_be_a_header_value_are_refused(bad: Any) -> None:
     assert "sqlQueryId" in caught.value.error_message
 
 
+def test_a_native_query_id_that_cannot_be_a_header_value_is_refused() -> None:
+    with pytest.raises(InvalidInput, match=r"\[queryId\]"):
+        QueryContext.parse({"queryId": "a\r\nb"})
+    assert QueryContext.parse({"queryId": "q-1"}).query_id == "q-1"
+
+
 def test_query_ids_that_can_be_a_header_value() -> None:
     assert query_id({}, "d") == "d" and query_id({"sqlQueryId": ""}, "d") == "d"
     assert query_id({"sqlQueryId": 42}, "d") == "42"
     assert query_id({"sqlQueryId": "my query ~ 1"}, "d") == "my query ~ 1"
+    assert query_id({"sqlQueryId": "caf\u00e9"}, "d") == "caf\u00e9"  # Latin-1 is a header's bytes
 
 
 def _raised(fn: Any) -> BaseException:
