@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from strata_sql.functions.aggregates import AGGREGATE_SPECS, AGGREGATES
 from strata_sql.functions.arrays import ARRAY_SPECS, ARRAYS
+from strata_sql.functions.json_functions import JSON_REWRITES, JSON_SPECS
 from strata_sql.functions.numeric import NUMERIC, NUMERIC_SPECS
 from strata_sql.functions.other import OPERATOR_KEYS as _OTHER_OPERATORS
 from strata_sql.functions.other import OTHER, OTHER_SPECS
@@ -18,7 +19,7 @@ from strata_sql.functions.spec import FunctionSpec, Rewrite
 from strata_sql.functions.strings import OPERATOR_KEYS as _STRING_OPERATORS
 from strata_sql.functions.strings import STRING_SPECS, STRINGS
 from strata_sql.functions.time import TIME_REWRITES, TIME_SPECS
-from strata_sql.functions.unsupported import JSON_SPECS, OTHER_UNSUPPORTED
+from strata_sql.functions.unsupported import OTHER_UNSUPPORTED
 from strata_sql.functions.windows import WINDOW_SPECS
 
 _ALL_SPECS: list[FunctionSpec] = [
@@ -46,6 +47,7 @@ REWRITES: dict[str, Rewrite] = {
     **AGGREGATES,
     **SKETCHES,
     **ARRAYS,
+    **JSON_REWRITES,
     **TIME_REWRITES,  # FLOOR/CEIL: time units here, numbers through NUMERIC
 }
 OPERATOR_KEYS: dict[type[exp.Expr], str] = {**_OTHER_OPERATORS, **_STRING_OPERATORS}

@@ -236,10 +236,7 @@ OUT_OF_SCOPE = {
     "TDIGEST_QUANTILE",  # druid-tdigestsketch
     "DECODE_BASE64_COMPLEX",  # no complex columns
     "LOOKUP",  # no lookups
-    *(n for n in DRUID_REFERENCE if n.startswith(("JSON_", "DS_TUPLE_"))),
-    "PARSE_JSON",
-    "TRY_PARSE_JSON",
-    "TO_JSON_STRING",
+    *(n for n in DRUID_REFERENCE if n.startswith("DS_TUPLE_")),  # no ArrayOfDoubles sketch
 }
 
 
@@ -293,7 +290,7 @@ def _parse_call(name: str) -> exp.Expr:
     ("sql", "name"),
     [
         ("SELECT LOOKUP(a, 'code_to_name')", "LOOKUP"),
-        ("SELECT JSON_VALUE(a, '$.x')", "JSON_VALUE"),
+        ("SELECT DS_TUPLE_DOUBLES(a, b)", "DS_TUPLE_DOUBLES"),
         ("SELECT COUNT(*) FROM t WHERE BLOOM_FILTER_TEST(a, 'x')", "BLOOM_FILTER_TEST"),
         ("SELECT TDIGEST_QUANTILE(a, 0.5)", "TDIGEST_QUANTILE"),
         ("SELECT NO_SUCH_FUNCTION(a)", "NO_SUCH_FUNCTION"),

@@ -157,3 +157,38 @@ def test_array_functions() -> None:  # sql-functions.md: ARRAY_* over array-exam
     ]
     assert _column("SELECT ARRAY_OVERLAP(\"arrayString\", ARRAY['b'])") == [True, True, False, True, None]
     assert one("SELECT SCALAR_IN_ARRAY(36, ARRAY[1, 36])") is True
+
+
+# the `kttm_nested` values the JSON examples of sql-functions.md show, as JSON text
+KTTM = {
+    "kttm_nested": "SELECT * FROM (VALUES "
+    '(\'{"type":"PercentClear","percentage":55}\', '
+    '\'{"continent":"Asia","country":"Taiwan","region":"Taipei City","city":"Taipei"}\'),'
+    '(\'{"type":"PercentClear","percentage":80}\', '
+    '\'{"continent":"Asia","country":"Thailand","region":"Bangkok","city":"Bangkok"}\')) t(event, geo_ip)'
+}
+
+
+def test_json_functions() -> None:  # sql-functions.md: JSON_* over kttm_nested
+    sql = (
+        "SELECT JSON_VALUE(PARSE_JSON(geo_ip), '$.city' RETURNING VARCHAR),"
+        " JSON_QUERY(PARSE_JSON(event), '$.percentage'), JSON_QUERY_ARRAY(PARSE_JSON(event), '$.percentage'),"
+        " JSON_KEYS(PARSE_JSON(event), '$.') FROM kttm_nested"
+        " WHERE JSON_VALUE(PARSE_JSON(geo_ip), '$.continent') = 'Asia'"
+    )
+    assert run(sql, KTTM) == [
+        ("Taipei", "55", ["55"], ["type", "percentage"]),
+        ("Bangkok", "80", ["80"], ["type", "percentage"]),
+    ]
+    sql = "SELECT JSON_MERGE(PARSE_JSON(event), '{\"example_string\": 123}') FROM kttm_nested LIMIT 1"
+    assert one(sql, KTTM) == '{"type":"PercentClear","percentage":55,"example_string":123}'
+    assert one("SELECT JSON_PATHS(PARSE_JSON(geo_ip)) FROM kttm_nested LIMIT 1", KTTM) == [
+        "$.continent",
+        "$.country",
+        "$.region",
+        "$.city",
+    ]
+    gus = '{"name":"Gus","email":"gus_cat@example.com","type":"Pet"}'
+    assert one(f"SELECT PARSE_JSON('{gus}')") == gus
+    assert one(f"SELECT TRY_PARSE_JSON('{gus[:-1]},x:x}}')") is None
+    assert one("SELECT TO_JSON_STRING(ARRAY['error', 'layer'])") == '["error","layer"]'
