@@ -124,7 +124,20 @@ def _bits(fn: str) -> Rewrite:
     return rewrite
 
 
+def _count(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """COUNT(DISTINCT x) is an HLL estimate when the statement asks for approximation."""
+    value = node.this
+    if ctx.approximate_count_distinct and isinstance(value, exp.Distinct) and len(value.expressions) == 1:
+        from strata_sql.functions.sketches import approximate_distinct
+
+        return approximate_distinct(value.expressions[0], ctx)
+    if ctx.filter is None:
+        return node
+    return typed(duck(f"{node.sql(dialect='duckdb')}{aggregate_filter(ctx)}"), "BIGINT")
+
+
 AGGREGATES: dict[str, Rewrite] = {
+    "COUNT": _count,
     "EARLIEST": _first_last(False, False),
     "LATEST": _first_last(True, False),
     "EARLIEST_BY": _first_last(False, True),

@@ -18,6 +18,7 @@ from strata_sql.functions.time import (
     as_timestamp,
     local_time,
     millis,
+    shift_months,
     sql_timestamp_ms,
     timestamp_literal,
 )
@@ -106,6 +107,24 @@ def _divide(node: exp.Expr, ctx: Context) -> exp.Expr:
     return divide(node.this, node.expression)
 
 
+_CALENDAR_MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
+
+
+def shift_by_interval(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """`timestamp +/- INTERVAL 'n' MONTH|QUARTER|YEAR` moves on sqlTimeZone's calendar, as Druid's
+    timestamp_shift does; day-time intervals are fixed durations, which DuckDB adds as written."""
+    left, right = node.this, node.expression
+    interval, ts = (right, left) if isinstance(right, exp.Interval) else (left, right)
+    if ctx.zone is None or not isinstance(interval, exp.Interval) or kind(ts) != "TIMESTAMP":
+        return node
+    unit = interval.unit.name.upper().rstrip("S") if interval.unit is not None else ""
+    months = _CALENDAR_MONTHS.get(unit)
+    if months is None or not isinstance(interval.this, exp.Literal):
+        return node
+    count = int(str(interval.this.this)) * (-1 if isinstance(node, exp.Sub) else 1)
+    return shift_months(ts, ctx, months * count)
+
+
 def _nvl(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = [node.this, *node.expressions] if not isinstance(node, exp.Anonymous) else list(node.expressions)
     return typed(exp.Coalesce(this=args[0], expressions=args[1:]), kind(args[0]) or "VARCHAR")
@@ -118,11 +137,14 @@ OTHER: dict[str, Rewrite] = {
     "=": compare,
     "BETWEEN": between,
     "IN": in_list,
+    "+-": shift_by_interval,
 }
 OPERATOR_KEYS: dict[type[exp.Expr], str] = {
     exp.Div: "/",
     exp.Between: "BETWEEN",
     exp.In: "IN",
+    exp.Add: "+-",
+    exp.Sub: "+-",
     **{c: "=" for c in _COMPARISONS},
 }
 

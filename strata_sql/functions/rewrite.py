@@ -7,6 +7,8 @@ annotation), then the node itself by its Druid function name.
 
 from __future__ import annotations
 
+import dataclasses
+
 from sqlglot import exp
 
 from query.errors import QueryUnsupported
@@ -75,15 +77,19 @@ def check_supported(tree: exp.Expr) -> None:
             raise QueryUnsupported(f"Function [{name}] is not supported: {spec.unsupported}")
 
 
-def to_duckdb(tree: exp.Expr, zone: str | None, *, now_ms: int | None = None) -> exp.Expr:
+def to_duckdb(
+    tree: exp.Expr, zone: str | None, *, now_ms: int | None = None, approximate_count_distinct: bool = False
+) -> exp.Expr:
     """A rewritten copy of `tree` whose `.sql(dialect="duckdb")` computes Druid's answer.
 
     TIMESTAMP values are naive DuckDB TIMESTAMPs holding UTC; `zone` is the statement's
-    sqlTimeZone (None: UTC); `now_ms` fixes CURRENT_TIMESTAMP (None: DuckDB's clock). The
-    connection needs `strata_sql.functions.install`.
+    sqlTimeZone (None: UTC); `now_ms` fixes CURRENT_TIMESTAMP (None: DuckDB's clock);
+    `approximate_count_distinct` (the context's useApproximateCountDistinct) makes COUNT(DISTINCT)
+    an HLL estimate as in Druid, else it is exact. The connection needs
+    `strata_sql.functions.install`.
     """
     check_supported(tree)
-    ctx = Context(zone_name(zone), now_ms)
+    ctx = Context(zone_name(zone), now_ms, approximate_count_distinct=approximate_count_distinct)
     return _rewrite(tree.copy(), ctx)
 
 
@@ -91,10 +97,10 @@ def _rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
     if isinstance(node, exp.Filter) and druid_name(node.this) in FILTERED_BY_REWRITE:
         # the rewrite writes the FILTER onto the aggregates inside its SQL
         where = _rewrite(node.expression.this, ctx)
-        inner = Context(ctx.zone, ctx.now_ms, where.sql(dialect="duckdb"))
+        inner = dataclasses.replace(ctx, filter=where.sql(dialect="duckdb"))
         return _keep_type(node, _rewrite(node.this, inner))
     if ctx.filter is not None and not isinstance(node, exp.Func):
-        ctx = Context(ctx.zone, ctx.now_ms)  # arguments of the aggregate see no filter
+        ctx = dataclasses.replace(ctx, filter=None)  # arguments of the aggregate see no filter
     for key, value in list(node.args.items()):
         if isinstance(value, exp.Expr):
             node.set(key, _keep_type(value, _rewrite(value, ctx)))

@@ -57,13 +57,19 @@ def _ds_hll(node: exp.Expr, ctx: Context) -> exp.Expr:
     return typed(duck(f"to_base64({hll_build(args[0], lg_k, tgt, ctx)})"), "VARCHAR")
 
 
+def approximate_distinct(
+    value: exp.Expr, ctx: Context, lg_k: int = HLL_LG_K, tgt: str = HLL_TYPE
+) -> exp.Expr:
+    """The rounded HLL estimate of the distinct values, 0 for no rows."""
+    estimate = f"strata_hll_estimate({hll_build(value, lg_k, tgt, ctx)}, true)"
+    return typed(duck(f"coalesce(CAST({estimate} AS BIGINT), 0)"), "BIGINT")
+
+
 def _approx_hll(lg_k_default: int) -> Rewrite:
     def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
         args = arguments(node)
         lg_k, tgt = _hll_params(args, 1, "APPROX_COUNT_DISTINCT_DS_HLL")
-        lg_k = lg_k if len(args) > 1 else lg_k_default
-        estimate = f"strata_hll_estimate({hll_build(args[0], lg_k, tgt, ctx)}, true)"
-        return typed(duck(f"coalesce(CAST({estimate} AS BIGINT), 0)"), "BIGINT")
+        return approximate_distinct(args[0], ctx, lg_k if len(args) > 1 else lg_k_default, tgt)
 
     return rewrite
 

@@ -22,6 +22,7 @@ class Context:
     zone: str | None  # a zone name DuckDB and zoneinfo both know; None is UTC
     now_ms: int | None  # CURRENT_TIMESTAMP for the whole statement; None reads DuckDB's clock
     filter: str | None = None  # the FILTER (WHERE ...) condition of the aggregate being rewritten
+    approximate_count_distinct: bool = False  # COUNT(DISTINCT) as an HLL estimate, as Druid's default
 
 
 # a rewrite gets the node with its arguments already rewritten (their `.type` kept) and returns

@@ -338,6 +338,11 @@ def _timestamp_add(node: exp.Expr, ctx: Context) -> exp.Expr:
     return from_millis(shift_sql(ms, Period(months=_MONTHS[unit]), f"CAST({count} AS BIGINT)", ctx.zone))
 
 
+def shift_months(node: exp.Expr, ctx: Context, months: int) -> exp.Expr:
+    """`node` moved by whole months on sqlTimeZone's calendar."""
+    return from_millis(shift_sql(millis(node, ctx), Period(months=1), str(months), ctx.zone))
+
+
 def _timestamp_diff(node: exp.Expr, ctx: Context) -> exp.Expr:
     """Whole units from the first timestamp (`expression`) to the second (`this`)."""
     unit = _unit(node, "TIMESTAMPDIFF")

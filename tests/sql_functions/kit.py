@@ -14,7 +14,14 @@ from strata_sql.dialect import DIALECT
 from strata_sql.functions import install, to_duckdb
 
 
-def run(sql: str, tables: dict[str, str] | None = None, zone: str | None = None) -> list[tuple[Any, ...]]:
+def run_approximate(sql: str, tables: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+    """`run` with useApproximateCountDistinct (Druid's default)."""
+    return run(sql, tables, approximate=True)
+
+
+def run(
+    sql: str, tables: dict[str, str] | None = None, zone: str | None = None, approximate: bool = False
+) -> list[tuple[Any, ...]]:
     """Rows of `sql`; `tables` maps a name to the DuckDB SELECT building it."""
     conn = duckdb.connect()
     try:
@@ -28,7 +35,7 @@ def run(sql: str, tables: dict[str, str] | None = None, zone: str | None = None)
         }
         tree = sqlglot.parse_one(sql, dialect=DIALECT)
         tree = annotate_types(qualify(tree, schema=schema, dialect=DIALECT), schema=schema, dialect=DIALECT)
-        tree = to_duckdb(tree, zone)
+        tree = to_duckdb(tree, zone, approximate_count_distinct=approximate)
         return [tuple(_plain(v) for v in row) for row in conn.execute(tree.sql(dialect="duckdb")).fetchall()]
     finally:
         conn.close()

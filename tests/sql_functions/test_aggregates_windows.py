@@ -126,3 +126,24 @@ def test_grouping_sets() -> None:  # sql-functions.md: GROUPING
         ' FROM "c" GROUP BY GROUPING SETS("Origin", ()) ORDER BY 2, 1'
     )
     assert run(sql, COUNTS) == [("KOA", 0, 17), ("LIH", 0, 19), ("Total", 1, 36)]
+
+
+def test_count_distinct_exact_or_approximate() -> None:
+    """Druid's default (useApproximateCountDistinct) counts with an HLL sketch: exact at this size."""
+    from tests.sql_functions.kit import run_approximate
+
+    sql = 'SELECT COUNT(DISTINCT "airline"), COUNT(DISTINCT "airline") FILTER (WHERE "i" < 4) FROM "f"'
+    distinct = len({a for a in AIRLINES if a is not None})
+    first = len({a for a in AIRLINES[:4] if a is not None})
+    assert run(sql, FLIGHTS) == [(distinct, first)]
+    assert run_approximate(sql, FLIGHTS) == [(distinct, first)]
+
+
+def test_calendar_interval_in_zone() -> None:  # Druid shifts months on sqlTimeZone's calendar
+    sql = (
+        "SELECT TIMESTAMP '2000-03-30 20:00:00' - INTERVAL '1' MONTH,"
+        " TIMESTAMP '2000-03-15 12:00:00' + INTERVAL '1' MONTH"
+    )
+    # Mar 30 20:00 PST (Mar 31 04:00Z) - 1 month is Feb 29 20:00 PST; noon PST + 1 month is noon PDT
+    assert run(sql, zone="America/Los_Angeles") == [("2000-03-01T04:00:00.000Z", "2000-04-15T19:00:00.000Z")]
+    assert run("SELECT TIMESTAMP '2000-01-31 23:00:00' + INTERVAL '1' DAY") == [("2000-02-01T23:00:00.000Z",)]

@@ -4,9 +4,13 @@ publishes (docs/querying/sql-functions.md of apache/druid, examples over `taxi-t
 
 from __future__ import annotations
 
+import duckdb
 import pytest
+import sqlglot
 
 from query.errors import InvalidInput
+from strata_sql.dialect import DIALECT
+from strata_sql.functions import install, to_duckdb
 from tests.sql_functions.kit import TAXI, one, run
 
 
@@ -125,3 +129,59 @@ def test_timestampdiff_months_counts_whole_months() -> None:
 def test_bad_period_is_invalid_input() -> None:
     with pytest.raises(InvalidInput):
         run("SELECT TIME_FLOOR(TIMESTAMP '2000-01-01', 'P1X')")
+
+
+def test_explicit_zone_arguments_override_sql_time_zone() -> None:
+    # 2013-08-01 08:14:37Z: 17:14:37 in Tokyo (UTC+9), 01:14:37 in Los Angeles (PDT)
+    sql = (
+        "SELECT TIME_FLOOR(\"__time\", 'P1D', NULL, 'Asia/Tokyo'), TIME_FORMAT(\"__time\", 'yyyy-MM-dd HH:mm Z',"
+        " 'Asia/Tokyo'), TIME_EXTRACT(\"__time\", 'DAY', 'Asia/Tokyo'), TIME_PARSE('2013-08-01 17:00', "
+        "'yyyy-MM-dd HH:mm', 'Asia/Tokyo'), TIME_SHIFT(\"__time\", 'P1M', 1, 'Asia/Tokyo')"
+        ' FROM "taxi-trips" LIMIT 1'
+    )
+    assert run(sql, TAXI, zone=LA) == [
+        (
+            "2013-07-31T15:00:00.000Z",
+            "2013-08-01 17:14 +0900",
+            1,
+            "2013-08-01T08:00:00.000Z",
+            "2013-09-01T08:14:37.000Z",
+        )
+    ]
+
+
+def test_month_floors_and_week_in_zone() -> None:
+    sql = (
+        "SELECT TIME_FLOOR(\"__time\", 'P1M'), DATE_TRUNC('week', \"__time\"), TIME_CEIL(\"__time\", 'P1M'),"
+        ' TIMESTAMPADD(MONTH, 1, "__time") FROM "taxi-trips" LIMIT 1'
+    )
+    # 2013-08-01 01:14:37 PDT: month starts 2013-08-01 00:00 PDT, the week (Monday) 2013-07-29
+    assert run(sql, TAXI, zone=LA) == [
+        (
+            "2013-08-01T07:00:00.000Z",
+            "2013-07-29T07:00:00.000Z",
+            "2013-09-01T07:00:00.000Z",
+            "2013-09-01T08:14:37.000Z",
+        )
+    ]
+
+
+def test_web_console_time_floor_and_now() -> None:  # the web console sends an explicit Etc/UTC
+    sql = "SELECT TIME_FLOOR(\"__time\", 'PT1H', NULL, 'Etc/UTC') FROM \"taxi-trips\" LIMIT 1"
+    assert one(sql, TAXI, zone=LA) == "2013-08-01T08:00:00.000Z"
+    tree = sqlglot.parse_one("SELECT CURRENT_TIMESTAMP, CURRENT_DATE", dialect=DIALECT)
+    fixed = to_duckdb(tree, LA, now_ms=1375344877000).sql(dialect="duckdb")
+    with duckdb.connect() as conn:
+        conn.execute("SET TimeZone='UTC'")
+        install(conn)
+        now, today = conn.execute(fixed).fetchone() or (None, None)
+    assert (str(now), str(today)) == ("2013-08-01 08:14:37", "2013-08-01")  # 01:14 PDT
+
+
+def test_extract_units() -> None:  # Joda's fields: ISO day of week (Monday 1), ISO week
+    sql = (
+        'SELECT EXTRACT(DOW FROM "__time"), EXTRACT(DOY FROM "__time"), EXTRACT(WEEK FROM "__time"),'
+        ' EXTRACT(QUARTER FROM "__time"), EXTRACT(EPOCH FROM "__time"), EXTRACT(MINUTE FROM "__time"),'
+        ' EXTRACT(SECOND FROM "__time") FROM "taxi-trips" LIMIT 1'
+    )
+    assert run(sql, TAXI) == [(4, 213, 31, 3, 1375344877, 14, 37)]  # 2013-08-01 was a Thursday
