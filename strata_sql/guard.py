@@ -116,8 +116,8 @@ def check_body(body: Any) -> dict[str, Any]:
         as_object(checked["context"], "Field [context]")
     for i, parameter in enumerate(get_list(checked, "parameters", [])):
         value = parameter.get("value") if isinstance(parameter, dict) else parameter
-        if isinstance(value, (dict, list)):
-            raise invalid("Parameter [%d] must have a scalar [value]", i + 1)
+        if isinstance(value, dict):  # an ARRAY parameter's value is a list; no type's is an object
+            raise invalid("Parameter [%d] must have a scalar or array [value], not an object", i + 1)
     for name in BOOLEAN_FIELDS:
         checked[name] = get_bool(checked, name, False)
     return checked

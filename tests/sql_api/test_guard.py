@@ -170,7 +170,8 @@ def test_wrong_json_types_are_invalid_input_naming_the_field(body: Any, field: s
 
 
 def test_a_valid_body_comes_back_with_boolean_flags() -> None:
-    body = check_body({"query": "SELECT ?", "context": None, "parameters": [{"type": "BIGINT", "value": 1}],
+    body = check_body({"query": "SELECT ?, ?", "context": None, "parameters": [{"type": "BIGINT", "value": 1},
+                                                                           {"type": "ARRAY", "value": [1, 2]}],
                        "header": "true", "typesHeader": 1})  # fmt: skip
     assert (body["header"], body["typesHeader"], body["sqlTypesHeader"]) == (True, True, False)
 
