@@ -8,10 +8,15 @@ annotation), then the node itself by its Druid function name.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
 
 from query.errors import QueryUnsupported
+from strata_sql.dialect import DIALECT
 from strata_sql.functions.fragments import zone_name
 from strata_sql.functions.registry import FILTERED_BY_REWRITE, OPERATOR_KEYS, REGISTRY, REWRITES
 from strata_sql.functions.spec import Context
@@ -78,19 +83,42 @@ def check_supported(tree: exp.Expr) -> None:
 
 
 def to_duckdb(
-    tree: exp.Expr, zone: str | None, *, now_ms: int | None = None, approximate_count_distinct: bool = False
+    tree: exp.Expr,
+    zone: str | None,
+    *,
+    now_ms: int | None = None,
+    approximate_count_distinct: bool = False,
+    schema: Mapping[str, Mapping[str, str]] | None = None,
 ) -> exp.Expr:
     """A rewritten copy of `tree` whose `.sql(dialect="duckdb")` computes Druid's answer.
 
     TIMESTAMP values are naive DuckDB TIMESTAMPs holding UTC; `zone` is the statement's
     sqlTimeZone (None: UTC); `now_ms` fixes CURRENT_TIMESTAMP (None: DuckDB's clock);
     `approximate_count_distinct` (the context's useApproximateCountDistinct) makes COUNT(DISTINCT)
-    an HLL estimate as in Druid, else it is exact. The connection needs
-    `strata_sql.functions.install`.
+    an HLL estimate as in Druid, else it is exact. Rewrites read the planner's type annotation;
+    for a tree without one, `schema` (table -> column -> SQL type) lets this module annotate it.
+    The connection needs `strata_sql.functions.install`.
     """
     check_supported(tree)
+    if schema is not None and not _annotated(tree):
+        tree = _annotate(tree, schema)
     ctx = Context(zone_name(zone), now_ms, approximate_count_distinct=approximate_count_distinct)
     return _rewrite(tree.copy(), ctx)
+
+
+def _annotated(tree: exp.Expr) -> bool:
+    column = tree.find(exp.Column)
+    return column is None or column.type is not None
+
+
+def _annotate(tree: exp.Expr, schema: Mapping[str, Mapping[str, str]]) -> exp.Expr:
+    """The tree qualified and typed over `schema`; as it was when its names do not resolve."""
+    tables: dict[str, object] = {name: dict(columns) for name, columns in schema.items()}
+    try:
+        qualified = qualify(tree.copy(), schema=tables, dialect=DIALECT)
+        return annotate_types(qualified, schema=tables, dialect=DIALECT)
+    except SqlglotError:
+        return tree
 
 
 def _rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:

@@ -20,9 +20,14 @@ def run_approximate(sql: str, tables: dict[str, str] | None = None) -> list[tupl
 
 
 def run(
-    sql: str, tables: dict[str, str] | None = None, zone: str | None = None, approximate: bool = False
+    sql: str,
+    tables: dict[str, str] | None = None,
+    zone: str | None = None,
+    approximate: bool = False,
+    annotate_here: bool = True,
 ) -> list[tuple[Any, ...]]:
-    """Rows of `sql`; `tables` maps a name to the DuckDB SELECT building it."""
+    """Rows of `sql`; `tables` maps a name to the DuckDB SELECT building it. The statement is
+    typed here as the planner types it, or (`annotate_here=False`) by `to_duckdb` from a schema."""
     conn = duckdb.connect()
     try:
         conn.execute("SET TimeZone='UTC'")
@@ -34,8 +39,11 @@ def run(
             for name in tables or {}
         }
         tree = sqlglot.parse_one(sql, dialect=DIALECT)
-        tree = annotate_types(qualify(tree, schema=schema, dialect=DIALECT), schema=schema, dialect=DIALECT)
-        tree = to_duckdb(tree, zone, approximate_count_distinct=approximate)
+        if annotate_here:
+            tree = annotate_types(
+                qualify(tree, schema=schema, dialect=DIALECT), schema=schema, dialect=DIALECT
+            )
+        tree = to_duckdb(tree, zone, approximate_count_distinct=approximate, schema=schema)  # type: ignore[arg-type]
         return [tuple(_plain(v) for v in row) for row in conn.execute(tree.sql(dialect="duckdb")).fetchall()]
     finally:
         conn.close()

@@ -185,3 +185,13 @@ def test_extract_units() -> None:  # Joda's fields: ISO day of week (Monday 1), 
         ' EXTRACT(SECOND FROM "__time") FROM "taxi-trips" LIMIT 1'
     )
     assert run(sql, TAXI) == [(4, 213, 31, 3, 1375344877, 14, 37)]  # 2013-08-01 was a Thursday
+
+
+def test_schema_types_an_unannotated_statement() -> None:
+    """Given only the tables' schema, to_duckdb types the statement itself (a VARCHAR column is
+    parsed as a timestamp, a LONG divides as a LONG)."""
+    sql = (
+        'SELECT TIME_FLOOR("dropoff_datetime", \'PT1H\'), "max_temperature" / 10,'
+        ' CAST("__time" AS BIGINT) FROM "taxi-trips" LIMIT 1'
+    )
+    assert run(sql, TAXI, annotate_here=False) == [("2013-08-01T09:00:00.000Z", 7, 1375344877000)]
