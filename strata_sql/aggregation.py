@@ -15,6 +15,7 @@ from strata_sql.plan import (
     Output,
     SqlPlan,
     VirtualColumns,
+    boolean_type,
     context_flag,
     expression_filter,
     output_index,
@@ -79,7 +80,7 @@ class Aggregation:
                 outputs.append(Output(name, TIME, "LONG"))
             elif (grouped_expr := self._grouped_expression(node)) is not None:
                 _, source, kind, is_time = grouped_expr
-                outputs.append(Output(name, source, kind, is_time))
+                outputs.append(Output(name, source, kind, is_time, boolean_type(node)))
             elif column_name(node) is not None and node.find(exp.AggFunc) is None:
                 col = column_name(node)
                 assert col is not None
@@ -88,7 +89,7 @@ class Aggregation:
                 outputs.append(Output(name, col, self.types.get(col, "STRING")))
             else:
                 source, kind = self.value(node, name)
-                outputs.append(Output(name, source, kind, _keeps_time(node)))
+                outputs.append(Output(name, source, kind, _keeps_time(node), boolean_type(node)))
         if select.args.get("having") is not None:
             native["having"] = {
                 "type": "filter",

@@ -153,7 +153,11 @@ def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
             millis = [
                 None if v is None else v if isinstance(v, int) else parse_instant(str(v)) for v in values
             ]
-            columns[out.name] = pa.array(millis, pa.int64()).cast(pa.timestamp("ms"))
+            # DuckDB's TIMESTAMP is microseconds (a TIMESTAMP_MS column fails some of its casts)
+            stamps = pa.array(millis, pa.int64()).cast(pa.timestamp("ms"))
+            columns[out.name] = stamps.cast(pa.timestamp("us"))
+        elif out.sql_type == "BOOLEAN":
+            columns[out.name] = pa.array([None if v is None else bool(v) for v in values], pa.bool_())
         else:
             columns[out.name] = pa.array(values, _ARROW.get(out.druid_type, pa.string()))
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})

@@ -178,6 +178,9 @@ def to_filter(
     if isinstance(node, exp.Or):
         return {"type": "or", "fields": [to_filter(x, types, now_ms, fallback) for x in node.flatten()]}
     if isinstance(node, exp.Not):
+        inner = node.this.unnest()
+        if isinstance(inner, exp.In) and any(isinstance(v, exp.Null) for v in inner.expressions):
+            return {"type": "false"}  # `x NOT IN (..., NULL)`: false or unknown, never true
         return {"type": "not", "field": to_filter(node.this, types, now_ms, fallback)}
     try:
         return _leaf_filter(node, types, now_ms)

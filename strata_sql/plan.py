@@ -75,6 +75,24 @@ class SqlPlan:
         return rows[self.offset : end]
 
 
+_BOOLEAN_NODES = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean, exp.Is, exp.In, exp.Between, exp.Like)
+
+
+def boolean_type(node: exp.Expr) -> str | None:
+    """ "BOOLEAN" for an expression Druid SQL types as BOOLEAN (comparisons, IS NULL, AND/OR/NOT,
+    TRUE/FALSE, CASE over them), else None: native expressions compute 1/0, printed true/false."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, _BOOLEAN_NODES):
+        return "BOOLEAN"
+    if isinstance(node, exp.Case):
+        branches = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
+        values = [b for b in branches if b is not None and not isinstance(b, exp.Null)]
+        if values and all(boolean_type(b) for b in values):
+            return "BOOLEAN"
+    return None
+
+
 def context_flag(context: Mapping[str, Any], key: str, default: bool) -> bool:
     value = context.get(key, default)
     return value if isinstance(value, bool) else str(value).lower() == "true"
@@ -94,7 +112,11 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
         for batch in results:
             index = {c: i for i, c in enumerate(batch["columns"])}
             picks = [index[o.source] for o in plan.outputs]
-            stamps = [(i, o) for i, o in enumerate(plan.outputs) if o.source == TIME or o.timestamp]
+            stamps = [
+                (i, o)
+                for i, o in enumerate(plan.outputs)
+                if o.source == TIME or o.timestamp or o.sql_type_name is not None
+            ]
             for event in batch["events"]:
                 row = [event[i] for i in picks]
                 for i, o in stamps:
@@ -119,7 +141,10 @@ def _raw_value(out: Output, value: Any) -> Any:
 
 
 def _value(out: Output, value: Any, zone: ZoneInfo | None) -> Any:
-    """A value as Druid SQL prints it: timestamps as ISO instants in the session's zone."""
+    """A value as Druid SQL prints it: timestamps as ISO instants in the session's zone, booleans
+    as true/false."""
+    if out.sql_type_name == "BOOLEAN" and isinstance(value, (int, float)):
+        return bool(value)
     if not (out.source == TIME or out.timestamp) or value is None:
         return value
     if isinstance(value, str):

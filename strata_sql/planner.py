@@ -26,6 +26,7 @@ from strata_sql.plan import (
     Output,
     SqlPlan,
     VirtualColumns,
+    boolean_type,
     expression_filter,
     output_index,
 )
@@ -151,7 +152,7 @@ def _scan(
         if col is None:
             text = writer.write(node)
             source, kind = virtual.add(text)
-            outputs.append(Output(name, source, kind, is_time_expression(text)))
+            outputs.append(Output(name, source, kind, is_time_expression(text), boolean_type(node)))
             continue
         if col not in columns and col != TIME:
             raise invalid("Column '%s' not found in any table", col)

@@ -76,6 +76,7 @@ def output_names(tree: exp.Expr) -> None:
 def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
     tree = tree.copy()
     output_names(tree)
+    starred = any(item.find(exp.Star) for item in tree.selects)  # before qualify expands the stars
     schema, system = _schema(tree, env)
     try:
         qualified = qualify(
@@ -93,6 +94,8 @@ def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
         raise invalid("SQL is not valid: %s", _plain(str(e))) from None
     assert isinstance(qualified, exp.Query)
     names = [item.alias_or_name for item in qualified.selects]
+    if starred:
+        names = _uniquified(names)
     stages: list[Stage] = []
     tables: dict[str, pa.Table] = {}
     for scope in traverse_scope(qualified):
@@ -125,6 +128,18 @@ def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
             stages.append(stage)
             node.replace(aliased_table(stage.name, alias))
     return ComposedPlan(stages, qualified, names=names, tables=tables)
+
+
+def _uniquified(names: list[str]) -> list[str]:
+    """Names a `*` expanded, made unique as Calcite makes them: a repeated name gets the first free
+    of name0, name1, ..."""
+    out: list[str] = []
+    for name in names:
+        candidate, n = name, 0
+        while candidate in out:
+            candidate, n = f"{name}{n}", n + 1
+        out.append(candidate)
+    return out
 
 
 def _schema(tree: exp.Expr, env: Relational) -> tuple[dict[str, Any], dict[str, pa.Table]]:

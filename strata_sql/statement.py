@@ -3,9 +3,11 @@ sys (answered from the broker's catalog with DuckDB), or with no FROM at all (`S
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 from sqlglot import exp
@@ -103,8 +105,41 @@ def _plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> P
     parsed = parse_statement(sql)
     context = {**context, **parsed.settings}
     tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
-    with time_zone(parse_time_zone(context.get("sqlTimeZone"))):
+    for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
+        hint.pop()
+    zone = parse_time_zone(context.get("sqlTimeZone"))
+    tree = _fix_now(tree, context.get("sqlCurrentTimestamp"), zone)
+    with time_zone(zone):
         return PlannedStatement(_plan_tree(tree, catalog, context), parsed.explain, context)
+
+
+def _fix_now(tree: exp.Expr, current: Any, zone: str | None) -> exp.Expr:
+    """CURRENT_TIMESTAMP and CURRENT_DATE as the literals of one instant (`sqlCurrentTimestamp`,
+    else now), as Druid's planner reduces them: every use in a statement sees the same time."""
+    if tree.find(exp.CurrentTimestamp, exp.CurrentDate) is None:
+        return tree
+    if current is None:
+        instant = datetime.datetime.now(datetime.UTC)
+    else:
+        try:
+            instant = datetime.datetime.fromisoformat(str(current).replace("Z", "+00:00"))
+        except ValueError:
+            raise invalid(
+                "Context parameter [sqlCurrentTimestamp] is not a timestamp: [%s]", current
+            ) from None
+        if instant.tzinfo is None:
+            instant = instant.replace(tzinfo=datetime.UTC)
+    local = instant.astimezone(ZoneInfo(zone) if zone else datetime.UTC)
+    stamp = local.strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.CurrentTimestamp):
+            return exp.cast(exp.Literal.string(stamp), exp.DType.TIMESTAMP)
+        if isinstance(node, exp.CurrentDate):
+            return exp.cast(exp.Literal.string(stamp[:10]), exp.DType.DATE)
+        return node
+
+    return tree.transform(swap)
 
 
 def _outer_limit(tree: exp.Expr, value: Any) -> exp.Expr:
@@ -184,6 +219,9 @@ def _split_aggregate(tree: exp.Select, catalog: Catalog, context: Mapping[str, A
 def _plan_native(tree: exp.Query, catalog: Catalog, context: Mapping[str, Any]) -> Plan:
     composed = plan_composed(tree, context, lambda inner: _plan_tree(inner, catalog, context))
     if isinstance(composed, ComposedPlan):
+        stages = {stage.name for stage in composed.stages}
+        if any(t.name not in stages for t in composed.outer.find_all(exp.Table)):
+            raise QueryUnsupported("the outer query reads a table itself: planned relationally")
         composed.time_zone = current_zone()
     if composed is not None:
         return composed

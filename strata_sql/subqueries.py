@@ -124,10 +124,12 @@ def _in_subquery(tree: exp.Select, node: exp.In, plan_tree: PlanTree) -> Plan:
 
     def build(results: Sequence[Rows]) -> Plan:
         values = sorted({r[0] for r in results[0] if r and r[0] is not None}, key=lambda v: (str(type(v)), v))
+        nulls = [exp.null()] if any(r and r[0] is None for r in results[0]) else []
         outer = tree.copy()
         target = _follow(outer, path)
-        if values:
-            replacement: exp.Expr = exp.In(this=target.this.copy(), expressions=[_literal(v) for v in values])
+        if values or nulls:  # a NULL stays: `x NOT IN (..., NULL)` is never true
+            items = [_literal(v) for v in values] + nulls
+            replacement: exp.Expr = exp.In(this=target.this.copy(), expressions=items)
         else:
             replacement = exp.false()
         target.replace(replacement)
