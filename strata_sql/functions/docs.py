@@ -40,6 +40,9 @@ This page is generated from the function registry (`strata_sql/functions/`) by
 - Sketch aggregates (`DS_HLL`, `DS_THETA`, `DS_QUANTILES_SKETCH`) gather the group's values and
   build the sketch in a Python function (DuckDB has no Python aggregates); a sketch value is its
   serialized image in Base64, as Druid prints it. Quantiles sketches are randomised, as in Druid.
+- Tuple sketches (`DS_TUPLE_DOUBLES`) are DataSketches tuple sketches with array summaries in
+  Strata's own serialization (the Python package has no ArrayOfDoubles sketch): their estimates
+  and sums are Druid's, their Base64 images are not.
 - `APPROX_COUNT_DISTINCT_BUILTIN` uses an HLL sketch of 2^11 buckets, not Druid's own
   HyperLogLog collector: estimates agree within HLL error, not bit for bit.
 - `maxBytesPerValue` (EARLIEST, LATEST, ANY_VALUE) truncates strings to that many characters,

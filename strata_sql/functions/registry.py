@@ -19,6 +19,7 @@ from strata_sql.functions.spec import FunctionSpec, Rewrite
 from strata_sql.functions.strings import OPERATOR_KEYS as _STRING_OPERATORS
 from strata_sql.functions.strings import STRING_SPECS, STRINGS
 from strata_sql.functions.time import TIME_REWRITES, TIME_SPECS
+from strata_sql.functions.tuples import TUPLE_SPECS, TUPLES
 from strata_sql.functions.unsupported import OTHER_UNSUPPORTED
 from strata_sql.functions.windows import WINDOW_SPECS
 
@@ -30,6 +31,7 @@ _ALL_SPECS: list[FunctionSpec] = [
     *OTHER_UNSUPPORTED,
     *AGGREGATE_SPECS,
     *SKETCH_SPECS,
+    *TUPLE_SPECS,
     *ARRAY_SPECS,
     *JSON_SPECS,
     *WINDOW_SPECS,
@@ -46,6 +48,7 @@ REWRITES: dict[str, Rewrite] = {
     **OTHER,
     **AGGREGATES,
     **SKETCHES,
+    **TUPLES,
     **ARRAYS,
     **JSON_REWRITES,
     **TIME_REWRITES,  # FLOOR/CEIL: time units here, numbers through NUMERIC

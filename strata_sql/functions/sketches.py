@@ -5,8 +5,7 @@ and a Python function builds the sketch from the list (the same HLL functions th
 uses). A sketch value is its serialized compact image in Base64, as Druid prints sketches; the
 estimate functions read it back. Values hash as Druid's do (UTF-8 strings, 64-bit longs,
 doubles), so estimates match Druid's for the same values and parameters. Quantiles follow
-DataSketches' inclusive rule (Druid's library default). Druid's ArrayOfDoubles tuple sketches are
-not in the Python package, so DS_TUPLE_DOUBLES* are refused.
+DataSketches' inclusive rule (Druid's library default). Tuple sketches are in `tuples`.
 """
 
 from __future__ import annotations
@@ -37,7 +36,8 @@ def _values(value: exp.Expr, ctx: Context, distinct: bool = True) -> tuple[str, 
     element = fr.kind(value)
     element = element if element in ("BIGINT", "DOUBLE") else "VARCHAR"
     text = sql_of(value) if fr.kind(value) == element else f"CAST({sql_of(value)} AS {element})"
-    return f"list({'DISTINCT ' if distinct else ''}{text}){fr.aggregate_filter(ctx)}", element
+    listed = f"list({'DISTINCT ' if distinct else ''}{text}){fr.aggregate_filter(ctx)}"
+    return f"coalesce({listed}, [])", element  # no rows: an empty sketch
 
 
 def _hll_params(args: list[exp.Expr], at: int, function: str) -> tuple[int, str]:
@@ -174,7 +174,8 @@ def _theta_set(operation: str) -> Rewrite:
 
 
 def _quantiles_build(value: exp.Expr, k: int, ctx: Context) -> str:
-    return f"strata_quantiles_build(list(CAST({sql_of(value)} AS DOUBLE)){fr.aggregate_filter(ctx)}, {k})"
+    listed = f"list(CAST({sql_of(value)} AS DOUBLE)){fr.aggregate_filter(ctx)}"
+    return f"strata_quantiles_build(coalesce({listed}, []), {k})"
 
 
 def _approx_quantile(node: exp.Expr, ctx: Context) -> exp.Expr:
@@ -342,7 +343,6 @@ def _install(conn: duckdb.DuckDBPyConnection) -> None:
 
 register(_install)
 
-_TUPLE = "Druid's ArrayOfDoubles tuple sketch is not in the datasketches Python package Strata uses"
 SKETCH_SPECS: list[FunctionSpec] = [
     *specs(
         "aggregate",
@@ -356,10 +356,8 @@ SKETCH_SPECS: list[FunctionSpec] = [
             "DS_HLL": "An HLL sketch of the values (Base64).",
             "DS_THETA": "A Theta sketch of the values (Base64).",
             "DS_QUANTILES_SKETCH": "A Quantiles sketch of the values (Base64).",
-            "DS_TUPLE_DOUBLES": "A Tuple sketch with arrays of doubles.",
         },
         native=frozenset({"APPROX_COUNT_DISTINCT"}),
-        unsupported={"DS_TUPLE_DOUBLES": _TUPLE},
     ),
     *specs(
         "scalar",
@@ -380,19 +378,6 @@ SKETCH_SPECS: list[FunctionSpec] = [
             "DS_CDF": "CDF of a Quantiles sketch over split points.",
             "DS_RANK": "Rank of a value in a Quantiles sketch.",
             "DS_QUANTILE_SUMMARY": "A readable summary of a Quantiles sketch.",
-            "DS_TUPLE_DOUBLES_INTERSECT": "Intersection of Tuple sketches.",
-            "DS_TUPLE_DOUBLES_METRICS_SUM_ESTIMATE": "Sums of a Tuple sketch's values.",
-            "DS_TUPLE_DOUBLES_NOT": "Difference of Tuple sketches.",
-            "DS_TUPLE_DOUBLES_UNION": "Union of Tuple sketches.",
-        },
-        unsupported={
-            name: _TUPLE
-            for name in (
-                "DS_TUPLE_DOUBLES_INTERSECT",
-                "DS_TUPLE_DOUBLES_METRICS_SUM_ESTIMATE",
-                "DS_TUPLE_DOUBLES_NOT",
-                "DS_TUPLE_DOUBLES_UNION",
-            )
         },
     ),
 ]

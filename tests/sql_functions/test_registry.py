@@ -236,7 +236,6 @@ OUT_OF_SCOPE = {
     "TDIGEST_QUANTILE",  # druid-tdigestsketch
     "DECODE_BASE64_COMPLEX",  # no complex columns
     "LOOKUP",  # no lookups
-    *(n for n in DRUID_REFERENCE if n.startswith("DS_TUPLE_")),  # no ArrayOfDoubles sketch
 }
 
 
@@ -290,7 +289,7 @@ def _parse_call(name: str) -> exp.Expr:
     ("sql", "name"),
     [
         ("SELECT LOOKUP(a, 'code_to_name')", "LOOKUP"),
-        ("SELECT DS_TUPLE_DOUBLES(a, b)", "DS_TUPLE_DOUBLES"),
+        ("SELECT APPROX_QUANTILE_FIXED_BUCKETS(a, 0.5, 10, 0, 2500)", "APPROX_QUANTILE_FIXED_BUCKETS"),
         ("SELECT COUNT(*) FROM t WHERE BLOOM_FILTER_TEST(a, 'x')", "BLOOM_FILTER_TEST"),
         ("SELECT TDIGEST_QUANTILE(a, 0.5)", "TDIGEST_QUANTILE"),
         ("SELECT NO_SUCH_FUNCTION(a)", "NO_SUCH_FUNCTION"),

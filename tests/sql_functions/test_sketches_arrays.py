@@ -192,3 +192,29 @@ def test_json_functions() -> None:  # sql-functions.md: JSON_* over kttm_nested
     assert one(f"SELECT PARSE_JSON('{gus}')") == gus
     assert one(f"SELECT TRY_PARSE_JSON('{gus[:-1]},x:x}}')") is None
     assert one("SELECT TO_JSON_STRING(ARRAY['error', 'layer'])") == '["error","layer"]'
+
+
+# delays by airline and origin, shaped as the tuple-sketch examples of sql-functions.md: AA flies
+# from both SFO and LAX, DH only from SFO, B6 from neither
+DELAYS = {
+    "flights": "SELECT * FROM (VALUES ('AA','SFO',10.0,1.0),('AA','LAX',5.0,2.0),('AA','SFO',7.0,3.0),"
+    "('DH','SFO',93.0,4.0),('B6','JFK',8.0,5.0)) t(airline, Origin, ArrDelayMinutes, DepDelayMinutes)"
+}
+
+
+def test_tuple_sketches() -> None:  # sql-functions.md: DS_TUPLE_DOUBLES*
+    sfo = 'DS_TUPLE_DOUBLES("airline", "ArrDelayMinutes") FILTER(WHERE "Origin" = \'SFO\')'
+    lax = 'DS_TUPLE_DOUBLES("airline", "ArrDelayMinutes") FILTER(WHERE "Origin" = \'LAX\')'
+    sql = (
+        'SELECT "airline", DS_TUPLE_DOUBLES("airline", "ArrDelayMinutes", "DepDelayMinutes"),'
+        ' DS_TUPLE_DOUBLES_METRICS_SUM_ESTIMATE(DS_TUPLE_DOUBLES("airline", "ArrDelayMinutes", "DepDelayMinutes")),'
+        f" DS_TUPLE_DOUBLES_METRICS_SUM_ESTIMATE(DS_TUPLE_DOUBLES_INTERSECT({sfo}, {lax})),"
+        f" DS_TUPLE_DOUBLES_METRICS_SUM_ESTIMATE(DS_TUPLE_DOUBLES_UNION({sfo}, {lax})),"
+        f" DS_TUPLE_DOUBLES_METRICS_SUM_ESTIMATE(DS_TUPLE_DOUBLES_NOT({sfo}, {lax}))"
+        ' FROM "flights" GROUP BY 1 ORDER BY 1'
+    )
+    assert run(sql, DELAYS) == [
+        ("AA", 1.0, [22.0, 6.0], [22.0], [22.0], [0.0]),
+        ("B6", 1.0, [8.0, 5.0], [0.0], [0.0], [0.0]),
+        ("DH", 1.0, [93.0, 4.0], [0.0], [93.0], [93.0]),
+    ]
