@@ -46,8 +46,11 @@ def _first_last(last: bool, by: bool) -> Rewrite:
         if not args:
             raise invalid("Aggregate needs an argument")
         value = args[0]
-        time = args[1] if by else _time_of(value)
         size = args[2] if by and len(args) > 2 else (args[1] if not by and len(args) > 1 else None)
+        if not by and not ctx.has_time:  # no timestamp to order by: the first value met, as Druid
+            text = f"{'last' if last else 'first'}({_truncated(value, size)}){aggregate_filter(ctx)}"
+            return typed(duck(text), kind(value) or "VARCHAR")
+        time = args[1] if by else _time_of(value)
         if kind(time) == "VARCHAR":
             raise invalid("EARLIEST_BY/LATEST_BY need a TIMESTAMP as their second argument")
         fn = "arg_max_null" if last else "arg_min_null"
@@ -115,6 +118,17 @@ def _string_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
     return typed(duck(f"string_agg({text}, {sql_of(separator)}){aggregate_filter(ctx)}"), "VARCHAR")
 
 
+def _sum(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """A LONG sum stays a BIGINT (DuckDB widens it to HUGEINT)."""
+    value = node.this
+    total = f"sum({sql_of(value)}){aggregate_filter(ctx)}"
+    if kind(value) == "BIGINT" and not isinstance(value, exp.Distinct):
+        return typed(duck(f"CAST({total} AS BIGINT)"), "BIGINT")
+    if ctx.filter is None:
+        return node
+    return typed(duck(f"{node.sql(dialect='duckdb')}{aggregate_filter(ctx)}"), kind(value) or "DOUBLE")
+
+
 def _bits(fn: str) -> Rewrite:
     def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
         return typed(
@@ -138,6 +152,7 @@ def _count(node: exp.Expr, ctx: Context) -> exp.Expr:
 
 AGGREGATES: dict[str, Rewrite] = {
     "COUNT": _count,
+    "SUM": _sum,
     "EARLIEST": _first_last(False, False),
     "LATEST": _first_last(True, False),
     "EARLIEST_BY": _first_last(False, True),

@@ -17,7 +17,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from query.errors import QueryUnsupported
 from strata_sql.dialect import DIALECT
-from strata_sql.functions.fragments import zone_name
+from strata_sql.functions.fragments import TIME, zone_name
 from strata_sql.functions.registry import FILTERED_BY_REWRITE, OPERATOR_KEYS, REGISTRY, REWRITES
 from strata_sql.functions.spec import Context
 
@@ -102,7 +102,10 @@ def to_duckdb(
     check_supported(tree)
     if schema is not None and not _annotated(tree):
         tree = _annotate(tree, schema)
-    ctx = Context(zone_name(zone), now_ms, approximate_count_distinct=approximate_count_distinct)
+    has_time = schema is None or any(TIME in columns for columns in schema.values())
+    ctx = Context(
+        zone_name(zone), now_ms, approximate_count_distinct=approximate_count_distinct, has_time=has_time
+    )
     return _rewrite(tree.copy(), ctx)
 
 

@@ -23,6 +23,7 @@ class Context:
     now_ms: int | None  # CURRENT_TIMESTAMP for the whole statement; None reads DuckDB's clock
     filter: str | None = None  # the FILTER (WHERE ...) condition of the aggregate being rewritten
     approximate_count_distinct: bool = False  # COUNT(DISTINCT) as an HLL estimate, as Druid's default
+    has_time: bool = True  # some table read has __time (EARLIEST/LATEST order by it)
 
 
 # a rewrite gets the node with its arguments already rewritten (their `.type` kept) and returns

@@ -8,8 +8,12 @@ from __future__ import annotations
 import math
 import statistics
 
+import duckdb
 import pytest
+import sqlglot
 
+from strata_sql.dialect import DIALECT
+from strata_sql.functions import to_duckdb
 from tests.sql_functions.kit import one, run
 
 # the per-airline counts of the window examples; `seq` is the page's row order among ties
@@ -147,3 +151,19 @@ def test_calendar_interval_in_zone() -> None:  # Druid shifts months on sqlTimeZ
     # Mar 30 20:00 PST (Mar 31 04:00Z) - 1 month is Feb 29 20:00 PST; noon PST + 1 month is noon PDT
     assert run(sql, zone="America/Los_Angeles") == [("2000-03-01T04:00:00.000Z", "2000-04-15T19:00:00.000Z")]
     assert run("SELECT TIMESTAMP '2000-01-31 23:00:00' + INTERVAL '1' DAY") == [("2000-02-01T23:00:00.000Z",)]
+
+
+def test_long_sum_stays_bigint_and_earliest_without_time() -> None:
+    rows = run('SELECT SUM("n"), SUM("n") FILTER (WHERE "n" > 4) FROM "c"', COUNTS)
+    assert rows == [(36, 26)]
+    tree = sqlglot.parse_one('SELECT SUM("n") AS s FROM "c"', dialect=DIALECT)
+    rewritten = to_duckdb(
+        tree, None, schema={"c": {"Origin": "VARCHAR", "airline": "VARCHAR", "n": "BIGINT"}}
+    )
+    with duckdb.connect() as conn:
+        conn.execute(f"CREATE TABLE c AS {COUNTS['c']}")
+        assert conn.execute(f"SELECT typeof(s) FROM ({rewritten.sql(dialect='duckdb')})").fetchall() == [
+            ("BIGINT",)
+        ]
+    # a relation without __time: EARLIEST is the first value met (Druid's rule), here a 1-row table
+    assert one('SELECT EARLIEST("airline") FROM "c" WHERE "seq" = 4', COUNTS) == "NW"
