@@ -2,7 +2,10 @@
 
 Filters lean on the null-heavy columns (cityName, countryName, regionIsoCode); intervals are
 5-minute aligned, often several, overlapping and unordered; granularities cover the named,
-zoned period and duration-with-origin forms.
+zoned period and duration-with-origin forms. Timeseries also run at granularity `none` (a few
+seconds, or hours past the bucket limit), with `skipEmptyBuckets` and `grandTotal`; topN also
+ranks by its dimension (`lexicographic` or `numeric`, inverted, after a `previousStop`), over
+string dimensions and LONG outputs of numeric columns, at every granularity.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tests.differential.oracle import Agg, Gran, Post, Spec
+from tests.differential.oracle import Agg, DimensionOrder, Gran, Post, Spec
 
 DAY_MS = 1_442_016_000_000  # 2015-09-12T00:00Z
 HOUR = 3_600_000
@@ -43,6 +46,13 @@ GRANS = [
     ),
     Gran({"type": "duration", "duration": "21600000"}, step_ms=6 * HOUR),
 ]
+
+NONE = Gran("none", step_ms=1)
+LONG_COLUMNS = ["added", "delta", "deleted"]
+STOPS = {  # previousStop values: inside the data, before and after all of it
+    "string": ["", "#de.wikipedia", "#fr", "Germany", "M", "New York", "Tokyo", "13", "CA", "true", "~"],
+    "long": ["-5", "0", "1", "15", "1555", "200", "9", "99999", "abc"],
+}
 
 
 def _quote(v: str) -> str:
@@ -123,6 +133,32 @@ def gen_intervals(rnd: random.Random) -> list[tuple[int, int]]:
     return out
 
 
+def gen_millisecond_intervals(rnd: random.Random) -> list[tuple[int, int]]:
+    """A few seconds at millisecond precision (granularity `none` answers each millisecond), or
+    now and then hours of data, which is past the bucket limit."""
+    if rnd.random() < 0.1:
+        start = DAY_MS + rnd.randint(0, 20) * HOUR
+        return [(start, start + rnd.randint(2, 4) * HOUR)]
+    out = []
+    for _ in range(rnd.choice([1, 1, 2])):
+        start = DAY_MS + rnd.randint(-2_000, 24 * HOUR)
+        out.append((start, start + rnd.randint(1, 3_000)))
+    return out
+
+
+def gen_dimension_order(rnd: random.Random, kind: str) -> tuple[dict[str, Any], DimensionOrder]:
+    """A topN `dimension` metric spec (maybe inverted, maybe after a stop) and what it means."""
+    order = DimensionOrder(
+        ordering=rnd.choice(["lexicographic", "lexicographic", "numeric"]),
+        previous_stop=rnd.choice(STOPS[kind]) if rnd.random() < 0.6 else None,
+        inverted=rnd.random() < 0.3,
+    )
+    metric: dict[str, Any] = {"type": "dimension", "ordering": order.ordering}
+    if order.previous_stop is not None:
+        metric["previousStop"] = order.previous_stop
+    return ({"type": "inverted", "metric": metric} if order.inverted else metric), order
+
+
 def gen_posts(rnd: random.Random, aggs: list[Agg]) -> list[Post]:
     posts = []
     for i in range(rnd.choice([0, 0, 1, 2])):
@@ -149,7 +185,8 @@ def iso(ms: int) -> str:
 
 def generate(rnd: random.Random, data_source: str) -> Spec:
     kind = rnd.choice(["timeseries", "timeseries", "groupBy", "groupBy", "topN", "scan", "timeBoundary"])
-    intervals = gen_intervals(rnd)
+    by_millisecond = kind == "timeseries" and rnd.random() < 0.15
+    intervals = gen_millisecond_intervals(rnd) if by_millisecond else gen_intervals(rnd)
     flt, where = gen_filter(rnd) if rnd.random() < 0.8 else (None, "TRUE")
     aggs = rnd.sample(AGGS, k=rnd.randint(1, 3))
     if rnd.random() < 0.5 and AGGS[0] not in aggs:
@@ -165,7 +202,12 @@ def generate(rnd: random.Random, data_source: str) -> Spec:
         body["aggregations"] = [a.json for a in aggs]
         body["postAggregations"] = [p.json for p in posts]
     if kind == "timeseries":
-        body["granularity"] = gran.json
+        spec.gran = NONE if by_millisecond else gran
+        body["granularity"] = spec.gran.json
+        spec.skip_empty = rnd.random() < 0.2
+        spec.grand_total = rnd.random() < 0.25
+        spec.context = {k: True for k, on in (("skipEmptyBuckets", spec.skip_empty),
+                                              ("grandTotal", spec.grand_total)) if on}  # fmt: skip
     elif kind == "groupBy":
         body["granularity"] = gran.json if rnd.random() < 0.4 else "all"
         spec.gran = gran if body["granularity"] == gran.json else GRANS[0]
@@ -184,12 +226,24 @@ def generate(rnd: random.Random, data_source: str) -> Spec:
             ]
             body["limitSpec"] = {"type": "default", "limit": spec.limit, "columns": columns}
     elif kind == "topN":
-        body["granularity"] = "all"
-        spec.gran = GRANS[0]
-        spec.dims = [rnd.choice(DIMENSIONS)]
-        spec.metric = aggs[0].name
         spec.threshold = rnd.choice([1, 3, 10])
-        body.update(dimension=spec.dims[0], metric=spec.metric, threshold=spec.threshold)
+        if rnd.random() < 0.5:  # ranked by the dimension: exact, at any granularity
+            spec.gran = gran
+            numeric = rnd.random() < 0.4
+            spec.dims = [rnd.choice(LONG_COLUMNS if numeric else DIMENSIONS)]
+            spec.dim_output = f"v_{spec.dims[0]}"
+            dimension: Any = {"type": "default", "dimension": spec.dims[0], "outputName": spec.dim_output,
+                              "outputType": "LONG" if numeric else "STRING"}  # fmt: skip
+            metric: Any
+            metric, spec.order = gen_dimension_order(rnd, "long" if numeric else "string")
+        else:
+            spec.gran = GRANS[0]
+            spec.dims = [rnd.choice(DIMENSIONS)]
+            spec.metric = aggs[0].name
+            dimension, metric = spec.dims[0], spec.metric
+        body.update(granularity=spec.gran.json, dimension=dimension, metric=metric, threshold=spec.threshold)
     elif kind == "scan":
         body.update(columns=["__time", "page", "added"], resultFormat="compactedList")
+    if spec.context:
+        body["context"] = spec.context
     return spec

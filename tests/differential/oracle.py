@@ -8,15 +8,23 @@ timeseries/topN carry the earliest cursor start, groupBy rows the earliest inter
 timeseries `all` with no cursor at all is still one such row, at the first interval's start; groupBy
 with no dimensions over no rows still gives one summary row; arithmetic with a null operand is
 null, `/` by zero is 0; filters use SQL's three-valued logic except that a `bound` without a lower
-bound and a null among `in` values match null.
+bound and a null among `in` values match null. Granularity `none` walks every millisecond, and a
+query walking more than the documented 1,000,000 buckets is a 400; `skipEmptyBuckets` fills
+nothing; a `grandTotal` row combines the buckets (every aggregator null over none). A topN
+ranked by its dimension is exact: values in Druid's string order (a LONG output as its decimal
+string; `numeric` puts numbers first, by value), nulls first, reversed when inverted, strictly
+after `previousStop`, and every bucket walked is answered, empty or not.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import math
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -109,6 +117,47 @@ class Post:
         return acc
 
 
+BUCKET_LIMIT = 1_000_000  # buckets one query may produce (docs/query-api.md)
+TOO_MANY_BUCKETS = {"status": 400, "error": "Resource limit exceeded"}
+_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+@dataclass(frozen=True)
+class DimensionOrder:
+    """A topN `dimension` metric: Druid's string ordering, optionally inverted, after a stop."""
+
+    ordering: str  # lexicographic | numeric
+    previous_stop: str | None = None
+    inverted: bool = False
+
+    def compare(self, a: str | None, b: str | None) -> int:
+        if a is None or b is None:
+            out = (a is not None) - (b is not None)  # nulls first
+        elif self.ordering == "numeric":
+            out = _numeric_compare(a, b)
+        else:
+            out = _sign(a.encode(), b.encode())
+        return -out if self.inverted else out
+
+
+def _sign(a: Any, b: Any) -> int:
+    return (a > b) - (a < b)
+
+
+def _numeric_compare(a: str, b: str) -> int:
+    x = Decimal(a) if _NUMBER.fullmatch(a) else None
+    y = Decimal(b) if _NUMBER.fullmatch(b) else None
+    if x is not None and y is not None:
+        return _sign(x, y)
+    if x is None and y is None:
+        return _sign(a.encode(), b.encode())
+    return 1 if x is None else -1  # numbers first
+
+
+def as_druid_text(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
 @dataclass
 class Spec:
     """One generated query: the native JSON and what the oracle needs to answer it."""
@@ -125,6 +174,11 @@ class Spec:
     metric: str = ""
     limit: int | None = None
     having: tuple[str, float] | None = None  # keep groups whose aggregator exceeds the value
+    skip_empty: bool = False  # timeseries context skipEmptyBuckets
+    grand_total: bool = False  # timeseries context grandTotal
+    order: DimensionOrder | None = None  # topN ranked by its dimension (exact)
+    dim_output: str = ""  # topN output name of the dimension (its column when empty)
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 class Oracle:
@@ -139,7 +193,7 @@ class Oracle:
         ranges = []
         for s, e in condense(spec.intervals):
             for lo, hi in self.segments:
-                end = e if spec.gran.is_all else min(e, spec.gran.end(hi))
+                end = min(e, hi + 1 if spec.gran.is_all else spec.gran.end(hi))
                 start = max(s, lo)
                 if start < end and s <= hi:
                     ranges.append((start, end))
@@ -175,28 +229,48 @@ class Oracle:
             out[p.name] = p.value(out)
         return {k: _json_number(v) for k, v in out.items()}
 
-    def _timeseries(self, spec: Spec) -> list[Any]:
-        ranges = self._cursor_ranges(spec)
-        filled = self._bucketed(spec, [])
-        if spec.gran.is_all:
-            # no cursor at all: Druid's merge still answers one row (TimeseriesQueryQueryToolChest's
-            # null result), stamped with the start of the first (condensed) query interval
-            first = min(r[0] for r in ranges) if ranges else condense(spec.intervals)[0][0]
-            return [
-                {
-                    "timestamp": utc_text(first),
-                    "result": self._finish(spec, filled.get((None,), {})),
-                }
-            ]
+    def _walked(self, spec: Spec, ranges: list[tuple[int, int]]) -> list[int] | None:
+        """Every bucket start the cursors walk, in order; None past the bucket limit."""
+        if spec.gran.step_ms == 1 and sum(e - s for s, e in condense(ranges)) > BUCKET_LIMIT:
+            return None  # `none`: the milliseconds counted before they are listed
         buckets: set[int] = set()
         for s, e in ranges:
             b = spec.gran.start(s)
             while b < e:
                 buckets.add(b)
                 b = spec.gran.end(b)
-        buckets |= {k[0] for k in filled}
-        return [{"timestamp": spec.gran.text(b), "result": self._finish(spec, filled.get((b,), {}))}
-                for b in sorted(buckets)]  # fmt: skip
+        return None if len(buckets) > BUCKET_LIMIT else sorted(buckets)
+
+    def _timeseries(self, spec: Spec) -> Any:
+        ranges = self._cursor_ranges(spec)
+        filled = self._bucketed(spec, [])
+        if spec.gran.is_all:
+            if spec.skip_empty:  # only cursors with a matching row answer, the earliest stamps
+                matched = [s for s, e in ranges if self._any_row(spec, s, e)]
+                stamps = [utc_text(min(matched))] if matched else []
+            else:
+                # no cursor at all: Druid's merge still answers one row (TimeseriesQueryQueryToolChest's
+                # null result), stamped with the start of the first (condensed) query interval
+                stamps = [utc_text(min(r[0] for r in ranges) if ranges else condense(spec.intervals)[0][0])]
+            values = [filled.get((None,), {}) for _ in stamps]
+        else:
+            walked = sorted(k[0] for k in filled) if spec.skip_empty else self._walked(spec, ranges)
+            if walked is None:
+                return TOO_MANY_BUCKETS
+            buckets = sorted(set(walked) | {k[0] for k in filled})
+            stamps = [spec.gran.text(b) for b in buckets]
+            values = [filled.get((b,), {}) for b in buckets]
+        out: list[Any] = [
+            {"timestamp": t, "result": self._finish(spec, v)} for t, v in zip(stamps, values, strict=True)
+        ]
+        if spec.grand_total:
+            out.append({"timestamp": None, "result": _grand_total(spec, values)})
+        return out
+
+    def _any_row(self, spec: Spec, start: int, end: int) -> bool:
+        where = f"{self._in_intervals([(start, end)])} AND ({spec.where})"
+        row = self.conn.execute(f"SELECT count(*) FROM raw WHERE {where}").fetchone()
+        return bool(row and row[0])
 
     def _groupBy(self, spec: Spec) -> list[Any]:
         groups = self._bucketed(spec, spec.dims)
@@ -227,8 +301,30 @@ class Oracle:
         if not ranges:
             return []
         groups = self._bucketed(spec, spec.dims)
-        entries = [{spec.dims[0]: k[1], **self._finish(spec, r)} for k, r in groups.items()]
-        return [{"timestamp": utc_text(min(r[0] for r in ranges)), "result": entries}]
+        output = spec.dim_output or spec.dims[0]
+        if spec.order is None:  # ranked by a metric: compared as Druid's approximation allows
+            entries = [{output: k[1], **self._finish(spec, r)} for k, r in groups.items()]
+            return [{"timestamp": utc_text(min(r[0] for r in ranges)), "result": entries}]
+        order = spec.order
+        rank = functools.cmp_to_key(
+            lambda a, b: order.compare(as_druid_text(a[0]), as_druid_text(b[0]))  # type: ignore[index]
+        )
+        if spec.gran.is_all:
+            buckets: list[int | None] = [None]
+            stamps = [utc_text(min(r[0] for r in ranges))]
+        else:
+            walked = self._walked(spec, ranges) or []
+            buckets = sorted(set(walked) | {k[0] for k in groups})
+            stamps = [spec.gran.text(b) for b in buckets]  # type: ignore[arg-type]
+        out = []
+        for bucket, stamp in zip(buckets, stamps, strict=True):
+            values = sorted(((k[1], r) for k, r in groups.items() if k[0] == bucket), key=rank)
+            if order.previous_stop is not None:
+                stop = order.previous_stop
+                values = [(v, r) for v, r in values if order.compare(as_druid_text(v), stop) > 0]
+            entries = [{output: v, **self._finish(spec, r)} for v, r in values[: spec.threshold]]
+            out.append({"timestamp": stamp, "result": entries})
+        return out
 
     def _scan(self, spec: Spec) -> list[tuple[Any, ...]]:
         where = f"{self._in_intervals(condense(spec.intervals))} AND ({spec.where})"
@@ -243,6 +339,20 @@ class Oracle:
         if lo is None:
             return []
         return [{"timestamp": utc_text(lo), "result": {"minTime": utc_text(lo), "maxTime": utc_text(hi)}}]
+
+
+def _grand_total(spec: Spec, buckets: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each aggregator combined over the answered buckets (a zero-filled count is 0, other
+    empties null and skipped); null over no bucket. Post-aggregators over the totals."""
+    total: dict[str, Any] = {}
+    for a in spec.aggs:
+        xs: list[Any] = [0 if a.is_count and b.get(a.name) is None else b.get(a.name) for b in buckets]
+        xs = [x for x in xs if x is not None]
+        pick = min if a.sql.startswith("min(") else max if a.sql.startswith("max(") else sum
+        total[a.name] = pick(xs) if xs else None
+    for p in spec.posts:
+        total[p.name] = p.value(total)
+    return {k: _json_number(v) for k, v in total.items()}
 
 
 def _combine(acc: dict[str, Any], row: dict[str, Any], aggs: Sequence[Agg]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from strata.local_servers import MemcachedServer
-from tests.differential.oracle import Gran, Oracle, Spec
+from tests.differential.oracle import DimensionOrder, Gran, Oracle, Spec, utc_text
 from tests.differential.runner import ingest_all, nodes, raw_connection, run
 from tests.differential.sql_runner import run_sql
 
@@ -77,3 +77,33 @@ def test_the_oracle_on_hand_computed_cases(wikipedia_sample: Path) -> None:
     assert Oracle(conn, day_segment).answer(before) == [
         {"timestamp": "2015-09-11T23:35:00.000Z", "result": {"c": 0}}
     ]
+
+
+def test_the_oracle_on_the_corners_of_issue_30(wikipedia_sample: Path) -> None:
+    """Granularity `none`, grand totals over nothing and topN dimension orderings, by hand."""
+    from tests.differential.generator import AGGS, NONE
+
+    conn = raw_connection(wikipedia_sample)
+    day_segment = [(1442018818771, 1442102399200)]
+    (first,) = conn.execute("SELECT min(ms) FROM raw").fetchone()  # type: ignore[misc]
+    (at_first,) = conn.execute(f"SELECT count(*) FROM raw WHERE ms = {first}").fetchone()  # type: ignore[misc]
+    # every millisecond from the segment's first row to the interval's end; nothing before the first row
+    spec = Spec({}, "timeseries", [(first - 3, first + 4)], NONE, "TRUE", [AGGS[0]], [], [])
+    answer = Oracle(conn, day_segment).answer(spec)
+    assert [r["timestamp"] for r in answer] == [utc_text(first + i) for i in range(4)]
+    assert answer[0]["result"] == {"c": at_first}
+    # hours of data at `none` are past the documented 1,000,000 buckets: a 400
+    spec.intervals = [(first, first + 2 * 3_600_000)]
+    assert Oracle(conn, day_segment).answer(spec) == {"status": 400, "error": "Resource limit exceeded"}
+    # a grand total over no bucket: every aggregator null, count included
+    nothing = Spec({}, "timeseries", [(first, first + 3_600_000)], Gran("hour", step_ms=3_600_000), "FALSE",
+                   [AGGS[0], AGGS[1]], [], [], skip_empty=True, grand_total=True)  # fmt: skip
+    assert Oracle(conn, day_segment).answer(nothing) == [
+        {"timestamp": None, "result": {"c": None, "added": None}}
+    ]
+    # topN dimension orderings: as strings, numbers first for `numeric`, reversed when inverted
+    assert DimensionOrder("lexicographic").compare("15063", "1555") < 0
+    assert (
+        DimensionOrder("numeric").compare("1555", "15063") < 0 < DimensionOrder("numeric").compare("abc", "9")
+    )
+    assert DimensionOrder("lexicographic", inverted=True).compare(None, "a") > 0
