@@ -1,7 +1,8 @@
 """Joda-Time `DateTimeFormat` patterns (TIME_FORMAT, TIME_PARSE) as DuckDB strftime/strptime.
 
-A pattern becomes a list of pieces: strftime codes run over the zone's wall-clock time, and the
-zone letters (`Z`, `ZZ`, `z`) print the zone's UTC offset as Joda prints it for a fixed offset.
+A pattern becomes a list of pieces: strftime codes run over the zone's wall-clock time; `Z` and
+`ZZ` print the zone's UTC offset (`-0500`, `-05:00`) and `z` its short name (`PDT`; the offset
+for a fixed-offset zone), as Joda does.
 Joda repeats a numeric letter to set the minimum number of digits (`d` -> `1`, `dd` -> `01`).
 """
 
@@ -30,6 +31,7 @@ _CODES: dict[str, dict[int, str]] = {
     "G": {1: "AD"},
 }
 OFFSET = "\0offset:"  # a piece printing the zone's offset, then its separator
+ZONE_NAME = "\0zone-name"  # a piece printing the zone's short name (PST, PDT, UTC)
 
 
 def pieces(pattern: str) -> list[str]:
@@ -48,8 +50,10 @@ def pieces(pattern: str) -> list[str]:
         while i + count < len(pattern) and pattern[i + count] == char:
             count += 1
         i += count
-        if char in ("Z", "z"):
-            out.append(OFFSET + ("" if char == "Z" and count == 1 else ":"))
+        if char == "Z":
+            out.append(OFFSET + ("" if count == 1 else ":"))
+        elif char == "z":
+            out.append(ZONE_NAME)
         elif char in _CODES:
             codes = _CODES[char]
             if char == "S" and count != 3:
@@ -67,6 +71,6 @@ def pieces(pattern: str) -> list[str]:
 def strptime_format(pattern: str) -> str:
     """The strptime format reading `pattern` (zone letters are not readable)."""
     parts = pieces(pattern)
-    if any(p.startswith(OFFSET) for p in parts):
+    if any(p.startswith(OFFSET) or p == ZONE_NAME for p in parts):
         raise QueryUnsupported(f"Parsing a zone from Joda pattern [{pattern}] is not supported")
     return "".join(p.replace("%-", "%") for p in parts)

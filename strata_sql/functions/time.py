@@ -8,8 +8,12 @@ bucketing, in `timeline`); the zone defaults to the statement's sqlTimeZone, as 
 
 from __future__ import annotations
 
+import datetime
 import re
+from zoneinfo import ZoneInfo
 
+import duckdb
+import pyarrow as pa
 from sqlglot import exp
 
 from query.errors import invalid
@@ -25,12 +29,14 @@ from strata_sql.functions.fragments import (
     typed,
     zone_name,
 )
-from strata_sql.functions.joda import OFFSET, pieces, strptime_format
+from strata_sql.functions.joda import OFFSET, ZONE_NAME, pieces, strptime_format
 from strata_sql.functions.spec import Context, FunctionSpec, Rewrite, specs
+from strata_sql.functions.udfs import create, register, rows
 from timeline import Period, format_instant, parse_instant
 from timeline.instant import local_to_utc
 
 TIME_PARSE_UDF = "strata_time_parse"  # query.sql_functions: Druid's ISO parsing, in a zone
+ZONE_NAME_UDF = "strata_zone_name"
 UNIT_PERIODS = {
     **FLOOR_UNITS,
     "MILLISECOND": "PT0.001S",
@@ -88,10 +94,26 @@ def sql_timestamp_ms(text: str, zone: str | None) -> int:
         raise invalid("Illegal TIMESTAMP literal [%s]", text) from None
 
 
-def _zoneinfo(zone: str):  # type: ignore[no-untyped-def]
-    from zoneinfo import ZoneInfo
-
+def _zoneinfo(zone: str) -> ZoneInfo:
     return ZoneInfo(zone)
+
+
+def zone_short_name(ms: int, zone: str) -> str:
+    """Joda's short zone name at an instant: PST or PDT; a fixed offset prints as -05:00."""
+    if zone.startswith("Etc/GMT") and len(zone) > 7:
+        hours = -int(zone[7:])  # POSIX signs are inverted
+        return f"{'-' if hours < 0 else '+'}{abs(hours):02d}:00"
+    if zone in ("UTC", "Etc/UTC"):
+        return "UTC"
+    moment = datetime.datetime.fromtimestamp(ms / 1000, ZoneInfo(zone))
+    return moment.tzname() or zone
+
+
+def _install(conn: duckdb.DuckDBPyConnection) -> None:
+    create(conn, ZONE_NAME_UDF, rows(zone_short_name, pa.string(), 2), ["BIGINT", "VARCHAR"], "VARCHAR")
+
+
+register(_install)
 
 
 def timestamp_literal(ms: int) -> exp.Expr:
@@ -239,6 +261,8 @@ def format_sql(node: exp.Expr, ctx: Context, pattern: str | None, zone: str | No
     for piece in pieces(pattern):
         if piece.startswith(OFFSET):
             parts.append(offset(piece[len(OFFSET) :], False))
+        elif piece == ZONE_NAME:
+            parts.append(f"{ZONE_NAME_UDF}({ms}, {quote(zone or 'UTC')})")
         else:
             parts.append(f"strftime({local}, {quote(piece)})")
     return "(" + " || ".join(parts or ["''"]) + ")"

@@ -93,7 +93,11 @@ def create(
 
 def install(conn: duckdb.DuckDBPyConnection) -> None:
     """Everything `to_duckdb`'s SQL calls, on one connection."""
-    sql_functions.install(conn)
+    try:
+        sql_functions.install(conn)
+    except duckdb.Error as e:  # installed before on this connection (every function at once)
+        if "already" not in str(e).lower():
+            raise
     sketch_functions.install(conn)
     for name, fn, params, result, arrow_type in _SCALARS:
         create(conn, name, rows(fn, arrow_type, len(params)), params, result)

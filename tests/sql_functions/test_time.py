@@ -195,3 +195,18 @@ def test_schema_types_an_unannotated_statement() -> None:
         ' CAST("__time" AS BIGINT) FROM "taxi-trips" LIMIT 1'
     )
     assert run(sql, TAXI, annotate_here=False) == [("2013-08-01T09:00:00.000Z", 7, 1375344877000)]
+
+
+def test_joda_zone_letters() -> None:  # Joda: Z -0700, ZZ -07:00, z the short name
+    sql = 'SELECT TIME_FORMAT("__time", \'HH:mm Z ZZ z\') FROM "taxi-trips" LIMIT 1'
+    assert one(sql, TAXI, zone=LA) == "01:14 -0700 -07:00 PDT"
+    assert one(sql, TAXI) == "08:14 +0000 +00:00 UTC"
+    sql = "SELECT TIME_FORMAT(\"__time\", 'yyyy-MM-dd''T''HH:mm:ss.SSS', 'Asia/Kolkata') FROM \"taxi-trips\" LIMIT 1"
+    assert one(sql, TAXI) == "2013-08-01T13:44:37.000"
+
+
+def test_install_twice_on_one_connection() -> None:
+    with duckdb.connect() as conn:
+        install(conn)
+        install(conn)
+        assert conn.execute("SELECT strata_parse_long('ff', 16)").fetchall() == [(255,)]
