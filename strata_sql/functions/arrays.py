@@ -60,10 +60,11 @@ ARRAYS: dict[str, Rewrite] = {
     "MV_SLICE": _call(_SLICE),
     "MV_TO_STRING": _call("array_to_string({0}, {1})", "VARCHAR"),
     "STRING_TO_MV": _call("regexp_split_to_array({0}, {1})"),
-    "MV_FILTER_ONLY": _call("list_filter({0}, lambda v: list_contains({1}, v))"),
-    "MV_FILTER_NONE": _call("list_filter({0}, lambda v: NOT list_contains({1}, v))"),
-    "MV_FILTER_REGEX": _call("list_filter({0}, lambda v: regexp_matches(v, {1}))"),
-    "MV_FILTER_PREFIX": _call("list_filter({0}, lambda v: starts_with(v, {1}))"),
+    # a multi-value string with no values is null
+    "MV_FILTER_ONLY": _call("nullif(list_filter({0}, lambda v: list_contains({1}, v)), [])"),
+    "MV_FILTER_NONE": _call("nullif(list_filter({0}, lambda v: NOT list_contains({1}, v)), [])"),
+    "MV_FILTER_REGEX": _call("nullif(list_filter({0}, lambda v: regexp_matches(v, {1})), [])"),
+    "MV_FILTER_PREFIX": _call("nullif(list_filter({0}, lambda v: starts_with(v, {1})), [])"),
 }
 
 

@@ -49,8 +49,8 @@ This page is generated from the function registry (`strata_sql/functions/`) by
   not UTF-8 bytes; the size arguments of ARRAY_AGG and STRING_AGG are not enforced.
 - JSON functions work on JSON a statement builds (PARSE_JSON of a string, JSON_OBJECT): Strata's
   segments hold no nested `COMPLEX<json>` columns.
-- Time-zone letters of TIME_FORMAT patterns (`z`, `Z`, `ZZ`) print the zone's UTC offset
-  (`-05:00`), not its abbreviation; pattern letters beyond `SSS` fractions are refused.
+- TIME_FORMAT and TIME_PARSE patterns: fractions other than `SSS`, and zone letters in TIME_PARSE,
+  are refused; `z` prints the zone database's short name (`PDT`), as Joda does for most zones.
 """
 
 

@@ -218,3 +218,37 @@ def test_tuple_sketches() -> None:  # sql-functions.md: DS_TUPLE_DOUBLES*
         ("B6", 1.0, [8.0, 5.0], [0.0], [0.0], [0.0]),
         ("DH", 1.0, [93.0, 4.0], [0.0], [93.0], [93.0]),
     ]
+
+
+MVD = {
+    "mvd-example": "SELECT * FROM (VALUES ('row1', ['t1','t2','t3']), ('row2', ['t3','t4','t5']),"
+    " ('row3', ['t5','t6','t7']), ('row4', NULL)) t(label, tags)"
+}
+
+
+def _mv(sql: str) -> list[object]:
+    return [r[0] for r in run(sql + ' FROM "mvd-example" ORDER BY "label"', MVD)]
+
+
+def test_multi_value_functions() -> None:  # sql-functions.md: MV_* over mvd-example (row4 has none)
+    assert _mv('SELECT MV_APPEND("tags", "label")')[0] == ["t1", "t2", "t3", "row1"]
+    assert _mv('SELECT MV_PREPEND("label", "tags")')[0] == ["row1", "t1", "t2", "t3"]
+    assert _mv('SELECT MV_CONCAT("tags", "tags")')[0] == ["t1", "t2", "t3", "t1", "t2", "t3"]
+    assert _mv("SELECT MV_CONTAINS(\"tags\", 't3')") == [True, True, False, False]
+    assert _mv("SELECT MV_FILTER_NONE(\"tags\", ARRAY['t1', 't3'])")[:3] == [
+        ["t2"],
+        ["t4", "t5"],
+        ["t5", "t6", "t7"],
+    ]
+    assert _mv("SELECT MV_FILTER_ONLY(\"tags\", ARRAY['t1', 't3'])")[:3] == [["t1", "t3"], ["t3"], None]
+    assert _mv('SELECT MV_LENGTH("tags")')[0] == 3
+    assert _mv('SELECT MV_OFFSET("tags", 2)') == ["t3", "t5", "t7", None]
+    assert _mv("SELECT MV_OFFSET_OF(\"tags\", 't3')") == [2, 0, None, None]
+    assert _mv('SELECT MV_ORDINAL("tags", 3)') == ["t3", "t5", "t7", None]
+    assert _mv("SELECT MV_ORDINAL_OF(\"tags\", 't3')") == [3, 1, None, None]
+    assert _mv("SELECT MV_OVERLAP(\"tags\", ARRAY['t1', 't3'])") == [True, True, False, False]
+    assert _mv('SELECT MV_SLICE("tags", 1, 3)') == [["t2", "t3"], ["t4", "t5"], ["t6", "t7"], None]
+    assert _mv('SELECT MV_TO_ARRAY("tags")')[0] == ["t1", "t2", "t3"]
+    assert _mv("SELECT MV_TO_STRING(\"tags\", ' ')")[0] == "t1 t2 t3"
+    assert one("SELECT STRING_TO_MV('123 Rose Lane', '\\s+')") == ["123", "Rose", "Lane"]
+    assert one("SELECT STRING_TO_ARRAY('a,b', ',')") == ["a", "b"]
