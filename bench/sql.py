@@ -17,6 +17,7 @@ Nothing is asserted: the figures are printed, then one JSON line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -69,6 +70,60 @@ def planning(repeat: int) -> dict[str, Any]:
     return out
 
 
+def _corpus_catalog() -> tuple[_Catalog, list[str]]:
+    """Druid's quidem corpus (tests/sql_corpus): its statements, and a catalog of its tables with
+    the types their ingestion specs give (dimensions STRING, metrics by aggregator)."""
+    from pathlib import Path
+
+    from tests.sql_corpus.runner import corpus_cases
+    from tests.sql_corpus.skips import skip_reason
+
+    tables: dict[str, dict[str, str]] = {}
+    for spec_path in sorted(Path("tests/sql_corpus/tables").glob("*-index.json")):
+        schema = json.loads(spec_path.read_text())["spec"]["dataSchema"]
+        columns = {"__time": "LONG"}
+        for dim in schema["dimensionsSpec"].get("dimensions", []):
+            name, kind = (dim, "string") if isinstance(dim, str) else (dim["name"], dim.get("type", "string"))
+            columns[name] = {"long": "LONG", "float": "FLOAT", "double": "DOUBLE"}.get(kind, "STRING")
+        for metric in schema.get("metricsSpec", []):
+            kind = metric["type"]
+            columns[metric["name"]] = (
+                "LONG" if kind == "count" or kind.startswith("long")
+                else "FLOAT" if kind.startswith("float") else "DOUBLE"
+            )  # fmt: skip
+        tables[schema["dataSource"]] = columns
+
+    class Catalog(_Catalog):
+        def tables(self) -> Sequence[str]:
+            return sorted(tables)
+
+        def columns(self, table: str) -> Mapping[str, str] | None:
+            return tables.get(table)
+
+    statements = [c.sql for c in corpus_cases() if skip_reason(c) is None]
+    return Catalog(), statements
+
+
+def corpus_planning(repeat: int) -> dict[str, Any]:
+    """Planning time over every statement of the corpus (errors included: a refusal is planned too)."""
+    catalog, statements = _corpus_catalog()
+    times = []
+    for _ in range(repeat):
+        for text in statements:
+            started = time.perf_counter()
+            with contextlib.suppress(Exception):
+                plan_statement(text, catalog, {})
+            times.append((time.perf_counter() - started) * 1e6)
+    times.sort()
+    p99 = times[int(len(times) * 0.99) - 1]
+    out = {"statements": len(statements), "median_us": round(statistics.median(times)), "p99_us": round(p99)}
+    print(
+        f"{'corpus (' + str(len(statements)) + ' stmts)':22} median {out['median_us']:7d} us   "
+        f"p99 {out['p99_us']:7d} us   (target: p99 under 5 ms)"
+    )
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=2000)
@@ -78,6 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--planning-only", action="store_true")
     args = ap.parse_args(argv)
     report: dict[str, Any] = {"planning": planning(args.repeat)}
+    report["corpus_planning"] = corpus_planning(max(1, args.repeat // 100))
     if not args.planning_only:
         from bench.sql_end_to_end import end_to_end
 
