@@ -181,5 +181,5 @@ NUMERIC_SPECS: list[FunctionSpec] = specs(
         "HUMAN_READABLE_DECIMAL_BYTE_FORMAT": "A byte count in SI units (KB, MB, ...).",
         "HUMAN_READABLE_DECIMAL_FORMAT": "A number with an SI suffix (K, M, ...).",
     },
-    native=frozenset({"ABS", "SQRT", "EXP", "LN", "CEIL", "FLOOR", "LOG10", "POWER", "ROUND", "DIV", "MOD"}),
+    native=frozenset({"ABS", "SQRT", "EXP", "LN", "CEIL", "FLOOR", "POWER", "ROUND", "DIV", "MOD"}),
 )

@@ -8,8 +8,9 @@ import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 
-from query.errors import QueryUnsupported
+from query.errors import QueryError, QueryUnsupported
 from strata_sql.dialect import DIALECT
+from strata_sql.expressions import ExpressionWriter
 from strata_sql.functions import REGISTRY, check_supported, druid_name, to_duckdb
 from strata_sql.functions.docs import PAGE, render
 
@@ -309,3 +310,50 @@ def test_supported_statement_passes() -> None:
         "SELECT TIME_FLOOR(__time, 'PT1H'), COUNT(*), RANK() OVER (ORDER BY COUNT(*) DESC) FROM t GROUP BY 1"
     )
     check_supported(sqlglot.parse_one(sql, dialect=DIALECT))
+
+
+# statements whose syntax is not NAME(args)
+_SYNTAX_SAMPLES = {
+    "CASE": "SELECT CASE WHEN a = 1 THEN 'x' END",
+    "CAST": "SELECT CAST(a AS BIGINT)",
+    "DATE_TRUNC": "SELECT DATE_TRUNC('DAY', __time)",
+    "EXTRACT": "SELECT EXTRACT(HOUR FROM __time)",
+    "CURRENT_TIMESTAMP": "SELECT CURRENT_TIMESTAMP",
+    "CURRENT_DATE": "SELECT CURRENT_DATE",
+    "POSITION": "SELECT POSITION('a' IN b)",
+    "ARRAY": "SELECT ARRAY[1, 2]",
+    "PI": "SELECT PI",
+    "TRIM": "SELECT TRIM(BOTH 'x' FROM a)",
+}
+_ARGUMENTS = ("a", "a, 'PT1H'", "a, 2", "a, 'b', 'c'", "a, 2, 3", "", "__time, 'PT1H'")
+
+
+def _native_writer_handles(name: str) -> bool:
+    """Whether the native planner's expression writer writes some call of `name` (a bad argument
+    is still a call it knows)."""
+    statements = (
+        [_SYNTAX_SAMPLES[name]] if name in _SYNTAX_SAMPLES else [f"SELECT {name}({a})" for a in _ARGUMENTS]
+    )
+    for sql in statements:
+        try:
+            node = sqlglot.parse_one(sql, dialect=DIALECT).expressions[0]
+        except sqlglot.errors.ParseError:
+            continue
+        try:
+            ExpressionWriter(0).write(node)
+        except QueryUnsupported:
+            continue
+        except QueryError:
+            return True
+        return True
+    return False
+
+
+def test_native_flags_match_the_native_writer() -> None:
+    """A scalar function is marked native exactly when strata_sql.expressions writes it."""
+    wrong = [
+        name
+        for name, spec in REGISTRY.items()
+        if spec.kind == "scalar" and spec.native != _native_writer_handles(name)
+    ]
+    assert wrong == []
