@@ -167,3 +167,17 @@ def test_long_sum_stays_bigint_and_earliest_without_time() -> None:
         ]
     # a relation without __time: EARLIEST is the first value met (Druid's rule), here a 1-row table
     assert one('SELECT EARLIEST("airline") FROM "c" WHERE "seq" = 4', COUNTS) == "NW"
+
+
+def test_basic_aggregates_and_variances() -> None:  # sql-functions.md: MIN, MAX, AVG, VAR_*, STDDEV_*
+    values = [i * 3 % 7 for i in range(len(AIRLINES))]
+    sql = (
+        'SELECT MIN("delay"), MAX("delay"), AVG("delay"), STDDEV_SAMP("delay"), VARIANCE("delay"),'
+        ' VAR_POP("delay"), ANY_VALUE("delay") FROM "f"'
+    )
+    low, high, mean, sd, var, var_pop, anything = run(sql, FLIGHTS)[0]
+    assert (low, high) == (min(values), max(values)) and anything in values
+    assert math.isclose(mean, statistics.mean(values)) and math.isclose(sd, statistics.stdev(values))
+    assert math.isclose(var, statistics.variance(values)) and math.isclose(
+        var_pop, statistics.pvariance(values)
+    )

@@ -173,3 +173,11 @@ def test_cast_to_bigint_truncates_as_java() -> None:
     assert run(
         "SELECT CAST(2.7 AS BIGINT), CAST(-2.7 AS BIGINT), CAST('2.7' AS BIGINT), CAST('x' AS BIGINT)"
     ) == [(2, -2, 2, None)]
+
+
+def test_aliases() -> None:  # sql-functions.md: CHAR_LENGTH, CHARACTER_LENGTH, STRLEN, SUBSTR, TRUNC
+    sql = (
+        "SELECT CHAR_LENGTH('San Juan, PR'), CHARACTER_LENGTH('San Juan, PR'), STRLEN('San Juan, PR'),"
+        " SUBSTR('abcdefghi', 4, 3), TRUNC(-73.9377670288086, 1)"
+    )
+    assert run(sql) == [(12, 12, 12, "def", -73.9)]

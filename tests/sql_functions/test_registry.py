@@ -3,6 +3,9 @@ unsupported or unknown functions are refused with a 501 naming them."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import sqlglot
 import sqlglot.errors
@@ -357,3 +360,13 @@ def test_native_flags_match_the_native_writer() -> None:
         if spec.kind == "scalar" and spec.native != _native_writer_handles(name)
     ]
     assert wrong == []
+
+
+def test_every_supported_function_has_a_test() -> None:
+    """Each supported function is called by some test of this folder (besides this file)."""
+    folder = Path(__file__).parent
+    text = "".join(
+        p.read_text(encoding="utf-8") for p in folder.glob("test_*.py") if p.name != Path(__file__).name
+    )
+    untested = [n for n, s in REGISTRY.items() if s.unsupported is None and not re.search(rf"\b{n}\b", text)]
+    assert untested == []

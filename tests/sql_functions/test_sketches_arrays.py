@@ -252,3 +252,16 @@ def test_multi_value_functions() -> None:  # sql-functions.md: MV_* over mvd-exa
     assert _mv("SELECT MV_TO_STRING(\"tags\", ' ')")[0] == "t1 t2 t3"
     assert one("SELECT STRING_TO_MV('123 Rose Lane', '\\s+')") == ["123", "Rose", "Lane"]
     assert one("SELECT STRING_TO_ARRAY('a,b', ',')") == ["a", "b"]
+
+
+def test_multi_value_regex_and_prefix_filters() -> None:  # sql-multivalue-string-functions.md
+    assert _mv("SELECT MV_FILTER_REGEX(\"tags\", '^t[13]$')")[:3] == [["t1", "t3"], ["t3"], None]
+    assert _mv("SELECT MV_FILTER_PREFIX(\"tags\", 't5')")[:3] == [None, ["t5"], ["t5"]]
+
+
+def test_json_object() -> None:  # sql-json-functions.md: JSON_OBJECT with KEY ... VALUE pairs
+    sql = (
+        "SELECT JSON_OBJECT(KEY 'continent' VALUE JSON_VALUE(PARSE_JSON(geo_ip), '$.continent'),"
+        " KEY 'percentage' VALUE JSON_QUERY(PARSE_JSON(event), '$.percentage')) FROM kttm_nested LIMIT 1"
+    )
+    assert one(sql, KTTM) == '{"continent":"Asia","percentage":55}'
