@@ -31,6 +31,7 @@ from tests.cluster.cluster_kit import (
     cluster,
     raw,
     synthetic_spec,
+    used_segment_ids,
     wait_settled,
     wait_until,
     write_rows,
@@ -39,6 +40,12 @@ from tests.cluster.cluster_kit import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 WIKI_DAY = "2015-09-12/2015-09-13"
+NO_CACHE = {
+    "useCache": False,
+    "populateCache": False,
+    "useResultLevelCache": False,
+    "populateResultLevelCache": False,
+}
 
 
 def candidates(broker_url: str, data_source: str, interval: str) -> list[dict[str, Any]]:
@@ -136,6 +143,42 @@ def test_killing_one_of_two_replicas_mid_stream_loses_no_answer(wiki_root: Path,
         dead = nodes.historicals[0].address
         assert metric(nodes.broker, "strata_broker_node_failures_total", f'server="{dead}"') > 0
         assert nodes.historicals[1].alive()
+
+
+def test_segments_of_a_killed_only_replica_get_druids_segment_missing_answer(
+    wiki_root: Path, zk_hosts: str
+) -> None:
+    """One replica, its historical killed: before and after the broker notices, a query answers as
+    Druid's SegmentMissingException does (500, the catch-all code with that class), naming the
+    segments and pointing at returnPartialResults; with it, a 200 listing them."""
+    base = f"/strata-missing-{uuid.uuid4().hex[:8]}"
+    with cluster(wiki_root, zk_hosts, base, historicals=1, replicas=1) as nodes:
+        wait_settled(nodes.broker, wiki_root / "meta.db", nodes.historicals)
+        body = {"queryType": "timeseries", "dataSource": "wikipedia", "granularity": "all", "intervals": [WIKI_DAY],
+                "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}],
+                "filter": {"type": "selector", "dimension": "channel", "value": "#en.wikipedia"},
+                "context": NO_CACHE}  # a filter: not answerable from segment metadata  # fmt: skip
+        assert httpx.post(f"{nodes.broker.url}/druid/v2/", json=body, timeout=30).status_code == 200
+        nodes.historicals[0].kill()
+        ids = used_segment_ids(wiki_root / "meta.db")
+        for _ in range(2):  # while the dead node is still announced, then (maybe) after
+            resp = httpx.post(f"{nodes.broker.url}/druid/v2/", json=body, timeout=30)
+            assert resp.status_code == 500, resp.text
+            error = resp.json()
+            assert (error["error"], error["errorClass"], error["category"], error["errorCode"]) == (
+                "Unknown exception", "org.apache.druid.segment.SegmentMissingException", "RUNTIME_FAILURE",
+                "legacyQueryException")  # fmt: skip
+            assert error["errorMessage"].startswith("No results found for segments[")
+            assert "returnPartialResults" in error["errorMessage"]
+            listed = error["errorMessage"].split("[", 1)[1].split("]", 1)[0]
+            assert listed.endswith(f" and {len(ids) - 20} more")  # 24 hourly segments: 20 named
+            assert set(listed.rsplit(" and ", 1)[0].split(", ")) <= ids
+            partial = {**body, "context": {**NO_CACHE, "returnPartialResults": True}}
+            resp = httpx.post(f"{nodes.broker.url}/druid/v2/", json=partial, timeout=30)
+            assert resp.status_code == 200, resp.text
+            context = json.loads(resp.headers["X-Druid-Response-Context"])
+            assert len(context["missingSegments"]) == len(ids)
+            time.sleep(1)
 
 
 def rows(days: range, tag: str) -> list[dict[str, Any]]:
