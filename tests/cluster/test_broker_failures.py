@@ -154,10 +154,12 @@ def test_segments_of_a_killed_only_replica_get_druids_segment_missing_answer(
     base = f"/strata-missing-{uuid.uuid4().hex[:8]}"
     with cluster(wiki_root, zk_hosts, base, historicals=1, replicas=1) as nodes:
         wait_settled(nodes.broker, wiki_root / "meta.db", nodes.historicals)
-        body = {"queryType": "timeseries", "dataSource": "wikipedia", "granularity": "all", "intervals": [WIKI_DAY],
-                "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}],
-                "filter": {"type": "selector", "dimension": "channel", "value": "#en.wikipedia"},
-                "context": NO_CACHE}  # a filter: not answerable from segment metadata  # fmt: skip
+        # filtered: not a count the broker answers from segment metadata without asking the node
+        body: dict[str, Any] = {
+            "queryType": "timeseries", "dataSource": "wikipedia", "granularity": "all", "intervals": [WIKI_DAY],
+            "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}],
+            "filter": {"type": "selector", "dimension": "channel", "value": "#en.wikipedia"}, "context": NO_CACHE,
+        }  # fmt: skip
         assert httpx.post(f"{nodes.broker.url}/druid/v2/", json=body, timeout=30).status_code == 200
         nodes.historicals[0].kill()
         ids = used_segment_ids(wiki_root / "meta.db")
