@@ -8,10 +8,12 @@ same runner, kept for `CATALOG_TTL` seconds per datasource.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -80,6 +82,15 @@ class BrokerCatalog:
                         columns[name] = str(info.get("type") or "STRING")
             self._columns[table] = (now, columns)
 
+    def snapshot(self, *, system: bool) -> CatalogSnapshot:
+        """What planning may read; the segment and server rows only for a statement reading the
+        system tables (they cost a walk over every segment)."""
+        names = tuple(self.tables())
+        columns = {t: cached[1] for t in names if (cached := self._columns.get(t)) is not None}
+        if not system:
+            return CatalogSnapshot(names, columns)
+        return CatalogSnapshot(names, columns, tuple(self.segments()), tuple(self.servers()))
+
     def segments(self) -> list[dict[str, Any]]:
         out = []
         for sel in self.broker.view.selectors():
@@ -138,6 +149,32 @@ async def _bounded_body(request: Request, max_bytes: int) -> bytes:
             f"SQL request of {size} bytes is larger than the limit of {max_bytes} bytes"
         )
     return b"".join(chunks)
+
+
+_SYSTEM_TABLE = re.compile(r"\b(?:sys|information_schema)\s*\.", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CatalogSnapshot:
+    """The catalog as one statement plans against it, taken on the event loop: planning runs in a
+    worker thread and must not read the broker's server view while the loop changes it."""
+
+    table_names: tuple[str, ...]
+    table_columns: Mapping[str, Mapping[str, str]]
+    segment_rows: tuple[dict[str, Any], ...] = ()
+    server_rows: tuple[dict[str, Any], ...] = ()
+
+    def tables(self) -> Sequence[str]:
+        return self.table_names
+
+    def columns(self, table: str) -> Mapping[str, str] | None:
+        return self.table_columns.get(table)
+
+    def segments(self) -> list[dict[str, Any]]:
+        return list(self.segment_rows)
+
+    def servers(self) -> list[dict[str, Any]]:
+        return list(self.server_rows)
 
 
 async def _read_body(request: Request, max_bytes: int) -> dict[str, Any]:
@@ -272,7 +309,8 @@ async def post_sql(request: Request) -> Response:
         planning = api.planning.budget(body["query"])  # off the event loop, bounded in size and time
         sql, tables = await planning.run(_prepare, body["query"], body.get("parameters"))
         await api.catalog.load(tables)
-        statement = await planning.run(plan_statement, sql, api.catalog, {**context, "queryId": query_id})
+        catalog = api.catalog.snapshot(system=_SYSTEM_TABLE.search(sql) is not None)  # on the event loop
+        statement = await planning.run(plan_statement, sql, catalog, {**context, "queryId": query_id})
         plan = statement.plan
         encoding: dict[str, Any] = {
             "fmt": fmt,

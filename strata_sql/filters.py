@@ -104,11 +104,11 @@ def split_time(where: exp.Expr | None, now_ms: int) -> tuple[list[str], exp.Expr
     """(query intervals, the rest of the condition)."""
     if where is None:
         return ["-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"], None
-    conjuncts = _conjuncts(where)
+    terms = conjuncts(where)
     lo, hi = MIN_INSTANT, MAX_INSTANT
     ranges: list[Interval] | None = None
     rest: list[exp.Expr] = []
-    for c in conjuncts:
+    for c in terms:
         c = c.unnest()
         bounds = _time_bounds(c, now_ms)
         if bounds is None:
@@ -129,12 +129,18 @@ def split_time(where: exp.Expr | None, now_ms: int) -> tuple[list[str], exp.Expr
     return intervals, condition
 
 
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    """The terms of an AND tree, through any parentheses: `(a AND (b AND c))` is a, b, c."""
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        return [term for child in (node.this, node.expression) for term in _conjuncts(child)]
-    return [node]
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The terms of an AND tree, through any parentheses: `(a AND (b AND c))` is a, b, c. Walked
+    with a stack, not recursion: a generated statement may chain thousands of ANDs."""
+    out: list[exp.Expr] = []
+    stack = [node]
+    while stack:
+        term = stack.pop().unnest()
+        if isinstance(term, exp.And):
+            stack += [term.expression, term.this]
+        else:
+            out.append(term)
+    return out
 
 
 def _time_bounds(c: exp.Expr, now_ms: int) -> tuple[int, int] | list[Interval] | None:

@@ -20,6 +20,7 @@ from sqlglot.errors import SqlglotError
 from query.errors import QueryUnsupported, invalid
 from strata_sql.aggregation import Aggregation
 from strata_sql.dialect import DIALECT
+from strata_sql.engine_errors import engine_error
 from strata_sql.expressions import ExpressionWriter, is_time_expression
 from strata_sql.filters import TIME, column_name, literal, now_millis, split_time, to_filter
 from strata_sql.plan import (
@@ -33,7 +34,6 @@ from strata_sql.plan import (
 from strata_sql.session import current_zone
 
 EXPLAIN = re.compile(r"(^|;)\s*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE)
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -56,9 +56,8 @@ def parse_statement(sql: str) -> Parsed:
     text = EXPLAIN.sub(r"\1 ", sql).strip()
     try:
         statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
-    except SqlglotError as e:
-        # sqlglot underlines the offending token with terminal escapes: plain text for clients
-        raise invalid("SQL parse failed: %s", " ".join(_ANSI_ESCAPE.sub("", str(e)).split())) from None
+    except SqlglotError as e:  # worded as Druid words it: where, and near what, never sqlglot's classes
+        raise engine_error(e) from None
     settings: dict[str, Any] = {}
     while len(statements) > 1 and isinstance(head := statements[0], exp.Set):
         settings.update(_settings(head))

@@ -26,7 +26,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from query.errors import QueryError, invalid
 from strata_sql.composed import ComposedPlan, Stage, aliased_table, stage_name
 from strata_sql.dialect import DIALECT
-from strata_sql.filters import TIME, now_millis, split_time, to_filter
+from strata_sql.filters import TIME, conjuncts, now_millis, split_time, to_filter
 from strata_sql.plan import Output, SqlPlan
 
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
@@ -235,9 +235,9 @@ def _scan_stage(
         "limit": max_subquery_rows(context) + 1,
         "context": {k: v for k, v in context.items() if k not in ("sqlTimeZone",)},
     }
-    conjuncts = _own_conjuncts(scope, table)
-    if conjuncts:
-        _push_where(conjuncts, native, columns)
+    own = _own_conjuncts(scope, table)
+    if own:
+        _push_where(own, native, columns)
     outputs = [Output(n, n, columns.get(n, "LONG")) for n in names]
     plan = SqlPlan(outputs, native, raw_times=True, row_bound=max_subquery_rows(context))
     return Stage(stage_name(), plan)
@@ -260,7 +260,7 @@ def _own_conjuncts(scope: Scope, table: exp.Table) -> list[exp.Expr]:
     if not is_from and not inner:
         return []
     out = []
-    for term in _conjuncts(select.args["where"].this):
+    for term in conjuncts(select.args["where"].this):
         columns = list(term.find_all(exp.Column))
         if not columns or term.find(exp.Subquery, exp.Select) is not None:
             continue
@@ -269,19 +269,12 @@ def _own_conjuncts(scope: Scope, table: exp.Table) -> list[exp.Expr]:
     return out
 
 
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        return [*_conjuncts(node.this), *_conjuncts(node.expression)]
-    return [node]
-
-
-def _push_where(conjuncts: list[exp.Expr], native: dict[str, Any], columns: Mapping[str, str]) -> None:
+def _push_where(terms: list[exp.Expr], native: dict[str, Any], columns: Mapping[str, str]) -> None:
     """Conditions on __time as the scan's intervals, plain ones as typed filters."""
     now = now_millis()
     times: list[exp.Expr] = []
     filters: list[dict[str, Any]] = []
-    for term in conjuncts:
+    for term in terms:
         plain = term.copy()
         for column in plain.find_all(exp.Column):
             column.set("table", None)

@@ -269,6 +269,9 @@ def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
     """`SELECT ... FROM (SELECT a, b AS c FROM t WHERE p) AS v WHERE q` as one SELECT over t
     (Superset wraps virtual datasets that way); only when the inner query just filters and renames."""
     inner = sub.this
+    source = inner.args.get("from_") if isinstance(inner, exp.Select) else None
+    if source is None or not isinstance(source.this, exp.Table):
+        raise QueryUnsupported("FROM a subquery over no table: planned relationally")
     plain = isinstance(inner, exp.Select) and not any(
         inner.args.get(k) for k in ("group", "having", "order", "limit", "offset", "distinct", "joins")
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-import time
 from typing import Any
 
 import duckdb
@@ -94,11 +93,10 @@ def test_statement_size() -> None:
     ["/*" * 400_000, "'" + "a" * 900_000, '"' + "(" * 900_000, "(" * 10 + "/*" * 400_000, "- " * 450_000,
      "x''" * 300_000, "((" + ")" * 900_000, "END " * 200_000],
 )  # fmt: skip
+@pytest.mark.timeout(60)  # a quadratic scan of ~1M characters takes hours: the bound fails it
 def test_the_scan_is_linear_in_the_text(text: str) -> None:
-    started = time.perf_counter()
     with contextlib.suppress(InvalidInput):
         check_statement(text)
-    assert time.perf_counter() - started < 2.0  # a quadratic scan of ~1M characters takes hours
 
 
 def _parse_in_thread(sql: str) -> BaseException | None:
