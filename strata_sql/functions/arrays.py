@@ -1,21 +1,48 @@
 """Druid's ARRAY and multi-value string functions over DuckDB lists.
 
-A multi-value string reaches DuckDB as a list of VARCHAR, so each MV_ function is its ARRAY_
-counterpart with Druid's multi-value null rules (a null row contains nothing and overlaps
-nothing). Offsets are 0-based, ordinals 1-based, as in Druid.
+A multi-value string is a list of VARCHAR here, and a plain string is a multi-value string of one
+value, so each MV_ function is its ARRAY_ counterpart with Druid's multi-value rules: a null row
+contains nothing and overlaps nothing, no values is null. A multi-value result the statement
+returns prints as Druid prints it: its one value as a string, several as a JSON array. Offsets
+are 0-based, ordinals 1-based, as in Druid.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from strata_sql.functions.fragments import arguments, duck, sql_of, typed
+from strata_sql.functions.fragments import arguments, duck, kind, sql_of, top_level, typed
 from strata_sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 
 
 def _call(template: str, result: str = "VARCHAR[]") -> Rewrite:
     def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
         return typed(duck(template.format(*(sql_of(a) for a in arguments(node)))), result)
+
+    return rewrite
+
+
+def _as_values(node: exp.Expr) -> str:
+    """A multi-value argument as a list: a plain string is one value."""
+    if kind(node) == "VARCHAR":
+        return f"(CASE WHEN {sql_of(node)} IS NULL THEN NULL ELSE [{sql_of(node)}] END)"
+    return sql_of(node)
+
+
+def _mv(template: str, result: str = "VARCHAR[]", positions: tuple[int, ...] = (0,)) -> Rewrite:
+    """A multi-value function: arguments at `positions` are multi-value strings."""
+
+    def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
+        args = arguments(node)
+        texts = [_as_values(a) if i in positions else sql_of(a) for i, a in enumerate(args)]
+        text = template.format(*texts)
+        if result == "VARCHAR[]" and top_level(node):
+            printed = (
+                f"(CASE WHEN {text} IS NULL OR len({text}) = 0 THEN NULL"
+                f" WHEN len({text}) = 1 THEN {text}[1] ELSE CAST(to_json({text}) AS VARCHAR) END)"
+            )
+            return typed(duck(printed), "VARCHAR")
+        return typed(duck(text), result)
 
     return rewrite
 
@@ -46,25 +73,25 @@ ARRAYS: dict[str, Rewrite] = {
     "ARRAY_TO_STRING": _call(_TO_STRING, "VARCHAR"),
     "STRING_TO_ARRAY": _call("regexp_split_to_array({0}, {1})"),
     "ARRAY_TO_MV": _call("CAST({0} AS VARCHAR[])"),
-    "MV_TO_ARRAY": _call("{0}"),
-    "MV_APPEND": _call("list_append(coalesce({0}, []), {1})"),
-    "MV_PREPEND": _call("list_prepend({0}, coalesce({1}, []))"),
-    "MV_CONCAT": _call("list_concat(coalesce({0}, []), coalesce({1}, []))"),
+    "MV_TO_ARRAY": _mv("{0}", "ARRAY[]"),
+    "MV_APPEND": _mv("list_append(coalesce({0}, []), {1})"),
+    "MV_PREPEND": _mv("list_prepend({0}, coalesce({1}, []))", positions=(1,)),
+    "MV_CONCAT": _mv("list_concat(coalesce({0}, []), coalesce({1}, []))", positions=(0, 1)),
     "MV_CONTAINS": lambda node, ctx: _contains(node, multi=True),
-    "MV_OVERLAP": _call("coalesce(list_has_any({0}, {1}), false)", "BOOLEAN"),
-    "MV_LENGTH": _call("len({0})", "BIGINT"),
-    "MV_OFFSET": _call("list_extract({0}, {1} + 1)", "VARCHAR"),
-    "MV_ORDINAL": _call("list_extract({0}, {1})", "VARCHAR"),
-    "MV_OFFSET_OF": _call("(list_position({0}, {1}) - 1)", "BIGINT"),
-    "MV_ORDINAL_OF": _call("list_position({0}, {1})", "BIGINT"),
-    "MV_SLICE": _call(_SLICE),
-    "MV_TO_STRING": _call("array_to_string({0}, {1})", "VARCHAR"),
-    "STRING_TO_MV": _call("regexp_split_to_array({0}, {1})"),
+    "MV_OVERLAP": _mv("coalesce(list_has_any({0}, {1}), false)", "BOOLEAN"),
+    "MV_LENGTH": _mv("len({0})", "BIGINT"),
+    "MV_OFFSET": _mv("list_extract({0}, {1} + 1)", "VARCHAR"),
+    "MV_ORDINAL": _mv("list_extract({0}, {1})", "VARCHAR"),
+    "MV_OFFSET_OF": _mv("(list_position({0}, {1}) - 1)", "BIGINT"),
+    "MV_ORDINAL_OF": _mv("list_position({0}, {1})", "BIGINT"),
+    "MV_SLICE": _mv(_SLICE),
+    "MV_TO_STRING": _mv("array_to_string({0}, {1})", "VARCHAR"),
+    "STRING_TO_MV": _mv("regexp_split_to_array({0}, {1})", positions=()),
     # a multi-value string with no values is null
-    "MV_FILTER_ONLY": _call("nullif(list_filter({0}, lambda v: list_contains({1}, v)), [])"),
-    "MV_FILTER_NONE": _call("nullif(list_filter({0}, lambda v: NOT list_contains({1}, v)), [])"),
-    "MV_FILTER_REGEX": _call("nullif(list_filter({0}, lambda v: regexp_matches(v, {1})), [])"),
-    "MV_FILTER_PREFIX": _call("nullif(list_filter({0}, lambda v: starts_with(v, {1})), [])"),
+    "MV_FILTER_ONLY": _mv("nullif(list_filter({0}, lambda v: list_contains({1}, v)), [])"),
+    "MV_FILTER_NONE": _mv("nullif(list_filter({0}, lambda v: NOT list_contains({1}, v)), [])"),
+    "MV_FILTER_REGEX": _mv("nullif(list_filter({0}, lambda v: regexp_matches(v, {1})), [])"),
+    "MV_FILTER_PREFIX": _mv("nullif(list_filter({0}, lambda v: starts_with(v, {1})), [])"),
 }
 
 
@@ -74,7 +101,7 @@ def _contains(node: exp.Expr, multi: bool = False) -> exp.Expr:
         value.type is not None and value.type.is_type("array", "list")
     )
     test = "list_has_all({0}, {1})" if is_array else "list_contains({0}, {1})"
-    text = test.format(sql_of(arr), sql_of(value))
+    text = test.format(_as_values(arr) if multi else sql_of(arr), sql_of(value))
     if multi:
         text = f"coalesce({text}, false)"
     return typed(duck(text), "BOOLEAN")

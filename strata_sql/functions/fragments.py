@@ -58,6 +58,14 @@ def aggregate_filter(ctx: Any) -> str:
     return "" if ctx.filter is None else f" FILTER (WHERE {ctx.filter})"
 
 
+def top_level(node: exp.Expr) -> bool:
+    """Whether `node` is a value the statement returns (a SELECT item), not a function argument."""
+    parent = node.parent
+    if isinstance(parent, exp.Filter):
+        parent = parent.parent
+    return isinstance(parent, (exp.Alias, exp.Select))
+
+
 def sql_of(node: exp.Expr) -> str:
     return f"({node.sql(dialect='duckdb')})"
 

@@ -20,7 +20,15 @@ import pyarrow as pa
 from sqlglot import exp
 
 from query.errors import invalid
-from strata_sql.functions.fragments import aggregate_filter, arguments, duck, number_value, sql_of, typed
+from strata_sql.functions.fragments import (
+    aggregate_filter,
+    arguments,
+    duck,
+    number_value,
+    sql_of,
+    top_level,
+    typed,
+)
 from strata_sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 from strata_sql.functions.udfs import create, register, rows
 
@@ -119,13 +127,6 @@ def _trailing_nominal(args: list[exp.Expr], function: str) -> tuple[list[exp.Exp
     return args, NOMINAL_ENTRIES
 
 
-def _top_level(node: exp.Expr) -> bool:
-    parent = node.parent
-    if isinstance(parent, exp.Filter):
-        parent = parent.parent
-    return isinstance(parent, (exp.Alias, exp.Select))
-
-
 def _ds_tuple_doubles(node: exp.Expr, ctx: Context) -> exp.Expr:
     args, nominal = _trailing_nominal(arguments(node), "DS_TUPLE_DOUBLES")
     if len(args) < 2:
@@ -136,7 +137,7 @@ def _ds_tuple_doubles(node: exp.Expr, ctx: Context) -> exp.Expr:
         f"coalesce(list({{'k': CAST({sql_of(key)} AS VARCHAR), 'v': [{values}]}}){aggregate_filter(ctx)}, [])"
     )
     sketch = f"strata_tuple_build({entries}, {len(metrics)}, {nominal})"
-    if _top_level(node):
+    if top_level(node):
         return typed(duck(f"strata_tuple_estimate({sketch})"), "DOUBLE")
     return typed(duck(f"to_base64({sketch})"), "VARCHAR")
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from tests.sql_functions.kit import one, run
 
 VALUES = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0]
@@ -231,32 +233,56 @@ def _mv(sql: str) -> list[object]:
 
 
 def test_multi_value_functions() -> None:  # sql-functions.md: MV_* over mvd-example (row4 has none)
-    assert _mv('SELECT MV_APPEND("tags", "label")')[0] == ["t1", "t2", "t3", "row1"]
-    assert _mv('SELECT MV_PREPEND("label", "tags")')[0] == ["row1", "t1", "t2", "t3"]
-    assert _mv('SELECT MV_CONCAT("tags", "tags")')[0] == ["t1", "t2", "t3", "t1", "t2", "t3"]
+    # a multi-value result prints as Druid prints it: one value as a string, several as JSON
+    assert _mv('SELECT MV_APPEND("tags", "label")')[0] == '["t1","t2","t3","row1"]'
+    assert _mv('SELECT MV_PREPEND("label", "tags")')[0] == '["row1","t1","t2","t3"]'
+    assert _mv('SELECT MV_CONCAT("tags", "tags")')[0] == '["t1","t2","t3","t1","t2","t3"]'
+    assert _mv('SELECT MV_LENGTH(MV_CONCAT("tags", "tags"))')[0] == 6  # inside a call it stays a list
     assert _mv("SELECT MV_CONTAINS(\"tags\", 't3')") == [True, True, False, False]
     assert _mv("SELECT MV_FILTER_NONE(\"tags\", ARRAY['t1', 't3'])")[:3] == [
-        ["t2"],
-        ["t4", "t5"],
-        ["t5", "t6", "t7"],
+        "t2",
+        '["t4","t5"]',
+        '["t5","t6","t7"]',
     ]
-    assert _mv("SELECT MV_FILTER_ONLY(\"tags\", ARRAY['t1', 't3'])")[:3] == [["t1", "t3"], ["t3"], None]
+    assert _mv("SELECT MV_FILTER_ONLY(\"tags\", ARRAY['t1', 't3'])")[:3] == ['["t1","t3"]', "t3", None]
     assert _mv('SELECT MV_LENGTH("tags")')[0] == 3
     assert _mv('SELECT MV_OFFSET("tags", 2)') == ["t3", "t5", "t7", None]
     assert _mv("SELECT MV_OFFSET_OF(\"tags\", 't3')") == [2, 0, None, None]
     assert _mv('SELECT MV_ORDINAL("tags", 3)') == ["t3", "t5", "t7", None]
     assert _mv("SELECT MV_ORDINAL_OF(\"tags\", 't3')") == [3, 1, None, None]
     assert _mv("SELECT MV_OVERLAP(\"tags\", ARRAY['t1', 't3'])") == [True, True, False, False]
-    assert _mv('SELECT MV_SLICE("tags", 1, 3)') == [["t2", "t3"], ["t4", "t5"], ["t6", "t7"], None]
+    assert _mv('SELECT MV_SLICE("tags", 1, 3)') == ['["t2","t3"]', '["t4","t5"]', '["t6","t7"]', None]
     assert _mv('SELECT MV_TO_ARRAY("tags")')[0] == ["t1", "t2", "t3"]
     assert _mv("SELECT MV_TO_STRING(\"tags\", ' ')")[0] == "t1 t2 t3"
-    assert one("SELECT STRING_TO_MV('123 Rose Lane', '\\s+')") == ["123", "Rose", "Lane"]
+    assert one("SELECT STRING_TO_MV('123 Rose Lane', '\\s+')") == '["123","Rose","Lane"]'
     assert one("SELECT STRING_TO_ARRAY('a,b', ',')") == ["a", "b"]
 
 
 def test_multi_value_regex_and_prefix_filters() -> None:  # sql-multivalue-string-functions.md
-    assert _mv("SELECT MV_FILTER_REGEX(\"tags\", '^t[13]$')")[:3] == [["t1", "t3"], ["t3"], None]
-    assert _mv("SELECT MV_FILTER_PREFIX(\"tags\", 't5')")[:3] == [None, ["t5"], ["t5"]]
+    assert _mv("SELECT MV_FILTER_REGEX(\"tags\", '^t[13]$')")[:3] == ['["t1","t3"]', "t3", None]
+    assert _mv("SELECT MV_FILTER_PREFIX(\"tags\", 't5')")[:3] == [None, "t5", "t5"]
+
+
+# Druid's own tests of the multi-value filters (apache/druid
+# sql/src/test/quidem/org.apache.druid.quidem.SqlQuidemTest/mv_filter.iq): a plain string is one value
+MV_FILTER_CASES = [
+    ("SELECT MV_FILTER_REGEX(STRING_TO_MV('abc,def,abd', ','), '^ab')", '["abc","abd"]'),
+    ("SELECT MV_FILTER_PREFIX(STRING_TO_MV('apple,banana,apricot', ','), 'ap')", '["apple","apricot"]'),
+    ("SELECT MV_FILTER_PREFIX(STRING_TO_MV('a,b,c', ','), 'a')", "a"),
+    ("SELECT MV_FILTER_REGEX(STRING_TO_MV('foo,bar,baz', ','), '^x')", None),
+    ("SELECT MV_FILTER_PREFIX(STRING_TO_MV('foo,bar,baz', ','), 'x')", None),
+    ("SELECT MV_FILTER_PREFIX('apple', 'a')", "apple"),
+    ("SELECT MV_FILTER_PREFIX('apple', 'b')", None),
+    ("SELECT MV_FILTER_REGEX('apple', '^a.*')", "apple"),
+    ("SELECT MV_FILTER_REGEX('apple', 'a$')", None),
+    ("SELECT MV_FILTER_PREFIX(null, 'a')", None),
+    ("SELECT MV_FILTER_REGEX(null, '^a.*')", None),
+]
+
+
+@pytest.mark.parametrize(("sql", "expected"), MV_FILTER_CASES)
+def test_druid_mv_filter_quidem_cases(sql: str, expected: str | None) -> None:
+    assert one(sql) == expected
 
 
 def test_json_object() -> None:  # sql-json-functions.md: JSON_OBJECT with KEY ... VALUE pairs
