@@ -6,6 +6,7 @@ When too long, the longest lists are halved until the header fits (then whole ke
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -13,8 +14,15 @@ import orjson
 MAX_HEADER_CHARS = 7 * 1024
 
 
-def encode_response_context(context: dict[str, Any], max_chars: int = MAX_HEADER_CHARS) -> str:
+def _dumps(context: dict[str, Any]) -> str:
+    """JSON in ASCII: a header value carries no raw non-Latin-1 text (a datasource named in
+    another script would not encode), so such characters travel as JSON escapes."""
     text = orjson.dumps(context).decode()
+    return text if text.isascii() else json.dumps(context, ensure_ascii=True, separators=(",", ":"))
+
+
+def encode_response_context(context: dict[str, Any], max_chars: int = MAX_HEADER_CHARS) -> str:
+    text = _dumps(context)
     if len(text) <= max_chars:
         return text
     ctx = dict(context)
@@ -30,7 +38,7 @@ def encode_response_context(context: dict[str, Any], max_chars: int = MAX_HEADER
             if not droppable:
                 break
             del ctx[droppable[-1]]
-        text = orjson.dumps(ctx).decode()
+        text = _dumps(ctx)
         if len(text) <= max_chars:
             break
     return text

@@ -171,6 +171,10 @@ def test_response_context_header_is_capped():
     out = orjson.loads(text)
     assert out["truncated"] is True and 0 < len(out["missingSegments"]) < 23 * 20
     assert encode_response_context({"a": 1}) == '{"a":1}'
+    # a segment of a datasource named in another script: the header stays ASCII, the JSON the same
+    named = {"missingSegments": [{"dataSource": "日本語", "ver": "v"}]}
+    text = encode_response_context(named)
+    assert text.isascii() and orjson.loads(text) == named
 
 
 def test_a_repeated_body_gets_a_fresh_query_id_each_time_unless_it_names_one(cluster):
