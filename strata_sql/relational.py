@@ -206,6 +206,7 @@ def _native_block(scope: Scope, env: Relational) -> Stage | None:
     if plan.native is None:
         return None
     plan.raw_times = True
+    plan.row_bound = max_subquery_rows(env.context)
     return Stage(stage_name(), plan)
 
 

@@ -17,7 +17,7 @@ from strata_sql.aggregate_split import split_aggregate
 from strata_sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata_sql.plan import SqlPlan
 from strata_sql.planner import parse_statement, plan_select
-from strata_sql.relational import Relational, plan_relational
+from strata_sql.relational import Relational, max_subquery_rows, plan_relational
 from strata_sql.session import current_zone, parse_time_zone, time_zone
 from strata_sql.subqueries import plan_composed
 
@@ -212,6 +212,7 @@ def _split_aggregate(tree: exp.Select, catalog: Catalog, context: Mapping[str, A
     if not isinstance(inner_plan, SqlPlan):
         return None
     inner_plan.raw_times = True
+    inner_plan.row_bound = max_subquery_rows(context)  # Druid bounds what a subquery hands the broker
     names = [item.alias_or_name for item in outer.expressions]
     return ComposedPlan([Stage(name, inner_plan)], outer, names=names, time_zone=current_zone())
 

@@ -182,3 +182,23 @@ def test_explain_shows_the_brokers_part(cluster: dict[str, Any]) -> None:  # noq
     plan = json.loads(resp.json()[0]["PLAN"])
     assert plan[0]["query"]["queryType"] == "groupBy"  # the grouping stays on the data nodes
     assert "RANK()" in plan[-1]["broker"]["statement"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT channel, RANK() OVER (ORDER BY added) AS r FROM wikipedia",  # a scan for the broker
+        "SELECT page, RANK() OVER (ORDER BY COUNT(*) DESC) AS r FROM wikipedia GROUP BY page",  # a groupBy
+    ],
+)
+def test_max_subquery_rows_bounds_what_the_broker_computes_over(
+    cluster: dict[str, Any],  # noqa: F811
+    statement: str,
+) -> None:
+    """Rows handed to the broker's engine past `maxSubqueryRows` are a 400 naming the limit (the
+    sample has 39,244 rows and over 20,000 pages), never an out-of-memory."""
+    url = cluster["broker"].url + "/druid/v2/sql"
+    resp = httpx.post(url, json={"query": statement, "context": {"maxSubqueryRows": 1000}}, timeout=60)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["category"] == "CAPACITY_EXCEEDED" and "maximum[1000]" in resp.json()["errorMessage"]
+    assert httpx.post(url, json={"query": statement}, timeout=60).status_code == 200
