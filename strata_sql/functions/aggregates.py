@@ -199,7 +199,6 @@ AGGREGATE_SPECS: list[FunctionSpec] = specs(
         "TDIGEST_GENERATE_SKETCH": "A T-Digest sketch of the values.",
         "TDIGEST_QUANTILE": "A quantile from a T-Digest sketch of the values.",
         "APPROX_QUANTILE": "Approximate quantile with the approximate-histogram aggregator.",
-        "APPROX_QUANTILE_FIXED_BUCKETS": "Approximate quantile with a fixed-buckets histogram.",
     },
     native=frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "ANY_VALUE", "EARLIEST", "LATEST"}),
     unsupported={
@@ -208,6 +207,5 @@ AGGREGATE_SPECS: list[FunctionSpec] = specs(
         "TDIGEST_QUANTILE": "needs the druid-tdigestsketch extension, outside Strata's scope",
         "APPROX_QUANTILE": "needs the druid-histogram extension, outside Strata's scope "
         "(use APPROX_QUANTILE_DS)",
-        "APPROX_QUANTILE_FIXED_BUCKETS": "needs the druid-histogram extension, outside Strata's scope",
     },
 )

@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from strata_sql.functions.aggregates import AGGREGATE_SPECS, AGGREGATES
 from strata_sql.functions.arrays import ARRAY_SPECS, ARRAYS
+from strata_sql.functions.histograms import HISTOGRAM_SPECS, HISTOGRAMS
 from strata_sql.functions.json_functions import JSON_REWRITES, JSON_SPECS
 from strata_sql.functions.numeric import NUMERIC, NUMERIC_SPECS
 from strata_sql.functions.other import OPERATOR_KEYS as _OTHER_OPERATORS
@@ -30,6 +31,7 @@ _ALL_SPECS: list[FunctionSpec] = [
     *OTHER_SPECS,
     *OTHER_UNSUPPORTED,
     *AGGREGATE_SPECS,
+    *HISTOGRAM_SPECS,
     *SKETCH_SPECS,
     *TUPLE_SPECS,
     *ARRAY_SPECS,
@@ -47,6 +49,7 @@ REWRITES: dict[str, Rewrite] = {
     **STRINGS,
     **OTHER,
     **AGGREGATES,
+    **HISTOGRAMS,
     **SKETCHES,
     **TUPLES,
     **ARRAYS,

@@ -32,6 +32,8 @@ def rows(fn: Callable[..., Any], out_type: pa.DataType, arity: int) -> Callable[
         lambda a, b: run(a, b),
         lambda a, b, c: run(a, b, c),
         lambda a, b, c, d: run(a, b, c, d),
+        lambda a, b, c, d, e: run(a, b, c, d, e),
+        lambda a, b, c, d, e, f: run(a, b, c, d, e, f),
     ]
     return fixed[arity]
 

@@ -181,3 +181,15 @@ def test_basic_aggregates_and_variances() -> None:  # sql-functions.md: MIN, MAX
     assert math.isclose(var, statistics.variance(values)) and math.isclose(
         var_pop, statistics.pvariance(values)
     )
+
+
+def test_fixed_buckets_quantile() -> None:
+    """The worked example of Druid's FixedBucketsHistogram documentation (apache/druid,
+    extensions-core/histogram): 7 values, buckets of 2 from 0 to 8, 3 values below 6 and 4 in
+    6-8: the 75th percentile is 6 + ((5.25 - 3) / 4) * 2 = 7.125."""
+    table = {"h": "SELECT * FROM (VALUES (1.0), (3.0), (5.0), (6.5), (7.0), (7.2), (7.9), (100.0)) t(x)"}
+    sql = (
+        "SELECT APPROX_QUANTILE_FIXED_BUCKETS(x, 0.75, 4, 0, 8, 'ignore'),"
+        " APPROX_QUANTILE_FIXED_BUCKETS(x, 0.75, 4, 0, 8) FILTER (WHERE x > 100) FROM h"
+    )
+    assert run(sql, table) == [(7.125, 0.0)]  # the outlier 100 is ignored; no values give 0.0

@@ -233,7 +233,6 @@ DRUID_REFERENCE = [
 # what Strata refuses: extensions outside its scope, and features it does not have
 OUT_OF_SCOPE = {
     "APPROX_QUANTILE",  # druid-histogram
-    "APPROX_QUANTILE_FIXED_BUCKETS",  # druid-histogram
     "BLOOM_FILTER",  # druid-bloom-filter
     "BLOOM_FILTER_TEST",  # druid-bloom-filter
     "TDIGEST_GENERATE_SKETCH",  # druid-tdigestsketch
@@ -293,7 +292,7 @@ def _parse_call(name: str) -> exp.Expr:
     ("sql", "name"),
     [
         ("SELECT LOOKUP(a, 'code_to_name')", "LOOKUP"),
-        ("SELECT APPROX_QUANTILE_FIXED_BUCKETS(a, 0.5, 10, 0, 2500)", "APPROX_QUANTILE_FIXED_BUCKETS"),
+        ("SELECT APPROX_QUANTILE(a, 0.5)", "APPROX_QUANTILE"),
         ("SELECT COUNT(*) FROM t WHERE BLOOM_FILTER_TEST(a, 'x')", "BLOOM_FILTER_TEST"),
         ("SELECT TDIGEST_QUANTILE(a, 0.5)", "TDIGEST_QUANTILE"),
         ("SELECT NO_SUCH_FUNCTION(a)", "NO_SUCH_FUNCTION"),
