@@ -187,7 +187,25 @@ def _approx_quantile(node: exp.Expr, ctx: Context) -> exp.Expr:
     return typed(duck(f"strata_quantiles_quantile({sketch}, CAST({sql_of(args[1])} AS DOUBLE))"), "DOUBLE")
 
 
+# complex types whose Base64 image is the DataSketches serialization these functions read
+_DECODABLE = {"HLLSketch", "HLLSketchBuild", "HLLSketchMerge", "thetaSketch", "quantilesDoublesSketch"}
+
+
+def _decode_complex(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """DECODE_BASE64_COMPLEX(type, base64): a sketch value is its Base64 image already."""
+    args = arguments(node)
+    if len(args) != 2:
+        raise invalid("Function [DECODE_BASE64_COMPLEX] needs a type and a Base64 string")
+    type_name = fr.string_value(args[0], "DECODE_BASE64_COMPLEX", "type")
+    if type_name not in _DECODABLE:
+        raise invalid(
+            "DECODE_BASE64_COMPLEX: type [%s] is not one of %s", type_name, ", ".join(sorted(_DECODABLE))
+        )
+    return typed(duck(f"to_base64(from_base64({sql_of(args[1])}))"), "VARCHAR")  # checks the Base64
+
+
 SKETCHES: dict[str, Rewrite] = {
+    "DECODE_BASE64_COMPLEX": _decode_complex,
     "DS_HLL": _ds_hll,
     "APPROX_COUNT_DISTINCT": _approx_hll(HLL_LG_K),
     "APPROX_COUNT_DISTINCT_DS_HLL": _approx_hll(HLL_LG_K),
@@ -378,6 +396,7 @@ SKETCH_SPECS: list[FunctionSpec] = [
             "DS_CDF": "CDF of a Quantiles sketch over split points.",
             "DS_RANK": "Rank of a value in a Quantiles sketch.",
             "DS_QUANTILE_SUMMARY": "A readable summary of a Quantiles sketch.",
+            "DECODE_BASE64_COMPLEX": "A sketch (HLLSketch, thetaSketch, quantilesDoublesSketch) from Base64.",
         },
     ),
 ]

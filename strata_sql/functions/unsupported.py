@@ -9,10 +9,8 @@ OTHER_UNSUPPORTED: list[FunctionSpec] = specs(
     "other",
     {
         "BLOOM_FILTER_TEST": "Whether a value is in a Base64 Bloom filter.",
-        "DECODE_BASE64_COMPLEX": "Decodes Base64 into a complex value.",
     },
     unsupported={
         "BLOOM_FILTER_TEST": "needs the druid-bloom-filter extension, outside Strata's scope",
-        "DECODE_BASE64_COMPLEX": "Strata has no complex column types to decode into",
     },
 )

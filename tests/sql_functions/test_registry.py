@@ -237,7 +237,6 @@ OUT_OF_SCOPE = {
     "BLOOM_FILTER_TEST",  # druid-bloom-filter
     "TDIGEST_GENERATE_SKETCH",  # druid-tdigestsketch
     "TDIGEST_QUANTILE",  # druid-tdigestsketch
-    "DECODE_BASE64_COMPLEX",  # no complex columns
     "LOOKUP",  # no lookups
 }
 

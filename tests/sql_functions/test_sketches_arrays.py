@@ -291,3 +291,9 @@ def test_json_object() -> None:  # sql-json-functions.md: JSON_OBJECT with KEY .
         " KEY 'percentage' VALUE JSON_QUERY(PARSE_JSON(event), '$.percentage')) FROM kttm_nested LIMIT 1"
     )
     assert one(sql, KTTM) == '{"continent":"Asia","percentage":55}'
+
+
+def test_decode_base64_complex_reads_a_sketch() -> None:  # sql-scalar.md: DECODE_BASE64_COMPLEX
+    image = run('SELECT DS_HLL("name") FROM "t"', T)[0][0]
+    sql = f"SELECT HLL_SKETCH_ESTIMATE(DECODE_BASE64_COMPLEX('HLLSketch', '{image}'), true)"
+    assert one(sql) == DISTINCT
