@@ -29,20 +29,23 @@ def _as_values(node: exp.Expr) -> str:
     return sql_of(node)
 
 
-def _mv(template: str, result: str = "VARCHAR[]", positions: tuple[int, ...] = (0,)) -> Rewrite:
-    """A multi-value function: arguments at `positions` are multi-value strings."""
+def _mv(template: str, result: str = "MV", positions: tuple[int, ...] = (0,)) -> Rewrite:
+    """A multi-value function: arguments at `positions` are multi-value strings; a result "MV" is
+    a multi-value string (a list, printed as Druid prints it when the statement returns it)."""
 
     def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
         args = arguments(node)
         texts = [_as_values(a) if i in positions else sql_of(a) for i, a in enumerate(args)]
         text = template.format(*texts)
-        if result == "VARCHAR[]" and top_level(node):
+        if result != "MV":
+            return typed(duck(text), result)
+        if top_level(node):
             printed = (
                 f"(CASE WHEN {text} IS NULL OR len({text}) = 0 THEN NULL"
                 f" WHEN len({text}) = 1 THEN {text}[1] ELSE CAST(to_json({text}) AS VARCHAR) END)"
             )
             return typed(duck(printed), "VARCHAR")
-        return typed(duck(text), result)
+        return typed(duck(text), "VARCHAR[]")
 
     return rewrite
 
@@ -73,7 +76,7 @@ ARRAYS: dict[str, Rewrite] = {
     "ARRAY_TO_STRING": _call(_TO_STRING, "VARCHAR"),
     "STRING_TO_ARRAY": _call("regexp_split_to_array({0}, {1})"),
     "ARRAY_TO_MV": _call("CAST({0} AS VARCHAR[])"),
-    "MV_TO_ARRAY": _mv("{0}", "ARRAY[]"),
+    "MV_TO_ARRAY": _mv("{0}", "VARCHAR[]"),
     "MV_APPEND": _mv("list_append(coalesce({0}, []), {1})"),
     "MV_PREPEND": _mv("list_prepend({0}, coalesce({1}, []))", positions=(1,)),
     "MV_CONCAT": _mv("list_concat(coalesce({0}, []), coalesce({1}, []))", positions=(0, 1)),

@@ -130,7 +130,25 @@ def _nvl(node: exp.Expr, ctx: Context) -> exp.Expr:
     return typed(exp.Coalesce(this=args[0], expressions=args[1:]), kind(args[0]) or "VARCHAR")
 
 
+def _reduction(fn: str) -> Rewrite:
+    """GREATEST/LEAST: strings when any argument is a string, else doubles when any is one, else
+    longs; nulls are ignored (Druid's reduction functions)."""
+
+    def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
+        args = [node.this, *node.expressions]
+        kinds = {kind(a) for a in args}
+        common = "VARCHAR" if "VARCHAR" in kinds else "DOUBLE" if "DOUBLE" in kinds else "BIGINT"
+        if kinds <= {common, None}:
+            return node
+        listed = ", ".join(f"CAST({sql_of(a)} AS {common})" for a in args)
+        return typed(duck(f"{fn}({listed})"), common)
+
+    return rewrite
+
+
 OTHER: dict[str, Rewrite] = {
+    "GREATEST": _reduction("greatest"),
+    "LEAST": _reduction("least"),
     "CAST": cast,
     "NVL": _nvl,
     "/": _divide,

@@ -181,3 +181,10 @@ def test_aliases() -> None:  # sql-functions.md: CHAR_LENGTH, CHARACTER_LENGTH, 
         " SUBSTR('abcdefghi', 4, 3), TRUNC(-73.9377670288086, 1)"
     )
     assert run(sql) == [(12, 12, 12, "def", -73.9)]
+
+
+def test_reduction_types() -> None:  # sql-scalar.md, reduction functions
+    # numbers and strings mix as strings; nulls are ignored
+    assert run("SELECT GREATEST(1, 'a'), LEAST(2, 10.5), GREATEST(NULL, 3), LEAST(NULL, NULL)") == [
+        ("a", 2.0, 3, None)
+    ]
