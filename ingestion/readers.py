@@ -317,7 +317,7 @@ def _parquet_blocks(f: InputFile) -> Iterator[Block]:
         meta = pf.metadata
         size, total, row = f.size, max(meta.num_rows, 1), 0
         sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-        for lo, hi in row_group_runs(sizes, PARQUET_BATCH_ROWS):
+        for lo, hi in consecutive_runs(sizes, PARQUET_BATCH_ROWS):
             if hi - lo == 1 and meta.row_group(lo).num_rows > PARQUET_BATCH_ROWS:
                 parts: Iterator[pa.Table] = (
                     pa.Table.from_batches([b])
@@ -332,12 +332,12 @@ def _parquet_blocks(f: InputFile) -> Iterator[Block]:
         raise IngestionError(f"{f.name}: not a readable Parquet file: {e}") from None
 
 
-def row_group_runs(sizes: list[int], rows: int) -> Iterator[tuple[int, int]]:
-    """`[first, end)` of each run of consecutive row groups holding at most `rows` rows together;
-    a larger group is a run of its own."""
+def consecutive_runs(sizes: list[int], limit: int) -> Iterator[tuple[int, int]]:
+    """`[first, end)` of each run of consecutive items (row groups, time chunks) whose sizes add up
+    to at most `limit`; a larger item is a run of its own."""
     first, filled = 0, 0
     for g, n in enumerate(sizes):
-        if filled and filled + n > rows:
+        if filled and filled + n > limit:
             yield first, g
             first, filled = g, 0
         filled += n

@@ -36,6 +36,7 @@ class Piece:
     path: str
     batches: tuple[int, ...]
     rows: int
+    nbytes: int = 0  # the rows' Arrow buffers, as the build will hold them
 
 
 def write_pieces(table: pa.Table, path: Path, split: int, block: int) -> list[Piece]:
@@ -53,12 +54,13 @@ def write_pieces(table: pa.Table, path: Path, split: int, block: int) -> list[Pi
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, ordered.schema) as writer:
         written = 0
         for lo, hi in zip(np.r_[0, edges].tolist(), np.r_[edges, chunks.size].tolist(), strict=True):
-            batches = ordered.slice(lo, hi - lo).to_batches()
+            rows = ordered.slice(lo, hi - lo)
+            batches = rows.to_batches()
             for batch in batches:
                 writer.write_batch(batch)
             ids = tuple(range(written, written + len(batches)))
             written += len(batches)
-            pieces.append(Piece(int(sorted_chunks[lo]), split, block, str(path), ids, hi - lo))
+            pieces.append(Piece(int(sorted_chunks[lo]), split, block, str(path), ids, hi - lo, rows.nbytes))
     return pieces
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import random
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,21 @@ import pytest
 import ingestion.local_engine as local_engine
 import ingestion.readers as readers
 import ingestion.segment_build as segment_build
+import ingestion.staged_rows as staged_rows
 from ingestion import ingest
-from ingestion.readers import InputFile, read_blocks, row_group_runs
+from ingestion.readers import InputFile, consecutive_runs, read_blocks
+from ingestion.rollup import CHUNK
 from ingestion.spec import InputFormat
+from ingestion.staged_rows import Piece
 
 HOUR = 3_600_000
-MAX_ROWS = 70
+MAX_ROWS = 30
+HOURS = 24
+BUDGET = 12_000  # bytes: each hour's rows take about 2,000
 
 
 def _write_inputs(directory: Path, seed: int) -> list[dict[str, Any]]:
-    """Three files of small row groups, times all over six hours (so every block feeds several
+    """Three files of small row groups, times all over a day of hours (so every block feeds several
     chunks and chunks come back out of order), duplicate keys, and a dimension only the last file
     has (discovered late). Returns every raw row in input order."""
     rnd = random.Random(seed)
@@ -39,7 +45,7 @@ def _write_inputs(directory: Path, seed: int) -> list[dict[str, Any]]:
         part = []
         for _ in range(400):
             row = {
-                "ts": rnd.randrange(0, 6 * HOUR, 600_000),  # ten-minute steps: many ties
+                "ts": rnd.randrange(0, HOURS * HOUR, 600_000),  # ten-minute steps: many ties
                 "d": rnd.choice([None, "a", "b", "c"]),
                 "n": len(rows) + len(part),  # a metric that shows each row's input position
             }
@@ -89,29 +95,38 @@ def _spec(directory: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_segments_match_the_in_memory_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     monkeypatch.setattr(readers, "PARQUET_BATCH_ROWS", 100)
-    monkeypatch.setattr(local_engine, "BUILD_ROWS", 150)
+    monkeypatch.setattr(local_engine, "BUILD_BYTES", BUDGET)
+    monkeypatch.setattr(local_engine, "BUILD_WORKERS", 2)
     inputs = tmp_path / "in"
     inputs.mkdir()
     rows = _write_inputs(inputs, seed)
-    built: list[int] = []  # rows given to each build
-    running: list[int] = []  # rows of the builds running now
-    over: list[list[int]] = []  # builds side by side that held more than BUILD_ROWS together
+    built: list[tuple[dict[int, int], int]] = []  # per build: rows of each chunk, staged bytes
+    running: list[int] = []  # staged bytes of the builds running now
+    over: list[list[int]] = []  # builds side by side that held more than BUILD_BYTES together
+    staged_bytes: dict[int, int] = {}  # id of what read_pieces returned -> its pieces' bytes
     lock = threading.Lock()
-    real_build = segment_build.build_segments
+    real_read, real_build = staged_rows.read_pieces, segment_build.build_segments
+
+    def read(pieces: list[Piece], dims: Any) -> list[pa.Table]:
+        parts = real_read(pieces, dims)
+        with lock:
+            staged_bytes[id(parts)] = sum(p.nbytes for p in pieces)
+        return parts
 
     def watched(parts: list[pa.Table], *args: Any, **kw: Any) -> Any:
-        n = sum(p.num_rows for p in parts)
+        size = staged_bytes[id(parts)]
         with lock:
-            built.append(n)
-            running.append(n)
-            if len(running) > 1 and sum(running) > 150:
+            built.append((Counter(c for p in parts for c in p.column(CHUNK).to_pylist()), size))
+            running.append(size)
+            if len(running) > 1 and sum(running) > BUDGET:
                 over.append(list(running))
         try:
             return real_build(parts, *args, **kw)
         finally:
             with lock:
-                running.remove(n)
+                running.remove(size)
 
+    monkeypatch.setattr(local_engine, "read_pieces", read)
     monkeypatch.setattr(local_engine, "build_segments", watched)
     summary = ingest(
         _spec(inputs), deep_storage=tmp_path / "deep", metadata=tmp_path / "meta.db", engine="local"
@@ -124,9 +139,13 @@ def test_segments_match_the_in_memory_cut(tmp_path: Path, monkeypatch: pytest.Mo
         assert table.column_names[:3] == ["__time", "d", "late"]
     assert got == want
     assert [(s.segment.interval.start, s.segment.partition_num) for s in summary.segments] == sorted(want)
-    # one build per time chunk, given only that chunk's rows; side by side at most BUILD_ROWS rows
-    assert len(built) == len({k[0] for k in want})
-    assert sum(built) == len(rows)
+    # every chunk whole in one build, several small chunks per build up to BUILD_BYTES / BUILD_WORKERS
+    # (a larger chunk alone); builds side by side hold at most BUILD_BYTES
+    chunk_rows = Counter(r["ts"] // HOUR * HOUR for r in rows)
+    assert sorted(c for b, _ in built for c in b) == sorted(chunk_rows)
+    assert all(b[c] == chunk_rows[c] for b, _ in built for c in b)
+    assert all(len(b) == 1 or size <= BUDGET // 2 for b, size in built)
+    assert len(chunk_rows) > len(built) > 2
     assert not over
     assert not list((tmp_path / "deep").glob("**/*.arrow"))  # the staged rows are gone
 
@@ -157,5 +176,5 @@ def test_parquet_blocks_are_runs_of_row_groups(tmp_path: Path, monkeypatch: pyte
         ([], []),
     ],
 )
-def test_row_group_runs(sizes: list[int], runs: list[tuple[int, int]]) -> None:
-    assert list(row_group_runs(sizes, 100)) == runs
+def test_consecutive_runs(sizes: list[int], runs: list[tuple[int, int]]) -> None:
+    assert list(consecutive_runs(sizes, 100)) == runs
