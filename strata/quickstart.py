@@ -7,6 +7,10 @@ and a broker as child processes logging into the working
 directory, waits until the broker sees every segment, runs Druid's tutorial "top 10 pages by
 edits" query, prints the table, and serves on 127.0.0.1:8082 until SIGINT or SIGTERM.
 
+The broker caches (`--cache lru`: per-segment partials and whole answers in its process), so a
+new user sees the cache the product is built around; `--cache none` runs it without, which is
+`strata broker`'s own default (as Druid's).
+
 Stopping (either signal, see server_common.lifecycle) stops the broker, the historicals and ZooKeeper in
 that order and exits 0; the children also exit by themselves if this process dies, even by
 `kill -9`. One quickstart per working directory and ports: a second one says so and exits 1.
@@ -69,6 +73,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8082, help="broker port")
     parser.add_argument("--historical-ports", default="8083,8084", help="two historical ports")
     parser.add_argument("--realtime-port", type=int, default=8100, help="real-time node port (0: none)")
+    parser.add_argument(
+        "--cache",
+        choices=["lru", "none"],
+        default="lru",
+        help="the broker's cache: lru (per-segment partials and whole answers, in the broker) or none",
+    )
     parser.add_argument("--exit-after-query", action="store_true", help="stop after printing the table")
     add_drain_flag(parser)
 
@@ -164,6 +174,14 @@ def _print_top_pages(result: list[dict[str, Any]]) -> None:
     Console().print(table)
 
 
+def _cache_line(status: dict[str, Any]) -> str:
+    """What the running broker says of its cache (`GET /status/cache`), not what was asked of it."""
+    if status.get("kind", "none") == "none":
+        return "Broker cache: off (--cache none); the broker's own default, as Druid's"
+    levels = "per-segment partials and whole answers" if "resultLevel" in status else "per-segment partials"
+    return f"Broker cache: {status['kind']}, {levels} (--cache none to turn it off)"
+
+
 def _stop(children: list[subprocess.Popen[bytes]], drain_s: float) -> None:
     for child in reversed(children):
         if child.poll() is None:
@@ -234,12 +252,13 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             children.append(_spawn(argv, work / "realtime.log"))
             nodes += f",127.0.0.1:{args.realtime_port}/realtime"
         broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
-        broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain]
+        broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain, "--cache", args.cache]
         children.append(_spawn(broker_argv, work / "broker.log"))
         url = f"http://127.0.0.1:{args.port}"
         _wait_for_segments(url, expected, children, timeout=120)
         result = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60).json()
         _print_top_pages(result)
+        print(_cache_line(httpx.get(f"{url}/status/cache", timeout=10).json()))
         if args.realtime_port:
             print(f"Real-time node taking pushes for wikipedia_live on "
                   f"http://127.0.0.1:{args.realtime_port}/v1/push/wikipedia_live")  # fmt: skip

@@ -32,11 +32,15 @@ def test_quickstart_prints_the_tutorial_answer_and_reuses_data(tmp_path: Path) -
     first = subprocess.run(argv(tmp_path, "--exit-after-query"), capture_output=True, text=True, timeout=240)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "ingested 39,244 rows" in first.stdout
+    assert "Broker cache: lru, per-segment partials and whole answers" in first.stdout
     lines = first.stdout.splitlines()
     for page, edits in PUBLISHED:
         assert any(page in line and f" {edits} " in line for line in lines), (page, first.stdout)
-    second = subprocess.run(argv(tmp_path, "--exit-after-query"), capture_output=True, text=True, timeout=240)
+    second = subprocess.run(
+        argv(tmp_path, "--exit-after-query", "--cache", "none"), capture_output=True, text=True, timeout=240
+    )
     assert second.returncode == 0 and "reusing it" in second.stdout
+    assert "Broker cache: off (--cache none)" in second.stdout  # as the broker itself reports it
     assert (tmp_path / "broker.log").exists() and (tmp_path / "historical-0.log").exists()
     assert (tmp_path / "realtime.log").exists() and (tmp_path / "realtime-spec.json").exists()
 
@@ -81,3 +85,37 @@ def test_events_pushed_to_the_quickstart_are_counted_at_once_and_after_handoff(t
             assert time.monotonic() < deadline, "the handoff did not finish"
             time.sleep(0.5)
         assert counted() == [{"edits": 10, "added": 45}]
+
+
+def test_the_quickstart_broker_caches_partials_and_whole_answers(tmp_path: Path) -> None:
+    """The same query twice: Druid's published answer both times, the second from the whole-answer
+    cache; the query with a post-aggregator is another whole answer but the same per-segment
+    partial, which comes from the per-segment cache."""
+    import httpx
+
+    from strata.quickstart import TOP_PAGES
+    from tests.lifecycle.test_quickstart_lifecycle import quickstart
+
+    with quickstart(tmp_path) as (_proc, _pids, ports):
+        broker = f"http://127.0.0.1:{ports[0]}"
+
+        def status() -> dict:
+            return dict(httpx.get(f"{broker}/status/cache", timeout=10).json())
+
+        def top(query: dict) -> list[dict]:
+            resp = httpx.post(f"{broker}/druid/v2/", json=query, timeout=60)
+            assert resp.status_code == 200, resp.text
+            return list(resp.json()[0]["result"])
+
+        before = status()
+        assert before["kind"] == "lru"
+        assert [
+            (r["page"], r["count"]) for r in top(TOP_PAGES)[:5]
+        ] == PUBLISHED  # the quickstart ran it once
+        after = status()
+        assert after["resultLevel"]["hits"] == before["resultLevel"]["hits"] + 1
+        twice = {"type": "arithmetic", "name": "twice", "fn": "*",
+                 "fields": [{"type": "fieldAccess", "fieldName": "count"}, {"type": "constant", "value": 2}]}  # fmt: skip
+        rows = top({**TOP_PAGES, "postAggregations": [twice]})[:5]
+        assert [(r["page"], r["count"], r["twice"]) for r in rows] == [(p, n, 2 * n) for p, n in PUBLISHED]
+        assert status()["query"]["hits"] > after["query"]["hits"]
