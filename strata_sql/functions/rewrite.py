@@ -49,7 +49,8 @@ _NAMES: dict[type[exp.Expr], str] = {
 }
 # Func subclasses that are syntax, not functions of the catalog
 _SYNTAX = (
-    exp.Case, exp.If, exp.Cast, exp.Extract, exp.Paren, exp.Filter, exp.Window, exp.Distinct, exp.Connector
+    exp.Case, exp.If, exp.Cast, exp.Extract, exp.Paren, exp.Filter, exp.Window, exp.Distinct, exp.Connector,
+    exp.Unnest, exp.Exists,
 )  # fmt: skip
 
 
@@ -71,7 +72,9 @@ def druid_name(node: exp.Expr) -> str | None:
 
 def check_supported(tree: exp.Expr) -> None:
     """Raises QueryUnsupported (HTTP 501) naming the first unknown or unsupported function."""
-    for node in tree.walk():
+    for node in tree.walk(prune=lambda n: isinstance(n, exp.Hint)):  # join hints are no calls
+        if isinstance(node, exp.Hint):
+            continue
         name = druid_name(node)
         if name is None or (isinstance(node, _SYNTAX) and name not in REGISTRY):
             continue
@@ -125,6 +128,8 @@ def _annotate(tree: exp.Expr, schema: Mapping[str, Mapping[str, str]]) -> exp.Ex
 
 
 def _rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
+    if isinstance(node, exp.Hint):
+        return node
     if isinstance(node, exp.Filter) and druid_name(node.this) in FILTERED_BY_REWRITE:
         # the rewrite writes the FILTER onto the aggregates inside its SQL
         where = _rewrite(node.expression.this, ctx)

@@ -368,3 +368,16 @@ def test_every_supported_function_has_a_test() -> None:
     )
     untested = [n for n, s in REGISTRY.items() if s.unsupported is None and not re.search(rf"\b{n}\b", text)]
     assert untested == []
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [  # Druid's quidem simpleJoinHint.iq and unnest.iq, and SQL's operators sqlglot reads as calls
+        "select /*+ use_merge_join(w1, w2) */ w1.cityName from wikipedia w1",
+        "SELECT x FROM wikipedia w1 CROSS JOIN UNNEST(MV_TO_ARRAY(w1.d)) AS u(x)",
+        "SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u) AND (a = 1 OR NOT b = 2) AND a IN (SELECT b FROM u)",
+        "SELECT a FROM t WHERE a IS DISTINCT FROM b AND a IS TRUE AND a LIKE 'x%' AND a BETWEEN 1 AND 2",
+    ],
+)
+def test_syntax_is_not_a_function_call(sql: str) -> None:
+    check_supported(sqlglot.parse_one(sql, dialect=DIALECT))
