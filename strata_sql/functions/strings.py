@@ -91,10 +91,6 @@ def _string_format(node: exp.Expr, ctx: Context) -> exp.Expr:
     return typed(duck(f"strata_string_format({as_text(args[0])}, [{values}]::VARCHAR[])"), "VARCHAR")
 
 
-def _lookup(node: exp.Expr, ctx: Context) -> exp.Expr:
-    raise invalid("LOOKUP is not available")  # refused earlier by check_supported
-
-
 STRINGS: dict[str, Rewrite] = {
     "LENGTH": _length,
     "STRLEN": _length,
