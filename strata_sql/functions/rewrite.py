@@ -17,7 +17,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from query.errors import QueryUnsupported
 from strata_sql.dialect import DIALECT
-from strata_sql.functions.fragments import TIME, zone_name
+from strata_sql.functions.fragments import TIME, kind, typed, zone_name
 from strata_sql.functions.registry import FILTERED_BY_REWRITE, OPERATOR_KEYS, REGISTRY, REWRITES
 from strata_sql.functions.spec import Context
 
@@ -137,13 +137,37 @@ def _rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
         return _keep_type(node, _rewrite(node.this, inner))
     if ctx.filter is not None and not isinstance(node, exp.Func):
         ctx = dataclasses.replace(ctx, filter=None)  # arguments of the aggregate see no filter
+    if isinstance(node, exp.Window):
+        return _window(node, ctx)
+    _rewrite_arguments(node, ctx)
+    rewrite = REWRITES.get(OPERATOR_KEYS.get(type(node)) or druid_name(node) or "")
+    return node if rewrite is None else rewrite(node, ctx)
+
+
+def _rewrite_arguments(node: exp.Expr, ctx: Context, skip: str | None = None) -> None:
     for key, value in list(node.args.items()):
+        if key == skip:
+            continue
         if isinstance(value, exp.Expr):
             node.set(key, _keep_type(value, _rewrite(value, ctx)))
         elif isinstance(value, list):
             node.set(key, [_keep_type(v, _rewrite(v, ctx)) if isinstance(v, exp.Expr) else v for v in value])
-    rewrite = REWRITES.get(OPERATOR_KEYS.get(type(node)) or druid_name(node) or "")
-    return node if rewrite is None else rewrite(node, ctx)
+
+
+def _window(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """`fn(...) OVER (...)`: the function's rewrite applies only while it stays one call that OVER
+    can follow; a LONG SUM is cast back to BIGINT around the whole window."""
+    _rewrite_arguments(node, ctx, skip="this")
+    function = node.this
+    _rewrite_arguments(function, ctx)
+    rewrite = REWRITES.get(druid_name(function) or "")
+    if rewrite is not None and not isinstance(function, exp.Sum):
+        rewritten = rewrite(function, ctx)
+        if isinstance(rewritten, (exp.AggFunc, exp.Anonymous)):
+            node.set("this", rewritten)
+    if isinstance(function, exp.Sum) and kind(function.this) == "BIGINT":
+        return typed(exp.Cast(this=node, to=exp.DataType.build("BIGINT")), "BIGINT")
+    return node
 
 
 def _keep_type(old: exp.Expr, new: exp.Expr) -> exp.Expr:

@@ -193,3 +193,12 @@ def test_fixed_buckets_quantile() -> None:
         " APPROX_QUANTILE_FIXED_BUCKETS(x, 0.75, 4, 0, 8) FILTER (WHERE x > 100) FROM h"
     )
     assert run(sql, table) == [(7.125, 0.0)]  # the outlier 100 is ignored; no values give 0.0
+
+
+def test_aggregates_over_windows() -> None:  # sql-window-functions.md: aggregates as window functions
+    sql = (
+        'SELECT "airline", SUM("n") OVER (PARTITION BY "Origin"), COUNT(*) OVER (),'
+        ' EARLIEST("airline") OVER (PARTITION BY "Origin" ORDER BY "seq")'
+        ' FROM "c" WHERE "seq" = 1 ORDER BY "Origin"'
+    )
+    assert run(sql, COUNTS) == [("HA", 11, 2, "HA"), ("HA", 15, 2, "HA")]
