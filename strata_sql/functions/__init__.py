@@ -5,11 +5,20 @@
 - `to_duckdb(tree, zone)`: a copy of a qualified Druid-dialect tree that DuckDB computes as Druid.
 - `check_supported(tree)`: a 501 naming any unknown or unsupported function.
 - `install(conn)`: the Python functions the rewritten SQL calls.
+- `function_kind(node)`: whether a call is a scalar, aggregate or window function.
 """
 
 from strata_sql.functions.registry import REGISTRY
-from strata_sql.functions.rewrite import check_supported, druid_name, to_duckdb
+from strata_sql.functions.rewrite import check_supported, druid_name, function_kind, to_duckdb
 from strata_sql.functions.spec import FunctionSpec
 from strata_sql.functions.udfs import install
 
-__all__ = ["REGISTRY", "FunctionSpec", "check_supported", "druid_name", "install", "to_duckdb"]
+__all__ = [
+    "REGISTRY",
+    "FunctionSpec",
+    "check_supported",
+    "druid_name",
+    "function_kind",
+    "install",
+    "to_duckdb",
+]

@@ -70,6 +70,13 @@ def druid_name(node: exp.Expr) -> str | None:
     return None
 
 
+def function_kind(node: exp.Expr) -> str | None:
+    """ "scalar", "aggregate" or "window" for a call of a registered function (Druid's aggregates
+    such as EARLIEST or DS_HLL parse as plain calls, so the planner asks here), else None."""
+    spec = REGISTRY.get(druid_name(node) or "")
+    return None if spec is None else spec.kind
+
+
 def check_supported(tree: exp.Expr) -> None:
     """Raises QueryUnsupported (HTTP 501) naming the first unknown or unsupported function."""
     for node in tree.walk(prune=lambda n: isinstance(n, exp.Hint)):  # join hints are no calls

@@ -14,7 +14,7 @@ from sqlglot import exp
 from query.errors import QueryError, QueryUnsupported
 from strata_sql.dialect import DIALECT
 from strata_sql.expressions import ExpressionWriter
-from strata_sql.functions import REGISTRY, check_supported, druid_name, to_duckdb
+from strata_sql.functions import REGISTRY, check_supported, druid_name, function_kind, to_duckdb
 from strata_sql.functions.docs import PAGE, render
 
 # every function heading of Druid's "All Druid SQL functions" page (apache/druid,
@@ -381,3 +381,11 @@ def test_every_supported_function_has_a_test() -> None:
 )
 def test_syntax_is_not_a_function_call(sql: str) -> None:
     check_supported(sqlglot.parse_one(sql, dialect=DIALECT))
+
+
+def test_function_kind() -> None:
+    tree = sqlglot.parse_one(
+        "SELECT EARLIEST(a), DS_HLL(b), UPPER(c), RANK() OVER (ORDER BY a), x", dialect=DIALECT
+    )
+    calls = [node.this if isinstance(node, exp.Window) else node for node in tree.expressions]
+    assert [function_kind(node) for node in calls] == ["aggregate", "aggregate", "scalar", "window", None]
