@@ -47,6 +47,9 @@ This page is generated from the function registry (`strata_sql/functions/`) by
   HyperLogLog collector: estimates agree within HLL error, not bit for bit.
 - `maxBytesPerValue` (EARLIEST, LATEST, ANY_VALUE) truncates strings to that many characters,
   not UTF-8 bytes; the size arguments of ARRAY_AGG and STRING_AGG are not enforced.
+- A multi-value string a statement returns (MV_ functions, STRING_TO_MV) is a VARCHAR: its one
+  value, or its values as JSON text (`["a","b"]`) where Druid's object result formats give an
+  array. Strata ingests no multi-value columns, so these values come from the functions only.
 - JSON functions work on JSON a statement builds (PARSE_JSON of a string, JSON_OBJECT): Strata's
   segments hold no nested `COMPLEX<json>` columns.
 - TIME_FORMAT and TIME_PARSE patterns: fractions other than `SSS`, and zone letters in TIME_PARSE,
