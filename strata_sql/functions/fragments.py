@@ -86,7 +86,9 @@ def string_value(node: exp.Expr | None, function: str, what: str) -> str | None:
 def number_value(node: exp.Expr | None, function: str, what: str) -> Any:
     if node is None or isinstance(node, exp.Null):
         return None
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return number_value(node.this, function, what)  # a decimal literal made a DOUBLE
+    if isinstance(node, exp.Neg) and isinstance(node.this, (exp.Literal, exp.Cast)):
         value = number_value(node.this, function, what)
         return -value
     if isinstance(node, exp.Literal) and not node.is_string:
@@ -145,6 +147,16 @@ def kind(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Cast):
         return kind_of_type(node.to)
     return None
+
+
+def text_of(node: exp.Expr) -> str:
+    """SQL text of `node` as VARCHAR, printed as Druid prints it (a DOUBLE as Java does)."""
+    k = kind(node)
+    if k == "VARCHAR":
+        return sql_of(node)
+    if k == "DOUBLE":
+        return f"strata_java_double(CAST({sql_of(node)} AS DOUBLE))"
+    return f"CAST({sql_of(node)} AS VARCHAR)"
 
 
 def kind_of_type(dtype: exp.DataType) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from strata_sql.functions.fragments import duck, kind, kind_of_type, sql_of, typed
+from strata_sql.functions.fragments import duck, kind, kind_of_type, sql_of, text_of, typed
 from strata_sql.functions.numeric import divide
 from strata_sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 from strata_sql.functions.time import (
@@ -56,6 +56,8 @@ def cast(node: exp.Expr, ctx: Context) -> exp.Expr:
             ),
             "BIGINT",
         )
+    if target == "VARCHAR" and source == "DOUBLE":
+        return typed(duck(text_of(inner)), "VARCHAR")
     if target == "DOUBLE" and source == "VARCHAR":
         return typed(exp.TryCast(this=inner, to=node.to), target)
     return node  # DuckDB casts the rest as Druid does (a BOOLEAN prints true/false)
@@ -120,6 +122,14 @@ def shift_by_interval(node: exp.Expr, ctx: Context) -> exp.Expr:
     return shift_months(ts, ctx, months * count)
 
 
+def _decimal_literal(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """Druid reads `0.1` as a DOUBLE (DuckDB as a DECIMAL, which adds exactly)."""
+    assert isinstance(node, exp.Literal)
+    if node.is_string or not any(c in str(node.this) for c in ".eE"):
+        return node
+    return typed(exp.Cast(this=node, to=exp.DataType.build("DOUBLE")), "DOUBLE")
+
+
 def _nvl(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = [node.this, *node.expressions] if not isinstance(node, exp.Anonymous) else list(node.expressions)
     return typed(exp.Coalesce(this=args[0], expressions=args[1:]), kind(args[0]) or "VARCHAR")
@@ -151,11 +161,13 @@ OTHER: dict[str, Rewrite] = {
     "BETWEEN": between,
     "IN": in_list,
     "+-": shift_by_interval,
+    "LITERAL": _decimal_literal,
 }
 OPERATOR_KEYS: dict[type[exp.Expr], str] = {
     exp.Div: "/",
     exp.Between: "BETWEEN",
     exp.In: "IN",
+    exp.Literal: "LITERAL",
     exp.Add: "+-",
     exp.Sub: "+-",
     **{c: "=" for c in _COMPARISONS},

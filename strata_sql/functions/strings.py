@@ -15,44 +15,37 @@ from query.errors import invalid
 from strata_sql.functions.fragments import (
     arguments,
     duck,
-    kind,
     sql_of,
     string_value,
+    text_of,
     typed,
 )
 from strata_sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 from strata_sql.functions.udfs import create, register, rows
 
 
-def as_text(node: exp.Expr) -> str:
-    """SQL text of `node` as VARCHAR, numbers printed as Druid prints them."""
-    if kind(node) == "VARCHAR":
-        return sql_of(node)
-    return f"CAST({sql_of(node)} AS VARCHAR)"
-
-
 def _length(node: exp.Expr, ctx: Context) -> exp.Expr:
-    text = as_text(arguments(node)[0])  # Java counts UTF-16 units: characters past U+FFFF count twice
+    text = text_of(arguments(node)[0])  # Java counts UTF-16 units: characters past U+FFFF count twice
     extra = f"length(regexp_replace({text}, '[\\x{{0}}-\\x{{FFFF}}]', '', 'g'))"
     return typed(duck(f"CAST(length({text}) + {extra} AS BIGINT)"), "BIGINT")
 
 
 def _concat(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = arguments(node)
-    return typed(duck("(" + " || ".join(as_text(a) for a in args) + ")"), "VARCHAR")
+    return typed(duck("(" + " || ".join(text_of(a) for a in args) + ")"), "VARCHAR")
 
 
 def _pad(node: exp.Expr, ctx: Context) -> exp.Expr:
     fn = "lpad" if node.args.get("is_left") else "rpad"
     fill = node.args.get("fill_pattern")
     chars = sql_of(fill) if fill is not None else "' '"
-    text = f"{fn}({as_text(node.this)}, CAST({sql_of(node.expression)} AS INTEGER), {chars})"
+    text = f"{fn}({text_of(node.this)}, CAST({sql_of(node.expression)} AS INTEGER), {chars})"
     return typed(duck(f"(CASE WHEN {chars} = '' THEN NULL ELSE {text} END)"), "VARCHAR")
 
 
 def _regexp_extract(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = arguments(node)
-    text, pattern = as_text(args[0]), sql_of(args[1])
+    text, pattern = text_of(args[0]), sql_of(args[1])
     index = sql_of(args[2]) if len(args) > 2 else "0"
     found = f"regexp_extract({text}, {pattern}, {index})"
     return typed(duck(f"(CASE WHEN regexp_matches({text}, {pattern}) THEN {found} END)"), "VARCHAR")
@@ -66,13 +59,13 @@ def _regexp_replace(node: exp.Expr, ctx: Context) -> exp.Expr:
     duck_text = re.sub(r"\$(\d)", r"\\\1", value.replace("\\", "\\\\"))  # Java's $1 is RE2's \1
     literal = "'" + duck_text.replace("'", "''") + "'"
     return typed(
-        duck(f"regexp_replace({as_text(node.this)}, {sql_of(node.expression)}, {literal}, 'g')"), "VARCHAR"
+        duck(f"regexp_replace({text_of(node.this)}, {sql_of(node.expression)}, {literal}, 'g')"), "VARCHAR"
     )
 
 
 def _call(template: str, result: str) -> Rewrite:
     def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
-        return typed(duck(template.format(*(as_text(a) for a in arguments(node)))), result)
+        return typed(duck(template.format(*(text_of(a) for a in arguments(node)))), result)
 
     return rewrite
 
@@ -80,15 +73,15 @@ def _call(template: str, result: str) -> Rewrite:
 def _parse_long(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = arguments(node)
     radix = sql_of(args[1]) if len(args) > 1 else "10"
-    return typed(duck(f"strata_parse_long({as_text(args[0])}, CAST({radix} AS INTEGER))"), "BIGINT")
+    return typed(duck(f"strata_parse_long({text_of(args[0])}, CAST({radix} AS INTEGER))"), "BIGINT")
 
 
 def _string_format(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = arguments(node)
     if not args:
         raise invalid("Function [STRING_FORMAT] needs a pattern")
-    values = ", ".join(as_text(a) for a in args[1:])
-    return typed(duck(f"strata_string_format({as_text(args[0])}, [{values}]::VARCHAR[])"), "VARCHAR")
+    values = ", ".join(text_of(a) for a in args[1:])
+    return typed(duck(f"strata_string_format({text_of(args[0])}, [{values}]::VARCHAR[])"), "VARCHAR")
 
 
 STRINGS: dict[str, Rewrite] = {

@@ -188,3 +188,11 @@ def test_reduction_types() -> None:  # sql-scalar.md, reduction functions
     assert run("SELECT GREATEST(1, 'a'), LEAST(2, 10.5), GREATEST(NULL, 3), LEAST(NULL, NULL)") == [
         ("a", 2.0, 3, None)
     ]
+
+
+def test_doubles_print_as_java_does() -> None:  # Druid prints a DOUBLE with Java's Double.toString
+    sql = (
+        "SELECT CAST(1571.0 AS VARCHAR), CAST(12345678.0 AS VARCHAR), CAST(0.00001 AS VARCHAR),"
+        " CAST(-0.5 AS VARCHAR), CONCAT('x', 1.0E10), CAST(0.1 + 0.2 AS VARCHAR)"
+    )
+    assert run(sql) == [("1571.0", "1.2345678E7", "1.0E-5", "-0.5", "x1.0E10", "0.30000000000000004")]
