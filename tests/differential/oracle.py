@@ -12,7 +12,7 @@ bound and a null among `in` values match null. Granularity `none` walks every mi
 query walking more than the documented 1,000,000 buckets is a 400; `skipEmptyBuckets` fills
 nothing; a `grandTotal` row combines the buckets (every aggregator null over none). A topN
 ranked by its dimension is exact: values in Druid's string order (a LONG output as its decimal
-string; `numeric` puts numbers first, by value), nulls first, reversed when inverted, strictly
+string; `numeric` compares numbers by value, after every unparseable string), nulls first, reversed when inverted, strictly
 after `previousStop`, and every bucket walked is answered, empty or not.
 """
 
@@ -151,7 +151,7 @@ def _numeric_compare(a: str, b: str) -> int:
         return _sign(x, y)
     if x is None and y is None:
         return _sign(a.encode(), b.encode())
-    return 1 if x is None else -1  # numbers first
+    return -1 if x is None else 1  # unparseable strings first (Druid's NumericComparator)
 
 
 def as_druid_text(v: Any) -> str | None:

@@ -101,9 +101,9 @@ def test_the_oracle_on_the_corners_of_issue_30(wikipedia_sample: Path) -> None:
     assert Oracle(conn, day_segment).answer(nothing) == [
         {"timestamp": None, "result": {"c": None, "added": None}}
     ]
-    # topN dimension orderings: as strings, numbers first for `numeric`, reversed when inverted
+    # topN dimension orderings: as strings, unparseable ones before numbers for `numeric`, reversed when inverted
     assert DimensionOrder("lexicographic").compare("15063", "1555") < 0
     assert (
-        DimensionOrder("numeric").compare("1555", "15063") < 0 < DimensionOrder("numeric").compare("abc", "9")
+        DimensionOrder("numeric").compare("1555", "15063") < 0 < DimensionOrder("numeric").compare("9", "abc")
     )
     assert DimensionOrder("lexicographic", inverted=True).compare(None, "a") > 0
