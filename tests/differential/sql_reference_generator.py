@@ -138,6 +138,12 @@ def string_expr(c: Ctx, qual: str | None = None) -> X:
         ),
         lambda: X(f"REGEXP_LIKE({s.d}, '^[A-M]')", f"regexp_matches({s.q}, '^[A-M]')", "BOOLEAN"),
         lambda: X(f"{s.d} LIKE '%an%'", f"{s.q} LIKE '%an%'", "BOOLEAN"),
+        lambda: X(f"CONCAT({s.d}, ':', {s2.d}, '!')", f"({s.q} || ':' || {s2.q} || '!')", "VARCHAR"),
+        lambda: X(f"SUBSTRING({s.d} FROM 3 FOR 4)", f"substring({s.q}, 3, 4)", "VARCHAR"),
+        lambda: X(f"TRIM(LEADING '#' FROM {s.d})", f"ltrim({s.q}, '#')", "VARCHAR"),
+        lambda: X(f"REPEAT({s.d}, 2)", f"repeat({s.q}, 2)", "VARCHAR"),
+        lambda: X(f"ICONTAINS_STRING({s.d}, 'WIKI')", f"contains(lower({s.q}), 'wiki')", "BOOLEAN"),
+        lambda: X(f"UPPER(LOWER({s.d}))", f"upper(lower({s.q}))", "VARCHAR"),
     ]
     return c.pick(choices)()
 
@@ -163,6 +169,14 @@ def numeric_expr(c: Ctx, qual: str | None = None) -> X:
         lambda: X(f"LEAST({a.d}, 5)", f"least({a.q}, 5)", "BIGINT"),
         lambda: X(f"CAST({metro.d} AS BIGINT) + 1", f"(CAST({metro.q} AS BIGINT) + 1)", "BIGINT"),
         lambda: X(f"{a.d} - {b.d} * 2", f"({a.q} - {b.q} * 2)", "BIGINT"),
+        lambda: X(f"DIV({a.d}, {k})", f"({a.q} // {k})", "BIGINT"),
+        lambda: X(
+            f"SAFE_DIVIDE(CAST({a.d} AS DOUBLE), {b.d})",
+            f"CASE WHEN {b.q} <> 0 THEN CAST({a.q} AS DOUBLE) / {b.q} END",
+            "DOUBLE",
+        ),
+        lambda: X(f"BITWISE_AND({a.d}, 255)", f"({a.q} & 255)", "BIGINT"),
+        lambda: X(f"ROUND({a.d}, -1)", f"round({a.q}, -1)", "BIGINT"),
     ]
     return c.pick(choices)()
 
@@ -331,26 +345,49 @@ def time_expr(c: Ctx, kind: str, qual: str | None = None) -> X:
         first, second = c.pick([(other, t), (t, other)])
         q = f"((epoch_ms({second.q}) - epoch_ms({first.q})) // {ms})"
         return X(f"TIMESTAMPDIFF({unit}, {first.d}, {second.d})", q, "BIGINT")
+    if kind == "ceil_shift_trunc_parse":
+        return c.pick([
+            lambda: X(f"CEIL({t.d} TO HOUR)", o.time_ceil(t.q, "PT1H", z), "TIMESTAMP"),
+            lambda: X(f"CEIL({t.d} TO DAY)", o.time_ceil(t.q, "P1D", z), "TIMESTAMP"),
+            lambda: X(f"TIME_CEIL({t.d}, 'PT6H')", o.time_ceil(t.q, "PT6H", z), "TIMESTAMP"),
+            lambda: X(f"TIME_SHIFT({t.d}, 'PT1H', -2)", f"({t.q} - INTERVAL 2 HOUR)", "TIMESTAMP"),
+            lambda: X(f"TIME_SHIFT(FLOOR({t.d} TO DAY), 'P1D', 1)",
+                      o.instant(f"({o.local(o.floor_to(t.q, 'DAY', z), z)} + INTERVAL 1 DAY)", z), "TIMESTAMP"),
+            lambda: X(f"DATE_TRUNC('hour', {t.d})", o.floor_to(t.q, "HOUR", z), "TIMESTAMP"),
+            lambda: X(f"DATE_TRUNC('day', {t.d})", o.floor_to(t.q, "DAY", z), "TIMESTAMP"),
+            lambda: X(f"TIME_PARSE(TIME_FORMAT({t.d}, 'yyyy-MM-dd HH'), 'yyyy-MM-dd HH')",
+                      o.instant(f"date_trunc('hour', {o.local(t.q, z)})", z), "TIMESTAMP"),
+            lambda: X("TIME_PARSE('2015-09-12T10:00:00Z')", "TIMESTAMP '2015-09-12 10:00:00'", "TIMESTAMP"),
+        ])()  # fmt: skip
     raise ValueError(kind)
 
 
 TIME_KINDS = ["time_floor", "floor_to", "time_format", "time_extract", "extract", "millis_to_timestamp",
-              "timestampadd", "timestampdiff"]  # fmt: skip
+              "timestampadd", "timestampdiff", "ceil_shift_trunc_parse"]  # fmt: skip
+TIME_LABELS = {"time_floor": "TIME_FLOOR", "floor_to": "FLOOR(__time TO unit)", "time_format": "TIME_FORMAT",
+               "time_extract": "TIME_EXTRACT", "extract": "EXTRACT", "millis_to_timestamp": "MILLIS_TO_TIMESTAMP",
+               "timestampadd": "TIMESTAMPADD", "timestampdiff": "TIMESTAMPDIFF",
+               "ceil_shift_trunc_parse": "CEIL/TIME_SHIFT/DATE_TRUNC/TIME_PARSE"}  # fmt: skip
 
 
 # ---- predicates -------------------------------------------------------------------------------
 
+# (interval, start, end); an interval without an offset is read in the session zone (Druid parses
+# it with the session's chronology)
 INTERVALS = [("2015-09-12T20:00:00Z/PT3H", "2015-09-12 20:00:00", "2015-09-12 23:00:00"),
              ("2015-09-12T01:00:00.000Z/2015-09-12T02:30:00.000Z", "2015-09-12 01:00:00", "2015-09-12 02:30:00"),
              ("2015-09-12T06:00:00Z/PT6H", "2015-09-12 06:00:00", "2015-09-12 12:00:00"),
-             ("2015-09-12T13:15:00Z/2015-09-12T14:00:00Z", "2015-09-12 13:15:00", "2015-09-12 14:00:00")]  # fmt: skip
+             ("2015-09-12T13:15:00Z/2015-09-12T14:00:00Z", "2015-09-12 13:15:00", "2015-09-12 14:00:00"),
+             ("2015-09-12T08:00:00/PT4H", "2015-09-12 08:00:00", "2015-09-12 12:00:00"),
+             ("2015-09-12T15:30:00/2015-09-12T17:00:00", "2015-09-12 15:30:00", "2015-09-12 17:00:00")]  # fmt: skip
 
 
 def in_interval(c: Ctx, qual: str | None = None) -> X:
     t = c.col("__time", qual)
     iv, start, end = c.pick(INTERVALS)
+    zone = "UTC" if iv.count("Z") else c.zone
     return X(f"TIME_IN_INTERVAL({t.d}, '{iv}')",
-             f"({t.q} >= TIMESTAMP '{start}' AND {t.q} < TIMESTAMP '{end}')", "BOOLEAN")  # fmt: skip
+             f"({t.q} >= {o.ts_literal(start, zone)} AND {t.q} < {o.ts_literal(end, zone)})", "BOOLEAN")  # fmt: skip
 
 
 def predicate(c: Ctx, qual: str | None = None) -> X:
@@ -604,8 +641,9 @@ def g_cte(c: Ctx) -> RefCase:
     k = c.pick([0, 5, 50])
     inner_d = f"SELECT {dim.d} AS d, COUNT(*) AS c, {agg.d} AS m FROM {c.table}{wd} GROUP BY 1"
     inner_q = f"SELECT {dim.q} AS d, count(*) AS c, {agg.q} AS m FROM {c.table}{wq} GROUP BY 1"
-    d = f"WITH s AS ({inner_d}) SELECT d, c, m FROM s WHERE c > {k}"
-    q = f"WITH s AS ({inner_q}) SELECT d, c, m FROM s WHERE c > {k}"
+    cols = c.pick(["d, c, m", "*"])
+    d = f"WITH s AS ({inner_d}) SELECT {cols} FROM s WHERE c > {k}"
+    q = f"WITH s AS ({inner_q}) SELECT {cols} FROM s WHERE c > {k}"
     ordered = c.rnd.random() < 0.5
     if ordered:
         d += " ORDER BY c DESC, d LIMIT 10"
@@ -786,6 +824,8 @@ def g_values(c: Ctx) -> RefCase:
     choices = [
         (f"SELECT x, y, z FROM (VALUES {rows}) AS v(x, y, z) WHERE x > 1", ["x", "y", "z"],
          ["BIGINT", "VARCHAR", "DOUBLE"]),
+        (f"SELECT * FROM (VALUES {rows}) AS v(x, y, z) WHERE y IS NOT NULL", ["x", "y", "z"],
+         ["BIGINT", "VARCHAR", "DOUBLE"]),
         (f"SELECT y, SUM(x) AS s, COUNT(z) AS n FROM (VALUES {rows}) AS v(x, y, z) GROUP BY y", ["y", "s", "n"],
          ["VARCHAR", "BIGINT", "BIGINT"]),
         (f"SELECT x * 10 + 1 AS e, UPPER(y) AS u FROM (VALUES {rows}) AS v(x, y, z) ORDER BY x DESC", ["e", "u"],
@@ -836,7 +876,7 @@ def g_time(c: Ctx, kind: str) -> RefCase:
         d = f"SELECT {sd} FROM {c.table}{wd} ORDER BY __time {direction} LIMIT 10"
         q = f"SELECT {sq} FROM {c.table}{wq} ORDER BY __time {direction} LIMIT 10"
         ordered = True
-    return case_from(kind.upper(), d, q, sel, ordered)
+    return case_from(TIME_LABELS[kind], d, q, sel, ordered)
 
 
 def g_time_in_interval(c: Ctx) -> RefCase:

@@ -92,6 +92,17 @@ def time_floor(ts: str, period: str, zone: str) -> str:
     return f"epoch_ms({origin} + (epoch_ms({ts}) - {origin}) // {step} * {step})"
 
 
+def time_ceil(ts: str, period: str, zone: str) -> str:
+    """CEIL(ts TO unit) / TIME_CEIL(ts, period): the floor, one period on unless already on it."""
+    floor = time_floor(ts, period, zone)
+    if period in PERIOD_MS:
+        return (
+            f"CASE WHEN {floor} = {ts} THEN {ts} ELSE {floor} + INTERVAL {PERIOD_MS[period]} MILLISECOND END"
+        )
+    step = {"P1D": "1 DAY", "P1W": "1 WEEK", "P1M": "1 MONTH"}[period]
+    return f"CASE WHEN {floor} = {ts} THEN {ts} ELSE {instant(f'({local(floor, zone)} + INTERVAL {step})', zone)} END"
+
+
 # TIME_EXTRACT / EXTRACT units (Joda fields) -> DuckDB date parts over the wall time
 EXTRACT_UNITS = {"SECOND": "second", "MINUTE": "minute", "HOUR": "hour", "DAY": "day", "DOY": "doy",
                  "WEEK": "week", "MONTH": "month", "QUARTER": "quarter", "YEAR": "year", "DOW": "isodow"}  # fmt: skip
