@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from strata_sql.functions import function_kind
+
 KEY = "__k{}"
 AGGREGATE = "__a{}"
 
@@ -33,9 +35,12 @@ def split_aggregate(select: exp.Select, inner_source: exp.Expr) -> tuple[exp.Sel
     keys = [k for k in keys if not (isinstance(k, exp.Tuple) and not k.expressions)]
     aggregates: list[exp.Expr] = []
     for part in _parts(select):
-        for node in part.find_all(exp.AggFunc):
-            if not _windowed(node) and _outermost(node) and node not in aggregates:
-                aggregates.append(node)
+        for node in part.find_all(exp.AggFunc, exp.Anonymous):
+            if not _aggregate(node) or _windowed(node) or not _outermost(node):
+                continue
+            unit = node.parent if isinstance(node.parent, exp.Filter) else node  # AGG(x) FILTER (WHERE ..)
+            if unit not in aggregates:
+                aggregates.append(unit)
     if not keys and not aggregates and group is None:
         return None
     inner = exp.select(
@@ -101,6 +106,12 @@ def _parts(select: exp.Select) -> list[exp.Expr]:
     return parts
 
 
+def _aggregate(node: exp.Expr) -> bool:
+    """An aggregate call: sqlglot's own, or one of Druid's that parses as a plain call (EARLIEST,
+    LATEST, DS_HLL, ...)."""
+    return isinstance(node, exp.AggFunc) or function_kind(node) == "aggregate"
+
+
 def _windowed(node: exp.Expr) -> bool:
     """A window function (`RANK() OVER`, `SUM(x) OVER`): computed over the grouped rows."""
     return isinstance(node.parent, exp.Window) and node.arg_key == "this"
@@ -109,7 +120,7 @@ def _windowed(node: exp.Expr) -> bool:
 def _outermost(node: exp.Expr) -> bool:
     parent = node.parent
     while parent is not None:
-        if isinstance(parent, exp.AggFunc) and not _windowed(parent):
+        if _aggregate(parent) and not _windowed(parent):
             return False
         if isinstance(parent, exp.Select):
             return True

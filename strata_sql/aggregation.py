@@ -15,9 +15,9 @@ from strata_sql.plan import (
     Output,
     SqlPlan,
     VirtualColumns,
-    boolean_type,
     context_flag,
     expression_filter,
+    expression_output,
     output_index,
 )
 from strata_sql.session import current_zone
@@ -60,6 +60,8 @@ class Aggregation:
                 granularity, granularity_node = gran, node
             else:  # a further time floor groups as a virtual column, as any expression
                 col = column_name(node)
+                if col == TIME:  # the raw time as a dimension: a LONG virtual column, typed TIMESTAMP
+                    col = None
                 if col is None:
                     text = self.writer.write(node)
                     col, kind = self.virtual.add(text)
@@ -74,13 +76,11 @@ class Aggregation:
                 raise QueryUnsupported("GROUPING SETS without dimensions, or over __time itself")
             native["subtotalsSpec"] = [list(dict.fromkeys(dim_of[k] for k in s)) for s in sets]
         for name, node in items:
-            if (granularity_node is not None and node == granularity_node) or (
-                column_name(node) == TIME and TIME in [column_name(g) for g in grouped]
-            ):
+            if granularity_node is not None and node == granularity_node:
                 outputs.append(Output(name, TIME, "LONG"))
             elif (grouped_expr := self._grouped_expression(node)) is not None:
                 _, source, kind, is_time = grouped_expr
-                outputs.append(Output(name, source, kind, is_time, boolean_type(node)))
+                outputs.append(expression_output(name, source, kind, node, is_time))
             elif column_name(node) is not None and node.find(exp.AggFunc) is None:
                 col = column_name(node)
                 assert col is not None
@@ -89,7 +89,7 @@ class Aggregation:
                 outputs.append(Output(name, col, self.types.get(col, "STRING")))
             else:
                 source, kind = self.value(node, name)
-                outputs.append(Output(name, source, kind, _keeps_time(node), boolean_type(node)))
+                outputs.append(expression_output(name, source, kind, node))
         if select.args.get("having") is not None:
             native["having"] = {
                 "type": "filter",
@@ -330,18 +330,6 @@ class Aggregation:
 
 
 _AGG_FUNCS = {"EARLIEST", "LATEST", "ANY_VALUE", "APPROX_COUNT_DISTINCT"}
-_TIME_KEEPING = {"MIN", "MAX", "EARLIEST", "LATEST", "ANY_VALUE", "ANYVALUE"}
-
-
-def _keeps_time(node: exp.Expr) -> bool:
-    """MIN/MAX/EARLIEST/LATEST/ANY_VALUE of `__time` stay TIMESTAMP in Druid SQL (not BIGINT)."""
-    while isinstance(node, (exp.Paren, exp.Filter)):
-        node = node.this
-    fn = node.name.upper() if isinstance(node, exp.Anonymous) else type(node).__name__.upper()
-    if fn not in _TIME_KEEPING:
-        return False
-    arg = node.expressions[0] if isinstance(node, exp.Anonymous) and node.expressions else node.this
-    return arg is not None and column_name(arg) == TIME
 
 
 def grouping_keys(group: exp.Group | None) -> tuple[list[exp.Expr], list[list[exp.Expr]] | None]:

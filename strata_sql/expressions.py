@@ -9,6 +9,7 @@ filter or the input of an aggregator. Timestamps are epoch milliseconds in both 
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 from collections.abc import Callable, Mapping
@@ -20,7 +21,8 @@ from query.errors import QueryUnsupported
 from query.expressions.duck import compile_expression
 from query.expressions.parser import parse_expression
 from strata_sql.filters import TIME, column_name, interval_ms, literal, timestamp_ms
-from strata_sql.session import current_zone
+from strata_sql.session import current_zone, current_zone_info
+from strata_sql.sql_types import DATE, TIMESTAMP, sql_type
 
 _DUCK = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
 FLOOR_UNITS = {
@@ -56,7 +58,6 @@ _SIMPLE: dict[type[exp.Expr], str] = {
     exp.Sqrt: "sqrt",
     exp.Exp: "exp",
     exp.Ln: "log",
-    exp.Ceil: "ceil",
 }
 _NAMED = {
     "LOWER": "lower",
@@ -155,6 +156,7 @@ class ExpressionWriter:
             exp.Like: self._like,
             exp.Trim: self._trim,
             exp.Floor: self._floor,
+            exp.Ceil: self._floor,
             exp.TimestampTrunc: self._date_trunc,
             exp.DateTrunc: self._date_trunc,
             exp.Extract: self._extract,
@@ -231,7 +233,7 @@ class ExpressionWriter:
         if node.to.is_type("timestamp", "timestamptz", "date"):
             if isinstance(inner, exp.Literal):
                 value = timestamp_ms(literal(inner, self.now_ms))
-                return str(value if not node.to.is_type("date") else value - value % 86_400_000)
+                return str(value if not node.to.is_type("date") else _day_start(value))
             if column_name(inner) == TIME:
                 text = quote(TIME)
             else:
@@ -243,6 +245,10 @@ class ExpressionWriter:
         if node.to.is_type(*exp.DataType.REAL_TYPES):
             return f"cast({self.write(inner)}, 'DOUBLE')"
         if node.to.is_type(*exp.DataType.TEXT_TYPES):
+            kind = sql_type(inner)
+            if kind in (TIMESTAMP, DATE):  # Druid prints the instant in the zone, as SQL text
+                pattern = "yyyy-MM-dd HH:mm:ss" if kind == TIMESTAMP else "yyyy-MM-dd"
+                return f"timestamp_format({self.write(inner)}, '{pattern}', {_zone()})"
             return f"cast({self.write(inner)}, 'STRING')"
         raise QueryUnsupported(f"CAST to [{node.to.sql(dialect='druid')}] is not supported")
 
@@ -290,14 +296,16 @@ class ExpressionWriter:
         return "(" + " || ".join(f"({value} == {self.write(v)})" for v in node.expressions) + ")"
 
     # -- time ---------------------------------------------------------------------------------------
-    def _floor(self, node: exp.Floor) -> str:
+    def _floor(self, node: exp.Floor | exp.Ceil) -> str:
+        """FLOOR / CEIL of a number, or of a timestamp TO a unit (a time floor or ceiling)."""
+        name = "floor" if isinstance(node, exp.Floor) else "ceil"
         unit = node.args.get("to")
         if unit is None:
-            return f"floor({self.write(node.this)})"
+            return f"{name}({self.write(node.this)})"
         period = FLOOR_UNITS.get(unit.name.upper())
         if period is None:
-            raise QueryUnsupported(f"FLOOR(... TO {unit.name}) is not supported")
-        return f"timestamp_floor({self._time(node.this)}, '{period}', null, {_zone()})"
+            raise QueryUnsupported(f"{name.upper()}(... TO {unit.name}) is not supported")
+        return f"timestamp_{name}({self._time(node.this)}, '{period}', null, {_zone()})"
 
     def _date_trunc(self, node: exp.Expr) -> str:
         unit = node.args.get("unit")
@@ -357,6 +365,13 @@ class ExpressionWriter:
         if node.args.get("expression") is not None and node.args["expression"] not in args:
             args.append(node.args["expression"])
         return f"{fn}({', '.join(self._argument(a) for a in args)})"
+
+
+def _day_start(ms: int) -> int:
+    """Midnight, in the session's zone, of the day holding `ms` (a DATE as epoch milliseconds)."""
+    zone = current_zone_info() or datetime.UTC
+    day = datetime.datetime.fromtimestamp(ms / 1000, zone).replace(hour=0, minute=0, second=0, microsecond=0)
+    return int(day.timestamp() * 1000)
 
 
 def is_time_expression(text: str) -> bool:

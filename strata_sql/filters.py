@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from query.errors import QueryUnsupported, invalid
 from strata_sql.session import current_zone_info
-from timeline import Interval, condense_intervals, format_instant, parse_instant
+from timeline import Interval, Period, condense_intervals, format_instant, parse_instant
 from timeline.interval import MAX_INSTANT, MIN_INSTANT
 
 TIME = "__time"
@@ -143,12 +143,32 @@ def conjuncts(node: exp.Expr) -> list[exp.Expr]:
     return out
 
 
+def zoned_interval(text: str) -> Interval:
+    """An ISO 8601 interval whose instants without an offset are in the session's zone, as Druid
+    reads TIME_IN_INTERVAL's interval."""
+    zone = current_zone_info()
+    if zone is None or text.count("/") != 1:
+        return Interval.parse(text)
+    left, right = (part.strip() for part in text.split("/"))
+    try:
+        if left[:1].upper() == "P" and right[:1].upper() != "P":
+            end = parse_instant(right, zone)
+            return Interval(Period.parse(left).add_to(end, times=-1), end)
+        start = parse_instant(left, zone)
+        end = Period.parse(right).add_to(start) if right[:1].upper() == "P" else parse_instant(right, zone)
+    except ValueError:
+        raise invalid("Cannot read [%s] as an ISO 8601 interval", text) from None
+    if end < start:
+        raise invalid("Interval [%s] ends before it starts", text)
+    return Interval(start, end)
+
+
 def _time_bounds(c: exp.Expr, now_ms: int) -> tuple[int, int] | list[Interval] | None:
     if isinstance(c, exp.Between) and column_name(c.this) == TIME:
         return literal(c.args["low"], now_ms), literal(c.args["high"], now_ms) + 1
     in_interval = isinstance(c, exp.Anonymous) and c.name.upper() == "TIME_IN_INTERVAL"
     if in_interval and len(c.expressions) == 2 and column_name(c.expressions[0]) == TIME:
-        return [Interval.parse(str(literal(c.expressions[1], now_ms)))]
+        return [zoned_interval(str(literal(c.expressions[1], now_ms)))]
     if type(c) in _FLIP and type(c) is not exp.NEQ:
         left, right, kind = c.this, c.expression, type(c)
         if column_name(right) == TIME:

@@ -18,6 +18,7 @@ from sqlglot import exp
 from query.errors import QueryUnsupported, ResourceLimitExceeded, invalid
 from strata_sql.expressions import ExpressionWriter, expression_kind
 from strata_sql.filters import TIME
+from strata_sql.sql_types import BOOLEAN, DATE, TIMESTAMP, sql_type
 from timeline import format_instant, parse_instant
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
@@ -75,22 +76,12 @@ class SqlPlan:
         return rows[self.offset : end]
 
 
-_BOOLEAN_NODES = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean, exp.Is, exp.In, exp.Between, exp.Like)
-
-
-def boolean_type(node: exp.Expr) -> str | None:
-    """ "BOOLEAN" for an expression Druid SQL types as BOOLEAN (comparisons, IS NULL, AND/OR/NOT,
-    TRUE/FALSE, CASE over them), else None: native expressions compute 1/0, printed true/false."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, _BOOLEAN_NODES):
-        return "BOOLEAN"
-    if isinstance(node, exp.Case):
-        branches = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
-        values = [b for b in branches if b is not None and not isinstance(b, exp.Null)]
-        if values and all(boolean_type(b) for b in values):
-            return "BOOLEAN"
-    return None
+def expression_output(name: str, source: str, kind: str, node: exp.Expr, is_time: bool = False) -> Output:
+    """The output of an expression, typed as Druid SQL types it (`strata_sql.sql_types`): epoch
+    milliseconds of a TIMESTAMP or DATE print as instants, a BOOLEAN's 1/0 as true/false."""
+    typed = sql_type(node)
+    marked = typed if typed in (DATE, BOOLEAN) else None
+    return Output(name, source, kind, is_time or typed in (TIMESTAMP, DATE), marked)
 
 
 def context_flag(context: Mapping[str, Any], key: str, default: bool) -> bool:

@@ -27,8 +27,8 @@ from strata_sql.plan import (
     Output,
     SqlPlan,
     VirtualColumns,
-    boolean_type,
     expression_filter,
+    expression_output,
     output_index,
 )
 from strata_sql.session import current_zone
@@ -151,7 +151,7 @@ def _scan(
         if col is None:
             text = writer.write(node)
             source, kind = virtual.add(text)
-            outputs.append(Output(name, source, kind, is_time_expression(text), boolean_type(node)))
+            outputs.append(expression_output(name, source, kind, node, is_time_expression(text)))
             continue
         if col not in columns and col != TIME:
             raise invalid("Column '%s' not found in any table", col)
