@@ -144,6 +144,12 @@ def iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}" + offset_text(moment)
 
 
+def substring(s: str, start: int, length: int) -> str:
+    """SUBSTRING(s, start, length): null when start is past the end (Druid's substring, as its
+    substring extraction, gives null rather than an empty string there)."""
+    return f"CASE WHEN length({s}) >= {start} THEN substring({s}, {start}, {length}) END"
+
+
 def render(value: Any, sql_type: str, zone: str) -> Any:
     """A DuckDB value as Druid prints a column of `sql_type` in a JSON result."""
     if value is None:
