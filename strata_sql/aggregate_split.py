@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from strata_sql.functions import function_kind
+from strata_sql.sql_types import unnamed_column
 
 KEY = "__k{}"
 AGGREGATE = "__a{}"
@@ -62,7 +63,10 @@ def split_aggregate(select: exp.Select, inner_source: exp.Expr) -> tuple[exp.Sel
     for key in ("where", "group", "joins"):
         outer.set(key, None)
     outer.set("from_", exp.From(this=inner_source))
-    outer.set("expressions", [_named(item, i, replacements) for i, item in enumerate(outer.expressions)])
+    items = list(outer.expressions)
+    outer.set(
+        "expressions", [_named(item, unnamed_column(items, i), replacements) for i, item in enumerate(items)]
+    )
     for arg in ("having", "order", "qualify"):
         value = outer.args.get(arg)
         if value is None:
@@ -78,13 +82,13 @@ def split_aggregate(select: exp.Select, inner_source: exp.Expr) -> tuple[exp.Sel
     return inner, outer
 
 
-def _named(item: exp.Expr, index: int, replacements: dict[exp.Expr, str]) -> exp.Expr:
+def _named(item: exp.Expr, unnamed: str, replacements: dict[exp.Expr, str]) -> exp.Expr:
     """A select item over the inner columns, keeping the name Druid gives it."""
     if isinstance(item, exp.Alias):
         return exp.alias_(_swap_tree(item.this, replacements), item.alias, quoted=True)
     if isinstance(item, exp.Star):
         return item
-    name = item.name if isinstance(item, exp.Column) else f"EXPR${index}"
+    name = item.name if isinstance(item, exp.Column) else unnamed
     return exp.alias_(_swap_tree(item, replacements), name, quoted=True)
 
 

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from strata_sql.engine_errors import engine_error
 from strata_sql.plan import Output, SqlPlan
+from strata_sql.sql_types import unnamed_column
 from strata_sql.typing_rules import integer_division
 from timeline import format_instant, parse_instant
 
@@ -186,7 +187,7 @@ def _output(i: int, description: Any, outer: exp.Expr, names: list[str] | None) 
         items = select.expressions if select is not None else []
         item = items[i] if i < len(items) else None
         if item is not None and not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
-            name = f"EXPR${i}"
+            name = unnamed_column(items, i)
     if kind.startswith("TIMESTAMP"):
         return Output(name, name, "LONG", timestamp=True)
     if kind == "DATE":

@@ -32,6 +32,7 @@ from strata_sql.plan import (
     output_index,
 )
 from strata_sql.session import current_zone
+from strata_sql.sql_types import unnamed_column
 
 EXPLAIN = re.compile(r"(^|;)\s*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE)
 
@@ -131,7 +132,7 @@ def _select_items(select: exp.Select, columns: Mapping[str, str]) -> list[tuple[
         name = (
             e.alias
             if isinstance(e, exp.Alias)
-            else (inner.name if isinstance(inner, exp.Column) else f"EXPR${i}")
+            else (inner.name if isinstance(inner, exp.Column) else unnamed_column(select.expressions, i))
         )
         items.append((name, inner))
     return items

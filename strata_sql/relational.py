@@ -28,6 +28,7 @@ from strata_sql.composed import ComposedPlan, Stage, aliased_table, stage_name
 from strata_sql.dialect import DIALECT
 from strata_sql.filters import TIME, conjuncts, now_millis, split_time, to_filter
 from strata_sql.plan import Output, SqlPlan
+from strata_sql.sql_types import unnamed_column
 
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 DEFAULT_MAX_SUBQUERY_ROWS = 100_000  # Druid's maxSubqueryRows
@@ -62,7 +63,7 @@ def max_subquery_rows(context: Mapping[str, Any]) -> int:
 
 
 def output_names(tree: exp.Expr) -> None:
-    """Name every unnamed select item as Druid does (`EXPR$n`, n its position), in every SELECT,
+    """Name every unnamed select item as Druid does (`EXPR$n`), in every SELECT,
     so the names survive qualification and the outer query can refer to them."""
     for select in tree.find_all(exp.Select):
         for i, item in enumerate(list(select.expressions)):
@@ -70,7 +71,7 @@ def output_names(tree: exp.Expr) -> None:
                 continue
             if isinstance(item, exp.Dot) or item.find(exp.Star) is item:
                 continue
-            item.replace(exp.alias_(item.copy(), f"EXPR${i}", quoted=True))
+            item.replace(exp.alias_(item.copy(), unnamed_column(select.expressions, i), quoted=True))
 
 
 def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:

@@ -93,6 +93,22 @@ def sql_type(node: exp.Expr, columns: Mapping[str, str] | None = None) -> str | 
     return None
 
 
+def unnamed_column(items: list[exp.Expr], index: int) -> str:
+    """Calcite's name for the unnamed select item at `index`: `EXPR$n`, n the number of distinct
+    names before it (`SELECT a, b, b, SUM(x) OVER ()` names the last `EXPR$2`)."""
+    names: set[str] = set()
+    for item in items[:index]:
+        if isinstance(item, exp.Alias):
+            names.add(item.alias)
+        elif isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            return f"EXPR${index}"  # a * before it: how many names it brings is not known here
+        elif isinstance(item, exp.Column):
+            names.add(item.name)
+        else:
+            names.add(f"EXPR${len(names)}")
+    return f"EXPR${len(names)}"
+
+
 def _function_name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Anonymous):
         return str(node.this).upper()

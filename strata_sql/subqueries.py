@@ -17,6 +17,7 @@ from query.errors import QueryError, QueryUnsupported
 from strata_sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage, aliased_table, stage_name
 from strata_sql.plan import SqlPlan
 from strata_sql.session import current_zone, time_zone
+from strata_sql.sql_types import unnamed_column
 
 PlanTree = Callable[[exp.Expr], Plan]
 
@@ -224,14 +225,16 @@ def _exact_distinct(tree: exp.Select, plan_tree: PlanTree) -> Plan:
         if isinstance(count.this, exp.Distinct):
             count.replace(exp.Count(this=exp.column("__d")))
     mapping = {k.sql(): exp.column(f"__k{i}") for i, k in enumerate(resolved)}
-    for i, expr in enumerate(list(outer.expressions)):
+    items = list(outer.expressions)
+    for i, expr in enumerate(items):
         target = expr.this if isinstance(expr, exp.Alias) else expr
         if target.sql() in mapping:
             replacement = mapping[target.sql()].copy()
             if isinstance(expr, exp.Alias):
                 target.replace(replacement)
             else:
-                expr.replace(replacement.as_(target.name if isinstance(target, exp.Column) else f"EXPR${i}"))
+                name = target.name if isinstance(target, exp.Column) else unnamed_column(items, i)
+                expr.replace(replacement.as_(name))
     if group is not None:
         outer.set("group", exp.Group(expressions=[exp.column(f"__k{i}") for i in range(len(resolved))]))
     return ComposedPlan([stage], outer)
