@@ -199,23 +199,25 @@ class Oracle:
                     ranges.append((start, end))
         return ranges
 
-    def _groups(self, spec: Spec, keys: list[str]) -> list[dict[str, Any]]:
+    def _groups(self, spec: Spec, keys: list[str]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        """(key values, aggregates by name) per group: apart, as an aggregator may be named as a
+        grouped column (a `longSum` named `added` of a topN over the dimension `added`)."""
         where = f"{self._in_intervals(condense(spec.intervals))} AND ({spec.where})"
         cols = [*keys, *(f"{a.sql} AS {_ident(a.name)}" for a in spec.aggs)]
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
         cur = self.conn.execute(f"SELECT {', '.join(cols)} FROM raw WHERE {where}{group}")
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        names = [a.name for a in spec.aggs]
+        n = len(keys)
+        return [(r[:n], dict(zip(names, r[n:], strict=True))) for r in cur.fetchall()]
 
     def _bucketed(self, spec: Spec, dims: list[str]) -> dict[tuple[Any, ...], dict[str, Any]]:
         """Aggregates per (bucket, dims...) over the matching rows (bucket None for `all`)."""
         out: dict[tuple[Any, ...], dict[str, Any]] = {}
-        rows = self._groups(spec, ["ms", *dims]) if not spec.gran.is_all else self._groups(spec, dims)
         if spec.gran.is_all:
-            return {(None, *(r[d] for d in dims)): r for r in rows}
+            return {(None, *k): r for k, r in self._groups(spec, dims)}
         # re-aggregate per bucket in Python: sums, mins, maxes and counts combine exactly
-        for r in rows:
-            key = (spec.gran.start(r["ms"]), *(r[d] for d in dims))
+        for (ms, *values), r in self._groups(spec, ["ms", *dims]):
+            key = (spec.gran.start(ms), *values)
             acc = out.get(key)
             out[key] = dict(r) if acc is None else _combine(acc, r, spec.aggs)
         return out
