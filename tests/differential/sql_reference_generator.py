@@ -183,6 +183,29 @@ def numeric_expr(c: Ctx, qual: str | None = None) -> X:
     return c.pick(choices)()
 
 
+def null_expr(c: Ctx, qual: str | None = None) -> X:
+    """SQL three-valued logic and null propagation (sql-data-types: NULL values, Boolean logic)."""
+    a = c.col(c.pick(o.LONGS), qual)
+    s, s2 = c.col(c.pick(NULLY), qual), c.col(c.pick(NULLY), qual)
+    m = c.col("metroCode", qual)
+    choices: list[Callable[[], X]] = [
+        lambda: X(f"{s.d} IS DISTINCT FROM {s2.d}", f"{s.q} IS DISTINCT FROM {s2.q}", "BOOLEAN"),
+        lambda: X(f"{s.d} IS NOT DISTINCT FROM 'US'", f"{s.q} IS NOT DISTINCT FROM 'US'", "BOOLEAN"),
+        lambda: X(f"{s.d} NOT IN ('US', NULL)", f"{s.q} NOT IN ('US', NULL)", "BOOLEAN"),
+        lambda: X(f"{s.d} IN ('US', 'Paris', 'California')", f"{s.q} IN ('US', 'Paris', 'California')", "BOOLEAN"),
+        lambda: X(f"{a.d} + CAST({m.d} AS BIGINT)", f"({a.q} + CAST({m.q} AS BIGINT))", "BIGINT"),
+        lambda: X(f"CAST({m.d} AS BIGINT) > 500", f"(CAST({m.q} AS BIGINT) > 500)", "BOOLEAN"),
+        lambda: X(f"NULLIF({a.d}, 0)", f"nullif({a.q}, 0)", "BIGINT"),
+        lambda: X(f"COALESCE(CAST({m.d} AS DOUBLE), {a.d} / 2.0)", f"coalesce(CAST({m.q} AS DOUBLE), {a.q} / 2.0)",
+                  "DOUBLE"),
+        lambda: X(f"{s.d} = {s2.d}", f"({s.q} = {s2.q})", "BOOLEAN"),
+        lambda: X(f"CASE WHEN {s.d} = 'Paris' THEN 1 WHEN NOT ({s.d} = 'Paris') THEN 0 END",
+                  f"CASE WHEN {s.q} = 'Paris' THEN 1 WHEN NOT ({s.q} = 'Paris') THEN 0 END", "BIGINT"),
+        lambda: X(f"NOT ({s.d} LIKE 'S%') OR {a.d} > 100", f"(NOT ({s.q} LIKE 'S%') OR {a.q} > 100)", "BOOLEAN"),
+    ]  # fmt: skip
+    return c.pick(choices)()
+
+
 def case_expr(c: Ctx, qual: str | None = None) -> X:
     a = c.col(c.pick(o.LONGS), qual)
     s = c.col(c.pick(NULLY), qual)
@@ -1009,6 +1032,18 @@ def _scalar_category(name: str, make: Callable[[Ctx], X]) -> Callable[[Ctx], Ref
     return gen
 
 
+def g_scalar_subquery(c: Ctx) -> RefCase:
+    """A scalar subquery in WHERE (one row, one column, compared with each row)."""
+    a = c.col(c.pick(o.LONGS))
+    inner = c.pick([(f"SELECT AVG({a.d}) FROM {c.table}", f"SELECT avg({a.q}) FROM {c.table}"),
+                    (f"SELECT MAX({a.d}) / 10 FROM {c.table} WHERE \"namespace\" = 'Talk'",
+                     f"SELECT max({a.q}) // 10 FROM {c.table} WHERE \"namespace\" = 'Talk'")])  # fmt: skip
+    dim = c.col(c.pick(LOW_CARD))
+    wd, wq = f" WHERE {a.d} > ({inner[0]})", f" WHERE {a.q} > ({inner[1]})"
+    d, q, sel, ordered = grouped(c, [dim], [aggregate(c)], where_dq=(wd, wq))
+    return case_from("scalar subquery", d, q, sel, ordered)
+
+
 def g_count_distinct(c: Ctx) -> RefCase:
     col = c.col(c.pick(["cityName", "user", "page", "countryName", "channel", "metroCode"]))
     dims = [c.col(c.pick(["namespace", "isRobot", "channel"]))] if c.rnd.random() < 0.6 else []
@@ -1034,6 +1069,7 @@ CATEGORIES: list[tuple[Callable[[Ctx], RefCase], int]] = [
     (_scalar_category("CASE/COALESCE/NVL/NULLIF", case_expr), 3),
     (_scalar_category("string functions", string_expr), 4),
     (_scalar_category("numeric functions", numeric_expr), 3), (g_count_distinct, 2),
+    (_scalar_category("null semantics", null_expr), 3), (g_scalar_subquery, 2),
 ]  # fmt: skip
 
 
