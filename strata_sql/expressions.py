@@ -169,6 +169,7 @@ class ExpressionWriter:
             exp.Left: lambda n: f"left({self.write(n.this)}, {self.write(n.expression)})",
             exp.Right: lambda n: f"right({self.write(n.this)}, {self.write(n.expression)})",
             exp.RegexpLike: lambda n: f"regexp_like({self.write(n.this)}, {self.write(n.expression)})",
+            exp.RegexpExtract: self._regexp_extract,
             exp.Anonymous: self._anonymous,
         }
         handler = handlers.get(type(node))
@@ -355,6 +356,13 @@ class ExpressionWriter:
 
     def _argument(self, node: exp.Expr) -> str:
         return quote(TIME) if column_name(node) == TIME else self.write(node)
+
+    def _regexp_extract(self, node: exp.RegexpExtract) -> str:
+        """REGEXP_EXTRACT(expr, pattern[, index]): the third argument is the capture group (sqlglot
+        files it as `group`, or as `position` for Druid's spelling)."""
+        index = node.args.get("group") or node.args.get("position")
+        args = [self.write(node.this), self.write(node.expression)]
+        return f"regexp_extract({', '.join(args + ([self.write(index)] if index is not None else []))})"
 
     def _named_function(self, node: exp.Func) -> str:
         name = (node.sql_name() or type(node).__name__).upper()

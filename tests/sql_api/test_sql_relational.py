@@ -36,6 +36,12 @@ RELATIONAL = [
         "SELECT page FROM wikipedia WHERE channel = '#de.wikipedia' ORDER BY __time DESC, page LIMIT 3",
         "SELECT page FROM raw WHERE channel = '#de.wikipedia' ORDER BY t DESC, page LIMIT 3",
     ),
+    (  # found by the reference generator: the native scan wrote the whole match, not group 1
+        "SELECT page, REGEXP_EXTRACT(page, '([a-z]+)\\.', 1) AS r FROM wikipedia "
+        "WHERE page LIKE '%t.%' AND channel = '#en.wikipedia' ORDER BY __time LIMIT 20",
+        "SELECT page, regexp_extract(page, '([a-z]+)\\.', 1) AS r FROM raw "
+        "WHERE page LIKE '%t.%' AND channel = '#en.wikipedia' ORDER BY t LIMIT 20",
+    ),
     (
         'SELECT t."channel", COUNT(*) AS n FROM wikipedia AS t GROUP BY t."channel"',
         "SELECT channel, count(*) AS n FROM raw GROUP BY channel",
