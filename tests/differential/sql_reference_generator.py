@@ -6,7 +6,7 @@ the wikipedia sample's column types: `__time` TIMESTAMP, the null-heavy VARCHAR 
 (cityName, countryName, metroCode, regionIsoCode...), the BIGINT columns. Every expression is built
 twice at once: the Druid SQL text and its DuckDB translation over the raw rows
 (tests.differential.sql_reference_oracle holds the time-zone and printing rules), with its Druid
-SQL type and the column name Druid gives it (the alias, the column's name, else `EXPR$<position>`).
+SQL type and the column name Druid gives it (the alias, the column's name, else Calcite's `EXPR$n`).
 A third of the statements run in a non-UTC session zone, set by the `sqlTimeZone` context
 parameter or by a `SET sqlTimeZone = '...';` prefix.
 """
@@ -566,7 +566,12 @@ class Select:
     items: list[tuple[X, str | None]]  # (expression, alias)
 
     def names(self) -> list[str]:
-        return [alias or x.name or f"EXPR${i}" for i, (x, alias) in enumerate(self.items)]
+        """Calcite's names: an unnamed item is `EXPR$n`, n the number of distinct names before it
+        (Druid's quidem show.iq: `SELECT pickup, cnt, cnt, SUM(..) OVER (..)` names the last EXPR$2)."""
+        out: list[str] = []
+        for x, alias in self.items:
+            out.append(alias or x.name or f"EXPR${len(set(out))}")
+        return out
 
     def types(self) -> list[str]:
         return [x.t for x, _ in self.items]
