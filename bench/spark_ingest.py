@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                     took, n_spark = _timed(spec, work / f"{fmt}-spark-{i}", engine="spark", spark=spark)
                     assert n_spark == n, (n_spark, n)
                     t_spark.append(took)
-                    t_duck.append(_duckdb_copy(f"SELECT * FROM {src}", work / f"{fmt}-duck-{i}.parquet"))
+                    copy = _duckdb_copy(f"SELECT * FROM {src}", work / f"{fmt}-duck-{i}.parquet")
+                    t_duck.append(copy.seconds)
                 results.append((f"synthetic {args.rows:,} ({fmt}, {path.stat().st_size >> 20} MiB)", n,
                                 t_local, t_spark, t_duck))  # fmt: skip
     finally:

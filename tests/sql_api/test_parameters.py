@@ -29,7 +29,8 @@ def test_each_type_becomes_its_literal() -> None:
     assert isinstance(ts, exp.Cast) and ts.to.is_type("timestamp") and ts.this.this == "2015-09-12 01:00:00"
     millis = bound({"type": "TIMESTAMP", "value": 1442019600000})
     assert millis.this.this == "2015-09-12 01:00:00.000"
-    assert bound({"type": "DATE", "value": "2015-09-12"}).to.is_type("date")
+    date = bound({"type": "DATE", "value": "2015-09-12"})
+    assert isinstance(date, exp.Cast) and date.to.is_type("date")
     assert isinstance(bound({"type": "ARRAY", "value": [1, "a"]}), exp.Array)
     null = bound({"type": "BIGINT", "value": None})
     assert isinstance(null, exp.Cast) and null.to.is_type("bigint")
