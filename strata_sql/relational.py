@@ -29,6 +29,7 @@ from strata_sql.dialect import DIALECT
 from strata_sql.filters import TIME, conjuncts, now_millis, split_time, to_filter
 from strata_sql.plan import Output, SqlPlan
 from strata_sql.sql_types import unnamed_column
+from strata_sql.typing_rules import sql_type
 
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 DEFAULT_MAX_SUBQUERY_ROWS = 100_000  # Druid's maxSubqueryRows
@@ -155,8 +156,7 @@ def _schema(tree: exp.Expr, env: Relational) -> tuple[dict[str, Any], dict[str, 
             key = f"{db}__{table.name.lower()}"
             if key in system:
                 schema.setdefault(table.db, {})[table.name] = {
-                    name: _arrow_sql_type(system[key].schema.field(name).type)
-                    for name in system[key].column_names
+                    name: sql_type(system[key].schema.field(name).type) for name in system[key].column_names
                 }
             continue
         if db != "druid":
@@ -169,14 +169,6 @@ def _schema(tree: exp.Expr, env: Relational) -> tuple[dict[str, Any], dict[str, 
                 for name, kind in columns.items()
             }
     return schema, system
-
-
-def _arrow_sql_type(kind: pa.DataType) -> str:
-    if pa.types.is_integer(kind):
-        return "BIGINT"
-    if pa.types.is_floating(kind):
-        return "DOUBLE"
-    return "VARCHAR"
 
 
 def _column_names(tree: exp.Expr) -> set[str]:
