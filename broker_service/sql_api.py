@@ -308,8 +308,10 @@ async def post_sql(request: Request) -> Response:
             raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
         planning = api.planning.budget(body["query"])  # off the event loop, bounded in size and time
         sql, tables = await planning.run(_prepare, body["query"], body.get("parameters"))
-        await api.catalog.load(tables)
-        catalog = api.catalog.snapshot(system=_SYSTEM_TABLE.search(sql) is not None)  # on the event loop
+        system = _SYSTEM_TABLE.search(sql) is not None
+        # INFORMATION_SCHEMA.COLUMNS lists every datasource's columns, not only those the statement names
+        await api.catalog.load(api.catalog.tables() if system else tables)
+        catalog = api.catalog.snapshot(system=system)  # on the event loop
         statement = await planning.run(plan_statement, sql, catalog, {**context, "queryId": query_id})
         plan = statement.plan
         encoding: dict[str, Any] = {

@@ -5,6 +5,7 @@ qualified names, SET prefixes, system tables), and the defects of the shape-matc
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -164,7 +165,12 @@ def test_set_prefix_time_zone_and_timestamp_types(cluster: dict[str, Any]) -> No
 
 def test_system_tables_name_their_columns(cluster: dict[str, Any]) -> None:  # noqa: F811
     url = cluster["broker"].url + "/druid/v2/sql"
-    segments = httpx.post(url, json={"query": "SELECT * FROM sys.segments LIMIT 1"}, timeout=60).json()
+    deadline = time.monotonic() + 60  # alone, this test may run before the broker has seen a segment
+    while not (
+        segments := httpx.post(url, json={"query": "SELECT * FROM sys.segments LIMIT 1"}, timeout=60).json()
+    ):
+        assert time.monotonic() < deadline, "no segment announced within 60 s"
+        time.sleep(0.5)
     assert {"segment_id", "datasource", "start", "end", "num_rows", "is_realtime"} <= set(segments[0])
     columns = httpx.post(
         url,
