@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Strata's tests and quickstart use (ZooKeeper, memcached) when missing.
+# Installs the Debian packages Strata's tests, quickstart and benchmarks use (ZooKeeper, memcached,
+# wrk for bench.throughput) when missing.
 set -euo pipefail
 need=()
 [ -r /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)  # bench.throughput's load generator
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
