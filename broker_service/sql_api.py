@@ -92,9 +92,13 @@ class BrokerCatalog:
         return CatalogSnapshot(names, columns, tuple(self.segments()), tuple(self.servers()))
 
     def segments(self) -> list[dict[str, Any]]:
+        view = self.broker.view
+        timelines = {name: view.timeline(name) for name in view.data_sources()}  # before the walk
         out = []
-        for sel in self.broker.view.selectors():
+        for sel in view.selectors():
             seg = sel.segment
+            timeline = timelines.get(seg.data_source)
+            overshadowed = timeline is not None and timeline.is_overshadowed(seg.interval, seg.version)
             out.append(
                 {
                     "segment_id": seg.id,
@@ -109,7 +113,7 @@ class BrokerCatalog:
                     "is_published": 1,
                     "is_available": int(bool(sel.servers)),
                     "is_realtime": int(not sel.is_historical),
-                    "is_overshadowed": 0,
+                    "is_overshadowed": int(overshadowed),
                 }
             )
         return out
@@ -120,6 +124,7 @@ class BrokerCatalog:
         ]
 
     def servers(self) -> list[dict[str, Any]]:
+        view = self.broker.view
         return [
             {
                 "server": s.name,
@@ -128,10 +133,10 @@ class BrokerCatalog:
                 "tls_port": -1,
                 "server_type": s.type,
                 "tier": s.tier,
-                "curr_size": None,
+                "curr_size": sum(seg.size for seg in view.segments_of(s.name).values()),
                 "max_size": s.max_size,
             }
-            for s in self.broker.view.servers()
+            for s in view.servers()
         ]
 
 
