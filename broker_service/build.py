@@ -10,6 +10,16 @@ from broker_service.inventory.base import ServerInventory
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.inventory.zk_inventory import ZkInventory
 from broker_service.server_view import BrokerServerView
+from discovery.addresses import AddressError
+from server_common.address_flags import node_address
+
+
+def broker_address(args: argparse.Namespace) -> str:
+    """The name the broker reports as its own (`host` of error bodies); it announces nothing."""
+    try:
+        return str(node_address(args))
+    except AddressError as e:
+        raise BrokerConfigError(str(e)) from None
 
 
 def build_broker(args: argparse.Namespace) -> Broker:
@@ -31,7 +41,7 @@ def build_broker(args: argparse.Namespace) -> Broker:
     if args.max_concurrent_queries < 1 or args.query_queue < 0:
         raise BrokerConfigError("--max-concurrent-queries must be >= 1 and --query-queue >= 0")
     settings = BrokerSettings(
-        host=f"{args.host}:{args.port}",
+        host=broker_address(args),
         max_concurrent_queries=args.max_concurrent_queries,
         query_queue=args.query_queue,
         merge_threads=max(1, args.merge_threads),

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 
+from server_common.address_flags import add_address_flags
 from server_common.lifecycle import add_drain_flag
 
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, default=8082, help="HTTP port (default 8082)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    add_address_flags(parser, 8082)
     parser.add_argument("--zk", default=None, help="ZooKeeper HOST:PORT,... (discovery zk)")
     parser.add_argument("--zk-base", default="/druid", help="ZooKeeper base path (default /druid)")
     parser.add_argument(
@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
         log.error("%s", e)
         return 2
     app = create_app(broker)
-    log.info("broker listening on http://%s:%d (%s discovery)", args.host, args.port, broker_kind(broker))
-    return serve(app, args.host, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port)
+    log.info("broker listening on http://%s:%d (%s discovery)", args.bind, args.port, broker_kind(broker))
+    return serve(app, args.bind, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port)
 
 
 def _supervise(args: argparse.Namespace, log: logging.Logger) -> int:
@@ -83,7 +83,7 @@ def _supervise(args: argparse.Namespace, log: logging.Logger) -> int:
         return 2
     flags = ["-P"] if sys.flags.safe_path else []
     argv = [sys.executable, *flags, "-m", "strata.cli", *sys.argv[1:], "--workers", "1", "--reuse-port"]
-    log.info("broker on http://%s:%d with %d worker processes", args.host, args.port, args.workers)
+    log.info("broker on http://%s:%d with %d worker processes", args.bind, args.port, args.workers)
     return supervise_workers(argv, args.workers, stop_timeout_s=args.drain_seconds + 15)
 
 

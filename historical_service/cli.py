@@ -45,11 +45,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         zk_base = ZkPaths(args.zk_base).base
+        name = advertised(args)  # refuses an address other hosts cannot reach
     except ValueError as e:
         print(f"strata historical: error: {e}", file=sys.stderr)
         return 2
     config = HistoricalConfig(
-        name=advertised(args.host, args.port),
+        name=name,
         deep_storage=Path(args.deep_storage),
         metadata=args.metadata,
         segment_cache=Path(args.segment_cache),
@@ -67,5 +68,5 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(config)
     # SIGTERM/SIGINT: leave ZooKeeper first (brokers stop sending queries), then drain and exit
     state = app.state.historical
-    return serve(app, args.host, args.port, drain_s=args.drain_seconds, log_level=args.log_level,
+    return serve(app, args.bind, args.port, drain_s=args.drain_seconds, log_level=args.log_level,
                  on_stop=lambda: leave_cluster(state))  # fmt: skip

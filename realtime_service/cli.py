@@ -47,11 +47,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = load_realtime_spec(args.spec)
         zk_base = ZkPaths(args.zk_base).base
+        name = advertised(args)  # refuses an address other hosts cannot reach
     except (SpecError, ValueError) as e:
         print(f"strata realtime: error: {e}", file=sys.stderr)
         return 2
     config = RealtimeConfig(
-        name=advertised(args.host, args.port),
+        name=name,
         spec=spec,
         base_dir=Path(args.base_dir),
         deep_storage=Path(args.deep_storage),
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     state = app.state.realtime
     return serve(
         app,
-        args.host,
+        args.bind,
         args.port,
         drain_s=args.drain_seconds,
         log_level=args.log_level,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from discovery.addresses import AddressError
+from server_common.address_flags import add_address_flags, node_address
+
 
 def add_data_node_flags(parser: argparse.ArgumentParser, port: int) -> None:
-    parser.add_argument("--port", type=int, default=port, help=f"HTTP port (default {port})")
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind and announce (default 127.0.0.1)"
-    )
+    add_address_flags(parser, port)
     parser.add_argument(
         "--zk", help="ZooKeeper HOST:PORT,...; without it, announce via the HTTP change feed only"
     )
@@ -23,10 +23,10 @@ def add_announce_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--priority", type=int, default=0, help="priority announced for this node")
 
 
-def advertised(host: str, port: int) -> str:
-    """`host:port` others reach this node at (the machine's name when bound to every address)."""
-    if host in ("0.0.0.0", "::", ""):
-        import socket
+def advertised(args: argparse.Namespace) -> str:
+    """`host:port` this node announces; raises AddressError (with the reason) when other hosts
+    could not reach it through the ZooKeeper it announces in."""
+    return str(node_address(args, announces_to=args.zk or None))
 
-        host = socket.gethostname()
-    return f"{host}:{port}"
+
+__all__ = ["AddressError", "add_announce_flags", "add_data_node_flags", "advertised"]
