@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from storage.deep_storage import DeepStorage, LocalDeepStorage
+    from storage.deep_storage import DeepStorage, LocalDeepStorage, open_deep_storage
     from storage.metadata_store import MetadataStore, MetadataStoreError, SegmentRecord
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "MetadataStore",
     "MetadataStoreError",
     "SegmentRecord",
+    "open_deep_storage",
     "open_metadata_store",
 ]
 
@@ -30,6 +31,7 @@ DEFAULT_METADATA = "var/metadata.db"
 _LAZY = {
     "DeepStorage": "storage.deep_storage",
     "LocalDeepStorage": "storage.deep_storage",
+    "open_deep_storage": "storage.deep_storage",
     "MetadataStore": "storage.metadata_store",
     "MetadataStoreError": "storage.metadata_store",
     "SegmentRecord": "storage.metadata_store",

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,7 +23,8 @@ def test_push_pull_delete_layout(tmp_path):
     )
     pushed = deep.push(staging, segment)
     where = tmp_path / "deep/w/2020-01-01T00:00:00.000Z_2020-01-02T00:00:00.000Z/2020-02-01T00:00:00.000Z/1"
-    assert pushed.load_spec == {"type": "local", "path": str(where / "index.parquet")}
+    sha256 = hashlib.sha256((where / "index.parquet").read_bytes()).hexdigest()
+    assert pushed.load_spec == {"type": "local", "path": str(where / "index.parquet"), "sha256": sha256}
     assert pushed.size == (where / "index.parquet").stat().st_size > 0
     descriptor = orjson.loads((where / "descriptor.json").read_bytes())
     assert DataSegment.from_json(descriptor) == segment and descriptor["shardSpec"]["partitions"] == 2

@@ -1,0 +1,99 @@
+"""A real S3 server for tests and benchmarks: moto's server mode (PyPI `moto[server]`) as a child process.
+
+It binds the host and port it is given (127.0.0.1 and a free port by default; a network
+namespace's address for the multi-host suite), is awaited on its HTTP API, and is stopped by its
+pid. moto keeps objects in memory, so `restart()` copies them out over the S3 API before the stop
+and back in after the start: the store is down in between, as a restarting S3 service is, and
+nothing is lost. moto accepts any credentials; `client_env()` gives dummy ones for the AWS chain.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from strata.local_servers import ServerStartError, _ChildServer, free_port
+
+ACCESS_KEY = "strata-test"
+SECRET_KEY = "strata-test-secret"
+REGION = "us-east-1"
+
+
+def client_env() -> dict[str, str]:
+    """Environment variables giving a client of this server credentials through the AWS chain
+    (and no instance-metadata lookups, which stall off EC2)."""
+    return {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+@dataclass
+class S3Server(_ChildServer):
+    """`S3Server(port, host=...).start()`; `endpoint` is the `--s3-endpoint` value."""
+
+    port: int = field(default_factory=free_port)
+    host: str = "127.0.0.1"
+    log: Path | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.address}"
+
+    def serving(self) -> bool:
+        try:
+            return httpx.get(self.endpoint + "/moto-api/", timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def start(self, timeout: float = 30.0) -> S3Server:
+        self._spawn([sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)], self.log)
+        self._wait_ready(self.serving, timeout, "moto S3 server")
+        return self
+
+    def create_bucket(self, name: str) -> None:
+        response = httpx.put(f"{self.endpoint}/{name}", timeout=10.0)
+        if response.status_code not in (200, 409):
+            raise ServerStartError(
+                f"creating bucket {name}: HTTP {response.status_code} {response.text[:200]}"
+            )
+
+    def filesystem(self) -> Any:
+        """A pyarrow S3 filesystem on this server (for tests to look at or damage objects directly)."""
+        from pyarrow import fs
+
+        return fs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, scheme="http",
+                               endpoint_override=self.address)  # fmt: skip
+
+    def restart(self, down_s: float = 0.0, timeout: float = 30.0) -> None:
+        """Stop, stay down `down_s` seconds, start on the same port with the same buckets and objects."""
+        from pyarrow import fs
+
+        s3 = self.filesystem()
+        with tempfile.TemporaryDirectory(prefix="s3-snapshot-") as tmp:
+            buckets = [b.path for b in s3.get_file_info(fs.FileSelector("/", recursive=False))]
+            saved: list[str] = []
+            for bucket in buckets:
+                for info in s3.get_file_info(fs.FileSelector(bucket, recursive=True)):
+                    if info.type == fs.FileType.File:
+                        fs.copy_files(info.path, f"{tmp}/{info.path}", source_filesystem=s3)
+                        saved.append(info.path)
+            self.stop()
+            time.sleep(down_s)
+            self.start(timeout)
+            for bucket in buckets:
+                self.create_bucket(bucket)
+            for path in saved:
+                fs.copy_files(f"{tmp}/{path}", path, destination_filesystem=s3)
