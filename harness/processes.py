@@ -52,10 +52,12 @@ class StrataProcess:
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     ignore_sigint: bool = False  # start it as a non-interactive shell starts a background job
+    host: str = "127.0.0.1"  # the address it binds and is reached at
+    command_prefix: list[str] = field(default_factory=list)  # e.g. `ip netns exec NS`: run it elsewhere
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -67,8 +69,8 @@ class StrataProcess:
         return self.proc.pid
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "strata.cli", self.subcommand, "--host", "127.0.0.1",
-                "--port", str(self.port), *self.args]  # fmt: skip
+        return [*self.command_prefix, sys.executable, "-m", "strata.cli", self.subcommand,
+                "--bind", self.host, "--port", str(self.port), *self.args]  # fmt: skip
 
     def start(self, *, wait: str | None = "/status/health", timeout: float = 30.0) -> StrataProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

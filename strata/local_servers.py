@@ -33,10 +33,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _ask(port: int, command: bytes, timeout: float = 1.0) -> bytes:
-    """Send a one-line text command to a loopback port and read the answer until close/timeout."""
+def _ask(port: int, command: bytes, timeout: float = 1.0, host: str = "127.0.0.1") -> bytes:
+    """Send a one-line text command to a port (loopback by default); read the answer until close/timeout."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as s:
             s.sendall(command)
             chunks = []
             while True:
@@ -122,11 +122,19 @@ class _ChildServer:
 
 @dataclass
 class ZooKeeperServer(_ChildServer):
-    """A standalone ZooKeeper 3.8 on 127.0.0.1 with a short tick so test sessions expire fast."""
+    """A standalone ZooKeeper 3.8 on 127.0.0.1 with a short tick so test sessions expire fast.
+
+    `host` and `command_prefix` (e.g. `ip netns exec NS`) run it on another (test) host."""
 
     data_dir: Path = Path("zk")
     heap: str = "256m"
     tick_ms: int = 500
+    host: str = "127.0.0.1"
+    command_prefix: tuple[str, ...] = ()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
 
     @staticmethod
     def available() -> bool:
@@ -134,7 +142,7 @@ class ZooKeeperServer(_ChildServer):
 
     def serving(self) -> bool:
         # `ruok` answers before the database is loaded; `srvr` prints Mode only once it serves.
-        return b"Mode: " in _ask(self.port, b"srvr")
+        return b"Mode: " in _ask(self.port, b"srvr", host=self.host)
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         if not self.available():
@@ -150,7 +158,7 @@ class ZooKeeperServer(_ChildServer):
                     "syncLimit=5",
                     f"dataDir={self.data_dir / 'data'}",
                     f"clientPort={self.port}",
-                    "clientPortAddress=127.0.0.1",
+                    f"clientPortAddress={self.host}",
                     "admin.enableServer=false",
                     "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons",
                     "maxClientCnxns=0",
@@ -162,6 +170,7 @@ class ZooKeeperServer(_ChildServer):
             )
         )
         argv = [
+            *self.command_prefix,
             "java",
             f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",
