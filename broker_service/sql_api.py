@@ -2,12 +2,15 @@
 
 Statements are planned by `strata_sql` and their native queries run through the broker's own
 runner (routing, caching, limits). Column types come from a segmentMetadata query through the
-same runner, kept for `CATALOG_TTL` seconds per datasource.
+same runner, kept for `CATALOG_TTL` seconds per datasource; past that a statement still plans with
+the kept columns while one refresh runs beside it (as Druid's broker refreshes its SQL schema in
+the background), so no statement waits on a metadata query but a datasource's first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 import urllib.parse
@@ -27,7 +30,7 @@ from query.base import Query, parse_query
 from query.errors import InvalidInput, QueryCancelled, QueryError, ResourceLimitExceeded, invalid
 from query.request_body import check_nesting
 from server_common.json_response import json_response
-from strata_sql import RESULT_FORMATS, encode_rows, plan_statement, referenced_tables
+from strata_sql import RESULT_FORMATS, PlannedStatement, encode_rows, plan_parsed, plan_statement
 from strata_sql.composed import DeferredPlan, Plan, broker_parts, natives
 from strata_sql.engine_errors import engine_error
 from strata_sql.formats import RowEncoder
@@ -39,6 +42,7 @@ from strata_sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
 
 CATALOG_TTL = 10.0
+log = logging.getLogger(__name__)
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 
 
@@ -48,6 +52,7 @@ class BrokerCatalog:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._columns: dict[str, tuple[float, dict[str, str]]] = {}
+        self._refreshing: dict[str, asyncio.Task[None]] = {}  # background refreshes, held until done
 
     def tables(self) -> Sequence[str]:
         return sorted(self.broker.view.data_sources())
@@ -57,30 +62,47 @@ class BrokerCatalog:
         return None if cached is None else cached[1]
 
     async def load(self, tables: Sequence[str]) -> None:
+        """Columns of `tables` known before planning: a datasource never seen is read now, one whose
+        columns are older than `CATALOG_TTL` is refreshed in the background."""
         known = set(self.broker.view.data_sources())
         now = time.monotonic()
         for table in tables:
             cached = self._columns.get(table)
             if table not in known or (cached is not None and now - cached[0] < CATALOG_TTL):
                 continue
-            query = parse_query(
-                {
-                    "queryType": "segmentMetadata",
-                    "dataSource": table,
-                    "intervals": [ETERNITY],
-                    "merge": True,
-                    "analysisTypes": [],
-                    "context": {"useCache": False},
-                }
-            )
-            result = await self.broker.runner.run(query)
-            rows = result.results if result.results is not None else orjson.loads(result.body or b"[]")
-            columns: dict[str, str] = {"__time": "LONG"}
-            for row in rows:
-                for name, info in sorted(row.get("columns", {}).items()):
-                    if name != "__time":
-                        columns[name] = str(info.get("type") or "STRING")
-            self._columns[table] = (now, columns)
+            if cached is None:
+                await self._refresh(table)
+            elif table not in self._refreshing:
+                self._refreshing[table] = asyncio.create_task(self._refresh_behind(table))
+
+    async def _refresh_behind(self, table: str) -> None:
+        try:
+            await self._refresh(table)
+        except Exception:  # the kept columns stay; the next statement past the TTL tries again
+            log.warning("refreshing the columns of [%s] failed; keeping the known ones", table, exc_info=True)
+        finally:
+            self._refreshing.pop(table, None)
+
+    async def _refresh(self, table: str) -> None:
+        started = time.monotonic()
+        query = parse_query(
+            {
+                "queryType": "segmentMetadata",
+                "dataSource": table,
+                "intervals": [ETERNITY],
+                "merge": True,
+                "analysisTypes": [],
+                "context": {"useCache": False},
+            }
+        )
+        result = await self.broker.runner.run(query)
+        rows = result.results if result.results is not None else orjson.loads(result.body or b"[]")
+        columns: dict[str, str] = {"__time": "LONG"}
+        for row in rows:
+            for name, info in sorted(row.get("columns", {}).items()):
+                if name != "__time":
+                    columns[name] = str(info.get("type") or "STRING")
+        self._columns[table] = (started, columns)
 
     def snapshot(self, *, system: bool) -> CatalogSnapshot:
         """What planning may read; the segment and server rows only for a statement reading the
@@ -203,12 +225,15 @@ def _decode_body(raw: bytes, kind: str) -> dict[str, Any]:
     return check_body(body)
 
 
-def _prepare(query: str, parameters: Any) -> tuple[str, list[str]]:
+def _prepare_and_plan(
+    query: str, parameters: Any, catalog: CatalogSnapshot, context: dict[str, Any]
+) -> tuple[str, PlannedStatement | None, list[str]]:
     """The statement with its parameters bound, checked by `strata_sql.guard` before anything
-    parses it, and the tables it reads: the first planning step, in a worker thread."""
+    parses it, then planned if the catalog knows the columns of every datasource it reads: all of
+    planning in one trip to a worker thread."""
     sql = bind(query, parameters)
     check_statement(sql)
-    return sql, referenced_tables(sql)
+    return (sql, *plan_parsed(sql, catalog, context))
 
 
 async def _parse_native(native: dict[str, Any]) -> Query:
@@ -227,6 +252,25 @@ class SqlApi:
         self.catalog = BrokerCatalog(broker)
         self.cancelled: dict[str, None] = {}  # recently cancelled SQL query ids, oldest first
         self.planning = PlanningPools()  # statements parse and plan off the event loop
+
+    async def plan(self, body: dict[str, Any], context: dict[str, Any]) -> PlannedStatement:
+        """Plan a request's statement off the event loop, bounded in size and time. The catalog is
+        snapshotted on the loop; a datasource whose columns are not known yet is read, then the
+        statement planned again (only a datasource's first statement pays that)."""
+        query = body["query"]
+        planning = self.planning.budget(query)
+        # INFORMATION_SCHEMA.COLUMNS lists every datasource's columns, not only those a statement names
+        system = _SYSTEM_TABLE.search(query) is not None
+        if system:
+            await self.catalog.load(self.catalog.tables())
+        snapshot = self.catalog.snapshot(system=system)
+        parameters = body.get("parameters")
+        sql, statement, tables = await planning.run(_prepare_and_plan, query, parameters, snapshot, context)
+        await self.catalog.load(tables)  # reads unknown columns now; refreshes stale ones behind
+        if statement is None:
+            snapshot = self.catalog.snapshot(system=system)
+            statement = await planning.run(plan_statement, sql, snapshot, context)
+        return statement
 
     async def run_native(self, native: dict[str, Any], query_id: str) -> list[Any]:
         if query_id in self.cancelled:
@@ -311,13 +355,7 @@ async def post_sql(request: Request) -> Response:
         fmt = body.get("resultFormat") or "object"
         if fmt not in RESULT_FORMATS:
             raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
-        planning = api.planning.budget(body["query"])  # off the event loop, bounded in size and time
-        sql, tables = await planning.run(_prepare, body["query"], body.get("parameters"))
-        system = _SYSTEM_TABLE.search(sql) is not None
-        # INFORMATION_SCHEMA.COLUMNS lists every datasource's columns, not only those the statement names
-        await api.catalog.load(api.catalog.tables() if system else tables)
-        catalog = api.catalog.snapshot(system=system)  # on the event loop
-        statement = await planning.run(plan_statement, sql, catalog, {**context, "queryId": query_id})
+        statement = await api.plan(body, {**context, "queryId": query_id})
         plan = statement.plan
         encoding: dict[str, Any] = {
             "fmt": fmt,

@@ -5,13 +5,14 @@ Pure planning over a catalog of columns; the broker runs the native queries thro
 """
 
 from strata_sql.formats import RESULT_FORMATS, encode_rows
-from strata_sql.statement import Catalog, PlannedStatement, plan_statement, referenced_tables
+from strata_sql.statement import Catalog, PlannedStatement, plan_parsed, plan_statement, referenced_tables
 
 __all__ = [
     "RESULT_FORMATS",
     "Catalog",
     "PlannedStatement",
     "encode_rows",
+    "plan_parsed",
     "plan_statement",
     "referenced_tables",
 ]

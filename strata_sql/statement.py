@@ -3,8 +3,9 @@ sys (answered from the broker's catalog with DuckDB), or with no FROM at all (`S
 
 from __future__ import annotations
 
+import contextlib
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -16,7 +17,7 @@ from query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, in
 from strata_sql.aggregate_split import split_aggregate
 from strata_sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata_sql.plan import SqlPlan
-from strata_sql.planner import parse_statement, plan_select
+from strata_sql.planner import Parsed, parse_statement, plan_select
 from strata_sql.relational import Relational, max_subquery_rows, plan_relational
 from strata_sql.session import current_zone, parse_time_zone, time_zone
 from strata_sql.subqueries import plan_composed
@@ -87,22 +88,45 @@ class PlannedStatement:
 def referenced_tables(sql: str) -> list[str]:
     """Datasources a statement reads (their columns must be in the catalog before planning)."""
     try:
-        tree = parse_statement(sql).tree
+        return tables_read(parse_statement(sql))
     except QueryError:
         return []  # planning reports the error
-    return [t.name for t in tree.find_all(exp.Table) if (t.db or "druid").lower() == "druid"]
 
 
-def plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
+def tables_read(parsed: Parsed) -> list[str]:
+    return [t.name for t in parsed.tree.find_all(exp.Table) if (t.db or "druid").lower() == "druid"]
+
+
+def plan_parsed(
+    sql: str, catalog: Catalog, context: Mapping[str, Any]
+) -> tuple[PlannedStatement | None, list[str]]:
+    """The statement's plan and the datasources it reads, from one parse; no plan when one of those
+    datasources has no columns in `catalog` yet (the caller reads them and plans again)."""
+    with _user_input():
+        parsed = parse_statement(sql)
+        tables = tables_read(parsed)
+    if any(t in catalog.tables() and catalog.columns(t) is None for t in tables):
+        return None, tables
+    return plan_statement(sql, catalog, context, parsed=parsed), tables
+
+
+def plan_statement(
+    sql: str, catalog: Catalog, context: Mapping[str, Any], *, parsed: Parsed | None = None
+) -> PlannedStatement:
+    with _user_input():
+        return _plan_statement(parsed or parse_statement(sql), catalog, context)
+
+
+@contextlib.contextmanager
+def _user_input() -> Iterator[None]:
+    """A statement shaped unlike anything planned for is the user's input, never a server error."""
     try:
-        return _plan_statement(sql, catalog, context)
+        yield
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
-        # a statement shaped unlike anything planned for: the user's input, never a server error
         raise invalid("Cannot plan the SQL statement: %s: %s", type(e).__name__, e) from None
 
 
-def _plan_statement(sql: str, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
-    parsed = parse_statement(sql)
+def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
     context = {**context, **parsed.settings}
     tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
