@@ -43,6 +43,7 @@ class S3Server(_ChildServer):
     port: int = field(default_factory=free_port)
     host: str = "127.0.0.1"
     log: Path | None = None
+    command_prefix: list[str] = field(default_factory=list)  # e.g. `ip netns exec NS`: on another host
 
     @property
     def address(self) -> str:
@@ -59,7 +60,19 @@ class S3Server(_ChildServer):
             return False
 
     def start(self, timeout: float = 30.0) -> S3Server:
-        self._spawn([sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)], self.log)
+        self._spawn(
+            [
+                *self.command_prefix,
+                sys.executable,
+                "-m",
+                "moto.server",
+                "-H",
+                self.host,
+                "-p",
+                str(self.port),
+            ],
+            self.log,
+        )
         self._wait_ready(self.serving, timeout, "moto S3 server")
         return self
 
