@@ -23,6 +23,7 @@ __all__ = [
     "SegmentRecord",
     "open_deep_storage",
     "open_metadata_store",
+    "redact_location",
 ]
 
 DEFAULT_DEEP_STORAGE = "var/deep-storage"
@@ -44,18 +45,36 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'storage' has no attribute {name!r}")
 
 
+def redact_location(location: str | Path) -> str:
+    """A `--metadata` or `--deep-storage` value fit to print: any password replaced by `***`."""
+    from storage.metadata_url import redact
+
+    return redact(str(location))
+
+
 def open_metadata_store(path_or_url: str | Path) -> MetadataStore:
-    """A store from a file path or URL: `x.db`, `sqlite:///x.db` today; `postgresql://` later."""
+    """The store `--metadata` names: a SQLite file (`x.db`, `sqlite:///x.db`) or PostgreSQL
+    (`postgresql://USER@HOST:PORT/DB`, password from PGPASSWORD, ~/.pgpass or a service file).
+
+    Every command that takes `--metadata` opens its store here. Both stores also offer `dialect`,
+    `transaction()` (a DB-API connection in one transaction) and `migrate(component, migrations)`
+    (storage.schema) for other modules' tables; PostgreSQL adds `subscribe(callback)`.
+    """
     from storage.metadata_store import MetadataStoreError
-    from storage.sqlite_store import SQLiteMetadataStore
+    from storage.metadata_url import is_postgres, redact
 
     text = str(path_or_url)
-    if text.startswith(("postgresql://", "postgres://")):
-        raise MetadataStoreError("PostgreSQL metadata store is not available yet; use a SQLite file path")
+    if is_postgres(text):
+        from storage.postgres_store import PostgresMetadataStore
+
+        return PostgresMetadataStore(text)
+    from storage.sqlite_store import SQLiteMetadataStore
+
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///") :]
     elif "://" in text:
         raise MetadataStoreError(
-            f"unsupported metadata store URL {text!r} (use a file path or sqlite:///path)"
+            f"unsupported metadata store URL {redact(text)!r} "
+            "(use a file path, sqlite:///path or postgresql://USER@HOST:PORT/DB)"
         )
     return SQLiteMetadataStore(text)

@@ -1,16 +1,20 @@
 """The metadata store interface: which segments exist and which of them are used.
 
 Nothing outside `storage` may know which database sits behind it: SQLite is the embedded default,
-PostgreSQL comes later for clusters, both behind this Protocol.
+PostgreSQL serves clusters, both behind this Protocol (one contract test suite runs on both).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from timeline import DataSegment, Interval
+
+if TYPE_CHECKING:
+    from storage.schema import Migration
 
 
 class MetadataStoreError(RuntimeError):
@@ -42,7 +46,56 @@ class MetadataStore(Protocol):
 
     def data_sources(self) -> list[str]: ...
 
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        """Call `callback` from another thread soon after the segments change (PostgreSQL NOTIFY);
+        a store without notifications (SQLite) never calls it and its readers poll."""
+        ...
+
+    # for other modules' tables in the same database (security's credentials, say)
+    @property
+    def dialect(self) -> str:
+        """ "sqlite" or "postgresql": which SQL `transaction()` speaks."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A DB-API connection inside one transaction (committed on exit, rolled back on error)."""
+        ...
+
+    def migrate(self, component: str, migrations: Sequence[Migration]) -> int:
+        """Create or upgrade a component's tables (storage.schema); returns its schema version."""
+        ...
+
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PublishPlan:
+    """What one publish changes: existing used segments it marks unused, and the new segments that
+    go in unused because a used segment of a higher version already covers them."""
+
+    stale: list[str]
+    lost: set[str]
+
+
+def plan_publish(new: Sequence[DataSegment], used: Sequence[DataSegment], *, overwrite: bool) -> PublishPlan:
+    """The overwrite rule both stores apply inside their publish transaction, given the used
+    segments of the new segments' data sources as that transaction sees them.
+
+    The higher version wins whichever publisher commits last: two jobs overwriting the same day
+    leave exactly one job's segments used, never a mix of both.
+    """
+    if not overwrite:
+        return PublishPlan([], set())
+    higher: dict[tuple[str, str], list[Interval]] = {}  # (data source, version): spans of newer used
+    for ds, version in {(n.data_source, n.version) for n in new}:
+        higher[(ds, version)] = _union(
+            [u.interval for u in used if u.data_source == ds and u.version > version]
+        )
+    lost = {
+        n.id for n in new
+        if any(span.contains(n.interval) for span in higher[(n.data_source, n.version)])
+    }  # fmt: skip
+    return PublishPlan([s.id for s in overshadowed_by(new, used)], lost)
 
 
 def overshadowed_by(new: Sequence[DataSegment], existing: Iterable[DataSegment]) -> list[DataSegment]:

@@ -8,33 +8,17 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 
-from storage.metadata_store import MetadataStoreError, SegmentRecord, overshadowed_by
+from storage.metadata_store import MetadataStoreError, SegmentRecord, plan_publish
+from storage.schema import Migration, migrate
+from storage.segments_schema import COMPONENT, MIGRATIONS, SCHEMA_VERSION
 from timeline import DataSegment, format_instant
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS druid_segments (
-    id TEXT PRIMARY KEY,
-    dataSource TEXT NOT NULL,
-    created_date TEXT NOT NULL,
-    start TEXT NOT NULL,
-    "end" TEXT NOT NULL,
-    partitioned INTEGER NOT NULL,
-    version TEXT NOT NULL,
-    used INTEGER NOT NULL,
-    payload BLOB NOT NULL,
-    used_status_last_updated TEXT
-);
-CREATE INDEX IF NOT EXISTS idx_druid_segments_datasource_used ON druid_segments (dataSource, used);
-"""
 
 
 def _now() -> str:
@@ -43,6 +27,8 @@ def _now() -> str:
 
 class SQLiteMetadataStore:
     """`MetadataStore` on a SQLite file; safe to share between threads and processes."""
+
+    dialect = "sqlite"
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):
         self.path = Path(path)
@@ -71,18 +57,22 @@ class SQLiteMetadataStore:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         with self._transaction():
-            found = conn.execute("PRAGMA user_version").fetchone()[0]
-            if found > SCHEMA_VERSION:
-                raise MetadataStoreError(
-                    f"metadata store {self.path} has schema version {found}, newer than this Strata "
-                    f"understands ({SCHEMA_VERSION}); upgrade Strata to open it"
-                )
-            if found == 0:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-            if found < SCHEMA_VERSION:
+            # files written before the version table existed kept their version in user_version
+            legacy = conn.execute("PRAGMA user_version").fetchone()[0]
+            migrate(conn, "sqlite", COMPONENT, MIGRATIONS, where=str(self.path), found=legacy)
+            if legacy != SCHEMA_VERSION:  # an older Strata reading user_version refuses this file
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def migrate(self, component: str, migrations: Sequence[Migration]) -> int:
+        """Create or upgrade another module's tables in this database (see storage.schema)."""
+        with self._transaction() as conn:
+            return migrate(conn, "sqlite", component, migrations, where=str(self.path))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A DB-API connection inside one write transaction, for another module's tables."""
+        with self._transaction() as conn:
+            yield conn
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -110,20 +100,19 @@ class SQLiteMetadataStore:
             for s in segments
         ]  # fmt: skip
         with self._transaction() as conn:
-            if overwrite:
-                sources = sorted({s.data_source for s in segments})
-                existing = [seg for ds in sources for seg in self._used(conn, ds)]
-                stale = [s.id for s in overshadowed_by(segments, existing)]
-                conn.executemany(
-                    "UPDATE druid_segments SET used = 0, used_status_last_updated = ? WHERE id = ?",
-                    [(now, i) for i in stale],
-                )
+            sources = sorted({s.data_source for s in segments})
+            used = [seg for ds in sources for seg in self._used(conn, ds)] if overwrite else []
+            plan = plan_publish(segments, used, overwrite=overwrite)
+            conn.executemany(
+                "UPDATE druid_segments SET used = 0, used_status_last_updated = ? WHERE id = ?",
+                [(now, i) for i in plan.stale],
+            )
             try:
                 conn.executemany(
                     'INSERT INTO druid_segments (id, dataSource, created_date, start, "end", partitioned,'
                     " version, used, payload, used_status_last_updated)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-                    rows,
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(*r[:7], int(r[0] not in plan.lost), *r[7:]) for r in rows],
                 )
             except sqlite3.IntegrityError as e:
                 raise MetadataStoreError(f"a segment with one of these ids is already published: {e}") from e
@@ -183,6 +172,9 @@ class SQLiteMetadataStore:
                 "SELECT DISTINCT dataSource FROM druid_segments WHERE used = 1 ORDER BY dataSource"
             ).fetchall()
         return [r[0] for r in rows]
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        """SQLite has no notifications: readers poll (`used_segments` is cheap while unchanged)."""
 
     def close(self) -> None:
         with self._lock:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
 from server_common.lifecycle import child_popen_kwargs
 
@@ -63,6 +63,7 @@ class _ChildServer:
     port: int
     proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
     tied: bool = field(default=False, kw_only=True)  # die with this process (server_common.lifecycle)
+    stop_signal: ClassVar[int] = signal.SIGTERM  # PostgreSQL's fast shutdown is SIGINT
 
     @property
     def address(self) -> str:
@@ -105,7 +106,7 @@ class _ChildServer:
         proc, self.proc = self.proc, None
         if proc is None or not _alive(proc):
             return
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(self.stop_signal)
         try:
             proc.wait(grace)
         except subprocess.TimeoutExpired:
