@@ -140,8 +140,9 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
     )  # fmt: skip
     state.control = control
     task = asyncio.create_task(control.run(), name="historical-control-loop")
+    await asyncio.sleep(0)  # let run() record its loop before notifications arrive
+    metadata.subscribe(control.wake_threadsafe)  # PostgreSQL NOTIFY on a publish; SQLite: polling
     if zk_view is not None:
-        await asyncio.sleep(0)  # let run() record its loop before watch callbacks arrive
         await asyncio.to_thread(zk_view.watch, control.wake_threadsafe)
     state.background = [task]
     if state.zk_announcer is not None:

@@ -63,6 +63,7 @@ class PostgresMetadataStore:
         self._sorted: dict[str | None, list[DataSegment]] = {}
         self._subscribers: list[Callable[[], None]] = []
         self._listener: Listener | None = None
+        self._subscribe_lock = threading.Lock()  # apart from `_lock`, which a slow query may hold
         self.migrate(COMPONENT, MIGRATIONS)
 
     # -- connections and transactions --------------------------------------------------------------
@@ -279,8 +280,9 @@ class PostgresMetadataStore:
     # -- notifications -----------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[], None]) -> None:
         """Call `callback` (from another thread) soon after any change to the segments, and after
-        the notification connection is lost and back, when changes may have been missed."""
-        with self._lock:
+        the notification connection is lost and back, when changes may have been missed. Returns at
+        once (the listening connection is made in its own thread), so an event loop may call it."""
+        with self._subscribe_lock:
             self._subscribers.append(callback)
             if self._listener is None:
                 self._listener = Listener(self._url, CHANNEL, self._changed)

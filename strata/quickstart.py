@@ -80,6 +80,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the broker's cache: lru (per-segment partials and whole answers, in the broker) or none",
     )
     parser.add_argument("--exit-after-query", action="store_true", help="stop after printing the table")
+    parser.add_argument(
+        "--metadata",
+        help="metadata store: a SQLite file or postgresql://USER@HOST:PORT/DB (default: DIR/metadata.db)",
+    )
     add_drain_flag(parser)
 
 
@@ -112,12 +116,16 @@ def _claim(work: Path, ports: list[int]) -> Iterator[None]:
         yield
 
 
-def _ingest(work: Path) -> None:
+def _metadata(args: argparse.Namespace, work: Path) -> str:
+    return str(args.metadata or work / "metadata.db")
+
+
+def _ingest(work: Path, metadata: str) -> None:
     from ingestion.api import ingest
     from storage import open_metadata_store
     from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
 
-    store = open_metadata_store(str(work / "metadata.db"))
+    store = open_metadata_store(metadata)
     try:
         if store.used_segments("wikipedia"):
             print("wikipedia already ingested: reusing it")
@@ -126,14 +134,18 @@ def _ingest(work: Path) -> None:
         store.close()
     spec = json.loads(WIKIPEDIA_INDEX_SPEC.read_text())
     spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(WIKIPEDIA_SAMPLE.parent)
-    summary = ingest(spec, deep_storage=work / "deep-storage", metadata=work / "metadata.db")
+    summary = ingest(spec, deep_storage=work / "deep-storage", metadata=metadata)
     print(f"ingested {summary.rows_ingested:,} rows into {len(summary.segments)} segment(s)")
 
 
-def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+def _spawn(argv: list[str], log: Path, metadata: str | None = None) -> subprocess.Popen[bytes]:
+    # the metadata store goes in the environment, never argv: a URL may carry a password, and a
+    # command line is visible to every user of the machine
+    env = {**os.environ, "STRATA_METADATA": metadata} if metadata else None
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-P", "-m", "strata.cli", *argv],  # -P: no cwd on sys.path
+            env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -217,8 +229,9 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
     from strata.local_servers import ServerStartError, ZooKeeperServer, free_port
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    _ingest(work)
-    store = open_metadata_store(str(work / "metadata.db"))
+    metadata = _metadata(args, work)
+    _ingest(work, metadata)
+    store = open_metadata_store(metadata)
     expected = len(store.used_segments("wikipedia"))
     store.close()
 
@@ -236,20 +249,20 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
         for i, port in enumerate(ports):
             argv = [
                 "historical", "--port", str(port), *discovery, *drain,
-                "--deep-storage", str(work / "deep-storage"), "--metadata", str(work / "metadata.db"),
+                "--deep-storage", str(work / "deep-storage"),
                 "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2",
             ]  # fmt: skip
-            children.append(_spawn(argv, work / f"historical-{i}.log"))
+            children.append(_spawn(argv, work / f"historical-{i}.log", metadata))
         nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
         if args.realtime_port:
             spec = work / "realtime-spec.json"
             spec.write_text(json.dumps(LIVE_SPEC, indent=2))
             argv = [
                 "realtime", "--port", str(args.realtime_port), *discovery, *drain, "--spec", str(spec),
-                "--deep-storage", str(work / "deep-storage"), "--metadata", str(work / "metadata.db"),
+                "--deep-storage", str(work / "deep-storage"),
                 "--base-dir", str(work / "realtime"),
             ]  # fmt: skip
-            children.append(_spawn(argv, work / "realtime.log"))
+            children.append(_spawn(argv, work / "realtime.log", metadata))
             nodes += f",127.0.0.1:{args.realtime_port}/realtime"
         broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
         broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain, "--cache", args.cache]
