@@ -246,3 +246,33 @@ def test_only_the_unforeseen_is_a_500_and_it_carries_no_engine_text() -> None:
     assert engine_error(ValueError("our own bug")).status == 500
     kept = InvalidInput("as planned")
     assert engine_error(kept) is kept and isinstance(engine_error(QueryError("x")), QueryError)
+
+
+_PIECES = ["(", ")", "[", "]", "CASE ", " END", "NOT ", "not ", "- ", "+", "~", "*", "/", "||", "<<", ",",
+           " x", " 1", "'(('", "-- ((\n", "/* NOT */", "SELECT ", " WHERE "]  # fmt: skip
+
+
+def _scan_verdict(sql: str) -> bool:
+    from strata_sql import guard
+
+    original = guard._within_limits_at_a_glance
+    guard._within_limits_at_a_glance = lambda _sql: False  # type: ignore[assignment]
+    try:
+        check_statement(sql)
+        return True
+    except InvalidInput:
+        return False
+    finally:
+        guard._within_limits_at_a_glance = original  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_glance_never_lets_through_what_the_scan_refuses(seed: int) -> None:
+    """The character-count shortcut may only skip the token scan where the scan would accept."""
+    from strata_sql.guard import _within_limits_at_a_glance
+
+    rng = random.Random(seed)
+    for _ in range(400):
+        sql = "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 300)))
+        if _within_limits_at_a_glance(sql):
+            assert _scan_verdict(sql), sql
