@@ -24,6 +24,7 @@ from starlette.routing import Route
 from broker_service.arrow_scan import arrow_scan_response
 from broker_service.broker import Broker
 from broker_service.cache_status import cache_status
+from broker_service.console_routes import console_routes
 from broker_service.datasource_info import (
     candidates,
     datasource_columns,
@@ -219,6 +220,7 @@ ROUTES = [
     Route("/status/health", health, methods=["GET"]),
     Route("/status/ready", ready, methods=["GET"]),
     Route("/metrics", prometheus, methods=["GET"]),
+    *console_routes(),
 ]
 
 

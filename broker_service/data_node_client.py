@@ -13,6 +13,7 @@ import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 import orjson
@@ -151,6 +152,14 @@ class DataNodeClient:
         except (pa.ArrowInvalid, OSError) as e:
             raise NodeFailure(server.name, f"truncated or invalid Arrow stream: {e}") from None
         return NodeResponse(server, table, missing, len(payload))
+
+    async def status(self, server: ServerMetadata, timeout_s: float = 2.0) -> Any:
+        """The node's `GET /status` body; raises aiohttp.ClientError, TimeoutError or ValueError."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s)
+        async with self._http().get(f"http://{server.host}/status", timeout=timeout) as response:
+            if response.status != 200:
+                raise ValueError(f"HTTP {response.status}")
+            return orjson.loads(await response.read())
 
     async def cancel(self, server: ServerMetadata, query_id: str) -> None:
         """Forward a cancellation; best effort (the node may already be done or gone)."""

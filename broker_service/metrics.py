@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -75,6 +76,8 @@ class BrokerMetrics:
         )
         self.running_queries = Gauge("strata_broker_running_queries", "Queries running now", registry=r)
         self.queued_queries = Gauge("strata_broker_queued_queries", "Queries waiting for a slot", registry=r)
+        self.native_queries = 0  # run by this broker (SQL statements' too), for /status/cluster's rates
+        self.node_requests: Tally[str] = Tally()  # requests to each data node, for /status/cluster
 
     def on_query(self, data_source: str, query_type: str, seconds: float, status: int) -> None:
         self.query_seconds.labels(query_type).observe(seconds)
@@ -82,6 +85,7 @@ class BrokerMetrics:
 
     def on_node_request(self, server: str, seconds: float, ok: bool) -> None:
         self.node_request_seconds.labels(server).observe(seconds)
+        self.node_requests[server] += 1
         self.druid.on_node(server, seconds)
         if not ok:
             self.node_failures.labels(server).inc()

@@ -88,6 +88,8 @@ class QueryRunner:
     async def run(self, query: Query) -> QueryResult:
         """Run `query`; raises QueryError subclasses (timeout, cancelled, missing segments, limits)."""
         query_id = query.context.query_id
+        if self.metrics is not None:
+            self.metrics.native_queries += 1
         task = asyncio.create_task(self._run_with_timeout(query))
         entry = _Running(task)
         self._running[query_id] = entry

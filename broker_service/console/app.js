@@ -1,0 +1,60 @@
+// The console's entry point: pages chosen by the URL's #fragment, the cluster line in the header,
+// and a refresh every few seconds of the page on screen (never of the Query page).
+
+import { getJson } from "./api.js";
+import { refreshCache, refreshDatasources, refreshIngestion, refreshServers } from "./pages.js";
+import { initQueryPage } from "./query_page.js";
+
+const REFRESH_MS = 5000;
+const PAGES = ["query", "datasources", "servers", "cache", "ingestion"];
+const REFRESH = { datasources: refreshDatasources, servers: refreshServers, cache: refreshCache, ingestion: refreshIngestion };
+
+let timer = null;
+let query = null;
+
+async function refresh(page) {
+  const fn = REFRESH[page];
+  if (!fn) return;
+  const body = document.querySelector(`#page-${page}`);
+  body.dataset.loading = "true";
+  try {
+    await fn();
+  } finally {
+    delete body.dataset.loading;
+    body.dataset.loaded = String(Date.now());
+  }
+}
+
+function show() {
+  const page = PAGES.includes(location.hash.slice(1)) ? location.hash.slice(1) : "query";
+  for (const name of PAGES) document.querySelector(`#page-${name}`).hidden = name !== page;
+  document.querySelectorAll("#nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === page));
+  document.title = `Strata console · ${page[0].toUpperCase()}${page.slice(1)}`;
+  clearInterval(timer);
+  if (page === "query") {
+    query.loadSchema();
+    return;
+  }
+  refresh(page);
+  timer = setInterval(() => { if (!document.hidden) refresh(page); }, REFRESH_MS);
+}
+
+async function clusterLine() {
+  const line = document.querySelector("#cluster-line");
+  try {
+    const status = await getJson("status");
+    line.textContent = `broker ${status.version} · ${status.servers} data servers · ${status.segments} segments` +
+      (status.inventory && status.inventory.connected === false ? " · inventory disconnected" : "");
+  } catch (error) {
+    line.textContent = `broker unreachable: ${error.message}`;
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  query = initQueryPage();
+  document.querySelectorAll("[data-refresh]").forEach((b) => b.addEventListener("click", () => refresh(b.dataset.refresh)));
+  window.addEventListener("hashchange", show);
+  show();
+  clusterLine();
+  setInterval(() => { if (!document.hidden) clusterLine(); }, REFRESH_MS * 2);
+});
