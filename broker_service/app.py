@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -31,6 +32,7 @@ from broker_service.datasource_info import (
     datasource_columns_full,
     default_interval,
 )
+from broker_service.fast_path import MEMO_OFFER, WholeAnswerPath, memo_answer
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
@@ -83,6 +85,7 @@ async def post_query(request: Request) -> Response:
         if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
             status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
             return await arrow_scan_response(broker, query, dict(headers))
+        version = broker.view.version  # before planning: a change meanwhile leaves the offer stale
         async with broker.admission.admit():
             result = await broker.runner.run(query)
         headers[RESPONSE_CONTEXT_HEADER] = encode_response_context(result.response_context)
@@ -93,6 +96,8 @@ async def post_query(request: Request) -> Response:
                 status = 304
                 return Response(status_code=304, headers=dict(headers))
         response = _answer(result, pretty, dict(headers))
+        if result.etag is not None and query.context.use_result_level_cache and not pretty:
+            await _offer_to_memo(request, query, response, version)
         metrics.queries.labels(query_type, "200").inc()
         status = 200
         return response
@@ -108,6 +113,15 @@ async def post_query(request: Request) -> Response:
         raise unknown_exception(e, broker.settings.host) from e
     finally:
         metrics.on_query(data_source, query_type, time.monotonic() - started, status)
+
+
+async def _offer_to_memo(request: Request, query: Query, response: Response, version: int) -> None:
+    """An answer the result-level cache may give, offered to the fast path's memo."""
+    named = query.context.query_id if "queryId" in query.context.raw else None
+    body = bytes(response.body)
+    request_bytes = len(await request.body())  # already read: the body Starlette keeps
+    request.scope[MEMO_OFFER] = memo_answer(version, body, response.raw_headers, named, query.data_source,
+                                            query.query_type, request_bytes)  # fmt: skip
 
 
 async def cancel_query(request: Request) -> Response:
@@ -234,7 +248,9 @@ def create_app(broker: Broker) -> Starlette:
             await broker.stop()
 
     handlers = {**druid_error_handlers(broker.settings.host), QueryError: query_error}
-    app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=handlers)
+    # the fast path sits inside the error middleware and outside routing (broker_service.fast_path)
+    fast = [Middleware(WholeAnswerPath, broker=broker)]
+    app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=handlers, middleware=fast)
     app.state.broker = broker
     app.state.sql_api = SqlApi(broker)
     return app

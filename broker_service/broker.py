@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker_service.admission import Admission
+from broker_service.answer_memo import AnswerMemo
 from broker_service.cache_status import CacheCollector, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.inventory.base import ServerInventory
@@ -77,6 +78,8 @@ class Broker:
             lost=lambda: view.lost_segment_count,
         )
         self.cache_kind = cache_kind
+        # whole answers by raw request body, beside the result-level cache (broker_service.fast_path)
+        self.answer_memo = AnswerMemo() if result_cache is not None else None
         self.scan_types = SegmentColumnTypes()  # for streamed Arrow scans
         self.segment_cache = cache_policy if isinstance(cache_policy, SegmentCache) else None
         per_source = lambda: Counter(s.segment.data_source for s in view.selectors())  # noqa: E731
