@@ -12,7 +12,9 @@ HELP = "Ingest a batch of data (Druid native batch spec or flags) into segments"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", help="Druid ingestion spec JSON (index_parallel / index)")
     parser.add_argument("--deep-storage", default="var/deep-storage", help="deep storage directory")
-    parser.add_argument("--metadata", default="var/metadata.db", help="metadata store (SQLite file)")
+    parser.add_argument(
+        "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
+    )
     parser.add_argument(
         "--engine",
         default="auto",

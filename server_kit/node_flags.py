@@ -15,7 +15,9 @@ def add_data_node_flags(parser: argparse.ArgumentParser, port: int) -> None:
     )
     parser.add_argument("--zk-base", default="/druid", help="ZooKeeper base path (default /druid)")
     parser.add_argument("--deep-storage", default="var/deep-storage", help="deep storage directory")
-    parser.add_argument("--metadata", default="var/metadata.db", help="metadata store (SQLite file)")
+    parser.add_argument(
+        "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
+    )
 
 
 def add_announce_flags(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,9 @@ HELP = "List segments in the metadata store, drop (mark unused) or restore them"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["list", "drop", "restore"])
     parser.add_argument("ids", nargs="*", help="segment ids (drop/restore)")
-    parser.add_argument("--metadata", default="var/metadata.db", help="metadata store (SQLite file)")
+    parser.add_argument(
+        "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
+    )
     parser.add_argument("--datasource", help="only this data source")
     parser.add_argument("--interval", help="only segments overlapping this ISO interval")
     parser.add_argument("--all", action="store_true", help="list: include unused segments")
