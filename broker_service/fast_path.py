@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from broker_service.answer_memo import MAX_BODY_BYTES, MemoAnswer
-from security.http import GUARD_KEY  # in the scope when security is on: the handler authorizes
 
 if TYPE_CHECKING:
     from broker_service.broker import Broker
@@ -26,6 +25,8 @@ if TYPE_CHECKING:
 QUERY_PATHS = frozenset({"/druid/v2", "/druid/v2/"})
 MEMO_OFFER = "strata.memo_offer"  # scope key: the handler's answer, offered to the memo
 QUERY_ID_LINE = b"x-druid-query-id"
+# in the scope when security is on (security.http puts its guard there): the handler authorizes
+GUARD_KEY = "strata.guard"
 
 
 class WholeAnswerPath:

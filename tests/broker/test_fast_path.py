@@ -15,12 +15,11 @@ import pytest
 from broker_service.answer_memo import MAX_BODY_BYTES, AnswerMemo, MemoAnswer
 from broker_service.app import create_app
 from broker_service.broker import Broker, BrokerSettings
-from broker_service.fast_path import _eligible
+from broker_service.fast_path import GUARD_KEY, _eligible
 from broker_service.result_cache import ResultLevelCache
 from broker_service.segment_cache import build_cache_policy
 from cache import CacheKey
 from query.base import register
-from security.http import GUARD_KEY
 from tests.broker.helpers import SumQuery, serve
 from tests.broker.test_query_runner import DAYS, WEEK, Cluster, oracle
 
