@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class HistoricalConfig:
     name: str  # host:port this node is reached at and announced as
-    deep_storage: Path
+    deep_storage: str | Path  # a directory, file://DIR or s3://BUCKET/PREFIX
     metadata: str
     segment_cache: Path
     zk: str | None = None
@@ -60,6 +60,8 @@ class HistoricalConfig:
     zk_session_timeout_s: float = 10.0
     server_type: ServerType = ServerType.HISTORICAL
     segment_cache_format: str = "arrow"  # "parquet": queries decode the deep-storage files instead
+    s3_endpoint: str | None = None  # an S3-compatible store's endpoint (deep_storage s3://...)
+    s3_region: str | None = None
 
 
 @dataclass
@@ -92,6 +94,7 @@ def _status_routes(state: HistoricalState) -> list[BaseRoute]:
             "segments": len(state.served),
             "assigned": len(control.assigned) if control else 0,
             "failedLoads": len(control.loader.failures) if control else 0,
+            "loadFailures": control.loader.failure_report() if control else [],
             "members": sorted(control.members) if control else [],
             "zookeeper": state.config.zk is not None,
             "zkReannouncements": state.zk_announcer.resyncs if state.zk_announcer else 0,
@@ -116,12 +119,13 @@ def _status_routes(state: HistoricalState) -> list[BaseRoute]:
 
 @contextlib.asynccontextmanager
 async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
-    from storage import LocalDeepStorage, open_metadata_store
+    from storage import open_deep_storage, open_metadata_store
 
     c = state.config
     metadata = await asyncio.to_thread(open_metadata_store, c.metadata)
     arrow = c.segment_cache_format == "arrow"
-    loader = SegmentLoader(c.segment_cache, LocalDeepStorage(c.deep_storage), arrow=arrow)
+    deep = open_deep_storage(c.deep_storage, s3_endpoint=c.s3_endpoint, s3_region=c.s3_region)
+    loader = SegmentLoader(c.segment_cache, deep, arrow=arrow)
     targets: list[SegmentAnnouncer] = [state.history]
     cluster: ClusterView = StaticClusterView({c.name})
     zk_view: ZkClusterView | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from security.settings import add_security_flags
 from server_common.lifecycle import add_drain_flag
 from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
 
@@ -30,6 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drop-delay", type=float, default=30.0,
                         help="seconds a dropped segment's files outlive queries reading them")  # fmt: skip
     add_drain_flag(parser)
+    add_security_flags(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
 
     from discovery import ServerType, ZkPaths
     from historical_service.app import HistoricalConfig, create_app, leave_cluster
+    from security.guard import SecurityStartError, start_security
+    from security.http import secure_data_node
     from server_common.lifecycle import serve
+    from storage.deep_storage import DeepStorageError
+    from storage.deep_storage_flags import deep_storage_from_args
 
     if args.replicas < 1 or args.poll_period <= 0 or not 0 < args.port < 65536:
         print("strata historical: error: --replicas >= 1, --poll-period > 0 and a valid --port are required",
@@ -46,12 +52,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         zk_base = ZkPaths(args.zk_base).base
         name = advertised(args)  # refuses an address other hosts cannot reach
-    except ValueError as e:
+        deep_storage_from_args(args)  # a deep storage URL it cannot use fails here, not at start-up
+    except (ValueError, DeepStorageError) as e:
+        print(f"strata historical: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        _, guard = start_security(args, "historical")  # the internal identity only, with an authenticator
+    except SecurityStartError as e:
         print(f"strata historical: error: {e}", file=sys.stderr)
         return 2
     config = HistoricalConfig(
         name=name,
-        deep_storage=Path(args.deep_storage),
+        deep_storage=args.deep_storage,
+        s3_endpoint=args.s3_endpoint,
+        s3_region=args.s3_region,
         metadata=args.metadata,
         segment_cache=Path(args.segment_cache),
         zk=args.zk or None,
@@ -66,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         segment_cache_format=args.segment_cache_format,
     )
     app = create_app(config)
+    secure_data_node(app, guard, name)
     # SIGTERM/SIGINT: leave ZooKeeper first (brokers stop sending queries), then drain and exit
     state = app.state.historical
     return serve(app, args.bind, args.port, drain_s=args.drain_seconds, log_level=args.log_level,

@@ -4,8 +4,10 @@ Layout: `<cache>/<segment id>/index.parquet`, and with `arrow=True` its memory-m
 `index.arrow` beside it (see `arrow_copy`), which queries read instead. A copy lands in
 `<cache>/.tmp/` first and is renamed into place only once its size matches the descriptor and its
 Parquet footer reads, so a segment in its final place is always whole; on restart such a segment
-is reused without copying. Failed loads are retried with exponential backoff (per segment) and
-never announced. Copies run in a small thread pool.
+is reused without copying. Deep storage checks each copy's size and SHA-256 against its loadSpec
+as it pulls (`storage.deep_storage.check_copy`). Failed loads are retried with exponential backoff
+(per segment), never announced, and listed with their reason in `/status` (`loadFailures`).
+Copies run in a small thread pool.
 """
 
 from __future__ import annotations
@@ -99,6 +101,13 @@ class SegmentLoader:
         if not self.failures:
             return None
         return min(f.retry_at for f in self.failures.values()) - time.monotonic()
+
+    def failure_report(self, limit: int = 50) -> list[dict[str, object]]:
+        """The segments whose load failed (not announced, retried later) and why, for `/status`."""
+        return [
+            {"segment": sid, "attempts": f.attempts, "error": f.error}
+            for sid, f in sorted(self.failures.items())[:limit]
+        ]
 
     def forget_failures(self, keep: set[str]) -> None:
         """Drop the failure records of segments no longer wanted here."""

@@ -14,8 +14,9 @@ from ingestion.summary import IngestionSummary, Progress, human_size
 from storage import (
     DEFAULT_DEEP_STORAGE,
     DEFAULT_METADATA,
-    LocalDeepStorage,
+    DeepStorage,
     MetadataStore,
+    open_deep_storage,
     open_metadata_store,
 )
 
@@ -61,7 +62,7 @@ def read_spec_file(path: str | Path, what: str = "ingestion spec") -> Any:
 def ingest(
     spec: IngestionSpec | Mapping[str, Any] | str | Path,
     *,
-    deep_storage: str | Path | LocalDeepStorage = DEFAULT_DEEP_STORAGE,
+    deep_storage: str | Path | DeepStorage = DEFAULT_DEEP_STORAGE,
     metadata: str | Path | MetadataStore = DEFAULT_METADATA,
     engine: str = "auto",
     progress: Progress | None = None,
@@ -69,12 +70,16 @@ def ingest(
     spark_master: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
     auto_threshold: int = AUTO_SPARK_BYTES,
+    s3_endpoint: str | None = None,
+    s3_region: str | None = None,
 ) -> IngestionSummary:
     """Run one batch ingestion and publish its segments; raises `IngestionError` (nothing published).
 
     `engine`: local, spark, or auto (spark from `auto_threshold` input bytes up; the summary says
     which ran and why). With spark, `spark` is a session to use (left running), else one is started
     on `spark_master` (default local[*]) with `spark_conf` and stopped afterwards.
+    `deep_storage`: a directory, `file://DIR` or `s3://BUCKET/PREFIX` (with `s3_endpoint` and
+    `s3_region` for S3-compatible stores), or an opened `DeepStorage`.
     """
     parsed = load_spec(spec)
     if engine not in ENGINES:
@@ -82,7 +87,11 @@ def ingest(
     reason = ""
     if engine == "auto":
         engine, reason = choose_engine(parsed, auto_threshold)
-    deep = deep_storage if isinstance(deep_storage, LocalDeepStorage) else LocalDeepStorage(deep_storage)
+    deep = (
+        open_deep_storage(deep_storage, s3_endpoint=s3_endpoint, s3_region=s3_region)
+        if isinstance(deep_storage, (str, Path))
+        else deep_storage
+    )
     store = open_metadata_store(metadata) if isinstance(metadata, (str, Path)) else metadata
     try:
         if engine == "spark":

@@ -6,12 +6,14 @@ import argparse
 import sys
 from typing import Any
 
+from storage.deep_storage_flags import add_deep_storage_flags
+
 HELP = "Ingest a batch of data (Druid native batch spec or flags) into segments"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", help="Druid ingestion spec JSON (index_parallel / index)")
-    parser.add_argument("--deep-storage", default="var/deep-storage", help="deep storage directory")
+    add_deep_storage_flags(parser)
     parser.add_argument(
         "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
     )
@@ -130,6 +132,7 @@ def spec_from_flags(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from ingestion.errors import IngestionError
     from ingestion.report import RichProgress, print_summary
+    from storage.deep_storage import DeepStorageError
     from storage.metadata_store import MetadataStoreError
 
     try:
@@ -146,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
             summary = ingest(
                 spec,
                 deep_storage=args.deep_storage,
+                s3_endpoint=args.s3_endpoint,
+                s3_region=args.s3_region,
                 metadata=args.metadata,
                 engine=engine,
                 progress=progress,
@@ -156,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if progress is not None:
                 progress.stop()
-    except (IngestionError, MetadataStoreError, ValueError, OSError) as e:
+    except (IngestionError, MetadataStoreError, DeepStorageError, ValueError, OSError) as e:
         print(f"strata ingest: error: {e}", file=sys.stderr)
         return 1
     print_summary(summary, as_json=args.json)

@@ -29,7 +29,7 @@ from ingestion.segment_build import StagedSegment, build_segments, new_version, 
 from ingestion.spec import DimensionSpec, IngestionSpec
 from ingestion.staged_rows import Piece, read_pieces, write_pieces
 from ingestion.summary import IngestionSummary, NoProgress, Progress
-from storage.deep_storage import LocalDeepStorage
+from storage.deep_storage import DeepStorage
 from storage.metadata_store import MetadataStore
 from timeline import DataSegment
 
@@ -139,7 +139,7 @@ def _build(
 
 
 def run_local(
-    spec: IngestionSpec, deep: LocalDeepStorage, store: MetadataStore, progress: Progress | None = None
+    spec: IngestionSpec, deep: DeepStorage, store: MetadataStore, progress: Progress | None = None
 ) -> IngestionSummary:
     progress = progress or NoProgress()
     began = time.monotonic()

@@ -10,6 +10,7 @@ pushed if anything fails, so nothing is ever half-published.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,10 +29,12 @@ from ingestion.partitioning import plan_partitions
 from ingestion.rollup import CHUNK, segment_order, segment_rows
 from ingestion.spec import DimensionSpec, HashedPartitions, IngestionSpec, PartitionsSpec, RangePartitions
 from ingestion.summary import NoProgress, Progress, SegmentWritten
-from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
+from storage.deep_storage import SEGMENT_FILE, DeepStorage
 from storage.metadata_store import MetadataStore
 from storage.segment_file import ROW_GROUP_ROWS, write_segment_pieces
 from timeline import DataSegment, Interval, format_instant, parse_instant
+
+log = logging.getLogger(__name__)
 
 _WORKERS = min(4, os.cpu_count() or 1)
 
@@ -41,11 +44,12 @@ ChunkTarget = tuple[Interval, str, int, int | None]
 
 @dataclass(frozen=True)
 class StagedSegment:
-    """A segment file written in staging, not yet in deep storage nor published."""
+    """A segment file written in staging (or pushed by a Spark task), not yet published."""
 
-    segment: DataSegment  # no loadSpec or size yet
+    segment: DataSegment  # no loadSpec or size yet, unless `pushed`
     directory: str  # holds index.parquet
     rows: int
+    pushed: bool = False  # pushed by the task that built it, waiting for the driver's publish
 
 
 def new_version(existing: Sequence[DataSegment]) -> str:
@@ -165,23 +169,47 @@ def build_segments(
 
 
 def publish_segments(
-    deep: LocalDeepStorage, store: MetadataStore, staged: Sequence[StagedSegment], *, overwrite: bool
+    deep: DeepStorage, store: MetadataStore, staged: Sequence[StagedSegment], *, overwrite: bool
 ) -> list[SegmentWritten]:
-    """Move staged segments into deep storage and publish them all in one transaction.
+    """Push staged segments into deep storage (those a task pushed already keep their place) and
+    publish them all in one transaction: the publish comes last, so a segment is never used
+    before its file is whole in deep storage.
 
-    On any failure (or interrupt) the segments already moved are deleted again and nothing is
+    On any failure (or interrupt) every pushed segment is deleted again and nothing is
     published; the caller removes its staging directory either way.
     """
-    pushed: list[SegmentWritten] = []
+    pushed: list[SegmentWritten] = [SegmentWritten(s.segment, s.rows) for s in staged if s.pushed]
     try:
         for s in staged:
-            pushed.append(SegmentWritten(deep.push(Path(s.directory), s.segment), s.rows))
+            if not s.pushed:
+                pushed.append(SegmentWritten(deep.push(Path(s.directory), s.segment), s.rows))
         store.publish([w.segment for w in pushed], overwrite=overwrite)
     except BaseException:
-        for w in pushed:
-            deep.delete(w.segment)
+        discard(deep, [w.segment for w in pushed])
         raise
     return pushed
+
+
+def push_staged(deep: DeepStorage, staged: Sequence[StagedSegment]) -> list[StagedSegment]:
+    """Push segments where they were built (a Spark task whose local disk the driver cannot
+    read); the driver publishes them, or `discard`s them if the job fails."""
+    out: list[StagedSegment] = []
+    try:
+        for s in staged:
+            out.append(StagedSegment(deep.push(Path(s.directory), s.segment), "", s.rows, pushed=True))
+    except BaseException:
+        discard(deep, [s.segment for s in out])
+        raise
+    return out
+
+
+def discard(deep: DeepStorage, segments: Sequence[DataSegment]) -> None:
+    """Delete pushed, unpublished segments, best effort (`strata segments cleanup` finds the rest)."""
+    for seg in segments:
+        try:
+            deep.delete(seg)
+        except Exception as e:
+            log.warning("could not delete unpublished segment %s from deep storage: %s", seg.id, e)
 
 
 def _combined_and_ordered(rows: pa.Table, dims: list[DimensionSpec]) -> tuple[pa.Table, pa.UInt64Array]:

@@ -20,14 +20,23 @@ Two Spark stages over the local engine's own pieces:
 The driver then moves the staged segments into place and publishes them in one transaction
 (`segment_build.publish_segments`); on any failure it removes the staging directory and whatever
 it had pushed, so nothing is ever half-published.
+
+With deep storage on S3 (`deep.tasks_push`) executors share no filesystem: a read task uploads its
+rows file under the bucket's staging prefix and a build task downloads the files it needs, builds
+on its local disk and pushes its segments straight to S3 under keys of their own; the driver only
+publishes them. Objects of a job that dies before its publish are named by no metadata row, and
+`strata segments cleanup` removes them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +49,14 @@ from ingestion.local_engine import check_granularity, nothing_to_ingest
 from ingestion.normalize import MAX_KEPT_PROBLEMS
 from ingestion.prepare import allowed_chunks, prepare_block
 from ingestion.readers import resolve_inputs
-from ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments
+from ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments, push_staged
 from ingestion.spec import DimensionSpec, IngestionSpec
 from ingestion.splits import InputSplit, read_split, split_inputs
 from ingestion.staged_rows import Piece, read_pieces, write_pieces
 from ingestion.summary import IngestionSummary, NoProgress, Progress
-from storage.deep_storage import LocalDeepStorage
+from storage.deep_storage import DeepStorage
 from storage.metadata_store import MetadataStore
+from storage.s3_deep_storage import S3DeepStorage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -111,7 +121,7 @@ def session_defaults(master: str) -> dict[str, str]:
 
 def run_spark(
     spec: IngestionSpec,
-    deep: LocalDeepStorage,
+    deep: DeepStorage,
     store: MetadataStore,
     progress: Progress | None = None,
     *,
@@ -139,7 +149,7 @@ def _run(
     spark: SparkSession,
     spec: IngestionSpec,
     splits: list[InputSplit],
-    deep: LocalDeepStorage,
+    deep: DeepStorage,
     store: MetadataStore,
     progress: Progress,
 ) -> IngestionSummary:
@@ -148,12 +158,13 @@ def _run(
     sc = spark.sparkContext
     allowed = allowed_chunks(spec)
     job = deep.staging_dir()
+    remote = _TaskStorage(deep, uuid.uuid4().hex) if isinstance(deep, S3DeepStorage) else None
     try:
         progress.phase("spark: read")
         stats: list[SplitStats] = _spark_call(
             lambda: (
                 sc.parallelize(list(enumerate(splits)), len(splits))
-                .map(lambda item: _read_split(item[0], item[1], spec, allowed, job))
+                .map(lambda item: _read_split(item[0], item[1], spec, allowed, job, remote))
                 .collect()
             )
         )
@@ -173,7 +184,7 @@ def _run(
                 sc.parallelize(work, len(work))
                 .mapPartitionsWithIndex(
                     lambda i, lists: _build_task(
-                        i, [p for ps in lists for p in ps], spec, dims, existing, version, job
+                        i, [p for ps in lists for p in ps], spec, dims, existing, version, job, remote
                     )
                 )
                 .collect()
@@ -186,6 +197,8 @@ def _run(
         summary.segments = publish_segments(deep, store, staged, overwrite=not spec.append)
     finally:
         shutil.rmtree(job, ignore_errors=True)
+        if remote is not None:
+            remote.deep.drop_staging(remote.job)
     summary.seconds = time.monotonic() - began
     return summary
 
@@ -252,15 +265,37 @@ def _task_message(text: str) -> str:
     return next((ln.strip() for ln in lines if ln.strip()), text)
 
 
+@dataclass(frozen=True)
+class _TaskStorage:
+    """S3 deep storage as tasks use it: rows handed over through the job's staging prefix,
+    segments pushed by the task that built them."""
+
+    deep: S3DeepStorage
+    job: str
+
+
 # -- executor side ---------------------------------------------------------------------------------
 def _read_split(
-    index: int, split: InputSplit, spec: IngestionSpec, allowed: np.ndarray | None, job: Path
+    index: int,
+    split: InputSplit,
+    spec: IngestionSpec,
+    allowed: np.ndarray | None,
+    job: Path,
+    remote: _TaskStorage | None = None,
 ) -> SplitStats:
     """Stage 1 task: the split's prepared rows into IPC files (per block, sorted by chunk)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
+    if remote is not None:  # the executor's own disk, uploaded below
+        local = Path(tempfile.mkdtemp(prefix="strata-rows-"))
+        try:
+            stats = _read_split(index, split, spec, allowed, local)
+            stats.pieces = _upload_pieces(remote, stats.pieces)
+            return stats
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
     out = job / "rows"
     out.mkdir(parents=True, exist_ok=True)
     stats = SplitStats(index, list(spec.dimensions.dimensions))
@@ -287,13 +322,43 @@ def _build_task(
     existing: Sequence[Any],
     version: str,
     job: Path,
+    remote: _TaskStorage | None = None,
 ) -> Iterator[StagedSegment]:
     """Stage 2 task: the whole time chunks it was given -> staged segment files."""
     from pyspark import TaskContext
 
     if not pieces:
         return
-    parts = read_pieces(pieces, dims)  # input order, as the local engine
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
+    if remote is not None:  # build on the executor's own disk, push from here
+        local = Path(tempfile.mkdtemp(prefix="strata-build-"))
+        try:
+            parts = read_pieces(_download_pieces(remote, pieces, local), dims)
+            staged = build_segments(parts, dims, spec, existing, version, local / f"task-{task}-{attempt}")
+            yield from push_staged(remote.deep, staged)
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
+        return
+    parts = read_pieces(pieces, dims)  # input order, as the local engine
     yield from build_segments(parts, dims, spec, existing, version, job / f"task-{task}-{attempt}")
+
+
+def _upload_pieces(remote: _TaskStorage, pieces: list[Piece]) -> list[Piece]:
+    """The pieces with their rows files uploaded to the job's staging prefix (named there)."""
+    uploaded: dict[str, str] = {}
+    for p in pieces:
+        if p.path not in uploaded:
+            uploaded[p.path] = remote.deep.put_staging(remote.job, Path(p.path))
+    return [dataclasses.replace(p, path=uploaded[p.path]) for p in pieces]
+
+
+def _download_pieces(remote: _TaskStorage, pieces: list[Piece], local: Path) -> list[Piece]:
+    """The pieces with their rows files downloaded into `local` (each file once)."""
+    fetched: dict[str, str] = {}
+    for p in pieces:
+        if p.path not in fetched:
+            target = local / f"{len(fetched)}-{p.path.rsplit('/', 1)[-1]}"
+            remote.deep.get_staging(p.path, target)
+            fetched[p.path] = str(target)
+    return [dataclasses.replace(p, path=fetched[p.path]) for p in pieces]

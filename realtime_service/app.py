@@ -47,7 +47,7 @@ class RealtimeConfig:
     name: str  # host:port, as announced
     spec: RealtimeSpec
     base_dir: Path
-    deep_storage: Path
+    deep_storage: str | Path  # a directory, file://DIR or s3://BUCKET/PREFIX
     metadata: str
     zk: str | None = None
     zk_base: str = "/druid"
@@ -55,6 +55,8 @@ class RealtimeConfig:
     priority: int = 0
     drop_delay_s: float = 30.0
     zk_session_timeout_s: float = 10.0
+    s3_endpoint: str | None = None  # an S3-compatible store's endpoint (deep_storage s3://...)
+    s3_region: str | None = None
 
     @property
     def server(self) -> ServerMetadata:
@@ -139,7 +141,7 @@ def _status_routes(state: RealtimeState) -> list[BaseRoute]:
 
 @contextlib.asynccontextmanager
 async def _lifespan(state: RealtimeState) -> AsyncIterator[None]:
-    from storage import LocalDeepStorage, open_metadata_store
+    from storage import open_deep_storage, open_metadata_store
 
     c = state.config
     store = await asyncio.to_thread(open_metadata_store, c.metadata)
@@ -156,7 +158,7 @@ async def _lifespan(state: RealtimeState) -> AsyncIterator[None]:
         c.base_dir,
         state.served,
         CompositeAnnouncer(targets),
-        LocalDeepStorage(c.deep_storage),
+        open_deep_storage(c.deep_storage, s3_endpoint=c.s3_endpoint, s3_region=c.s3_region),
         store,
         zk=(lambda: zk.zk) if zk is not None else None,
         zk_paths=paths if zk is not None else None,

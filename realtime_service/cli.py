@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from security.settings import add_security_flags
 from server_common.lifecycle import add_drain_flag
 from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
 
@@ -27,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="seconds a handed-off segment stays readable for queries already running",
     )
     add_drain_flag(parser)
+    add_security_flags(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,7 +38,11 @@ def run(args: argparse.Namespace) -> int:
     from ingestion.errors import SpecError
     from realtime_service.app import RealtimeConfig, create_app, leave_cluster
     from realtime_service.spec import load_realtime_spec
+    from security.guard import SecurityStartError, start_security
+    from security.http import secure_data_node
     from server_common.lifecycle import serve
+    from storage.deep_storage import DeepStorageError
+    from storage.deep_storage_flags import deep_storage_from_args
 
     if not args.spec:
         print("strata realtime: error: --spec SPEC.json is required", file=sys.stderr)
@@ -48,14 +54,22 @@ def run(args: argparse.Namespace) -> int:
         spec = load_realtime_spec(args.spec)
         zk_base = ZkPaths(args.zk_base).base
         name = advertised(args)  # refuses an address other hosts cannot reach
-    except (SpecError, ValueError) as e:
+        deep_storage_from_args(args)  # a deep storage URL it cannot use fails here, not at start-up
+    except (SpecError, ValueError, DeepStorageError) as e:
+        print(f"strata realtime: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        _, guard = start_security(args, "realtime")  # the internal identity only, with an authenticator
+    except SecurityStartError as e:
         print(f"strata realtime: error: {e}", file=sys.stderr)
         return 2
     config = RealtimeConfig(
         name=name,
         spec=spec,
         base_dir=Path(args.base_dir),
-        deep_storage=Path(args.deep_storage),
+        deep_storage=args.deep_storage,
+        s3_endpoint=args.s3_endpoint,
+        s3_region=args.s3_region,
         metadata=args.metadata,
         zk=args.zk or None,
         zk_base=zk_base,
@@ -64,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         drop_delay_s=args.drop_delay,
     )
     app = create_app(config)
+    secure_data_node(app, guard, name)
     state = app.state.realtime
     return serve(
         app,

@@ -19,7 +19,7 @@ from discovery import ServerMetadata, ServerType, ZkPaths, parse_batch
 from ingestion.spec import DimensionSpec, MetricSpec
 from realtime_service.persist import read_part
 from realtime_service.sink import combined
-from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
+from storage.deep_storage import SEGMENT_FILE, DeepStorage
 from storage.metadata_store import MetadataStore
 from storage.segment_file import write_segment_file
 from timeline import DataSegment
@@ -34,7 +34,7 @@ def publish_final(
     metrics: Sequence[MetricSpec],
     rollup: bool,
     facts: dict[str, object],
-    deep: LocalDeepStorage,
+    deep: DeepStorage,
     store: MetadataStore,
 ) -> DataSegment:
     """Merge the persisted parts into one segment file, push it and publish it (idempotent)."""

@@ -34,7 +34,7 @@ from realtime_service.spec import RealtimeSpec
 from realtime_service.wal import WalRecord, WriteAheadLog, first_lsn, read_file, wal_files
 from server_kit.announcer import SegmentAnnouncer
 from server_kit.served import ServedSegments
-from storage.deep_storage import LocalDeepStorage
+from storage.deep_storage import DeepStorage
 from storage.metadata_store import MetadataStore
 from timeline import DataSegment
 
@@ -57,7 +57,7 @@ class RealtimeNode:
         base_dir: Path,
         served: ServedSegments,
         announcer: SegmentAnnouncer,
-        deep: LocalDeepStorage,
+        deep: DeepStorage,
         store: MetadataStore,
         *,
         zk: Callable[[], Any] | None = None,

@@ -6,6 +6,7 @@ import argparse
 
 from discovery.addresses import AddressError
 from server_common.address_flags import add_address_flags, node_address
+from storage.deep_storage_flags import add_deep_storage_flags
 
 
 def add_data_node_flags(parser: argparse.ArgumentParser, port: int) -> None:
@@ -14,7 +15,7 @@ def add_data_node_flags(parser: argparse.ArgumentParser, port: int) -> None:
         "--zk", help="ZooKeeper HOST:PORT,...; without it, announce via the HTTP change feed only"
     )
     parser.add_argument("--zk-base", default="/druid", help="ZooKeeper base path (default /druid)")
-    parser.add_argument("--deep-storage", default="var/deep-storage", help="deep storage directory")
+    add_deep_storage_flags(parser)
     parser.add_argument(
         "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
     )

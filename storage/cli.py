@@ -1,15 +1,20 @@
-"""`strata segments list|drop|restore`: see and change which segments are used."""
+"""`strata segments list|drop|restore|cleanup`: see and change which segments are used, and remove
+deep-storage objects no metadata row names."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from storage.deep_storage_flags import add_deep_storage_flags
+
+DEFAULT_MIN_AGE_S = 3600.0  # storage.segment_cleanup's, kept here so `strata --help` stays light
+
 HELP = "List segments in the metadata store, drop (mark unused) or restore them"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["list", "drop", "restore"])
+    parser.add_argument("action", choices=["list", "drop", "restore", "cleanup"])
     parser.add_argument("ids", nargs="*", help="segment ids (drop/restore)")
     parser.add_argument(
         "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
@@ -18,6 +23,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", help="only segments overlapping this ISO interval")
     parser.add_argument("--all", action="store_true", help="list: include unused segments")
     parser.add_argument("--json", action="store_true", help="list: print descriptor JSON lines")
+    add_deep_storage_flags(parser)
+    parser.add_argument("--apply", action="store_true", help="cleanup: delete (default: a dry run)")
+    parser.add_argument(
+        "--min-age", type=float, default=DEFAULT_MIN_AGE_S,
+        help="cleanup: leave objects younger than this many seconds (a running ingestion's pushes)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"strata segments: error: {e}", file=sys.stderr)
         return 1
     try:
+        if args.action == "cleanup":
+            from storage.segment_commands import run_deep_storage_action
+
+            return run_deep_storage_action(args, store)
         include_unused = args.all or args.action == "restore"
         records = [
             r for r in store.segments(args.datasource, include_unused=include_unused)

@@ -11,6 +11,7 @@
 | `maxRowsPerSegment` | 5,000,000 | dynamic partitioning within each Spark task |
 | `maxParseExceptions` | 0 | unparseable rows allowed (-1: unlimited) |
 | `deepStorage`, `metadata` | `var/deep-storage`, `var/metadata.db` | where to publish (as `strata ingest`) |
+| `s3Endpoint`, `s3Region` | AWS | an S3-compatible store for `deepStorage` `s3://BUCKET/PREFIX` |
 """
 
 from __future__ import annotations

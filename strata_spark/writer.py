@@ -7,13 +7,15 @@ writes them into a job directory under deep storage's staging area. Rollup is pe
 first for perfect rollup). Only `commit()`, run on the driver once every task has succeeded,
 decides versions and partition numbers, moves the segments into place and publishes them in one
 metadata transaction; `abort()` and any failure in `commit()` remove every file the job wrote.
+With deep storage on S3 each task pushes its own segments (under keys of their own, not yet
+published) and the driver only numbers and publishes them; an abort deletes them again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shutil
-import uuid
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +34,18 @@ from ingestion.segment_build import (
     StagedSegment,
     build_segments,
     chunk_targets,
+    discard,
     new_version,
     publish_segments,
+    push_staged,
 )
-from storage import DEFAULT_DEEP_STORAGE, DEFAULT_METADATA, LocalDeepStorage, open_metadata_store
+from storage import (
+    DEFAULT_DEEP_STORAGE,
+    DEFAULT_METADATA,
+    DeepStorage,
+    open_deep_storage,
+    open_metadata_store,
+)
 from strata_spark.write_options import option, spec_from_options
 from timeline import DataSegment
 
@@ -57,13 +67,20 @@ class StrataWriter(DataSourceArrowWriter):
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool):
         self.overwrite = overwrite
         self.spec = spec_from_options(options, schema, append=not overwrite)
-        deep = option(options, "deepStorage", DEFAULT_DEEP_STORAGE)
-        self.deep_root = str(Path(deep or DEFAULT_DEEP_STORAGE).resolve())
+        deep = option(options, "deepStorage", DEFAULT_DEEP_STORAGE) or DEFAULT_DEEP_STORAGE
+        if "://" not in deep:
+            deep = str(Path(deep).resolve())
+        # fails here, before any task runs; pickled to the tasks (an S3 client is rebuilt in each)
+        self.deep: DeepStorage = open_deep_storage(
+            deep, s3_endpoint=option(options, "s3Endpoint"), s3_region=option(options, "s3Region")
+        )
         self.metadata = str(option(options, "metadata", DEFAULT_METADATA))
         if "://" not in self.metadata:
             self.metadata = str(Path(self.metadata).resolve())
         open_metadata_store(self.metadata).close()  # fail here, before any task runs
-        self.job = str(Path(self.deep_root) / ".staging" / f"spark-write-{uuid.uuid4().hex}")
+        # the job's staging directory: shared by tasks and driver for a local deep storage, else
+        # each task's own local directory (it pushes what it built)
+        self.job = "" if self.deep.tasks_push else str(self.deep.staging_dir())
 
     # -- tasks ---------------------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StrataCommitMessage:
@@ -88,10 +105,18 @@ class StrataWriter(DataSourceArrowWriter):
                 )
             if prepared.table.num_rows:
                 parts.append(prepared.table)
-        if parts:
-            staging = Path(self.job) / f"task-{task}-{attempt}"
+        if not parts:
+            return message
+        local = "" if self.job else tempfile.mkdtemp(prefix="strata-spark-write-")
+        try:
+            staging = Path(self.job or local) / f"task-{task}-{attempt}"
             # version and partition numbers are the driver's to decide at commit: provisional here
             message.staged = build_segments(parts, dims, spec, [], "provisional", staging, final=False)
+            if local:
+                message.staged = push_staged(self.deep, message.staged)
+        finally:
+            if local:
+                shutil.rmtree(local, ignore_errors=True)
         return message
 
     # -- driver --------------------------------------------------------------------------------------
@@ -108,14 +133,28 @@ class StrataWriter(DataSourceArrowWriter):
             store = open_metadata_store(self.metadata)
             try:
                 final = self._numbered(staged, store.used_segments(self.spec.data_source))
-                publish_segments(LocalDeepStorage(self.deep_root), store, final, overwrite=self.overwrite)
+                publish_segments(self.deep, store, final, overwrite=self.overwrite)
             finally:
                 store.close()
+        except BaseException:
+            self._discard(messages)  # publish_segments removed those it had; tasks' pushes too
+            raise
         finally:
-            shutil.rmtree(self.job, ignore_errors=True)
+            self._drop_job()
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        shutil.rmtree(self.job, ignore_errors=True)
+        self._discard(messages)
+        self._drop_job()
+
+    def _discard(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        pushed = [
+            s.segment for m in messages if isinstance(m, StrataCommitMessage) for s in m.staged if s.pushed
+        ]
+        discard(self.deep, pushed)
+
+    def _drop_job(self) -> None:
+        if self.job:
+            shutil.rmtree(self.job, ignore_errors=True)
 
     def _numbered(self, staged: list[StagedSegment], existing: list[DataSegment]) -> list[StagedSegment]:
         """The final version and shard spec of every staged segment, chunk by chunk.
@@ -136,5 +175,5 @@ class StrataWriter(DataSourceArrowWriter):
                 seg = dataclasses.replace(
                     s.segment, version=chunk_version, shard_spec=plan.shard_spec(first, core)
                 )
-                out.append(StagedSegment(seg, s.directory, s.rows))
+                out.append(dataclasses.replace(s, segment=seg))
         return out
