@@ -145,11 +145,10 @@ def _spawn(argv: list[str], log: Path, metadata: str | None = None) -> subproces
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-P", "-m", "strata.cli", *argv],  # -P: no cwd on sys.path
-            env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            **child_popen_kwargs(),  # its own session; exits when we die, even by kill -9
+            **child_popen_kwargs(env),  # its own session; exits when we die, even by kill -9
         )
 
 
@@ -275,6 +274,7 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
         if args.realtime_port:
             print(f"Real-time node taking pushes for wikipedia_live on "
                   f"http://127.0.0.1:{args.realtime_port}/v1/push/wikipedia_live")  # fmt: skip
+        print(f"Web console on {url}/console/")
         print(f"Broker serving Druid's API on {url}/druid/v2/ ; logs in {work}. Ctrl-C to stop.")
         sys.stdout.flush()
         if args.exit_after_query:

@@ -33,6 +33,7 @@ def test_quickstart_prints_the_tutorial_answer_and_reuses_data(tmp_path: Path) -
     assert first.returncode == 0, first.stdout + first.stderr
     assert "ingested 39,244 rows" in first.stdout
     assert "Broker cache: lru, per-segment partials and whole answers" in first.stdout
+    assert "Web console on http://127.0.0.1:" in first.stdout and "/console/\n" in first.stdout
     lines = first.stdout.splitlines()
     for page, edits in PUBLISHED:
         assert any(page in line and f" {edits} " in line for line in lines), (page, first.stdout)
