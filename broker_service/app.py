@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from broker_service.access import QueryOwners, authorize_query, readable, secure_app
 from broker_service.arrow_scan import arrow_scan_response
 from broker_service.broker import Broker
 from broker_service.cache_status import cache_status
@@ -41,6 +42,7 @@ from query.errors import invalid, unknown_exception
 from query.request_body import decode_query_body
 from query.scan import ScanQuery
 from query.segment_spec import parse_segment_spec
+from security.guard import Guard
 from server_common import __version__
 from server_common.json_response import druid_error_handlers
 from server_common.json_response import json_response as _json
@@ -80,6 +82,7 @@ async def post_query(request: Request) -> Response:
     query_type, data_source, status = "invalid", "", 500
     try:
         query = await _read_query(request, broker.settings.max_request_bytes)
+        authorize_query(request, query)  # READ on every datasource it reads (a no-op with security off)
         query_type, data_source = query.query_type, query.data_source
         headers[QUERY_ID_HEADER] = query.context.query_id
         if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
@@ -125,12 +128,13 @@ async def _offer_to_memo(request: Request, query: Query, response: Response, ver
 
 
 async def cancel_query(request: Request) -> Response:
+    QueryOwners.check_cancel(request, request.path_params["query_id"])
     _broker(request).runner.cancel(request.path_params["query_id"])
     return Response(status_code=202)
 
 
 async def list_datasources(request: Request) -> Response:
-    return _json(_broker(request).view.data_sources(), pretty=_pretty(request))
+    return _json(readable(request, _broker(request).view.data_sources()), pretty=_pretty(request))
 
 
 async def datasource(request: Request) -> Response:
@@ -164,6 +168,7 @@ async def datasource_candidates(request: Request) -> Response:
 async def query_candidates(request: Request) -> Response:
     broker = _broker(request)
     query = await _read_query(request, broker.settings.max_request_bytes)
+    authorize_query(request, query)
     intervals = list(query.segment_spec.intervals)
     return _json(candidates(broker.view, query.data_source, intervals), pretty=_pretty(request))
 
@@ -238,7 +243,9 @@ ROUTES = [
 ]
 
 
-def create_app(broker: Broker) -> Starlette:
+def create_app(broker: Broker, guard: Guard | None = None) -> Starlette:
+    """The broker's app; with a `guard`, every request is authenticated and authorized."""
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await broker.start()
@@ -253,6 +260,8 @@ def create_app(broker: Broker) -> Starlette:
     app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=handlers, middleware=fast)
     app.state.broker = broker
     app.state.sql_api = SqlApi(broker)
+    if guard is not None:
+        secure_app(app, guard)
     return app
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,13 +52,14 @@ class Broker:
         cache_policy: Any = None,
         cache_kind: str = "none",
         result_cache: ResultLevelCache | None = None,
+        node_headers: Mapping[str, str] | None = None,  # the internal identity, for data nodes
     ):
         self.settings = settings
         self.view = view
         self.inventory = inventory
         self.metrics = BrokerMetrics()
         self.parsed_bodies = ParsedBodies()
-        self.client = DataNodeClient()
+        self.client = DataNodeClient(headers=node_headers)
         self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
         self.runner = QueryRunner(
             view,

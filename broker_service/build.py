@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 
 from broker_service.broker import Broker, BrokerSettings
 from broker_service.errors import BrokerConfigError
@@ -22,7 +23,8 @@ def broker_address(args: argparse.Namespace) -> str:
         raise BrokerConfigError(str(e)) from None
 
 
-def build_broker(args: argparse.Namespace) -> Broker:
+def build_broker(args: argparse.Namespace, node_headers: Mapping[str, str] | None = None) -> Broker:
+    """`node_headers`: sent on every call to a data node (the internal identity when secured)."""
     view = BrokerServerView(lost_segment_grace_s=max(0.0, args.lost_segment_grace))
     discovery = args.discovery or ("zk" if args.zk else "http")
     inventory: ServerInventory
@@ -37,7 +39,7 @@ def build_broker(args: argparse.Namespace) -> Broker:
             nodes = [parse_node(n) for n in args.nodes.split(",") if n.strip()]
         except ValueError as e:
             raise BrokerConfigError(str(e)) from None
-        inventory = HttpInventory(view, nodes)
+        inventory = HttpInventory(view, nodes, headers=node_headers)
     if args.max_concurrent_queries < 1 or args.query_queue < 0:
         raise BrokerConfigError("--max-concurrent-queries must be >= 1 and --query-queue >= 0")
     settings = BrokerSettings(
@@ -56,5 +58,11 @@ def build_broker(args: argparse.Namespace) -> Broker:
         if args.result_cache == "on":
             result_cache = ResultLevelCache(cache_policy.cache, CacheKey)
     return Broker(
-        settings, view, inventory, cache_policy=cache_policy, cache_kind=args.cache, result_cache=result_cache
+        settings,
+        view,
+        inventory,
+        cache_policy=cache_policy,
+        cache_kind=args.cache,
+        result_cache=result_cache,
+        node_headers=node_headers,
     )

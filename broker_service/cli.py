@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from security.settings import add_security_flags
 from server_common.address_flags import add_address_flags
 from server_common.lifecycle import add_drain_flag
 
@@ -51,23 +52,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set for each worker
     add_drain_flag(parser)
+    add_security_flags(parser, metadata=True)
 
 
 def run(args: argparse.Namespace) -> int:
     from broker_service.app import create_app
     from broker_service.build import build_broker
     from broker_service.errors import BrokerConfigError
+    from security.client import internal_headers
+    from security.guard import SecurityStartError, start_security
     from server_common.lifecycle import serve
 
     log = logging.getLogger("strata.broker")
     if args.workers > 1:
         return _supervise(args, log)
     try:
-        broker = build_broker(args)
-    except BrokerConfigError as e:
+        settings, guard = start_security(args, "broker")
+        broker = build_broker(args, internal_headers(settings))
+    except (BrokerConfigError, SecurityStartError) as e:
         log.error("%s", e)
         return 2
-    app = create_app(broker)
+    app = create_app(broker, guard)
     log.info("broker listening on http://%s:%d (%s discovery)", args.bind, args.port, broker_kind(broker))
     return serve(app, args.bind, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port)
 

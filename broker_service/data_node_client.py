@@ -62,7 +62,14 @@ class NodeResponse:
 
 
 class DataNodeClient:
-    def __init__(self, *, max_connections_per_node: int = 32, connect_timeout_s: float = 5.0):
+    def __init__(
+        self,
+        *,
+        max_connections_per_node: int = 32,
+        connect_timeout_s: float = 5.0,
+        headers: Mapping[str, str] | None = None,  # sent on every call: the internal identity
+    ):
+        self._headers = dict(headers or {})
         self._max_connections = max_connections_per_node * 8
         self._connect_timeout_s = connect_timeout_s
         self._session: aiohttp.ClientSession | None = None  # made on the event loop, at first use
@@ -71,7 +78,9 @@ class DataNodeClient:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=60.0)
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+            self._session = aiohttp.ClientSession(
+                connector=connector, auto_decompress=True, headers=self._headers
+            )
         return self._session
 
     def open_connections(self, server_name: str) -> int:

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from broker_service.access import QueryOwners, authorize_sql
 from broker_service.broker import Broker
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS, PlanningPools
 from query.base import Query, parse_query
@@ -349,6 +350,7 @@ async def post_sql(request: Request) -> Response:
     request.state.sql_error_headers = headers  # errors are rendered by sql_error, with these headers
     try:
         body = await _read_body(request, api.broker.settings.max_request_bytes)
+        await authorize_sql(request, body)  # READ on every table it reads (a no-op with security off)
         context = dict(body.get("context") or {})
         query_id = guarded_query_id(context, headers["X-Druid-SQL-Query-Id"])  # goes back in a header
         headers["X-Druid-SQL-Query-Id"] = query_id
@@ -387,6 +389,7 @@ async def post_sql(request: Request) -> Response:
 async def cancel_sql(request: Request) -> Response:
     api = _sql(request)
     query_id = request.path_params["query_id"]
+    QueryOwners.check_cancel(request, query_id)
     found = api.broker.runner.cancel(query_id)
     if found:  # later stages of a statement planned in several steps must not start
         api.cancelled[query_id] = None

@@ -74,7 +74,9 @@ class StrataProcess:
 
     def start(self, *, wait: str | None = "/status/health", timeout: float = 30.0) -> StrataProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.env}
+        # a test's own hosts (network namespaces) bind non-loopback addresses with security off,
+        # which a node refuses unless told (docs/security.md); a test may set it back to "0"
+        env = {"STRATA_INSECURE": "1", **os.environ, **self.env}
         with self.log_path.open("ab") as log, sigint_ignored_by_children(self.ignore_sigint):
             self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env,
                                          stdin=subprocess.DEVNULL)  # fmt: skip

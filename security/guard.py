@@ -3,6 +3,7 @@ and what they may do, with the snapshot refreshed from the store every `poll_sec
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import binascii
@@ -114,3 +115,20 @@ class Guard:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poller
         await asyncio.to_thread(self.store.close)
+
+
+class SecurityStartError(RuntimeError):
+    """A node must not start with these security settings (the message says why)."""
+
+
+def start_security(args: argparse.Namespace, section: str) -> tuple[SecuritySettings, Guard | None]:
+    """A node's settings and, when an authenticator is configured, its guard; refuses to start
+    (SecurityStartError) on an open non-loopback bind or an unreadable store."""
+    from security.settings import SecurityConfigError, security_settings
+    from security.store import SecurityStoreError
+
+    try:
+        settings = security_settings(args, section)
+        return settings, Guard.open(settings) if settings.enabled else None
+    except (SecurityConfigError, SecurityStoreError) as e:
+        raise SecurityStartError(str(e)) from None

@@ -6,6 +6,7 @@ helpers answer as if everyone may do everything.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -26,6 +27,8 @@ log = logging.getLogger("strata.security")
 
 USER_KEY = "strata.user"
 GUARD_KEY = "strata.guard"
+# the request's user, for code a request reaches without its Request object (the SQL catalog)
+CURRENT_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("strata_user", default=None)
 
 
 def refusal_line(status: int, user: str | None, resource: Resource | None, action: Action | None,
@@ -75,7 +78,11 @@ class SecurityMiddleware:
         if err is not None:
             await self._refuse(err, scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        token = CURRENT_USER.set(scope[USER_KEY])
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CURRENT_USER.reset(token)
 
     async def _check(self, scope: Scope, need: Requirement, address: str, path: str) -> QueryError | None:
         guard = self.guard
@@ -161,3 +168,12 @@ def readable(request: Request, names: Iterable[str]) -> list[str]:
 def install(app: Any, guard: Guard, rules: Sequence[Rule], default: Requirement, host: str) -> None:
     """Put the middleware in front of every route of a Starlette app (outermost)."""
     app.add_middleware(SecurityMiddleware, guard=guard, rules=rules, default=default, host=host)
+
+
+def secure_data_node(app: Any, guard: Guard | None, host: str) -> None:
+    """A historical or real-time node answers the internal identity only, but for the push API
+    (WRITE on the datasource) and STATE READ on status and metrics."""
+    if guard is not None:
+        from security.policy import DATA_NODE_RULES, INTERNAL
+
+        install(app, guard, DATA_NODE_RULES, INTERNAL, host)

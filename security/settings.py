@@ -63,6 +63,12 @@ def add_security_flags(parser: argparse.ArgumentParser, *, metadata: bool = Fals
     group.add_argument(
         "--auth-poll-seconds", type=float, default=1.0, help="how often users and roles are re-read"
     )
+    group.add_argument(
+        "--max-failed-logins",
+        type=int,
+        default=10,
+        help="failed logins per client address per minute before it is refused with 429 (default 10)",
+    )
     if metadata:
         group.add_argument(
             "--metadata",
@@ -100,6 +106,7 @@ def security_settings(
         internal_password=_secret("internal-password", INTERNAL_PASSWORD_ENV, config, section, environ),
         admin_password=_secret("admin-password", ADMIN_PASSWORD_ENV, config, section, environ),
         poll_seconds=max(0.1, args.auth_poll_seconds),
+        max_failed_logins=max(1, args.max_failed_logins),
     )
     check_bind(settings, getattr(args, "bind", None) or args.host, args.insecure)
     if settings.enabled and not settings.metadata:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import httpx
 import orjson
@@ -57,7 +57,9 @@ class HttpInventory(ServerInventory):
         server_timeout_ms: int = 30_000,
         max_backoff_s: float = 30.0,
         initial_backoff_s: float = 0.2,
+        headers: Mapping[str, str] | None = None,  # the internal identity, for the nodes' feeds
     ):
+        self._headers = dict(headers or {})
         self.view = view
         self.server_timeout_ms = server_timeout_ms
         self.max_backoff_s = max_backoff_s
@@ -71,6 +73,7 @@ class HttpInventory(ServerInventory):
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(self.server_timeout_ms / 1000 + 5, connect=5.0),
             limits=httpx.Limits(max_connections=max(10, 2 * len(self._nodes))),
+            headers=self._headers,
         )
         for state in self._nodes.values():
             self._tasks.append(asyncio.create_task(self._follow(state), name=f"feed:{state.server.name}"))
