@@ -86,7 +86,8 @@ class PostgresMetadataStore:
             try:
                 conn = self._conn = psycopg.connect(self._url, **self._connect_args)
             except psycopg.Error as e:
-                raise self._error(e, "connecting") from None
+                detail = scrub(str(e).strip().removeprefix("connection failed: "), self._url)
+                raise MetadataStoreError(f"metadata store {self.location} is unreachable: {detail}") from None
         return conn
 
     def _drop(self) -> None:
