@@ -33,7 +33,7 @@ from broker_service.datasource_info import (
     datasource_columns_full,
     default_interval,
 )
-from broker_service.fast_path import MEMO_OFFER, WholeAnswerPath, memo_answer
+from broker_service.fast_path import WholeAnswerPath, remember
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
@@ -100,7 +100,7 @@ async def post_query(request: Request) -> Response:
                 return Response(status_code=304, headers=dict(headers))
         response = _answer(result, pretty, dict(headers))
         if result.etag is not None and query.context.use_result_level_cache and not pretty:
-            await _offer_to_memo(request, query, response, version)
+            await _remember(request, query, response, version)
         metrics.queries.labels(query_type, "200").inc()
         status = 200
         return response
@@ -118,13 +118,15 @@ async def post_query(request: Request) -> Response:
         metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 
 
-async def _offer_to_memo(request: Request, query: Query, response: Response, version: int) -> None:
-    """An answer the result-level cache may give, offered to the fast path's memo."""
+async def _remember(request: Request, query: Query, response: Response, version: int) -> None:
+    """An answer the result-level cache may give, for the fast path's memo (broker_service.fast_path)."""
+    memo = _broker(request).answer_memo
+    if memo is None:
+        return
     named = query.context.query_id if "queryId" in query.context.raw else None
-    body = bytes(response.body)
-    request_bytes = len(await request.body())  # already read: the body Starlette keeps
-    request.scope[MEMO_OFFER] = memo_answer(version, body, response.raw_headers, named, query.data_source,
-                                            query.query_type, request_bytes)  # fmt: skip
+    raw = await request.body()  # already read: Starlette keeps it
+    remember(memo, raw, version, bytes(response.body), response.raw_headers, named, query.data_source,
+             query.query_type)  # fmt: skip
 
 
 async def cancel_query(request: Request) -> Response:

@@ -6,7 +6,7 @@ objects are built: one dictionary lookup, a query id, two ASGI messages with the
 prepared when the answer was recorded. Everything else — a first request, a changed view, a
 query string (`?pretty`), `If-None-Match`, a secured node (its handler authorizes the body's
 datasource), a body too long to remember — passes to the app unchanged (the body already read is
-handed on as it came), and the handler offers its answer back through the ASGI scope.
+handed on as it came), and the handler records its answer (`remember`) before sending it.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from broker_service.answer_memo import MAX_BODY_BYTES, MemoAnswer
+from broker_service.answer_memo import MAX_BODY_BYTES, AnswerMemo, MemoAnswer
 
 if TYPE_CHECKING:
     from broker_service.broker import Broker
 
 QUERY_PATHS = frozenset({"/druid/v2", "/druid/v2/"})
-MEMO_OFFER = "strata.memo_offer"  # scope key: the handler's answer, offered to the memo
 QUERY_ID_LINE = b"x-druid-query-id"
 # in the scope when security is on (security.http puts its guard there): the handler authorizes
 GUARD_KEY = "strata.guard"
@@ -47,9 +46,6 @@ class WholeAnswerPath:
             self._count(answer, began)
             return
         await self.app(scope, _replay(messages, receive), send)
-        offer = scope.pop(MEMO_OFFER, None)
-        if body is not None and isinstance(offer, MemoAnswer):
-            memo.put(body, offer)
 
     def _count(self, answer: MemoAnswer, began: float) -> None:
         """What the handler counts for an answer from the result-level cache."""
@@ -107,11 +103,11 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
     return replayed
 
 
-def memo_answer(
-    version: int, body: bytes, raw_headers: list[tuple[bytes, bytes]], named_id: str | None,
-    data_source: str, query_type: str, request_bytes: int,
-) -> MemoAnswer:  # fmt: skip
-    """An answer as the handler sent it, for the memo (the query id line left out)."""
+def remember(
+    memo: AnswerMemo, request: bytes, version: int, body: bytes, raw_headers: list[tuple[bytes, bytes]],
+    named_id: str | None, data_source: str, query_type: str,
+) -> None:  # fmt: skip
+    """Record an answer as the handler is about to send it (the query id line left out)."""
     headers = tuple((k, v) for k, v in raw_headers if k != QUERY_ID_LINE)
-    return MemoAnswer(version, body, headers, named_id.encode() if named_id is not None else None,
-                      data_source, query_type, request_bytes)  # fmt: skip
+    named = named_id.encode() if named_id is not None else None
+    memo.put(request, MemoAnswer(version, body, headers, named, data_source, query_type, len(request)))
