@@ -1,12 +1,14 @@
-"""Every component benchmark in one run, and `bench/results.md` with a table per benchmark and plots.
+"""Every component benchmark in one run, and docs/benchmarks.md with a table per benchmark and plots.
 
     python -m bench [--rows 10000000] [--segments 100] [--only broker,sql,...] [--out bench]
+    python -m bench --report-only      # the page again from bench/results.json and bench/notes.md
 
 Each benchmark runs as its own process (`python -m bench.<name>`), at the dataset size given here;
-its last output line (one JSON object) is kept in `results.json` and rendered by `bench.report`
-into `results.md` and PNG plots: latency per query and cache state beside DuckDB, latency against
-segment count (10 to 10,000 one-hour segments), queries per second against concurrency. Every
-figure stands beside its baseline measured in the same run; the machine is described at the top.
+its last output line (one JSON object) is kept in `results.json` (with the machine and the size
+under `_run`) and rendered by `bench.report` into PNG plots (latency per query and cache state
+beside DuckDB, latency against segment count from 10 to 10,000 one-hour segments, queries per
+second against concurrency) and docs/benchmarks.md, where each section of bench/notes.md is
+followed by its benchmark's tables. Every figure stands beside its baseline measured in the same run.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from bench.child import run_one
-from bench.report import write_report
+from bench.report import machine, write_report
 
 HERE = Path(__file__).resolve().parent
+PAGE = HERE.parent / "docs" / "benchmarks.md"
+NOTES = HERE / "notes.md"
 
 
 def benchmarks(rows: int, segments: int) -> dict[str, list[str]]:
@@ -48,7 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated subset, e.g. broker,sql,scaling")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per benchmark")
+    ap.add_argument("--page", type=Path, default=PAGE, help="the page to write (default docs/benchmarks.md)")
+    ap.add_argument(
+        "--report-only", action="store_true", help="run nothing: the page from --out's results.json"
+    )
     args = ap.parse_args(argv)
+    if args.report_only:
+        write_report(json.loads((args.out / "results.json").read_text()), args.out, args.page, NOTES)
+        print(f"wrote {args.page}")
+        return 0
     plan = benchmarks(args.rows, args.segments)
     wanted = [n for n in args.only.split(",") if n] or list(plan)
     unknown = [n for n in wanted if n not in plan]
@@ -61,11 +74,13 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = {"error": "not in this checkout"}
             continue
         results[name] = run_one(name, plan[name], args.timeout)
+    results["_run"] = {"rows": args.rows, "segments": args.segments, "machine": machine(),
+                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    write_report(results, args.out, {"rows": args.rows, "segments": args.segments})
-    print(f"wrote {args.out / 'results.md'}")
-    return 1 if any("error" in r for r in results.values()) else 0
+    write_report(results, args.out, args.page, NOTES)
+    print(f"wrote {args.page}")
+    return 1 if any("error" in r for k, r in results.items() if not k.startswith("_")) else 0
 
 
 if __name__ == "__main__":
