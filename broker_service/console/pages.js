@@ -117,7 +117,7 @@ export async function refreshServers() {
     });
     host.replaceChildren(table([["Server"], ["Type"], ["Tier"], ["Segments", "num"], ["Bytes", "num"], ["Max size", "num"],
       ["Queries/s", "num"], ["Queries", "num"], ["Health"]], rows, { id: "servers-table" }),
-    el("p", { class: "muted" }, "Queries: those the broker answered (its own row) or sent to each data node. The broker's segments are those it routes to."));
+    el("p", { class: "muted" }, "Queries: the native queries the broker ran (its own row; SQL statements' included) or sent to each data node. The broker's segments are those it routes to."));
   } catch (error) {
     host.replaceChildren(errorBox(error));
   }

@@ -1,0 +1,411 @@
+"""The web console in a real browser (Debian's chromium driven by Playwright) against a real
+quickstart cluster: what each page shows is checked against the public APIs it reads.
+
+Screenshots go to a pytest temporary directory (its path is printed); with STRATA_CONSOLE_IMAGES
+set to a directory they are written there too (docs/images holds one such set).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.lifecycle.test_quickstart_lifecycle import quickstart
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+HOURLY = "wikipedia_hourly"  # a second datasource, ingested twice: two versions on the timeline
+TOP_CHANNELS = 'SELECT channel, COUNT(*) AS edits, SUM(added) AS added FROM wikipedia GROUP BY channel ORDER BY edits DESC LIMIT 12'  # fmt: skip
+
+
+def sql_api(broker: str, query: str) -> dict[str, Any]:
+    """The SQL API's answer: column names and rows (resultFormat array with a header)."""
+    resp = httpx.post(f"{broker}/druid/v2/sql/", json={"query": query, "resultFormat": "array", "header": True},
+                      timeout=60)  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    names, *rows = resp.json()
+    return {"names": names, "rows": rows}
+
+
+def sql_objects(broker: str, query: str) -> list[dict[str, Any]]:
+    resp = httpx.post(f"{broker}/druid/v2/sql/", json={"query": query}, timeout=60)
+    assert resp.status_code == 200, resp.text
+    return list(resp.json())
+
+
+def _ingest_two_versions(work: Path) -> None:
+    """`wikipedia_hourly` in six-hour segments, then its first half again (a newer version)."""
+    from ingestion.api import ingest
+    from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
+
+    for interval in ("2015-09-12/2015-09-13", "2015-09-12T00:00:00Z/2015-09-12T12:00:00Z"):
+        spec = json.loads(WIKIPEDIA_INDEX_SPEC.read_text())
+        spec["spec"]["dataSchema"]["dataSource"] = HOURLY
+        spec["spec"]["dataSchema"]["granularitySpec"].update(
+            segmentGranularity="six_hour", intervals=[interval]
+        )
+        spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(WIKIPEDIA_SAMPLE.parent)
+        ingest(spec, deep_storage=work / "deep-storage", metadata=str(work / "metadata.db"))
+
+
+def _wait(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"{CHROMIUM} is not installed (scripts/install-system-packages.sh installs Debian's chromium)"
+        )
+    work = tmp_path_factory.mktemp("console-cluster")
+    with quickstart(work) as (_proc, _pids, ports):
+        broker, realtime = f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[3]}"
+        _ingest_two_versions(work)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        events = [json.dumps({"time": now, "channel": "#en", "page": f"Page {i % 4}", "user": "u", "added": i})
+                  for i in range(30)] + ["{not json"]  # fmt: skip
+        pushed = httpx.post(f"{realtime}/v1/push/wikipedia_live", content="\n".join(events), timeout=30)
+        assert pushed.status_code == 200 and pushed.json()["accepted"] == 30, pushed.text
+
+        def settled() -> bool:
+            rows = sql_objects(
+                broker, "SELECT datasource, COUNT(*) AS n FROM sys.segments GROUP BY datasource"
+            )
+            counts = {r["datasource"]: r["n"] for r in rows}
+            return counts.get(HOURLY) == 4 and counts.get("wikipedia_live") == 1
+
+        _wait(settled, 90, "the historicals to load wikipedia_hourly and the real-time segment")
+        yield {"broker": broker, "realtime": realtime}
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("console-screenshots")
+    print(f"\nconsole screenshots in {path}")
+    return path
+
+
+def snap(page: Any, shots: Path, name: str) -> None:
+    target = shots / f"{name}.png"
+    page.screenshot(path=str(target), full_page=True)
+    also = os.environ.get("STRATA_CONSOLE_IMAGES")
+    if also:
+        Path(also).mkdir(parents=True, exist_ok=True)
+        shutil.copy(target, Path(also) / f"console-{name}.png")
+
+
+@pytest.fixture(scope="module")
+def browser(cluster: dict[str, Any]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, cluster: dict[str, Any]) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1360, "height": 860}, accept_downloads=True)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=cluster["broker"])
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield page
+        assert errors == [], errors  # no script error on any page
+    finally:
+        context.close()
+
+
+def open_console(page: Any, broker: str) -> None:
+    page.goto(broker + "/")
+    page.click("text=Open the web console")
+    page.wait_for_selector("#schema details")
+
+
+def type_sql(page: Any, text: str) -> None:
+    page.click("#sql-editor textarea")
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+def run_and_wait(page: Any) -> None:
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#run-status[data-rows]")
+
+
+def grid(page: Any) -> dict[str, Any]:
+    names = page.eval_on_selector_all("#grid th", "ths => ths.map(th => th.dataset.col)")
+    rows = page.eval_on_selector_all(
+        "#grid tbody tr", "trs => trs.map(tr => [...tr.children].map(td => td.dataset.value))"
+    )
+    return {"names": names, "rows": rows}
+
+
+def as_text(rows: list[list[Any]]) -> list[list[str]]:
+    return [["null" if v is None else str(v) for v in row] for row in rows]
+
+
+def test_a_typed_query_runs_and_the_grid_sorts_copies_downloads_and_charts(
+    page: Any, cluster: dict[str, Any], shots: Path
+) -> None:
+    broker = cluster["broker"]
+    open_console(page, broker)
+    assert page.eval_on_selector_all("#schema details", "ds => ds.map(d => d.dataset.table)") == sorted(
+        [HOURLY, "wikipedia", "wikipedia_live"]
+    )
+    type_sql(page, "")
+    page.keyboard.type("SELECT chan")  # completion from INFORMATION_SCHEMA.COLUMNS
+    page.wait_for_selector(".completions:not([hidden]) li")
+    assert "channel" in page.eval_on_selector_all(
+        ".completions li .completion-text", "l => l.map(x => x.textContent)"
+    )
+    page.keyboard.press("Tab")
+    page.keyboard.insert_text(TOP_CHANNELS.removeprefix("SELECT channel"))
+    assert page.input_value("#sql-editor textarea") == TOP_CHANNELS
+    assert page.locator("#sql-editor .tok-keyword", has_text="GROUP").count() == 1  # highlighted
+    run_and_wait(page)
+    want = sql_api(broker, TOP_CHANNELS)
+    shown = grid(page)
+    assert shown["names"] == want["names"] == ["channel", "edits", "added"]
+    assert shown["rows"] == as_text(want["rows"])
+    assert page.get_attribute("#run-status", "data-rows") == str(len(want["rows"]))
+    snap(page, shots, "query")
+
+    page.click('#grid th[data-col="added"]')  # sort ascending by a number column
+    assert grid(page)["rows"] == as_text(sorted(want["rows"], key=lambda r: r[2]))
+    page.click('#grid th[data-col="added"]')
+    assert grid(page)["rows"] == as_text(sorted(want["rows"], key=lambda r: -r[2]))
+
+    page.click('[data-copy="csv"]')
+    page.wait_for_selector(".copy-status:has-text('copied')")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert list(csv.reader(io.StringIO(copied))) == [want["names"], *as_text(want["rows"])]
+    page.select_option('select[aria-label="download format"]', "json")
+    with page.expect_download() as download:
+        page.click("[data-download]")
+    saved = json.loads(Path(download.value.path()).read_text())
+    assert saved == [dict(zip(want["names"], row, strict=True)) for row in want["rows"]]
+
+    page.click('[data-view="chart"]')  # a string column and numbers: bars of the first number
+    bars = page.eval_on_selector_all(
+        "svg.chart rect.bar", "rs => rs.map(r => [r.dataset.label, Number(r.dataset.value)])"
+    )
+    assert bars == [[row[0], row[1]] for row in want["rows"]]
+    snap(page, shots, "chart-bars")
+
+    page.reload()  # the history survives in localStorage
+    page.wait_for_selector("#history li")
+    assert page.eval_on_selector_all("#history li", "ls => ls.map(l => l.title)")[0] == TOP_CHANNELS
+
+
+def test_a_time_series_chart_and_explain_with_the_brokers_part(
+    page: Any, cluster: dict[str, Any], shots: Path
+) -> None:
+    broker = cluster["broker"]
+    open_console(page, broker)
+    hourly = (f"SELECT TIME_FLOOR(__time, 'PT1H') AS \"hour\", COUNT(*) AS edits, SUM(deleted) AS deleted "
+              f"FROM {HOURLY} GROUP BY 1 ORDER BY 1")  # fmt: skip
+    type_sql(page, hourly)
+    run_and_wait(page)
+    want = sql_api(broker, hourly)
+    assert grid(page)["rows"] == as_text(want["rows"])
+    page.click('[data-view="chart"]')
+    assert page.get_attribute("svg.chart", "data-kind") == "time"
+    lines = page.eval_on_selector_all(
+        "svg.chart polyline.series",
+        "ps => ps.map(p => [p.dataset.col, p.getAttribute('points').split(' ').length])",
+    )
+    assert lines == [["edits", len(want["rows"])], ["deleted", len(want["rows"])]]
+    snap(page, shots, "chart-time")
+
+    ranked = "SELECT channel, COUNT(*) AS c, RANK() OVER (ORDER BY COUNT(*) DESC) AS r FROM wikipedia GROUP BY channel"
+    type_sql(page, ranked)
+    page.click("#explain")
+    page.wait_for_selector("#plan .plan-part")
+    plan = json.loads(sql_objects(broker, f"EXPLAIN PLAN FOR {ranked}")[0]["PLAN"])
+    titles = page.eval_on_selector_all("#plan h4", "hs => hs.map(h => h.textContent)")
+    shown = page.eval_on_selector_all("#plan pre", "ps => ps.map(p => JSON.parse(p.textContent))")
+    natives = [p["query"] for p in plan if "query" in p]
+    assert len(titles) == len(plan) and titles[0].startswith("Native query 1 of 1: groupBy")
+    assert "broker's part" in titles[-1]
+    assert [{k: v for k, v in q.items() if k != "context"} for q in shown[: len(natives)]] == [
+        {k: v for k, v in q.items() if k != "context"} for q in natives
+    ]  # the same native query (only the query id differs)
+    stage = re.compile(r"__stage\d+")  # stage names are numbered per planning, not per statement
+    broker_part = json.dumps([p["broker"] for p in plan if "broker" in p][-1])
+    assert stage.sub("__stage", json.dumps(shown[-1])) == stage.sub("__stage", broker_part)
+    snap(page, shots, "explain")
+
+
+def test_the_native_json_tab(page: Any, cluster: dict[str, Any]) -> None:
+    broker = cluster["broker"]
+    open_console(page, broker)
+    page.click('[data-tab="native"]')
+    query = {"queryType": "topN", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
+             "granularity": "all", "dimension": "page", "metric": "edits", "threshold": 5,
+             "aggregations": [{"type": "count", "name": "edits"}]}  # fmt: skip
+    page.click("#native-editor textarea")
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(json.dumps(query, indent=2))
+    run_and_wait(page)
+    answer = httpx.post(f"{broker}/druid/v2/", json=query, timeout=60).json()
+    want = [[answer[0]["timestamp"], r["page"], str(r["edits"])] for r in answer[0]["result"]]
+    shown = grid(page)
+    assert shown["names"] == ["timestamp", "page", "edits"]
+    assert shown["rows"] == want
+
+
+def test_a_query_cancelled_from_the_console_stops_on_the_broker(page: Any, cluster: dict[str, Any]) -> None:
+    """A statement of 40 native queries run one after another (never cached: each filter is new);
+    Cancel stops it, and the broker runs no more of them."""
+    broker = cluster["broker"]
+    open_console(page, broker)
+    salt = random.randrange(10**9)
+    parts = [f'SELECT page, "user", COUNT(*) AS c FROM wikipedia WHERE added > {salt + i} - {salt} GROUP BY 1, 2'
+             for i in range(40)]  # fmt: skip
+    type_sql(page, "SELECT COUNT(*) AS n FROM (" + " UNION ALL ".join(parts) + ")")
+
+    def broker_queries() -> int:
+        servers = httpx.get(f"{broker}/status/cluster", timeout=10).json()["servers"]
+        return int(next(s["queries"] for s in servers if s["type"] == "broker"))
+
+    before = broker_queries()
+    page.click("#run")
+    _wait(lambda: broker_queries() >= before + 2, 60, "the statement's native queries to start")
+    page.click("#cancel")
+    page.wait_for_selector('#run-status[data-outcome="cancelled"]', timeout=60_000)
+    assert "cancelled" in page.text_content("#query-error").lower()
+    assert httpx.get(f"{broker}/status", timeout=10).json()["runningQueries"] == 0
+    stopped = broker_queries()
+    time.sleep(1.5)
+    assert broker_queries() == stopped < before + 40  # nothing more of the statement ran
+
+
+def _table(page: Any, selector: str, key: str) -> dict[str, dict[str, str]]:
+    """A page's table as {row key: {cell key: data-value}}."""
+    rows = page.eval_on_selector_all(
+        f"{selector} tbody tr",
+        """(trs, key) => trs.map(tr => [tr.dataset[key],
+             Object.fromEntries([...tr.querySelectorAll('td[data-key]')].map(td => [td.dataset.key, td.dataset.value]))])""",
+        key,
+    )
+    return {k: v for k, v in rows}
+
+
+def test_the_datasources_page_matches_sys_segments(page: Any, cluster: dict[str, Any], shots: Path) -> None:
+    broker = cluster["broker"]
+    page.goto(broker + "/console/#datasources")
+    page.wait_for_selector("#datasources-table")
+    segments = sql_objects(
+        broker,
+        'SELECT datasource, "start", "end", "size", version, is_available, is_realtime FROM sys.segments',
+    )
+    shown = _table(page, "#datasources-table", "datasource")
+    assert sorted(shown) == sorted({s["datasource"] for s in segments})
+    for name, row in shown.items():
+        mine = [s for s in segments if s["datasource"] == name]
+        count = sql_objects(broker, f'SELECT COUNT(*) AS n FROM "{name}"')[0]["n"]
+        realtime = sum(s["is_realtime"] for s in mine)
+        assert row == {
+            "name": name,
+            "rows": str(count),
+            "size": str(sum(s["size"] for s in mine)),
+            "segments": str(len(mine)),
+            "range": f"{min(s['start'] for s in mine)}/{max(s['end'] for s in mine)}",
+            "availability": f"{sum(s['is_available'] for s in mine)}/{len(mine)}",
+            "historical": str(len(mine) - realtime),
+            "realtime": str(realtime),
+        }, name
+        boxes = page.eval_on_selector_all(
+            f'[data-timeline="{name}"] rect.seg', "rs => rs.map(r => r.getAttribute('class'))"
+        )
+        assert len(boxes) == len(mine)
+        assert sum("seg-realtime" in b for b in boxes) == realtime
+        lanes = page.eval_on_selector_all(f'[data-timeline="{name}"] .lane-label', "ls => ls.length")
+        assert lanes == len({s["version"] for s in mine})
+    assert shown[HOURLY]["rows"] == "39244" and shown["wikipedia_live"]["realtime"] == "1"
+    assert page.eval_on_selector_all(f'[data-timeline="{HOURLY}"] .lane-label', "ls => ls.length") == 2
+    snap(page, shots, "datasources")
+
+
+def test_the_servers_page_matches_status_cluster(page: Any, cluster: dict[str, Any], shots: Path) -> None:
+    broker = cluster["broker"]
+    page.goto(broker + "/console/#servers")
+    page.wait_for_selector("#servers-table")
+    shown = _table(page, "#servers-table", "server")
+    servers = httpx.get(f"{broker}/status/cluster", timeout=10).json()["servers"]
+    assert sorted(shown) == sorted(s["server"] for s in servers)
+    assert sorted(s["type"] for s in servers) == ["broker", "historical", "historical", "realtime"]
+    sys_servers = {
+        s["server"]: s for s in sql_objects(broker, "SELECT server, server_type, curr_size FROM sys.servers")
+    }
+    for s in servers:
+        row = shown[s["server"]]
+        assert (row["type"], row["segments"], row["health"]) == (s["type"], str(s["segments"]), "healthy")
+        if s["type"] != "broker":  # bytes as sys.servers counts them
+            assert row["bytes"] == str(s["bytes"]) == str(sys_servers[s["server"]]["curr_size"])
+            assert sys_servers[s["server"]]["server_type"] == s["type"]
+    page.wait_for_function(
+        "document.querySelector('#servers-table td[data-key=qps]').dataset.value !== 'null'", timeout=20_000
+    )  # fmt: skip - the second reading gives rates
+    snap(page, shots, "servers")
+
+
+def test_the_cache_page_matches_status_cache(page: Any, cluster: dict[str, Any], shots: Path) -> None:
+    broker = cluster["broker"]
+    page.goto(broker + "/console/#cache")
+    page.wait_for_selector("#cache-levels")
+    status = httpx.get(f"{broker}/status/cache", timeout=10).json()
+    assert status["kind"] == "lru"
+    assert page.text_content('[data-card="kind"] b') == "lru"
+    shown = _table(page, "#cache-levels", "level")
+    backend = status["backend"]
+    for key in ("hits", "misses", "entries", "bytes", "evictions", "errors", "timeouts"):
+        assert shown["all"][key] == str(backend[key]), key
+    assert (shown["result"]["hits"], shown["result"]["misses"]) == (
+        str(status["resultLevel"]["hits"]), str(status["resultLevel"]["misses"]))  # fmt: skip
+    assert "No memcached" in page.text_content("#cache-breakers")  # the quickstart's cache is lru
+    snap(page, shots, "cache")
+
+
+def test_the_ingestion_page_matches_the_realtime_nodes_status(
+    page: Any, cluster: dict[str, Any], shots: Path
+) -> None:
+    broker, realtime = cluster["broker"], cluster["realtime"]
+    page.goto(broker + "/console/#ingestion")
+    page.wait_for_selector("#ingestion-table")
+    ingestion = httpx.get(f"{realtime}/status", timeout=10).json()["strata"]["ingestion"]  # the node itself
+    row = _table(page, "#ingestion-table", "datasource")["wikipedia_live"]
+    assert row["accepted"] == str(ingestion["events"]["accepted"]) == "30"
+    assert row["unparseable"] == str(ingestion["events"]["unparseable"]) == "1"
+    assert row["rowsInMemory"] == str(ingestion["rowsInMemory"])
+    assert (row["persists"], row["handoffs"]) == (str(ingestion["persists"]), str(ingestion["handoffs"]))
+    pending = sum(1 for s in ingestion["segments"] if s["closed"] or s["published"])
+    assert row["pendingHandoffs"] == str(pending)
+    snap(page, shots, "ingestion")
