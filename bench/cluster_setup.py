@@ -99,12 +99,17 @@ def write_dataset(root: Path, name: str, rows: int, segments: int, seed: int = 7
         segment = DataSegment(name, interval, VERSION, dimensions=("country", "channel", "page"),
                               metrics=("added", "score"), shard_spec=ShardSpec.numbered(0, 1))  # fmt: skip
         pushed.append(deep.push(staging, segment))
+    publish(root, pushed)
+    return Dataset(name, rows, segments, [str(s.load_spec["path"]) for s in pushed])
+
+
+def publish(root: Path, segments: Sequence[DataSegment]) -> None:
+    """Publish `segments` in the SQLite metadata store under `root`, in one transaction."""
     store = open_metadata_store(root / "meta.db")
     try:
-        store.publish(pushed, overwrite=False)
+        store.publish(segments, overwrite=False)
     finally:
         store.close()
-    return Dataset(name, rows, segments, [str(s.load_spec["path"]) for s in pushed])
 
 
 class BenchProcess(StrataProcess):
@@ -130,11 +135,15 @@ class Cluster:
         assert self.zk is not None
         return self.zk.address
 
-    def start_data_nodes(self, count: int = 2, cache_format: str = "arrow") -> None:
-        self.zk = ZooKeeperServer(port=free_port(), data_dir=self.root / "zk").start()
+    def start_zookeeper(self) -> None:
+        if self.zk is None:
+            self.zk = ZooKeeperServer(port=free_port(), data_dir=self.root / "zk").start()
+
+    def start_data_nodes(self, count: int = 2, cache_format: str = "arrow", poll_period_s: float = 1) -> None:
+        self.start_zookeeper()
         common = ["--zk", self.zk_hosts, "--zk-base", self.base, "--deep-storage", str(self.root / "deep"),
                   "--metadata", str(self.root / "meta.db"), "--replicas", "1",
-                  "--poll-period", "1", "--segment-cache-format", cache_format]  # fmt: skip
+                  "--poll-period", str(poll_period_s), "--segment-cache-format", cache_format]  # fmt: skip
         for i in range(count):
             node = BenchProcess("historical", [*common, "--segment-cache", str(self.root / f"segcache{i}")],
                                  self.root / f"historical{i}.log")  # fmt: skip

@@ -15,6 +15,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from cachetools import LRUCache
@@ -253,13 +254,30 @@ def _new_flight() -> SharedPartial:
 
 
 def split_by_segment(partials: Sequence[pa.Table], segment_ids: set[str]) -> dict[str, pa.Table]:
-    """Each wanted segment's rows (possibly none) of the fetched partial tables."""
+    """Each wanted segment's rows (possibly none) of the fetched partial tables, in their order.
+
+    One stable sort by segment and a slice per run: a filter per segment read the whole table once
+    per segment, which over 100,000 segments held the event loop for minutes."""
     if not segment_ids or not partials:
         return {}
     table = pa.concat_tables(partials, promote_options="permissive")
     if SEGMENT_COLUMN not in table.column_names:
         return {}
-    return {sid: table.filter(pc.equal(table[SEGMENT_COLUMN], sid)) for sid in segment_ids}
+    if table[SEGMENT_COLUMN].null_count:
+        table = table.filter(pc.is_valid(table[SEGMENT_COLUMN]))
+    table = table.take(pc.sort_indices(table[SEGMENT_COLUMN]))
+    labels = table[SEGMENT_COLUMN].combine_chunks().dictionary_encode()
+    codes = labels.indices.to_numpy(zero_copy_only=False)
+    names = labels.dictionary.to_pylist()
+    starts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist()]
+    ends = [*starts[1:], len(codes)] if len(codes) else []
+    empty = table.slice(0, 0)
+    out = dict.fromkeys(segment_ids, empty)
+    for start, end in zip(starts, ends, strict=False):
+        name = names[codes[start]]
+        if name in out:
+            out[name] = table.slice(start, end - start)
+    return out
 
 
 def build_cache_policy(kind: str, size_bytes: int, memcached: str | None) -> SegmentCache:

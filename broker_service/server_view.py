@@ -38,38 +38,54 @@ NO_LOAD: LoadGauge = _NoLoad()
 
 
 class ServerSelector:
-    """One segment and the servers announcing it; picks one server per query."""
+    """One segment and the servers announcing it; picks one server per query.
 
-    __slots__ = ("_announced_facts", "_historical", "_row_facts", "_servers", "segment")
+    The servers and what each announced are two parallel tuples, not two dicts: a broker holds one
+    selector per segment (100,000 of them in the many-small-segments case), and nearly all have one
+    or two servers, which tuples hold in a fraction of a dict's memory; they change rarely."""
+
+    __slots__ = ("_facts", "_historical", "_row_facts", "_servers", "segment")
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
-        self._servers: dict[str, ServerMetadata] = {}
-        self._announced_facts: dict[str, RowFacts | None] = {}  # server name -> what it announced
+        self._servers: tuple[ServerMetadata, ...] = ()
+        self._facts: tuple[RowFacts | None, ...] = ()  # what each of `_servers` announced
         self._historical = False
         self._row_facts: RowFacts | None = None
 
     @property
     def servers(self) -> Mapping[str, ServerMetadata]:
-        return MappingProxyType(self._servers)
+        return MappingProxyType({s.name: s for s in self._servers})
+
+    @property
+    def server_count(self) -> int:
+        return len(self._servers)
 
     def set_server(self, server: ServerMetadata, announced: DataSegment | None = None) -> None:
         """`announced`: the segment as this server announced it (None: a server re-described)."""
-        self._servers[server.name] = server
-        if announced is not None or server.name not in self._announced_facts:
-            self._announced_facts[server.name] = RowFacts.of(announced or self.segment)
+        names = [s.name for s in self._servers]
+        if server.name in names:
+            i = names.index(server.name)
+            facts = self._facts[i] if announced is None else RowFacts.of(announced)
+            self._servers = (*self._servers[:i], server, *self._servers[i + 1 :])
+            self._facts = (*self._facts[:i], facts, *self._facts[i + 1 :])
+        else:
+            self._servers = (*self._servers, server)
+            self._facts = (*self._facts, RowFacts.of(announced or self.segment))
         self._servers_changed()
 
     def remove_server(self, name: str) -> None:
-        self._servers.pop(name, None)
-        self._announced_facts.pop(name, None)
+        keep = [i for i, s in enumerate(self._servers) if s.name != name]
+        if len(keep) != len(self._servers):
+            self._servers = tuple(self._servers[i] for i in keep)
+            self._facts = tuple(self._facts[i] for i in keep)
         self._servers_changed()
 
     def _servers_changed(self) -> None:
-        self._historical = any(s.is_historical for s in self._servers.values())
-        facts = set(self._announced_facts.values())
+        self._historical = any(s.is_historical for s in self._servers)
+        facts = set(self._facts)
         only = facts.pop() if len(facts) == 1 else None
-        every_historical = bool(self._servers) and all(s.is_historical for s in self._servers.values())
+        every_historical = bool(self._servers) and all(s.is_historical for s in self._servers)
         self._row_facts = only if every_historical else None
 
     @property
@@ -92,9 +108,9 @@ class ServerSelector:
     ) -> ServerMetadata | None:
         """Historicals before realtime, highest tier priority, fewest open connections, random tie."""
         if len(self._servers) == 1:  # one replica, the common case: nothing to rank (100 picks a query)
-            (only,) = self._servers.values()
+            (only,) = self._servers
             return None if only.name in exclude else only
-        pool = [s for s in self._servers.values() if s.name not in exclude]
+        pool = [s for s in self._servers if s.name not in exclude]
         if not pool:
             return None
         historicals = [s for s in pool if s.is_historical]
@@ -108,7 +124,7 @@ class ServerSelector:
         return (rng or random).choice(pool) if len(pool) > 1 else pool[0]
 
     def __repr__(self) -> str:
-        return f"ServerSelector({self.segment.id}, {sorted(self._servers)})"
+        return f"ServerSelector({self.segment.id}, {sorted(s.name for s in self._servers)})"
 
 
 SegmentRemovedListener = Callable[[DataSegment], None]
@@ -177,7 +193,7 @@ class BrokerServerView:
         if selector is None:
             return
         selector.remove_server(server_name)
-        if not selector.servers:
+        if not selector.server_count:
             if vanished and self.lost_segment_grace_s > 0:
                 self._lost[segment_id] = self._clock()
             else:
@@ -208,7 +224,7 @@ class BrokerServerView:
             expired.append(segment_id)
         for segment_id in expired:
             selector = self._selectors.get(segment_id)
-            if selector is not None and not selector.servers:
+            if selector is not None and not selector.server_count:
                 self._forget(selector)
             self._lost.pop(segment_id, None)
         if expired:

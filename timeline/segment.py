@@ -17,14 +17,29 @@ _KNOWN = {
 
 
 def _names(value: Any) -> tuple[str, ...]:
-    """Druid writes dimensions/metrics comma-joined but reads a list too."""
+    """Druid writes dimensions/metrics comma-joined but reads a list too. Equal lists give one
+    shared tuple: the segments of a datasource nearly always name the same columns."""
     if value is None or value == "":
         return ()
     if isinstance(value, str):
-        return tuple(sys.intern(v) for v in value.split(",") if v)
+        shared = _NAMES.get(value)
+        if shared is None:
+            shared = _share(value, tuple(sys.intern(v) for v in value.split(",") if v))
+        return shared
     if isinstance(value, Sequence):
-        return tuple(sys.intern(str(v)) for v in value)
+        names = tuple(sys.intern(str(v)) for v in value)
+        return _NAMES.get(names) or _share(names, names)
     raise ValueError(f"expected a comma-joined string or a list, got {value!r}")
+
+
+_NAMES: dict[str | tuple[str, ...], tuple[str, ...]] = {}
+_NAMES_MAX = 65_536
+
+
+def _share(key: str | tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
+    if len(_NAMES) < _NAMES_MAX:
+        _NAMES[key] = names
+    return names
 
 
 @dataclass(frozen=True, slots=True)

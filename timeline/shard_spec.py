@@ -137,8 +137,24 @@ class ShardSpec:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> ShardSpec:
+        """Equal specs parse to one shared (immutable) object: a broker holding 100,000 segments
+        holds a handful of distinct shard specs, not 100,000 copies of `{"type": "numbered", ...}`."""
         if obj is None:
-            return cls.none()
+            return _NONE
+        try:
+            # the value's type in the key too: 1, 1.0 and true are equal keys but print differently
+            key = tuple(sorted((k, type(v).__name__, v) for k, v in obj.items()))
+            shared = _INTERNED.get(key)
+        except TypeError:  # a list value (a range spec's boundaries): parsed on its own
+            return cls._parse(obj)
+        if shared is None:
+            shared = cls._parse(obj)
+            if len(_INTERNED) < _INTERNED_MAX:
+                _INTERNED[key] = shared
+        return shared
+
+    @classmethod
+    def _parse(cls, obj: Mapping[str, Any]) -> ShardSpec:
         kind = obj.get("type")
         if kind == "none":
             return cls("none", raw=dict(obj))
@@ -170,6 +186,11 @@ class ShardSpec:
         if self.type in ("single", "range") and self.partitions is None:
             return StringPartitionChunk(self.start, self.end, self.partition_num, obj)
         return NumberedPartitionChunk(self.partition_num, self.partitions or 0, obj)
+
+
+_INTERNED: dict[tuple[tuple[str, str, Any], ...], ShardSpec] = {}
+_INTERNED_MAX = 65_536  # distinct specs kept; beyond that each parse makes its own object
+_NONE = ShardSpec.none()
 
 
 def _tuple_text(value: Any) -> Any:

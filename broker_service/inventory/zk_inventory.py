@@ -57,8 +57,9 @@ class ZkInventory(ServerInventory):
         self._tokens = itertools.count(1)
         self._server_tokens: dict[str, int] = {}
         self._batch_tokens: dict[tuple[str, str], int] = {}
-        # loop-thread state: per server, per batch, the segment ids it held; and reference counts
-        self._batches: dict[str, dict[str, dict[str, DataSegment]]] = {}
+        # loop-thread state: per server, per batch, the segment ids it held (ids only, the view's own
+        # strings: the segments themselves live once, in the view); and reference counts
+        self._batches: dict[str, dict[str, frozenset[str]]] = {}
         self._refs: dict[str, dict[str, int]] = {}
         self._status = InventoryStatus(kind="zk")
         self._lost = False
@@ -242,7 +243,7 @@ class ZkInventory(ServerInventory):
             return  # server gone (or not announced yet): its segments are not served
         batches = self._batches[server]
         refs = self._refs.setdefault(server, {})
-        old = batches.get(batch, {})
+        old = batches.get(batch, frozenset())
         new = {s.id: s for s in segments}
         for segment_id, segment in new.items():
             if segment_id not in old:
@@ -256,9 +257,14 @@ class ZkInventory(ServerInventory):
                     del refs[segment_id]
                     self.view.remove_segment(server, segment_id, vanished=vanished)
         if new:
-            batches[batch] = new
+            batches[batch] = frozenset(map(self._shared_id, new))
         else:
             batches.pop(batch, None)
+
+    def _shared_id(self, segment_id: str) -> str:
+        """The view's copy of the id string, so a batch holds no second copy of it."""
+        selector = self.view.selector(segment_id)
+        return segment_id if selector is None else selector.segment.id
 
 
 def _close(zk: Any) -> None:
