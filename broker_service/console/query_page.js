@@ -140,6 +140,8 @@ export function initQueryPage() {
     $("#cancel").disabled = false;
     status.textContent = "Running…";
     delete status.dataset.rows;
+    delete status.dataset.outcome;
+    $("#query-error").replaceChildren();
     const started = performance.now();
     try {
       let result;

@@ -244,6 +244,15 @@ def test_a_time_series_chart_and_explain_with_the_brokers_part(
     assert lines == [["edits", len(want["rows"])], ["deleted", len(want["rows"])]]
     snap(page, shots, "chart-time")
 
+    type_sql(page, "")
+    page.keyboard.type("SELECT * FROM wiki")  # table names complete too
+    page.wait_for_selector(".completions:not([hidden]) li")
+    offered = page.eval_on_selector_all(
+        ".completions li", "l => l.map(x => [x.children[0].textContent, x.children[1].textContent])"
+    )
+    assert [name for name, kind in offered if kind == "table"] == ["wikipedia", HOURLY, "wikipedia_live"]
+    page.keyboard.press("Escape")
+
     ranked = "SELECT channel, COUNT(*) AS c, RANK() OVER (ORDER BY COUNT(*) DESC) AS r FROM wikipedia GROUP BY channel"
     type_sql(page, ranked)
     page.click("#explain")
@@ -279,6 +288,20 @@ def test_the_native_json_tab(page: Any, cluster: dict[str, Any]) -> None:
     shown = grid(page)
     assert shown["names"] == ["timestamp", "page", "edits"]
     assert shown["rows"] == want
+
+    page.keyboard.insert_text("{ not json")  # errors: the parser's, then Druid's body from the API
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector('#run-status[data-outcome="failed"]')
+    assert "Invalid JSON" in page.text_content("#query-error")
+    page.click('[data-tab="sql"]')
+    bad = "SELECT nope FROM wikipedia"
+    type_sql(page, bad)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector('#run-status[data-outcome="failed"]')
+    answer = httpx.post(f"{broker}/druid/v2/sql/", json={"query": bad}, timeout=60)
+    assert answer.status_code == 400
+    assert page.text_content("#query-error .error strong") == answer.json()["error"]
+    assert answer.json()["errorMessage"] in page.text_content("#query-error")
 
 
 def test_a_query_cancelled_from_the_console_stops_on_the_broker(page: Any, cluster: dict[str, Any]) -> None:
