@@ -52,6 +52,10 @@ class PostgresMetadataStore:
         self._url = url
         self.location = redact(url)
         self._connect_args: dict[str, Any] = {
+            # autocommit: every transaction is an explicit `conn.transaction()` block (BEGIN..COMMIT);
+            # otherwise a lone statement (the idle check) would open one that a later block only
+            # nests a savepoint in, and nothing would ever commit
+            "autocommit": True,
             "connect_timeout": max(1, round(connect_timeout_s)), "application_name": application_name,
             **KEEPALIVES,
         }  # fmt: skip

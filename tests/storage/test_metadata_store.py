@@ -203,3 +203,18 @@ def test_used_segments_see_every_commit_from_this_and_other_connections(location
     assert len(store.used_segments()) == 1
     store.close()
     other.close()
+
+
+def test_a_publish_after_the_store_sat_idle_is_committed(location, monkeypatch):
+    """PostgreSQL checks a connection idle a while before writing over it; that check must not
+    leave the publish inside a transaction nobody commits (it once did)."""
+    monkeypatch.setattr("storage.postgres_store.IDLE_CHECK_S", 0.0)
+    writer, reader = open_metadata_store(location), open_metadata_store(location)
+    assert writer.data_sources() == [] and reader.used_segments() == []
+    a = seg("2020-01-01/2020-01-02", "v1")
+    writer.publish([a], overwrite=False)
+    writer.mark_unused([a.id])
+    writer.mark_used([a.id])
+    writer.close()
+    assert reader.used_segments() == [a]
+    reader.close()
