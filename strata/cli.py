@@ -36,6 +36,7 @@ SUBCOMMANDS: dict[str, str] = {
     "broker": "broker_service.cli",
     "quickstart": "strata.quickstart",
     "sql": "strata.sql_cli",
+    "security": "security.cli",
 }
 
 
@@ -93,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         parser.error(str(e))
     args = parser.parse_args(argv)
+    args._config = config  # secrets (passwords) are read from here, never from flags
     configure_logging(args.log_level)
     try:
         return _load(args._module).run(args)
