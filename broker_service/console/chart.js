@@ -73,8 +73,8 @@ export function renderChart(host, result) {
   let yValues = rows.flatMap((r) => spec.ys.map((i) => Number(r[i]))).filter(Number.isFinite);
   if (spec.kind === "bars") rows = rows.slice(0, MAX_BARS);
   if (spec.kind === "bars") yValues = rows.map((r) => Number(r[spec.ys[0]])).filter(Number.isFinite);
-  const yMin = Math.min(0, ...yValues);
-  const yMax = Math.max(0, ...yValues);
+  const yMin = yValues.reduce((m, v) => Math.min(m, v), 0); // no spread: results may be long
+  const yMax = yValues.reduce((m, v) => Math.max(m, v), 0);
   const y = (v) => pad.top + plotH - ((v - yMin) / (yMax - yMin || 1)) * plotH;
   for (const t of ticks(yMin, yMax, 5)) {
     root.append(svg("line", { x1: pad.left, x2: width - pad.right, y1: y(t), y2: y(t), class: "gridline" }));

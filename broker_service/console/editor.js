@@ -22,6 +22,9 @@ export const SQL_FUNCTIONS = [
 ];
 
 const KEYWORD_SET = new Set(SQL_KEYWORDS);
+// Words Druid's SQL parser reserves that are common column names: inserted quoted ("user").
+const RESERVED = new Set([...SQL_KEYWORDS, "USER", "COUNT", "START", "VALUE", "RANGE", "ROWS", "TIME", "DATE",
+  "LANGUAGE", "POSITION", "SESSION", "LEVEL", "LOCAL", "RESULT", "SYSTEM", "SECTION"]);
 const FUNCTION_SET = new Set(SQL_FUNCTIONS);
 
 const SQL_TOKEN = /(--[^\n]*|\/\*[\s\S]*?(?:\*\/|$))|('(?:[^']|'')*'?)|("(?:[^"]|"")*"?)|(\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b)|([A-Za-z_][A-Za-z0-9_]*)|([^\sA-Za-z0-9_'"]+)|(\s+)/g;
@@ -144,7 +147,7 @@ export function createEditor(host, { language, onRun, placeholder = "" }) {
     if (!choice) return;
     const word = wordBefore();
     const needsQuotes = !/^[A-Za-z_][A-Za-z0-9_]*$/.test(choice.text) || word.startsWith('"') ||
-      (choice.kind !== "keyword" && choice.kind !== "function" && KEYWORD_SET.has(choice.text.toUpperCase()));
+      (choice.kind !== "keyword" && choice.kind !== "function" && RESERVED.has(choice.text.toUpperCase()));
     const text = needsQuotes ? `"${choice.text}"` : choice.text;
     const start = textarea.selectionStart - word.length;
     textarea.setRangeText(text, start, textarea.selectionStart, "end");

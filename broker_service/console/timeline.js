@@ -22,8 +22,8 @@ export function renderTimeline(segments, width) {
   const versions = [...new Set(segments.map((s) => s.version))].sort().reverse();
   const starts = segments.map((s) => Date.parse(s.start)).filter(Number.isFinite);
   const ends = segments.map((s) => Date.parse(s.end)).filter(Number.isFinite);
-  const t0 = Math.min(...starts);
-  const t1 = Math.max(...ends);
+  const t0 = starts.reduce((m, t) => Math.min(m, t), Infinity); // no spread: thousands of segments
+  const t1 = ends.reduce((m, t) => Math.max(m, t), -Infinity);
   const plotW = width - LABEL_W - 16;
   const height = versions.length * LANE + 30;
   const x = (t) => LABEL_W + ((t - t0) / (t1 - t0 || 1)) * plotW;

@@ -252,6 +252,11 @@ def test_a_time_series_chart_and_explain_with_the_brokers_part(
     )
     assert [name for name, kind in offered if kind == "table"] == ["wikipedia", HOURLY, "wikipedia_live"]
     page.keyboard.press("Escape")
+    type_sql(page, "")
+    page.keyboard.type("SELECT us")  # a column named like a reserved word is inserted quoted
+    page.wait_for_selector(".completions:not([hidden]) li")
+    page.keyboard.press("Enter")
+    assert page.input_value("#sql-editor textarea") == 'SELECT "user"'
 
     ranked = "SELECT channel, COUNT(*) AS c, RANK() OVER (ORDER BY COUNT(*) DESC) AS r FROM wikipedia GROUP BY channel"
     type_sql(page, ranked)
