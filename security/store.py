@@ -7,9 +7,7 @@ transaction; nodes poll that row (a one-row read) and reload the whole snapshot 
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,8 @@ import orjson
 from security.model import ADMIN_ROLE, ADMIN_USER, INTERNAL_USER, AuthSnapshot
 from security.passwords import Credentials, hash_password
 from security.resources import Permission, admin_permissions
+from storage.metadata_store import MetadataStore, MetadataStoreError
+from storage.schema import Migration
 
 
 class SecurityStoreError(RuntimeError):
@@ -36,58 +36,57 @@ class AlreadyExists(ValueError):
     """A user or role of that name exists already."""
 
 
-_SCHEMA = [
-    "CREATE TABLE IF NOT EXISTS strata_auth_users (name TEXT PRIMARY KEY, salt {blob}, hash {blob},"
-    " iterations INTEGER)",
-    "CREATE TABLE IF NOT EXISTS strata_auth_roles (name TEXT PRIMARY KEY, permissions TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS strata_auth_user_roles (user_name TEXT NOT NULL, role_name TEXT NOT NULL,"
-    " PRIMARY KEY (user_name, role_name))",
-    "CREATE TABLE IF NOT EXISTS strata_auth_version (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)",
-]
+def _tables(blob: str) -> str:
+    return ";".join(
+        [
+            f"CREATE TABLE strata_auth_users (name TEXT PRIMARY KEY, salt {blob}, hash {blob},"
+            " iterations INTEGER)",
+            "CREATE TABLE strata_auth_roles (name TEXT PRIMARY KEY, permissions TEXT NOT NULL)",
+            "CREATE TABLE strata_auth_user_roles (user_name TEXT NOT NULL, role_name TEXT NOT NULL,"
+            " PRIMARY KEY (user_name, role_name))",
+            "CREATE TABLE strata_auth_version (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)",
+            "INSERT INTO strata_auth_version (id, version) VALUES (1, 1)",
+        ]
+    )
+
+
+def _postgres_tables(conn: Any) -> None:
+    for statement in _tables("BYTEA").split(";"):
+        conn.execute(statement)
+
+
+# the migrations the metadata store runs once per database (storage.schema)
+MIGRATIONS = [Migration(1, sqlite=_tables("BLOB"), postgresql=_postgres_tables)]
 
 
 class SecurityStore:
-    """The credentials and roles store over a DB-API connection (sqlite3 or psycopg)."""
+    """The credentials and roles store, in the metadata store's own database (SQLite or PostgreSQL)
+    through its `transaction()`: whoever may write that database is trusted, as in Druid."""
 
-    def __init__(
-        self, connect: Callable[[], Any], *, placeholder: str, blob: str, begin: tuple[str, str]
-    ) -> None:
-        self._ph = placeholder
-        self._begin_read, self._begin_write = begin
-        self._lock = threading.RLock()
+    def __init__(self, metadata: MetadataStore) -> None:
+        self._meta = metadata
+        self._ph = "?" if metadata.dialect == "sqlite" else "%s"
+        self._postgres = metadata.dialect == "postgresql"
         try:
-            self._conn = connect()
-            with self._tx(write=True) as cur:
-                for statement in _SCHEMA:
-                    cur.execute(statement.format(blob=blob))
-                cur.execute(self._q("SELECT version FROM strata_auth_version WHERE id = 1"))
-                if cur.fetchone() is None:
-                    cur.execute(self._q("INSERT INTO strata_auth_version (id, version) VALUES (1, 1)"))
-        except (sqlite3.Error, OSError) as e:
+            metadata.migrate("security", MIGRATIONS)
+        except (MetadataStoreError, OSError) as e:
             raise SecurityStoreError(f"cannot open the security store: {e}") from e
 
     def _q(self, sql: str) -> str:
         return sql if self._ph == "?" else sql.replace("?", self._ph)
 
     @contextmanager
-    def _tx(self, *, write: bool = False) -> Iterator[Any]:
-        """One transaction (reads see one consistent state; writes serialise)."""
-        with self._lock:
-            cur = self._conn.cursor()
-            begin = self._begin_write if write else self._begin_read
-            if begin:
-                cur.execute(begin)
-            try:
-                yield cur
-            except BaseException:
-                self._conn.rollback()
-                raise
-            self._conn.commit()
+    def _tx(self) -> Iterator[Any]:
+        """One transaction: reads see one consistent state, writes serialise."""
+        with self._meta.transaction() as conn:
+            if self._postgres:  # several reads of one snapshot must agree (the default reads per statement)
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield _Cursor(conn)
 
     @contextmanager
     def _change(self) -> Iterator[Any]:
         """A write transaction that also bumps the version row, which every node polls."""
-        with self._tx(write=True) as cur:
+        with self._tx() as cur:
             yield cur
             cur.execute("UPDATE strata_auth_version SET version = version + 1 WHERE id = 1")
 
@@ -207,8 +206,7 @@ class SecurityStore:
             self.assign(user, ADMIN_ROLE)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._meta.close()
 
     # -- helpers -------------------------------------------------------------------------------
     def _exists(self, cur: Any, table: str, name: str) -> bool:
@@ -220,44 +218,29 @@ class SecurityStore:
             raise NotFound(f"{what} [{name}] does not exist.")
 
 
+class _Cursor:
+    """`execute` then `fetchone`/`fetchall` over either DB-API connection (sqlite3, psycopg)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._last: Any = None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._last = self._conn.execute(sql, params)
+
+    def fetchone(self) -> Any:
+        return self._last.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return list(self._last.fetchall())
+
+
 def open_security_store(path_or_url: str | Path) -> SecurityStore:
-    """The store in the metadata database named as `--metadata` names it: a file path,
-    `sqlite:///path`, or `postgresql://...`."""
-    text = str(path_or_url)
-    if text.startswith(("postgresql://", "postgres://")):
-        return _postgres(text)
-    if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///") :]
-    elif "://" in text:
-        raise SecurityStoreError(
-            f"unsupported metadata store URL {text!r} (a file path, sqlite:/// or postgresql://)"
-        )
-    path = Path(text)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The store in the database `--metadata` names (a file, sqlite:///path, postgresql://...),
+    opened by the metadata store's own opener."""
+    from storage import open_metadata_store
 
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        return conn
-
-    return SecurityStore(connect, placeholder="?", blob="BLOB", begin=("BEGIN", "BEGIN IMMEDIATE"))
-
-
-def _postgres(url: str) -> SecurityStore:
     try:
-        import psycopg
-    except ImportError as e:
-        raise SecurityStoreError("a postgresql:// metadata store needs the psycopg package") from e
-
-    def connect() -> Any:
-        try:
-            return psycopg.connect(url, connect_timeout=10)
-        except psycopg.Error as e:
-            raise SecurityStoreError(f"cannot connect to the metadata store: {type(e).__name__}") from None
-
-    return SecurityStore(
-        connect,
-        placeholder="%s",
-        blob="BYTEA",
-        begin=("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", ""),
-    )
+        return SecurityStore(open_metadata_store(path_or_url))
+    except MetadataStoreError as e:
+        raise SecurityStoreError(str(e)) from None
