@@ -91,7 +91,10 @@ class S3Server(_ChildServer):
                                endpoint_override=self.address)  # fmt: skip
 
     def restart(self, down_s: float = 0.0, timeout: float = 30.0) -> None:
-        """Stop, stay down `down_s` seconds, start on the same port with the same buckets and objects."""
+        """Stop, stay down `down_s` seconds, start on the same port with the same buckets and objects.
+
+        Call it from a thread that outlives the server (the test's own): the server is started
+        with a parent-death signal, which Linux sends when the *thread* that started it ends."""
         from pyarrow import fs
 
         s3 = self.filesystem()
@@ -101,7 +104,10 @@ class S3Server(_ChildServer):
             for bucket in buckets:
                 for info in s3.get_file_info(fs.FileSelector(bucket, recursive=True)):
                     if info.type == fs.FileType.File:
-                        fs.copy_files(info.path, f"{tmp}/{info.path}", source_filesystem=s3)
+                        local = Path(tmp, info.path)
+                        local.parent.mkdir(parents=True, exist_ok=True)
+                        with s3.open_input_stream(info.path) as src:
+                            local.write_bytes(src.read())
                         saved.append(info.path)
             self.stop()
             time.sleep(down_s)
@@ -109,4 +115,5 @@ class S3Server(_ChildServer):
             for bucket in buckets:
                 self.create_bucket(bucket)
             for path in saved:
-                fs.copy_files(f"{tmp}/{path}", path, destination_filesystem=s3)
+                with s3.open_output_stream(path) as out:
+                    out.write(Path(tmp, path).read_bytes())

@@ -34,7 +34,7 @@ from storage.deep_storage import (
     check_copy,
     with_location,
 )
-from storage.retry import Backoff, is_transient, retrying
+from storage.retry import Backoff, retrying
 from timeline import DataSegment, format_instant
 
 DEFAULT_BACKOFF = Backoff()
@@ -63,9 +63,19 @@ def _endpoint_parts(endpoint: str) -> tuple[str, str]:
     return parts.scheme, parts.netloc
 
 
-def _transient(error: BaseException) -> bool:
-    """A download whose bytes differ may have been cut short: it is tried again, as I/O errors are."""
-    return isinstance(error, ChecksumMismatch) or is_transient(error)
+DENIED = ("ACCESS_DENIED", "AccessDenied", "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId",
+          "SIGNATURE_DOES_NOT_MATCH", "SignatureDoesNotMatch", "NO_SUCH_BUCKET", "NoSuchBucket")  # fmt: skip
+
+
+def _pull_transient(error: BaseException) -> bool:
+    """Whether another download may succeed. A published segment's object exists, so "not found"
+    is a store still recovering (a restarted server, a replica behind) and is retried too, as are
+    I/O errors and a copy whose bytes differ (cut short); denied access or a missing bucket are not."""
+    if isinstance(error, ChecksumMismatch):
+        return True
+    if isinstance(error, FileNotFoundError):
+        return True
+    return isinstance(error, OSError) and not any(marker in str(error) for marker in DENIED)
 
 
 class S3DeepStorage:
@@ -160,7 +170,10 @@ class S3DeepStorage:
 
         try:
             retrying(
-                attempt, f"downloading segment {segment.id} from s3://{location}", self.backoff, _transient
+                attempt,
+                f"downloading segment {segment.id} from s3://{location}",
+                self.backoff,
+                _pull_transient,
             )
         except ChecksumMismatch:
             target.unlink(missing_ok=True)
