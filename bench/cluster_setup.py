@@ -60,28 +60,31 @@ class Dataset:
         return "[" + ", ".join(f"'{f}'" for f in self.files) + "]"
 
 
-def synthetic_rows(rows: int, hours: int, seed: int) -> pa.Table:
-    """Rows spread over `hours` hours: low (country, channel) and zipf-skewed (page) dimensions."""
+def synthetic_rows(rows: int, hours: int, seed: int, pages: int = 5000) -> pa.Table:
+    """Rows spread over `hours` hours: low (country, channel) and zipf-skewed (page, `pages` values)
+    dimensions."""
     rng = np.random.default_rng(seed)
     times = np.sort(START_MS + rng.integers(0, hours * HOUR_MS, rows))
     countries = np.array([f"country{i:02d}" for i in range(50)])
     channels = np.array([f"#ch{i}" for i in range(20)])
-    pages = np.array([f"page{i}" for i in range(5000)])
+    names = np.array([f"page{i}" for i in range(pages)])
     return pa.table(
         {
             "__time": pa.array(times, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
             "country": pa.array(countries[rng.integers(0, 50, rows)]),
             "channel": pa.array(channels[rng.integers(0, 20, rows)]),
-            "page": pa.array(pages[(rng.zipf(1.2, rows) - 1) % 5000]),
+            "page": pa.array(names[(rng.zipf(1.2, rows) - 1) % pages]),
             "added": pa.array(rng.integers(0, 1000, rows), pa.int64()),
             "score": pa.array(rng.random(rows), pa.float64()),
         }
     )
 
 
-def write_dataset(root: Path, name: str, rows: int, segments: int, seed: int = 7) -> Dataset:
+def write_dataset(
+    root: Path, name: str, rows: int, segments: int, seed: int = 7, pages: int = 5000
+) -> Dataset:
     """`segments` hourly segments of `rows` rows in total, pushed to `root/deep` and published."""
-    table = synthetic_rows(rows, segments, seed)
+    table = synthetic_rows(rows, segments, seed, pages)
     millis = table.column("__time").cast(pa.int64()).to_numpy()
     bounds = np.searchsorted(millis, START_MS + np.arange(segments + 1) * HOUR_MS)
     deep = LocalDeepStorage(root / "deep")

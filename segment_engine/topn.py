@@ -13,12 +13,14 @@ from query.topn import TopNQuery
 from segment_engine.grouping import cursor_frame, group_merged, group_rows
 from segment_engine.registry import executes
 from segment_engine.segment_input import SegmentInput
-from segment_engine.topn_codes import coded_partials
+from segment_engine.topn_codes import coded_merged, coded_partials
 
 
 def run_merged(query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Ranks over all of `inputs` at once: exact, where per-segment trimming may drop values."""
-    grouped = group_merged(query.plan, conn, inputs, cut=partial(query.cut_sql, per_segment=False))
+    grouped = coded_merged(query, conn, inputs)
+    if grouped is None:
+        grouped = group_merged(query.plan, conn, inputs, cut=partial(query.cut_sql, per_segment=False))
     top = query.cut(grouped, query.segment_keep)
     return query.with_markers(top, cursor_frame(query.granularity, inputs), per_segment=False)
 

@@ -29,7 +29,7 @@ from query.base import SEGMENT_COLUMN
 from query.columns import SEGMENT_INDEX, TIME_COLUMN
 from query.duck import quote_ident, run_arrow
 from query.topn import TopNQuery
-from segment_engine.grouping import stamp_window_starts
+from segment_engine.grouping import stamp_window_starts, window_starts
 from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, view
 from segment_engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
 
@@ -45,26 +45,15 @@ def coded_partials(
 ) -> pa.Table | None:
     """Each segment's best `segment_keep` rows (as `run_partials` cuts them in SQL), or None where
     this path does not apply."""
+    found = _coded_source(query, inputs)
+    if found is None:
+        return None
+    rows, types, others = found
     plan, dim = query.plan, query.dimension
-    if dim.extraction_fn is not None or dim.output_type != "STRING" or not plan.granularity.is_all:
-        return None
-    wanted = list(
-        dict.fromkeys([*plan.input_columns(), *(sorted(plan.filter.columns()) if plan.filter else [])])
-    )
-    if plan.virtual_columns.needed(wanted) or dim.dimension not in wanted:
-        return None
-    rows = _whole_coded(inputs, wanted, dim.dimension)
-    if rows is None:
-        return None
-    types = unified_types([read_schema(i.path) for i in inputs], wanted)
-    types[TIME_COLUMN] = "BIGINT"
-    others = [c for c in wanted if c not in (TIME_COLUMN, dim.dimension)]
     projections = [ORDINAL, f"{_CODE}", f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
                    f"{quote_ident(dim.dimension)}", *map(quote_ident, others)]  # fmt: skip
     source = view(rows, [TIME_COLUMN, dim.dimension, *others], codes=(dim.dimension, _CODE))
-    relation = f"SELECT {', '.join(projections)} FROM {source}"
-    if plan.filter is not None:
-        relation = f"SELECT * FROM ({relation}) WHERE {plan.filter.to_sql(types)}"
+    relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
     aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
     column = query.rank_column()
     if column is None:
@@ -82,6 +71,80 @@ def coded_partials(
         cut = query.top(table.filter(over), query.segment_keep, per_segment=True)
         table = pa.concat_tables([table.filter(~over), cut])
     return stamp_window_starts(table, inputs) if table.num_rows else table
+
+
+def coded_merged(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table | None:
+    """What `grouping.group_merged` with the node-wide cut returns (one grouping across all
+    `inputs`, `__segment` null), grouped on integers: each copy's codes are mapped into one sorted
+    dictionary of all the copies' values, so code order is string order and the cut's ties break
+    as they break on strings. None where this path does not apply."""
+    plan, dim = query.plan, query.dimension
+    if not all(a.split_invariant() for a in plan.aggregators):
+        return None
+    found = _coded_source(query, inputs)
+    if found is None:
+        return None
+    rows, types, others = found
+    dictionary, codes = _shared_codes(rows, dim.dimension)
+    source = view(rows, [TIME_COLUMN, dim.dimension, *others], extra=(_CODE, codes))
+    projections = [_CODE, f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}", quote_ident(dim.dimension),
+                   *map(quote_ident, others)]  # fmt: skip
+    relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+    # `all`: the earliest cursor start stamps the answer (`TopNQuery.with_markers`), matched or not
+    bucket = min(window_starts(inputs).values(), default=0)
+    keys = [f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}", f"CAST({bucket} AS BIGINT) AS {BUCKET}",
+            f"{_CODE} AS {dim_col(0)}"]  # fmt: skip
+    grouped = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {_CODE}"
+    table = run_arrow(conn, query.cut_sql(grouped, per_segment=False) or grouped)
+    strings = dictionary.take(table.column(dim_col(0)))
+    return plan._conform(table.set_column(table.schema.get_field_index(dim_col(0)), dim_col(0), strings))
+
+
+def _coded_source(
+    query: TopNQuery, inputs: Sequence[SegmentInput]
+) -> tuple[list[MappedRows], dict[str, str], list[str]] | None:
+    """The Arrow copies of `inputs`, the SQL types of the columns read and the columns other than
+    time and the dimension, where grouping on dictionary codes answers as grouping on strings."""
+    plan, dim = query.plan, query.dimension
+    if dim.extraction_fn is not None or dim.output_type != "STRING" or not plan.granularity.is_all:
+        return None
+    wanted = list(
+        dict.fromkeys([*plan.input_columns(), *(sorted(plan.filter.columns()) if plan.filter else [])])
+    )
+    if plan.virtual_columns.needed(wanted) or dim.dimension not in wanted:
+        return None
+    rows = _whole_coded(inputs, wanted, dim.dimension)
+    if not rows or query.rank_column() is None:
+        return None
+    types = unified_types([read_schema(i.path) for i in inputs], wanted)
+    types[TIME_COLUMN] = "BIGINT"
+    return rows, types, [c for c in wanted if c not in (TIME_COLUMN, dim.dimension)]
+
+
+def _filtered(relation: str, query: TopNQuery, types: dict[str, str]) -> str:
+    if query.plan.filter is None:
+        return relation
+    return f"SELECT * FROM ({relation}) WHERE {query.plan.filter.to_sql(types)}"
+
+
+def _shared_codes(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, pa.ChunkedArray]:
+    """One sorted dictionary of every value of `column` in `rows`, and each row's index into it
+    (null where the row's value is null), chunked as the copies are."""
+    dictionaries = [_dictionary(r, column) for r in rows]
+    union = pa.concat_arrays([d for d in dictionaries if d is not None]).cast(pa.string())
+    unique = pc.unique(union)
+    shared = unique.take(pc.array_sort_indices(unique))
+    positions = pc.index_in(union, value_set=shared).cast(pa.int32())
+    chunks, offset = [], 0
+    for r, d in zip(rows, dictionaries, strict=True):
+        size = 0 if d is None else len(d)
+        mine = positions.slice(offset, size)
+        offset += size
+        chunks += [pc.take(mine, chunk.indices) for chunk in r.table.column(column).chunks]
+    return shared, pa.chunked_array(chunks, pa.int32())
 
 
 def _candidates(grouped: pa.Table, column: str, keep: int) -> pa.Table:

@@ -1,4 +1,5 @@
-"""Per-segment topN partials grouped on dictionary codes answer as Druid's per-segment cut.
+"""topN partials grouped on dictionary codes answer as Druid's per-segment cut, and a node's one
+merged partial (codes mapped into one sorted dictionary of all its copies) as the node-wide cut.
 
 Segment files written here and served from their Arrow copies: a dimension with nulls, segments
 whose dictionaries differ (values, order), ties exactly at each segment's cut, a segment without
@@ -27,8 +28,8 @@ from query import parse_query
 from query.duck import connection
 from query.topn import TopNQuery
 from segment_engine import SegmentInput, mapped_source
-from segment_engine.engine import run_partials
-from segment_engine.topn_codes import coded_partials
+from segment_engine.engine import run_merged, run_partials
+from segment_engine.topn_codes import coded_merged, coded_partials
 from storage.segment_file import write_segment_file
 from timeline import Interval, SegmentDescriptor, format_instant
 
@@ -162,6 +163,13 @@ WINDOWS = {
 LEFT_OUT = {"with_dim": f"{DS}_3", "clipped_with_dim": f"{DS}_3"}  # leaving out the segment without `dim`
 
 
+FILTERS = [
+    (None, "true"), ({"type": "bound", "dimension": "n", "lower": "1", "ordering": "numeric"}, "n >= 1"),
+    ({"type": "in", "dimension": "dim", "values": ["d1", "d2", "d4", "d5", "d7"]},
+     "dim IN ('d1', 'd2', 'd4', 'd5', 'd7')"),
+]  # fmt: skip
+
+
 def _query(window: str, metric: str, flt: dict[str, Any] | None = None) -> TopNQuery:
     start, end = WINDOWS[window]
     body: dict[str, Any] = {
@@ -217,12 +225,7 @@ def _got(table: pa.Table) -> set[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("window", list(WINDOWS))
 @pytest.mark.parametrize("metric", ["n", "rows", "v"])
-@pytest.mark.parametrize(
-    "flt,where",
-    [(None, "true"), ({"type": "bound", "dimension": "n", "lower": "1", "ordering": "numeric"}, "n >= 1"),
-     ({"type": "in", "dimension": "dim", "values": ["d1", "d2", "d4", "d5", "d7"]},
-      "dim IN ('d1', 'd2', 'd4', 'd5', 'd7')")],
-)  # fmt: skip
+@pytest.mark.parametrize("flt,where", FILTERS)
 def test_partials_match_per_segment_cut(
     served: str, segments: Any, oracle: duckdb.DuckDBPyConnection, window: str, metric: str,
     flt: dict[str, Any] | None, where: str,
@@ -240,7 +243,7 @@ def test_code_path_taken_only_where_it_applies(served: str, segments: Any) -> No
 
 
 def _kept(
-    tmp_path: Path, metric: str, shapes: list[tuple[list[str | None], list[float]]]
+    tmp_path: Path, metric: str, shapes: list[tuple[list[str | None], list[float]]], *, merged: bool = False
 ) -> set[tuple[str, Any]]:
     """(segment, value) of the ranked rows of the partials of one hand-made segment per shape
     (dimension values, `v` per row; `n` 5 each), served from copies whose dictionaries list the
@@ -261,8 +264,12 @@ def _kept(
         inputs.append(SegmentInput(f"s{hour}", SegmentDescriptor(interval, VERSION, 0), str(path), interval))
     try:
         query = _query("whole", metric)
-        assert coded_partials(query, connection(), inputs) is not None
-        table = run_partials(query, inputs)
+        if merged:
+            assert coded_merged(query, connection(), inputs) is not None
+            table = run_merged(query, inputs)
+        else:
+            assert coded_partials(query, connection(), inputs) is not None
+            table = run_partials(query, inputs)
     finally:
         for inp in inputs:
             mapped_source.unregister(inp.path)
@@ -278,6 +285,16 @@ def test_ties_at_the_cut_keep_the_smallest_strings(tmp_path: Path) -> None:
     expected = {("s0", None), ("s0", "a"), ("s0", "b"), ("s0", "e"),
                 ("s1", None), ("s1", "c"), ("s1", "d"), ("s1", "m")}  # fmt: skip
     assert _kept(tmp_path, "n", shapes) == expected
+
+
+def test_ties_at_the_node_wide_cut_keep_the_smallest_strings(tmp_path: Path) -> None:
+    """Merged over both segments (dictionaries reversed, codes ranking opposite to strings), every
+    value ties: null, then the smallest strings of the union."""
+    shapes: list[tuple[list[str | None], list[float]]] = []
+    for names in (["k", "b", "x", "e", "q"], ["z", "y", "c", "m", "d", "a"]):
+        values = [*names, None]  # null twice in all: the best sum, then ties at 5 among the strings
+        shapes.append((values, [1.0] * len(values)))
+    assert _kept(tmp_path, "n", shapes, merged=True) == {(None, None), (None, "a"), (None, "b"), (None, "c")}
 
 
 def test_nan_sums_rank_last_when_fewer_values_than_kept(tmp_path: Path) -> None:
@@ -306,3 +323,47 @@ def test_a_dropped_copy_is_not_pinned(segments: Any) -> None:
             mapped_source.unregister(inp.path)
     gc.collect()
     assert table() is None
+
+
+def _expected_merged(
+    oracle: duckdb.DuckDBPyConnection, window: str, metric: str, where: str
+) -> tuple[set[tuple[Any, ...]], int]:
+    """The node-wide cut over the raw rows, and the answer's timestamp: the earliest cursor start,
+    matched or not, a segment's cursor covering its rows' time span clipped to the window."""
+    start, end = WINDOWS[window]
+    left_out = LEFT_OUT.get(window, "")
+    rows = oracle.execute(
+        f"""SELECT dim, rows, n, v FROM (
+              SELECT dim, count(*) AS rows, sum(n) AS n, sum(v) AS v FROM raw
+              WHERE t >= {start} AND t < {end} AND {where} AND seg != '{left_out}' GROUP BY dim)
+            QUALIFY row_number() OVER (ORDER BY
+                CASE WHEN isnan(CAST({metric} AS DOUBLE)) THEN NULL ELSE {metric} END DESC NULLS LAST,
+                                       dim ASC NULLS FIRST) <= {KEEP}"""
+    ).fetchall()
+    stamp = oracle.execute(
+        f"""SELECT min(greatest({start}, first)) FROM (SELECT seg, min(t) AS first, max(t) AS last
+            FROM raw WHERE seg != '{left_out}' GROUP BY seg)
+            WHERE greatest({start}, first) < least({end}, last + 1)"""
+    ).fetchone()
+    assert stamp is not None
+    return {(*r[:3], _number(r[3])) for r in rows}, stamp[0]
+
+
+@pytest.mark.parametrize("window", list(WINDOWS))
+@pytest.mark.parametrize("metric", ["n", "rows", "v"])
+@pytest.mark.parametrize(
+    "flt,where", [*FILTERS, ({"type": "selector", "dimension": "dim", "value": "nothing"}, "false")]
+)
+def test_merged_partial_matches_node_wide_cut(
+    served: str, segments: Any, oracle: duckdb.DuckDBPyConnection, window: str, metric: str,
+    flt: dict[str, Any] | None, where: str,
+) -> None:  # fmt: skip
+    query = _query(window, metric, flt)
+    inputs = _inputs(segments, window)
+    taken = coded_merged(query, connection(), inputs) is not None
+    assert taken == (served == "arrow" and window == "with_dim"), (served, window)
+    table = run_merged(query, inputs)
+    ranked = [r for r in table.to_pylist() if r["a3"] is not None]
+    expected, stamp = _expected_merged(oracle, window, metric, where)
+    assert {(r["d0"], r["a0"], r["a1"], _number(r["a2"])) for r in ranked} == expected
+    assert {r["__bucket"] for r in table.to_pylist()} == {stamp}
