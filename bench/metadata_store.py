@@ -108,7 +108,9 @@ def _historical(root: Path, metadata: str, poll_s: float) -> Iterator[StrataProc
         node.stop()
 
 
-def publish_to_announced(root: Path, metadata: str, publishes: int, poll_s: float) -> dict[str, Any]:
+def publish_to_announced(
+    root: Path, metadata: str, publishes: int, poll_s: float, gap_s: float
+) -> dict[str, Any]:
     deep = LocalDeepStorage(root / "deep")
     latencies, publish_s = [], []
     with closing(open_metadata_store(metadata)) as store, _historical(root, metadata, poll_s) as node:
@@ -116,7 +118,7 @@ def publish_to_announced(root: Path, metadata: str, publishes: int, poll_s: floa
         feed.start()
         for day in range(publishes):
             seg = _pushed(deep, day)
-            time.sleep(random.uniform(0, 0.2))  # publishes land anywhere in a poll period
+            time.sleep(random.uniform(0, gap_s))  # a publish lands anywhere in the poll period
             t0 = time.perf_counter()
             store.publish([seg], overwrite=False)
             committed = time.perf_counter()
@@ -185,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--poll-publishes", type=int, default=20, help="the same on SQLite (polling)")
     ap.add_argument("--poll-period", type=float, default=5.0, help="the polling historical's period (s)")
     ap.add_argument("--segments", type=int, default=100_000, help="used segments for the poll cost")
+    ap.add_argument("--only", choices=["latency", "reads"], help="one half only")
     ap.add_argument("--repeat", type=int, default=200, help="unchanged reads timed")
     args = ap.parse_args(argv)
     if not PostgresServer.available():
@@ -195,21 +198,27 @@ def main(argv: list[str] | None = None) -> int:
         server = PostgresServer().start()
         try:
             os.environ["PGPASSFILE"] = str(server.pgpass)  # the historical finds the password here
-            log("publish-to-announced, PostgreSQL with notifications ...")
-            url = server.create_database("latency")
-            result["notify"] = publish_to_announced(root / "pg", url, args.publishes, poll_s=60.0)
-            log(result["notify"])
-            log(f"publish-to-announced, SQLite polling every {args.poll_period:g} s ...")
-            sqlite = str(root / "sqlite" / "metadata.db")
-            result["poll"] = publish_to_announced(
-                root / "sqlite", sqlite, args.poll_publishes, args.poll_period
-            )
-            log(result["poll"])
-            log(f"used_segments() over {args.segments:,} segments ...")
-            result["read_postgresql"] = poll_cost(server.create_database("reads"), args.segments, args.repeat)
-            log(result["read_postgresql"])
-            result["read_sqlite"] = poll_cost(str(root / "reads.db"), args.segments, args.repeat)
-            log(result["read_sqlite"])
+            if args.only != "reads":
+                log("publish-to-announced, PostgreSQL with notifications ...")
+                url = server.create_database("latency")
+                result["notify"] = publish_to_announced(
+                    root / "pg", url, args.publishes, poll_s=60.0, gap_s=0.2
+                )
+                log(result["notify"])
+                log(f"publish-to-announced, SQLite polling every {args.poll_period:g} s ...")
+                sqlite = str(root / "sqlite" / "metadata.db")
+                result["poll"] = publish_to_announced(
+                    root / "sqlite", sqlite, args.poll_publishes, args.poll_period, gap_s=args.poll_period
+                )
+                log(result["poll"])
+            if args.only != "latency":
+                log(f"used_segments() over {args.segments:,} segments ...")
+                result["read_postgresql"] = poll_cost(
+                    server.create_database("reads"), args.segments, args.repeat
+                )
+                log(result["read_postgresql"])
+                result["read_sqlite"] = poll_cost(str(root / "reads.db"), args.segments, args.repeat)
+                log(result["read_sqlite"])
         finally:
             server.remove()
     print(json.dumps({"metadata_store": result}))

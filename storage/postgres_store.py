@@ -30,6 +30,7 @@ from storage.metadata_url import redact, scrub
 from storage.pg_listener import KEEPALIVES, Listener
 from storage.schema import Migration, migrate
 from storage.segments_schema import CHANNEL, COMPONENT, MIGRATIONS
+from storage.used_set import UsedSet
 from timeline import DataSegment, format_instant
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,11 @@ _MIGRATION_LOCK = 0x5354524154410001  # advisory lock key serialising schema cha
 
 def _now() -> str:
     return format_instant(int(datetime.now(UTC).timestamp() * 1000))
+
+
+def _version(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT version FROM strata_segments_version").fetchone()
+    return int(row[0]) if row else 0
 
 
 class PostgresMetadataStore:
@@ -62,9 +68,8 @@ class PostgresMetadataStore:
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[Any] | None = None
         self._last_used = 0.0
-        self._memo: dict[str, DataSegment] | None = None  # used segments by id, as of `_memo_version`
+        self._memo: UsedSet | None = None  # the used segments as of `_memo_version`
         self._memo_version = -1
-        self._sorted: dict[str | None, list[DataSegment]] = {}
         self._subscribers: list[Callable[[], None]] = []
         self._listener: Listener | None = None
         self._subscribe_lock = threading.Lock()  # apart from `_lock`, which a slow query may hold
@@ -100,13 +105,19 @@ class PostgresMetadataStore:
             with suppress(psycopg.Error):
                 conn.close()
 
-    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, doing: str, write: bool) -> T:
-        """`work` in one transaction; a read meeting a dead connection is retried once afresh."""
+    def _run(
+        self, work: Callable[[psycopg.Connection[Any]], T], *, doing: str, write: bool, block: bool = True
+    ) -> T:
+        """`work` in one transaction (`block=False`: a single statement, committed by itself); a read
+        meeting a dead connection is retried once afresh."""
         with self._lock:
             for attempt in (1, 2):
                 conn = self._connection(check=write)
                 try:
-                    with conn.transaction():
+                    if block:
+                        with conn.transaction():
+                            result = work(conn)
+                    else:
                         result = work(conn)
                     self._last_used = time.monotonic()
                     return result
@@ -217,7 +228,7 @@ class PostgresMetadataStore:
     def _refresh(self, conn: psycopg.Connection[Any]) -> None:
         """Bring the remembered used segments to the newest version, reading only what changed."""
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        (version,) = conn.execute("SELECT version FROM strata_segments_version").fetchone() or (0,)
+        version = _version(conn)
         if version == self._memo_version and self._memo is not None:
             return
         changes: list[tuple[int, list[str] | None]] = []
@@ -231,32 +242,25 @@ class PostgresMetadataStore:
             and all(ids is not None for _, ids in changes)
         )  # fmt: skip
         if not complete:
-            self._memo = {s.id: s for s in self._read_used(conn, None)}
+            self._memo = UsedSet(self._read_used(conn, None))
         else:
             assert self._memo is not None
             touched = sorted({i for _, ids in changes for i in ids or ()})
-            for i in touched:
-                self._memo.pop(i, None)
             rows = conn.execute(
                 "SELECT payload FROM druid_segments WHERE used AND id = ANY(%s)", (touched,)
             ).fetchall()
-            for (p,) in rows:
-                segment = DataSegment.from_json(orjson.loads(p))
-                self._memo[segment.id] = segment
+            self._memo.apply(touched, (DataSegment.from_json(orjson.loads(p)) for (p,) in rows))
         self._memo_version = version
-        self._sorted = {}
 
     def used_segments(self, data_source: str | None = None) -> list[DataSegment]:
         with self._lock:
-            self._run(self._refresh, doing="reading used segments", write=False)
-            listed = self._sorted.get(data_source)
-            if listed is None:
-                assert self._memo is not None
-                chosen = self._memo.values() if data_source is None else (
-                    s for s in self._memo.values() if s.data_source == data_source
-                )  # fmt: skip
-                listed = self._sorted[data_source] = sorted(chosen, key=lambda s: s.id)
-            return list(listed)
+            # one round trip while nothing changed: versions are given out in commit order, so the
+            # counter alone says whether anything committed since the last read
+            version = self._run(_version, doing="reading used segments", write=False, block=False)
+            if version != self._memo_version or self._memo is None:
+                self._run(self._refresh, doing="reading used segments", write=False)
+            assert self._memo is not None
+            return self._memo.listed(data_source)
 
     def segments(self, data_source: str | None = None, include_unused: bool = False) -> list[SegmentRecord]:
         sql = "SELECT payload, used, created_date FROM druid_segments WHERE TRUE"
