@@ -73,32 +73,43 @@ class Scatter:
             groups: dict[str, tuple[ServerMetadata, list[SegmentTask]]] = {}
             unread: list[SegmentTask] = []
             for task in pending:
-                key = (task.segment_id, _key(task))
-                server = task.selector.pick(self.client, exclude=tried.get(key, ()))
+                # the servers tried are recorded only for segments left unread (a retry excludes
+                # them): per segment, the common first round costs a pick and an append
+                exclude = tried.get((task.segment_id, _key(task)), ()) if tried else ()
+                server = task.selector.pick(self.client, exclude=exclude)
                 if server is None:
                     unread.append(task)
                     continue
-                tried.setdefault(key, set()).add(server.name)
-                groups.setdefault(server.name, (server, []))[1].append(task)
+                slot = groups.get(server.name)
+                if slot is None:
+                    slot = groups[server.name] = (server, [])
+                slot[1].append(task)
             calls = [
                 self._call(server, query, group, time_left(), per_segment)
                 for server, group in groups.values()
             ]
             responses = await asyncio.gather(*calls, return_exceptions=True)
-            for (_server, group), response in zip(groups.values(), responses, strict=True):
+            for (server, group), response in zip(groups.values(), responses, strict=True):
+                failed: list[SegmentTask] = []
                 if isinstance(response, NodeFailure):
                     out.node_failures.append(response)
                     if response.remote is not None:
                         out.last_remote_error = response.remote
-                    unread.extend(group)
+                    failed = group
                 elif isinstance(response, BaseException):
                     raise response
                 else:
-                    missing = set(response.missing)
-                    for task in group:
-                        (unread if task.descriptor in missing else out.fetched).append(task)
+                    if response.missing:
+                        missing = set(response.missing)
+                        failed = [t for t in group if t.descriptor in missing]
+                        out.fetched.extend(t for t in group if t.descriptor not in missing)
+                    else:
+                        out.fetched.extend(group)
                     if response.table is not None and response.table.num_rows:
                         out.tables.append(response.table)
+                for task in failed:
+                    tried.setdefault((task.segment_id, _key(task)), set()).add(server.name)
+                unread.extend(failed)
             if not unread or retries_left <= 0:
                 out.missing = unread
                 break

@@ -24,6 +24,8 @@ from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedParti
 from broker_service.cached_partials import DecodedPartials, encode_partial
 from broker_service.segment_plan import SegmentTask
 from query import SEGMENT_COLUMN, Query
+from query.aggregation_engine import concat_partials
+from query.small_merge import PYTHON_MERGE_MAX_ROWS, PYTHON_MERGE_MAX_TABLES
 from timeline import DataSegment
 
 
@@ -36,6 +38,12 @@ KEY_MEMO_PLANS = 256  # (plan, query) pairs whose cache keys are remembered
 # a plan remembers its last read partials only up to this many payload bytes: with the decoded
 # tables, at most ~2x that per plan beyond what the caches themselves bound
 READ_MEMO_PAYLOAD_BYTES = 128 * 1024
+# Beyond that, a plan reading more partials than the small merge takes (thousands of segments)
+# remembers them concatenated into one table, as the merge would concatenate them: 100,000 one-row
+# partials cost ~100 KB of Arrow per ten thousand rows as one table against ~1 KB each as tables.
+# These concatenations are bounded together by bytes.
+COMBINED_MEMO_BYTES = 64 * 1024 * 1024
+COMBINABLE_TYPES = frozenset({"timeseries", "topN", "groupBy"})  # their merge concatenates first
 
 
 @dataclass(eq=False, slots=True)
@@ -75,6 +83,9 @@ class SegmentCache:
         self._flights: dict[Hashable, SharedPartial] = {}  # cache key -> partial being fetched now
         self.decoded = DecodedPartials()
         self._key_memo: LRUCache[tuple[int, bytes], _KeyMemo] = LRUCache(KEY_MEMO_PLANS)
+        self._combined: LRUCache[int, tuple[_KeyMemo, list[bytes], pa.Table]] = LRUCache(
+            COMBINED_MEMO_BYTES, getsizeof=lambda entry: max(1, entry[2].nbytes)
+        )
         self._no_keys = _KeyMemo((), b"", {}, [])
 
     async def _decode(self, hits: list[tuple[Hashable, bytes]]) -> list[pa.Table | None]:
@@ -118,18 +129,29 @@ class SegmentCache:
         self._key_memo[(id(tasks), query_key)] = memo
         return memo
 
-    async def _all_hits(self, memo: _KeyMemo, found: dict[Hashable, bytes]) -> list[pa.Table] | None:
+    async def _all_hits(
+        self, memo: _KeyMemo, found: dict[Hashable, bytes], combinable: bool
+    ) -> list[pa.Table] | None:
         """Every segment's partial when all were found and all decode, else None (the general
         path then sorts hits from misses and counts the unreadable)."""
         payloads = [found[key] for key in memo.key_list]
         read = memo.read
         if read is not None and read[0] == payloads:
             return read[1]
+        combined = self._combined.get(id(memo))
+        if combined is not None and combined[0] is memo and combined[1] == payloads:
+            return [combined[2]]
         tables = await self._decode(list(zip(memo.key_list, payloads, strict=True)))
         if any(t is None for t in tables):
             return None
         decoded = [t for t in tables if t is not None]
-        memo.read = (payloads, decoded) if sum(map(len, payloads)) <= READ_MEMO_PAYLOAD_BYTES else None
+        small = sum(map(len, payloads)) <= READ_MEMO_PAYLOAD_BYTES
+        memo.read = (payloads, decoded) if small else None
+        if not small and combinable and len(decoded) > PYTHON_MERGE_MAX_TABLES:
+            one = await asyncio.get_running_loop().run_in_executor(None, _concatenated, decoded)
+            if one is not None:
+                self._combined[id(memo)] = (memo, payloads, one)
+                return [one]
         return decoded
 
     async def lookup(self, query: Query, tasks: Sequence[SegmentTask]) -> CacheLookup:
@@ -143,9 +165,9 @@ class SegmentCache:
         use_cache = query.context.use_cache
         found = await self.cache.aget_many(memo.key_list) if use_cache else {}
         if len(found) == len(keys) == len(tasks):  # the warm path: every segment cached
-            every = await self._all_hits(memo, found)
+            every = await self._all_hits(memo, found, query.query_type in COMBINABLE_TYPES)
             if every is not None:
-                self.stats["hits"] += len(every)
+                self.stats["hits"] += len(keys)
                 return CacheLookup(hits=list(every), keys=keys)
         hits = [(key, found[key]) for key in keys.values() if key in found]
         tables = await self._decode(hits)
@@ -247,6 +269,17 @@ class SegmentCache:
     @property
     def flights(self) -> int:
         return len(self._flights)
+
+
+def _concatenated(tables: Sequence[pa.Table]) -> pa.Table | None:
+    """The partials as the merge concatenates them (the empty ones left out, as it leaves them),
+    when that is more rows than the small merge reads as Python values (so the merge of the one
+    table takes the path the merge of the many took, and gives the same answer)."""
+    rows = [t for t in tables if t.num_rows]
+    if not rows:
+        return None
+    one = concat_partials(rows)
+    return one if one.num_rows > PYTHON_MERGE_MAX_ROWS else None
 
 
 def _new_flight() -> SharedPartial:

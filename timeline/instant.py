@@ -108,7 +108,12 @@ def utc_to_local(utc_ms: int, tz: ZoneInfo) -> int:
     return utc_ms + utc_offset_ms(utc_ms, tz)
 
 
-@lru_cache(maxsize=65_536)
+# Text caches hold more entries than the instants and intervals of 100,000 segments: a query sweeps
+# them in order, and an LRU smaller than what a sweep touches misses on every access.
+TEXT_CACHE_ENTRIES = 262_144
+
+
+@lru_cache(maxsize=TEXT_CACHE_ENTRIES)
 def format_instant(ms: int, tz: ZoneInfo | None = None) -> str:
     """Druid's print form: `2015-09-12T00:46:58.771Z`, or with the zone's offset `...-07:00`.
 

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from timeline.instant import format_instant, parse_instant
+from timeline.instant import TEXT_CACHE_ENTRIES, format_instant, parse_instant
 from timeline.period import Period
 
 # Druid's JodaUtils.MIN_INSTANT / MAX_INSTANT (Long.MIN_VALUE / 2, Long.MAX_VALUE / 2).
@@ -124,7 +124,7 @@ def condense_intervals(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
 def _interval_text(start: int, end: int) -> str:
     """Printing is hot on the broker (every segment of every query names its interval); the same
     few thousand segment intervals recur, so their text is kept."""
@@ -133,7 +133,7 @@ def _interval_text(start: int, end: int) -> str:
     return f"{format_instant(start)}/{format_instant(end)}"
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
 def _parse_interval(text: str) -> Interval:
     """Memoised: every request names its segments' intervals again (a broker's scatter lists each
     segment of a query), and intervals are immutable values."""
