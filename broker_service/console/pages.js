@@ -157,7 +157,7 @@ export async function refreshCache() {
       cell(formatNumber(result.hits), { num: true, key: "hits", raw: result.hits }),
       cell(formatNumber(result.misses), { num: true, key: "misses", raw: result.misses }),
       cell(rateText(result.hits, result.misses), { num: true, key: "hitRate" }),
-      cell("—"), cell("—"), cell("—"), cell("—"), cell("—")));
+      ...Array.from({ length: 5 }, () => cell("—", { num: true }))));
     const breakers = Object.entries(body.breakers || {});
     host.replaceChildren(cards,
       table([["Level"], ["Hits", "num"], ["Misses", "num"], ["Hit rate", "num"], ["Entries", "num"], ["Bytes", "num"],

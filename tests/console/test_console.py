@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.processes import StrataProcess, running
+from strata.local_servers import MemcachedServer, free_port
 from tests.lifecycle.test_quickstart_lifecycle import quickstart
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -95,7 +97,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             return counts.get(HOURLY) == 4 and counts.get("wikipedia_live") == 1
 
         _wait(settled, 90, "the historicals to load wikipedia_hourly and the real-time segment")
-        yield {"broker": broker, "realtime": realtime}
+        nodes = f"127.0.0.1:{ports[1]},127.0.0.1:{ports[2]},127.0.0.1:{ports[3]}/realtime"
+        yield {"broker": broker, "realtime": realtime, "nodes": nodes}
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +108,12 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def snap(page: Any, shots: Path, name: str) -> None:
+def snap(page: Any, shots: Path, name: str, *, docs: bool = True) -> None:
+    """A full-page screenshot in `shots`; also in $STRATA_CONSOLE_IMAGES when the docs show it."""
     target = shots / f"{name}.png"
     page.screenshot(path=str(target), full_page=True)
     also = os.environ.get("STRATA_CONSOLE_IMAGES")
-    if also:
+    if also and docs:
         Path(also).mkdir(parents=True, exist_ok=True)
         shutil.copy(target, Path(also) / f"console-{name}.png")
 
@@ -217,7 +221,7 @@ def test_a_typed_query_runs_and_the_grid_sorts_copies_downloads_and_charts(
         "svg.chart rect.bar", "rs => rs.map(r => [r.dataset.label, Number(r.dataset.value)])"
     )
     assert bars == [[row[0], row[1]] for row in want["rows"]]
-    snap(page, shots, "chart-bars")
+    snap(page, shots, "chart-bars", docs=False)
 
     page.reload()  # the history survives in localStorage
     page.wait_for_selector("#history li")
@@ -419,7 +423,7 @@ def test_the_cache_page_matches_status_cache(page: Any, cluster: dict[str, Any],
     assert (shown["result"]["hits"], shown["result"]["misses"]) == (
         str(status["resultLevel"]["hits"]), str(status["resultLevel"]["misses"]))  # fmt: skip
     assert "No memcached" in page.text_content("#cache-breakers")  # the quickstart's cache is lru
-    snap(page, shots, "cache")
+    snap(page, shots, "cache", docs=False)  # the docs show the hybrid broker's page
 
 
 def test_the_ingestion_page_matches_the_realtime_nodes_status(
@@ -437,3 +441,52 @@ def test_the_ingestion_page_matches_the_realtime_nodes_status(
     pending = sum(1 for s in ingestion["segments"] if s["closed"] or s["published"])
     assert row["pendingHandoffs"] == str(pending)
     snap(page, shots, "ingestion")
+
+
+def test_a_hybrid_brokers_cache_page_shows_both_levels_and_the_memcached_breaker(
+    page: Any, cluster: dict[str, Any], shots: Path, tmp_path: Path
+) -> None:
+    """A second broker beside the quickstart's (the same data nodes, by their HTTP change feeds) with
+    `--cache hybrid` over a memcached this test starts, then stops: the breaker opens on the page."""
+    if not MemcachedServer.available():
+        pytest.skip("memcached is not installed (scripts/install-system-packages.sh installs it)")
+    memcached = MemcachedServer(free_port(), tied=True).start()
+    hybrid = StrataProcess("broker", ["--discovery", "http", "--nodes", cluster["nodes"], "--cache", "hybrid",
+                                      "--memcached", memcached.address], tmp_path / "broker-hybrid.log")  # fmt: skip
+    with running([hybrid]):
+        try:
+            hybrid.start()
+            _wait(lambda: "wikipedia" in httpx.get(f"{hybrid.url}/druid/v2/datasources", timeout=10).json(), 60,
+                  "the second broker to see wikipedia")  # fmt: skip
+            query = {"queryType": "timeseries", "dataSource": HOURLY, "intervals": ["2015-09-12/2015-09-13"],
+                     "granularity": "all", "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}],
+                     "context": {"useResultLevelCache": False}}  # fmt: skip
+            for _ in range(2):  # stored in both levels, then read from the first
+                assert httpx.post(f"{hybrid.url}/druid/v2/", json=query, timeout=60).status_code == 200
+            page.goto(hybrid.url + "/console/#cache")
+            page.wait_for_selector("#cache-breakers tr[data-breaker]")
+            status = httpx.get(f"{hybrid.url}/status/cache", timeout=10).json()
+            shown = _table(page, "#cache-levels", "level")
+            for level in ("l1", "l2"):
+                for key in ("hits", "misses", "entries", "bytes", "evictions"):
+                    assert shown[level][key] == str(status["levels"][level][key]), (level, key)
+            assert status["levels"]["l1"]["entries"] >= 4  # a partial per segment of wikipedia_hourly
+            breaker = _table(page, "#cache-breakers", "breaker")[memcached.address]
+            assert (
+                breaker
+                == {"state": "closed", "trips": "0"}
+                == {k: str(v) for k, v in status["breakers"][memcached.address].items()}
+            )
+
+            memcached.stop()
+            other = {**query, "intervals": ["2015-09-12/2015-09-12T12:00:00Z"]}  # not cached at either level
+            assert httpx.post(f"{hybrid.url}/druid/v2/", json=other, timeout=60).status_code == 200
+            page.click('[data-refresh="cache"]')
+            page.wait_for_selector('#cache-breakers td[data-key="state"][data-value="open"]')
+            status = httpx.get(f"{hybrid.url}/status/cache", timeout=10).json()
+            assert status["breakers"][memcached.address]["state"] == "open"
+            breaker = _table(page, "#cache-breakers", "breaker")[memcached.address]
+            assert breaker["trips"] == str(status["breakers"][memcached.address]["trips"])
+            snap(page, shots, "cache-hybrid")
+        finally:
+            memcached.stop()
