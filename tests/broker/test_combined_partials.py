@@ -4,6 +4,7 @@ them one by one, and as plain Python sums over the partials' rows (the oracle)."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Hashable
 from typing import cast
 
 import pyarrow as pa
@@ -61,20 +62,26 @@ def partial(task: SegmentTask, i: int) -> pa.Table:
     })  # fmt: skip
 
 
+def filled(
+    q: Query, plan: list[SegmentTask], parts: list[pa.Table]
+) -> tuple[SegmentCache, DictCache, dict[str, Hashable]]:
+    """A policy over a cache holding each task's partial under the key the policy looks up."""
+    cache = DictCache()
+    policy = SegmentCache(cache, Key)
+    cold = asyncio.run(policy.lookup(q, plan))
+    policy.release(cold)
+    cache.data.update(
+        {cast(Key, cold.keys[t.segment_id]): encode_partial(p) for t, p in zip(plan, parts, strict=True)}
+    )
+    return policy, cache, cold.keys
+
+
 def test_a_repeat_over_thousands_of_partials_answers_as_the_partials_do() -> None:
     for granularity in ("hour", "all"):
         q = query(granularity)
         plan = tasks()
         parts = [partial(t, i) for i, t in enumerate(plan)]
-        cache = DictCache()
-        policy = SegmentCache(cache, Key)
-        cold = asyncio.run(policy.lookup(q, plan))
-        policy.release(cold)
-        first_keys = cold.keys
-        cache.data.update(
-            {cast(Key, first_keys[t.segment_id]): encode_partial(p) for t, p in zip(plan, parts, strict=True)}
-        )
-
+        policy, _, _ = filled(q, plan, parts)
         first, second = asyncio.run(twice(policy, q, plan))
         assert len(first) == 1 and second[0] is first[0]  # remembered, concatenated
         assert policy.stats["hits"] == 2 * SEGMENTS
@@ -97,14 +104,7 @@ def test_a_changed_partial_is_read_again() -> None:
     q = query("all")
     plan = tasks()
     parts = [partial(t, i) for i, t in enumerate(plan)]
-    cache = DictCache()
-    policy = SegmentCache(cache, Key)
-    cold = asyncio.run(policy.lookup(q, plan))
-    policy.release(cold)
-    keys = cold.keys
-    cache.data.update(
-        {cast(Key, keys[t.segment_id]): encode_partial(p) for t, p in zip(plan, parts, strict=True)}
-    )
+    policy, cache, keys = filled(q, plan, parts)
     before = asyncio.run(policy.lookup(q, plan)).hits
     parts[5] = parts[5].set_column(2, agg_col(0), pa.array([1_000_000] * BUCKETS, pa.int64()))
     cache.data[cast(Key, keys[plan[5].segment_id])] = encode_partial(parts[5])
