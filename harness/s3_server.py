@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,11 @@ class S3Server(_ChildServer):
         return fs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, scheme="http",
                                endpoint_override=self.address)  # fmt: skip
 
-    def restart(self, down_s: float = 0.0, timeout: float = 30.0) -> None:
-        """Stop, stay down `down_s` seconds, start on the same port with the same buckets and objects.
+    def restart(
+        self, down_s: float = 0.0, timeout: float = 30.0, while_down: Callable[[], None] | None = None
+    ) -> None:
+        """Stop, run `while_down()`, stay down `down_s` seconds, start on the same port with the same
+        buckets and objects.
 
         Call it from a thread that outlives the server (the test's own): the server is started
         with a parent-death signal, which Linux sends when the *thread* that started it ends."""
@@ -110,6 +114,8 @@ class S3Server(_ChildServer):
                             local.write_bytes(src.read())
                         saved.append(info.path)
             self.stop()
+            if while_down is not None:
+                while_down()
             time.sleep(down_s)
             self.start(timeout)
             for bucket in buckets:
