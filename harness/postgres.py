@@ -110,6 +110,10 @@ class PostgresServer(_ChildServer):
             raise ServerStartError(f"initdb failed: {e.stderr.decode(errors='replace')[-2000:]}") from e
         finally:
             pwfile.unlink(missing_ok=True)
+        # initdb admits TCP clients from loopback only; a server on another address (a network
+        # namespace standing in for a host) takes password logins from anywhere it listens
+        with (self.data_dir / "pg_hba.conf").open("a") as hba:
+            hba.write("host all all 0.0.0.0/0 scram-sha-256\nhost all all ::/0 scram-sha-256\n")
 
     def serving(self) -> bool:
         import psycopg
