@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from broker_service.data_node_client import DataNodeClient, NodeResponse
 from broker_service.errors import NodeFailure
+from broker_service.inflight import ServerLeft
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import BrokerServerView
 from discovery.server_metadata import ServerMetadata
@@ -140,7 +141,11 @@ class Scatter:
         ok = False
         try:
             descriptors = [t.descriptor for t in group]
-            response = await self.client.run(server, query, descriptors, timeout_s, per_segment=per_segment)
+            call = self.client.run(server, query, descriptors, timeout_s, per_segment=per_segment)
+            try:
+                response = await self.view.inflight.run(server.name, call)
+            except ServerLeft:
+                raise NodeFailure(server.name, "left the cluster while the query waited on it") from None
             ok = True
             return response
         finally:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Protocol
 
+from broker_service.inflight import InflightCalls
 from discovery.server_metadata import ServerMetadata
 from timeline import DataSegment, RowFacts, VersionedIntervalTimeline
 
@@ -140,6 +141,7 @@ class BrokerServerView:
         self._selectors: dict[str, ServerSelector] = {}  # segment id -> selector
         self._timelines: dict[str, VersionedIntervalTimeline[ServerSelector]] = {}
         self._removal_listeners: list[SegmentRemovedListener] = []
+        self.inflight = InflightCalls()  # requests to each server, cancelled when it leaves
         self.version = 0  # bumped on every change, for cheap "did anything change" checks
 
     # -- servers ----------------------------------------------------------------------------------
@@ -157,6 +159,7 @@ class BrokerServerView:
             self.remove_segment(name, segment_id, vanished=True)
         self._served.pop(name, None)
         self._servers.pop(name, None)
+        self.inflight.cancel_server(name)
         self.version += 1
 
     def server(self, name: str) -> ServerMetadata | None:
