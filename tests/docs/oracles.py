@@ -183,14 +183,14 @@ def readme_spark_tour(shown: str) -> str:
     return f"{fr}\nRow(channel='{channel}', edits={n})"
 
 
-README_MAX_ROWS = 2  # the README's --max-rows-per-segment
-README_DROPPED_HOUR = "2015-09-12T01:00:00Z"  # the README drops the segments of this hour
+README_MAX_ROWS = 2  # the --max-rows-per-segment of ingestion.md's `wiki` example (once the README's)
+README_DROPPED_HOUR = "2015-09-12T01:00:00Z"  # that example drops the segments of this hour
 
 
 @cache
 def readme_events() -> str:
     path = scratch() / "readme-events.json"
-    path.write_text(doc_file("README.md", "events.json"))
+    path.write_text(doc_file("ingestion.md", "events.json"))
     db().execute(f"CREATE TABLE readme_events AS SELECT * FROM read_json('{path}', "
                  "columns={time: 'TIMESTAMPTZ', channel: 'VARCHAR', page: 'VARCHAR', added: 'BIGINT'})")  # fmt: skip
     return "readme_events"
@@ -214,10 +214,11 @@ def readme_dropped(verb: str) -> Oracle:
 
 @cache
 def readme_live_events() -> str:
-    """The events the README pushes to a real-time node of its own (from its curl command)."""
-    text = next(b.body for b in fenced_blocks([DOCUMENTS[0]]) if "push/clicks_live -d" in b.body)
+    """The events realtime.md pushes to a real-time node on its own (from its curl command)."""
+    realtime = [d for d in DOCUMENTS if d.name == "realtime.md"]
+    text = next(b.body for b in fenced_blocks(realtime) if "push/clicks_live -d" in b.body)
     events = re.search(r"push/clicks_live -d '(\[.*?\])'", text, re.S)
-    assert events, "the README pushes no events to clicks_live"
+    assert events, "realtime.md pushes no events to clicks_live"
     path = scratch() / "readme-live.json"
     path.write_text(events.group(1))
     db().execute(f"CREATE TABLE readme_live AS SELECT * FROM read_json('{path}', "
@@ -476,6 +477,12 @@ def spark_totals(shown: str) -> str:
         "SELECT COUNT(DISTINCT date_trunc('hour', time)), SUM(added) FROM wiki WHERE channel = '#fr.wikipedia' "
         "AND time >= '2015-09-12T12:00:00Z' AND time < '2015-09-12T15:00:00Z'")[0]  # fmt: skip
     return f"{hours} {edits} {added} {stored}\n{fr_hours} {fr_added}"
+
+
+def console_segments(shown: str) -> Any:
+    """console.md's datasource summary: the quickstart's day segments, all available, none overshadowed."""
+    n = segments_of_wikipedia()
+    return [{"datasource": wikipedia_name(), "segments": n, "available": n, "overshadowed": 0}]
 
 
 def wikipedia_name() -> str:

@@ -26,6 +26,7 @@ from tests.docs.oracles import (
     clicks_hours,
     clicks_rollup_summary,
     closed_bucket,
+    console_segments,
     druid_error,
     expect,
     explain_topn,
@@ -83,25 +84,29 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("README.md", "UPPER(SUBSTRING"): [readme_lang],
     ("README.md", 'csv -e "SELECT channel, COUNT(*) AS edits'): [readme_channels],
     ("README.md", "FROM wikipedia_live"): [readme_live],
-    ("README.md", "cityName = 'Paris'"): [
+    ("query-api.md", "cityName = 'Paris'"): [
         lambda s: str(one("SELECT COUNT(*) FROM wiki WHERE cityName = 'Paris'"))
     ],
     ("README.md", "added > 100"): [readme_spark_tour],
     ("README.md", "FROM wikipedia_fr"): [readme_fr],
     ("README.md", "FROM my_edits GROUP BY"): [readme_my_edits],
-    ("README.md", "# TYPE druid_ingest_"): [realtime_ingest_types],
-    ("README.md", "segments list --datasource wiki --json"): [readme_segments(False), readme_segments(True)],
-    ("README.md", "segments drop --datasource wiki"): [readme_dropped("dropped (marked unused)")],
-    ("README.md", "segments restore --datasource wiki"): [readme_dropped("restored (marked used)")],
-    ("README.md", "2015-09-12T00:00/2015-09-12T12:00"): [total_count],  # overlapping intervals: each row once
-    ("README.md", "ORDER BY Edits DESC LIMIT 3"): [readme_sql_top_pages],
-    ("README.md", "countryName IS NOT NULL GROUP BY 1"): [readme_countries],
-    ("README.md", "cityName = 'Tokyo'"): [readme_tokyo],
-    ("README.md", "channel = '#de.wikipedia'"): [readme_de],
-    ("README.md", "8085/druid/v2/"): [total_count],  # a historical alone serves every used segment
-    ("README.md", "push/clicks_live -d"): [readme_push],
-    ("README.md", '"dataSource": "clicks_live"'): [readme_live_hours],
-    ("README.md", "8090 --format csv --no-header"): [lambda s: one("SELECT COUNT(*) FROM wiki")],
+    ("realtime.md", "# TYPE druid_ingest_"): [realtime_ingest_types],
+    ("ingestion.md", "segments list --datasource wiki --json"): [
+        readme_segments(False),
+        readme_segments(True),
+    ],
+    ("ingestion.md", "segments drop --datasource wiki"): [readme_dropped("dropped (marked unused)")],
+    ("ingestion.md", "segments restore --datasource wiki"): [readme_dropped("restored (marked used)")],
+    # overlapping intervals: each row once
+    ("query-api.md", "2015-09-12T00:00/2015-09-12T12:00"): [total_count],
+    ("query-api.md", "ORDER BY Edits DESC LIMIT 3"): [readme_sql_top_pages],
+    ("query-api.md", "countryName IS NOT NULL GROUP BY 1"): [readme_countries],
+    ("query-api.md", "cityName = 'Tokyo'"): [readme_tokyo],
+    ("query-api.md", "channel = '#de.wikipedia'"): [readme_de],
+    ("historical.md", "8085/druid/v2/"): [total_count],  # a historical alone serves every used segment
+    ("realtime.md", "push/clicks_live -d"): [readme_push],
+    ("realtime.md", '"dataSource": "clicks_live"'): [readme_live_hours],
+    ("broker.md", "8090 --format csv --no-header"): [lambda s: one("SELECT COUNT(*) FROM wiki")],
     ("query-api.md", '"granularity": "hour"'): [hourly_timeseries],
     ("query-api.md", '"dimension": "countryName"'): [top_countries],
     ("query-api.md", '"name": "lang"'): [languages],
@@ -168,6 +173,11 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("operations.md", "COUNT(*) FROM wikipedia"): [lambda s: one("SELECT COUNT(*) FROM wiki")],
     ("operations.md", "# TYPE druid_"): [historical_types],
     ("spark.md", "wikipedia_hourly"): [spark_totals],
+    # the console page is served; the quickstart's day segments, all available, none overshadowed;
+    # the quickstart's three kinds of server
+    ("console.md", "/console/"): [expect(200)],
+    ("console.md", "SUM(is_overshadowed)"): [console_segments],
+    ("console.md", "/status/cluster"): [expect("['broker', 'historical', 'realtime']")],
 }
 
 
