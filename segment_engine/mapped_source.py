@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -52,6 +52,7 @@ _CACHED_VIEWS = 4
 _Key = tuple[tuple[int, ...], tuple[str, ...]]
 _recent: OrderedDict[_Key, tuple[tuple[pa.Table, ...], pa.Table]] = OrderedDict()
 _generation = 0
+_forgetting: list[Callable[[], None]] = []
 
 
 def register(path: str, table: pa.Table) -> bool:
@@ -75,11 +76,19 @@ def register(path: str, table: pa.Table) -> bool:
     return True
 
 
+def on_change(forget: Callable[[], None]) -> None:
+    """Call `forget` whenever a registration changes (under this module's lock: it must not call
+    back here): a cache pinning copies drops them, so an unregistered copy can be freed."""
+    _forgetting.append(forget)
+
+
 def _changed() -> None:
     """Under `_lock`: registrations changed, so no combined table of before is reused."""
     global _generation
     _generation += 1
     _recent.clear()
+    for forget in _forgetting:
+        forget()
 
 
 def _constant(table: pa.Table, value: int) -> pa.ChunkedArray:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import duckdb
@@ -30,7 +31,7 @@ from query.columns import SEGMENT_INDEX, TIME_COLUMN
 from query.duck import quote_ident, run_arrow
 from query.topn import TopNQuery
 from segment_engine.grouping import stamp_window_starts, window_starts
-from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, view
+from segment_engine.mapped_source import ORDINAL, MappedRows, mapped, on_change, view
 from segment_engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
 
 _CODE = "__strata_code"
@@ -38,6 +39,18 @@ _lock = threading.Lock()
 # per registered copy, by column: its checked dictionary (or None). Weak, so a dropped segment's
 # mapped table is not pinned here once the requests reading it end.
 _checked: weakref.WeakKeyDictionary[MappedRows, dict[str, pa.Array | None]] = weakref.WeakKeyDictionary()
+_KEPT_UNIONS = 4
+# recent shared dictionaries, by the ids of the copies (kept in the value, so the ids stay theirs)
+_Union = tuple[tuple[pa.Table, ...], pa.Array, list[np.ndarray]]
+_unions: OrderedDict[tuple[tuple[int, ...], str], _Union] = OrderedDict()
+
+
+def _forget_unions() -> None:
+    with _lock:
+        _unions.clear()
+
+
+on_change(_forget_unions)  # a copy came or went: pin none of the old ones
 
 
 def coded_partials(
@@ -133,18 +146,41 @@ def _filtered(relation: str, query: TopNQuery, types: dict[str, str]) -> str:
 def _shared_codes(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, pa.ChunkedArray]:
     """One sorted dictionary of every value of `column` in `rows`, and each row's index into it
     (null where the row's value is null), chunked as the copies are."""
+    shared, mappings = _shared_dictionary(rows, column)
+    chunks = []
+    for r, mapping in zip(rows, mappings, strict=True):
+        for chunk in r.table.column(column).chunks:
+            indices = chunk.indices
+            if indices.null_count:
+                chunks.append(pc.take(pa.array(mapping), indices))
+            else:  # numpy's gather: several times pyarrow's take on integers
+                chunks.append(pa.array(mapping[indices.to_numpy()]))
+    return shared, pa.chunked_array(chunks, pa.int32())
+
+
+def _shared_dictionary(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, list[np.ndarray]]:
+    """The sorted union of the copies' dictionaries of `column`, and for each copy where each of
+    its codes lands in it; the last few are kept (the copies with them), as a node's dashboards
+    ask over the same segments again and again."""
+    tables = tuple(r.table for r in rows)
+    key = (tuple(map(id, tables)), column)
+    with _lock:
+        hit = _unions.get(key)
+        if hit is not None:
+            _unions.move_to_end(key)
+            return hit[1], hit[2]
     dictionaries = [_dictionary(r, column) for r in rows]
     union = pa.concat_arrays([d for d in dictionaries if d is not None]).cast(pa.string())
     unique = pc.unique(union)
     shared = unique.take(pc.array_sort_indices(unique))
-    positions = pc.index_in(union, value_set=shared).cast(pa.int32())
-    chunks, offset = [], 0
-    for r, d in zip(rows, dictionaries, strict=True):
-        size = 0 if d is None else len(d)
-        mine = positions.slice(offset, size)
-        offset += size
-        chunks += [pc.take(mine, chunk.indices) for chunk in r.table.column(column).chunks]
-    return shared, pa.chunked_array(chunks, pa.int32())
+    positions = pc.index_in(union, value_set=shared).cast(pa.int32()).to_numpy()
+    bounds = np.cumsum([0, *(0 if d is None else len(d) for d in dictionaries)])
+    mappings = [positions[a:b] for a, b in itertools.pairwise(bounds)]
+    with _lock:
+        _unions[key] = (tables, shared, mappings)
+        while len(_unions) > _KEPT_UNIONS:
+            _unions.popitem(last=False)
+    return shared, mappings
 
 
 def _candidates(grouped: pa.Table, column: str, keep: int) -> pa.Table:

@@ -306,14 +306,15 @@ def test_nan_sums_rank_last_when_fewer_values_than_kept(tmp_path: Path) -> None:
 
 
 def test_a_dropped_copy_is_not_pinned(segments: Any) -> None:
-    """Once unregistered and its requests ended, a copy's mapped table can be freed: the code
-    path's remembered dictionary check does not hold it."""
+    """Once unregistered and its requests ended, a copy's mapped table can be freed: neither the
+    code path's remembered dictionary check nor its kept shared dictionaries hold it."""
     inputs = _inputs(segments, "with_dim")
     for inp in inputs:
         assert mapped_source.register(inp.path, mapped_copy(Path(inp.path)))
     try:
         with mapped_source.request_views():  # as the engine runs a request
             assert coded_partials(_query("with_dim", "n"), connection(), inputs) is not None
+            assert coded_merged(_query("with_dim", "n"), connection(), inputs) is not None
         mapped = mapped_source.mapped(inputs[0].path)
         assert mapped is not None
         table = weakref.ref(mapped.table)
