@@ -440,6 +440,10 @@ def test_the_ingestion_page_matches_the_realtime_nodes_status(
     assert (row["persists"], row["handoffs"]) == (str(ingestion["persists"]), str(ingestion["handoffs"]))
     pending = sum(1 for s in ingestion["segments"] if s["closed"] or s["published"])
     assert row["pendingHandoffs"] == str(pending)
+    page.wait_for_function(
+        "document.querySelector('#ingestion-table td[data-key=eventsPerSecond]').dataset.value !== 'null'",
+        timeout=20_000,
+    )  # fmt: skip - the second reading gives the rate
     snap(page, shots, "ingestion")
 
 
