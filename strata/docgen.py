@@ -47,7 +47,8 @@ segment-cache = "var/segment-cache"
 ```
 
 A boolean flag takes `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`) from the environment or
-a file; a repeatable flag takes a list (or a comma-separated string). `strata --help` and
+a file; a list in a file is joined with commas (`nodes = ["h1:8083", "h2:8083"]` is `--nodes
+h1:8083,h2:8083`). `strata --help` and
 `strata COMMAND --help` print the same flags. What each service does with them is explained in its
 chapter: [operations](operations.md), [cache](cache.md), [ingestion](ingestion.md),
 [real-time](realtime.md), [query API](query-api.md).
