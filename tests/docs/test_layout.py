@@ -5,6 +5,7 @@ write from the code and figures as they are now."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 
 from bench.report import render_page
 from strata import docgen
+from strata.cli import build_parser
+from strata.config import env_name
 from tests.docs.extract import DOCUMENTS, README, ROOT
 
 README_MAX_LINES = 300
@@ -89,3 +92,17 @@ def test_the_benchmark_page_is_generated_from_the_figures() -> None:
     assert page.read_text() == render_page(results, notes, "../bench"), (
         "docs/benchmarks.md is stale: run python -m bench --report-only"
     )
+
+
+def test_the_configuration_reference_names_every_flag_and_its_environment_variable() -> None:
+    """Each subcommand's visible flags are in its section with STRATA_<FLAG>; hidden ones are not."""
+    page = docgen.render()
+    _parser, children = build_parser()
+    for name, child in children.items():
+        section = page.split(f"## `strata {name}`", 1)[1].split("\n## ", 1)[0]
+        for action in child._actions:
+            longs = [o for o in action.option_strings if o.startswith("--") and o != "--help"]
+            if not longs:
+                continue
+            shown = f"`{longs[0]}`" in section and f"`{env_name(longs[0])}`" in section
+            assert shown == (action.help != argparse.SUPPRESS), f"strata {name} {longs[0]}"
