@@ -23,6 +23,7 @@ from broker_service.data_node_client import DataNodeClient
 from broker_service.metadata_answers import metadata_answerable, split_metadata_partials
 from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
+from broker_service.row_fragments import TooManyNew, fragment_answer
 from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_cache import split_by_segment
 from broker_service.segment_plan import SegmentPlanner, SegmentTask
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 # Partials this small are merged on the event loop: the hop to the merge pool and back (two
 # wake-ups, a future) costs more than the merge itself, and the GIL serialises both anyway.
 INLINE_MERGE_ROWS = 2_000
+FRAGMENTS_INLINE_NEW = 8  # cached partials whose rows are finalized on the event loop, at most
 
 
 @dataclass
@@ -204,21 +206,44 @@ class QueryRunner:
                 f"limit of {self.limits.max_gathered_rows}; narrow the intervals or filter"
             )
         partials = [*hits, *gathered.tables, *from_metadata]
-        if by_segment:
-            results, body = await loop.run_in_executor(
-                self.merge_pool, _by_segment_results, query, gathered.fetched, partials
-            )
-        elif rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
-            results, body = _merge_and_finalize(query, partials, self.limits.max_result_rows)
-        else:
-            results, body = await loop.run_in_executor(
-                self.merge_pool, _merge_and_finalize, query, partials, self.limits.max_result_rows
-            )
+        all_cached = bool(hits) and not gathered.tables and not from_metadata and not by_segment
+        answer, body = await self._merge(query, partials, rows, gathered.fetched, all_cached)
         if etag is not None and "missingSegments" in context:
             etag = None  # a partial answer is neither cached nor tagged
         if etag is not None and self.result_cache is not None and query.context.populate_result_level_cache:
             await self.result_cache.put(query, etag, body)
-        return QueryResult(results, context, body=body, etag=etag)
+        return QueryResult(answer, context, body=body, etag=etag)
+
+    async def _merge(
+        self,
+        query: Query,
+        partials: list[pa.Table],
+        rows: int,
+        fetched: Sequence[SegmentTask],
+        all_cached: bool,
+    ) -> tuple[list[Any] | None, bytes]:
+        """The merged, finalized answer (None: only its encoded bytes) and its JSON."""
+        loop = asyncio.get_running_loop()
+        if all_cached:  # every partial a cached one: joined from their remembered rows if it may
+            body = await self._from_fragments(query, partials)
+            if body is not None:
+                return None, body
+        if query.context.by_segment:
+            return await loop.run_in_executor(self.merge_pool, _by_segment_results, query, fetched, partials)
+        max_rows = self.limits.max_result_rows
+        if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
+            return _merge_and_finalize(query, partials, max_rows)
+        return await loop.run_in_executor(self.merge_pool, _merge_and_finalize, query, partials, max_rows)
+
+    async def _from_fragments(self, query: Query, partials: list[pa.Table]) -> bytes | None:
+        """The answer joined from cached partials' remembered rows (broker_service.row_fragments);
+        partials new to that memo are finalized on the event loop only when a few are."""
+        max_rows = self.limits.max_result_rows
+        answer = fragment_answer(query, partials, max_rows, new_limit=FRAGMENTS_INLINE_NEW)
+        if isinstance(answer, TooManyNew):
+            loop = asyncio.get_running_loop()
+            answer = await loop.run_in_executor(self.merge_pool, fragment_answer, query, partials, max_rows)
+        return answer if isinstance(answer, bytes) else None
 
     def _handle_missing(self, query: Query, gathered: GatherResult, context: dict[str, Any]) -> None:
         descriptors = [t.descriptor.to_json() for t in gathered.missing]

@@ -2,8 +2,8 @@
 
 The wikipedia sample is ingested three ways (one DAY segment; HOUR segments; HOUR segments of at
 most 1,000 rows, several partitions each); one historical serves them and every query goes to a
-broker without cache, one with the LRU cache (asked twice: cold, then from the cache) and one on
-memcached. topN is compared as Druid allows: the ranked values must be the true top values, each
+broker without cache, one with the LRU cache (asked twice: cold, then its whole-answer cache) and
+one on memcached without whole answers (asked twice: cold, then its per-segment cache). topN is compared as Druid allows: the ranked values must be the true top values, each
 returned entry a true group, ties at the cut in any order.
 """
 
@@ -71,8 +71,9 @@ def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess
         "lru": StrataProcess("broker", [*follow, "--cache", "lru"], root / "lru.log"),
     }
     if memcached:
-        brokers["memcached"] = StrataProcess("broker", [*follow, "--cache", "memcached", "--memcached", memcached],
-                                             root / "memcached.log")  # fmt: skip
+        # no whole answers: its second asking is answered from the per-segment cache
+        brokers["memcached"] = StrataProcess("broker", [*follow, "--cache", "memcached", "--memcached", memcached,
+                                                        "--result-cache", "off"], root / "memcached.log")  # fmt: skip
     with running([historical, *brokers.values()]):
         historical.start()
         for b in brokers.values():
@@ -190,9 +191,10 @@ def generate_for(template: Spec, data_source: str) -> Spec:
 
 
 def _chains(targets: dict[str, StrataProcess]) -> list[Chain]:
-    """Every target; the LRU broker asked twice in a row (cold, then from its cache)."""
+    """Every target; the cached brokers asked twice in a row (cold, then from the cache: the LRU
+    broker's whole answers, the memcached broker's per-segment partials)."""
     chains = [[("historical", "historical")], [("plain", "plain")], [("lru", "lru"), ("lru-warm", "lru")],
-              [("memcached", "memcached")]]  # fmt: skip
+              [("memcached", "memcached"), ("memcached-warm", "memcached")]]  # fmt: skip
     return [
         [(label, targets[key]) for label, key in chain if key in targets]
         for chain in chains
