@@ -153,8 +153,8 @@ def _shared_codes(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, pa
             indices = chunk.indices
             if indices.null_count:
                 chunks.append(pc.take(pa.array(mapping), indices))
-            else:  # numpy's gather: several times pyarrow's take on integers
-                chunks.append(pa.array(mapping[indices.to_numpy()]))
+            else:  # numpy's take: a few times faster than pyarrow's on integers
+                chunks.append(pa.array(np.take(mapping, indices.to_numpy())))
     return shared, pa.chunked_array(chunks, pa.int32())
 
 
