@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from strata.cli import build_parser
+from strata.config import apply_defaults
 
 yaml = pytest.importorskip("yaml")
 jsonschema = pytest.importorskip("jsonschema")
@@ -73,9 +74,8 @@ def test_every_strata_command_is_parsed_by_strata(service: str) -> None:
 def test_services_keep_the_operational_promises() -> None:
     c = compose()
     services = c["services"]
-    assert {"zookeeper", "memcached", "broker", "historical1", "historical2", "realtime", "ingest"} <= set(
-        services
-    )
+    assert {"zookeeper", "memcached", "postgres", "minio", "broker", "historical1", "historical2", "realtime",
+            "ingest"} <= set(services)  # fmt: skip
     assert "profiles" not in services["realtime"]  # part of the default cluster
     for name, service in services.items():
         for port in service.get("ports", []):
@@ -85,8 +85,11 @@ def test_services_keep_the_operational_promises() -> None:
         test = " ".join(service["healthcheck"]["test"])
         port = service["command"][service["command"].index("--port") + 1]
         assert f"http://127.0.0.1:{port}/status/health" in test, name
-        mounts = {v.split(":")[1] for v in service["volumes"]}
-        assert {"/var/lib/strata/deep-storage", "/var/lib/strata/metadata"} <= mounts, name
+        # as on separate machines, every node announces the name the others resolve
+        command = service["command"]
+        assert command[command.index("--bind") + 1] == "0.0.0.0", name
+        assert command[command.index("--advertise") + 1] == service["hostname"] == name, name
+    _nothing_shared_but_the_network(c)
     # the historicals and the broker find each other through ZooKeeper by service name
     for name in ("broker", "historical1", "historical2"):
         command = services[name]["command"]
@@ -101,6 +104,45 @@ def test_services_keep_the_operational_promises() -> None:
     from realtime_service.spec import load_realtime_spec
 
     assert load_realtime_spec(ROOT / spec.removeprefix("/opt/strata/src/")).data_source == "wikipedia_live"
+
+
+def _nothing_shared_but_the_network(c: dict[str, Any]) -> None:
+    """No volume mounted by two services; the metadata store is PostgreSQL and deep storage S3
+    (MinIO), named once for every Strata service, passwords kept out of command lines."""
+    mounted: dict[str, str] = {}
+    for name, service in c["services"].items():
+        for volume in service.get("volumes", []):
+            source = str(volume).split(":")[0]
+            assert source not in mounted, f"{name} and {mounted.get(source)} share the volume {source}"
+            mounted[source] = name
+    env = c["x-strata"]["environment"]
+    assert env["STRATA_METADATA"] == "postgresql://strata@postgres:5432/strata"
+    assert env["STRATA_DEEP_STORAGE"].startswith("s3://") and env["STRATA_S3_ENDPOINT"] == "http://minio:9000"
+    assert {"PGPASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= set(env)
+    services = c["services"]
+    assert services["postgres"]["image"].startswith("postgres:") and services["minio"]["image"].startswith(
+        "minio/"
+    )
+    assert env["PGPASSWORD"] == services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    assert env["AWS_SECRET_ACCESS_KEY"] == services["minio"]["environment"]["MINIO_ROOT_PASSWORD"]
+    for name in ("postgres", "minio"):
+        assert services[name]["healthcheck"]["test"], name
+    for name, service in strata_services().items():
+        assert not any("PASSWORD" in str(a) or "secret" in str(a) for a in service["command"]), name
+        assert service["environment"] == env, name  # the anchor's, whole
+    # the environment spelling reaches each command's flags (as `strata` applies it at start)
+    for name, service in strata_services().items():
+        parser, children = build_parser()
+        command = service["command"]
+        apply_defaults(children[command[0]], {k: str(v) for k, v in env.items()}, {}, section=command[0])
+        args = parser.parse_args(command)
+        if hasattr(args, "metadata"):
+            assert args.metadata == env["STRATA_METADATA"], name
+        if hasattr(args, "deep_storage"):
+            assert (args.deep_storage, args.s3_endpoint) == (
+                env["STRATA_DEEP_STORAGE"],
+                env["STRATA_S3_ENDPOINT"],
+            )
 
 
 def test_dockerfile_runs_install_sh_as_non_root_with_java_only_in_the_spark_stage() -> None:
