@@ -1,5 +1,6 @@
-"""`strata segments list|drop|restore|cleanup`: see and change which segments are used, and remove
-deep-storage objects no metadata row names."""
+"""`strata segments list|drop|restore|kill|cleanup`: see and change which segments are used; `kill`
+deletes unused segments for good (objects, then rows), `cleanup` the deep-storage objects no
+metadata row names."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from storage.deep_storage_flags import add_deep_storage_flags
 
 DEFAULT_MIN_AGE_S = 3600.0  # storage.segment_cleanup's, kept here so `strata --help` stays light
 
-HELP = "List segments in the metadata store, drop (mark unused) or restore them"
+HELP = "List segments in the metadata store, drop (mark unused), restore or kill them; clean up deep storage"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["list", "drop", "restore", "cleanup"])
-    parser.add_argument("ids", nargs="*", help="segment ids (drop/restore)")
+    parser.add_argument("action", choices=["list", "drop", "restore", "kill", "cleanup"])
+    parser.add_argument("ids", nargs="*", help="segment ids (drop/restore/kill)")
     parser.add_argument(
         "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
     )
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"strata segments: error: {e}", file=sys.stderr)
         return 1
     try:
-        if args.action == "cleanup":
+        if args.action in ("kill", "cleanup"):
             from storage.segment_commands import run_deep_storage_action
 
             return run_deep_storage_action(args, store)

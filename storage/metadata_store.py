@@ -44,6 +44,11 @@ class MetadataStore(Protocol):
 
     def mark_used(self, ids: Iterable[str]) -> int: ...
 
+    def delete_unused(self, ids: Iterable[str]) -> int:
+        """Remove the rows of these segments that are unused (`strata segments kill`, after their
+        files went from deep storage); used ones stay. Returns how many rows went."""
+        ...
+
     def data_sources(self) -> list[str]: ...
 
     def subscribe(self, callback: Callable[[], None]) -> None:

@@ -214,6 +214,15 @@ class PostgresMetadataStore:
     def mark_used(self, ids: Iterable[str]) -> int:
         return self._set_used(ids, True)
 
+    def delete_unused(self, ids: Iterable[str]) -> int:
+        wanted = list(ids)
+
+        def work(conn: psycopg.Connection[Any]) -> int:
+            cur = conn.execute("DELETE FROM druid_segments WHERE id = ANY(%s) AND NOT used", (wanted,))
+            return cur.rowcount
+
+        return self._run(work, doing="deleting unused segments", write=True)
+
     # -- reads -------------------------------------------------------------------------------------
     @staticmethod
     def _read_used(conn: psycopg.Connection[Any], sources: list[str] | None) -> list[DataSegment]:

@@ -132,6 +132,13 @@ class SQLiteMetadataStore:
     def mark_used(self, ids: Iterable[str]) -> int:
         return self._set_used(ids, True)
 
+    def delete_unused(self, ids: Iterable[str]) -> int:
+        with self._transaction() as conn:
+            cur = conn.executemany(
+                "DELETE FROM druid_segments WHERE id = ? AND used = 0", [(i,) for i in ids]
+            )
+            return cur.rowcount
+
     # -- reads -------------------------------------------------------------------------------------
     @staticmethod
     def _used(conn: sqlite3.Connection, data_source: str | None) -> list[DataSegment]:

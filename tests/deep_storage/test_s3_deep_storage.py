@@ -167,3 +167,28 @@ def test_cleanup_removes_what_a_killed_ingestion_pushed(
     with closing(open_metadata_store(meta)) as store:
         published = {deep.location_of(s) for s in store.used_segments("killed")}
     assert {o.location for o in deep.stored()} == published and len(published) == 6
+
+
+def test_kill_deletes_unused_segments_objects_and_rows(
+    s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    rows = write_rows(
+        tmp_path / "rows.json", [{"ts": f"2020-01-01T{h:02d}:00:00Z", "k": "a", "n": h} for h in range(3)]
+    )
+    url, meta = f"s3://{s3_bucket}/deep", str(tmp_path / "meta.db")
+    from ingestion.api import ingest
+
+    summary = ingest(synthetic_spec("gone", rows, "hour"), deep_storage=url, metadata=meta,
+                     s3_endpoint=s3_server.endpoint, engine="local")  # fmt: skip
+    ids = [w.segment.id for w in summary.segments]
+    flags = ["--metadata", meta, "--deep-storage", url, "--s3-endpoint", s3_server.endpoint]
+    refused = _strata("segments", "kill", ids[0], *flags)
+    assert refused.returncode == 1 and "still used: drop them first" in refused.stderr
+    assert _strata("segments", "drop", ids[0], "--metadata", meta).returncode == 0
+    killed = _strata("segments", "kill", "--datasource", "gone", *flags)
+    assert killed.returncode == 0 and "1 unused segment(s) killed" in killed.stdout, killed.stderr
+    deep = _deep(s3_server, s3_bucket)
+    with closing(open_metadata_store(meta)) as store:
+        left = [r.segment for r in store.segments(include_unused=True)]
+    assert sorted(s.id for s in left) == sorted(ids[1:])
+    assert sorted(o.location for o in deep.stored()) == sorted(deep.location_of(s) for s in left)

@@ -81,6 +81,15 @@ def test_an_overwrite_older_than_what_is_used_goes_in_unused(location):
     store.close()
 
 
+def test_delete_unused_removes_only_unused_rows(location):
+    with closing(open_metadata_store(location)) as store:
+        a, b = seg("2020-01-01/2020-01-02", "v1"), seg("2020-01-02/2020-01-03", "v1")
+        store.publish([a, b], overwrite=False)
+        store.mark_unused([a.id])
+        assert store.delete_unused([a.id, b.id, "no-such-id"]) == 1  # b is used: it stays
+        assert [r.segment.id for r in store.segments(include_unused=True)] == [b.id]
+
+
 def test_failed_publish_changes_nothing(location):
     store = open_metadata_store(location)
     old = seg("2020-01-01/2020-01-02", "v1")
