@@ -43,6 +43,7 @@ def benchmarks(rows: int, segments: int) -> dict[str, list[str]]:
         "spark_ingest": ["--rows", str(min(rows, 2_000_000))],
         "spark_read": [],
         "realtime": [],
+        "throughput": ["--rows", str(min(rows, 1_000_000)), "--segments", "100", "--repeat", "3"],
     }
 
 
@@ -57,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--report-only", action="store_true", help="run nothing: the page from --out's results.json"
     )
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the figures of benchmarks not run from --out's results.json"
+    )
     args = ap.parse_args(argv)
     if args.report_only:
         write_report(json.loads((args.out / "results.json").read_text()), args.out, args.page, NOTES)
@@ -69,12 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown benchmarks {unknown}; known: {', '.join(plan)}")
     available = {p.stem for p in HERE.glob("*.py")}
     results: dict[str, Any] = {}
+    if args.keep and (args.out / "results.json").exists():
+        results = json.loads((args.out / "results.json").read_text())
     for name in wanted:
         if name not in available:
             results[name] = {"error": "not in this checkout"}
             continue
         results[name] = run_one(name, plan[name], args.timeout)
-    results["_run"] = {"rows": args.rows, "segments": args.segments, "machine": machine(),
+    if not args.keep or "_run" not in results:
+        results["_run"] = {"rows": args.rows, "segments": args.segments, "machine": machine(),
                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1))

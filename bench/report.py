@@ -151,6 +151,42 @@ def _plot_concurrency(results: Mapping[str, Any], path: Path) -> bool:
     return True
 
 
+def _plot_throughput(results: Mapping[str, Any], path: Path) -> bool:
+    """bench.throughput's sweep: q/s and latency against wrk's connections, broker beside its floor."""
+    rows = (results.get("throughput", {}).get("figures", {}) or {}).get("sweep") or []
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (qps, latency) = plt.subplots(1, 2, figsize=(10, 4))
+    for scenario in dict.fromkeys(r["scenario"] for r in rows):
+        mine = [r for r in rows if r["scenario"] == scenario]
+        xs = [r["connections"] for r in mine]
+        line = qps.plot(xs, [r["qps"] for r in mine], marker="o", label=scenario)[0]
+        latency.plot(
+            xs, [r["p50_ms"] for r in mine], marker="o", color=line.get_color(), label=f"{scenario} p50"
+        )
+        latency.plot(xs, [r["p99_ms"] for r in mine], linestyle="--", color=line.get_color(),
+                     label=f"{scenario} p99")  # fmt: skip
+    for ax in (qps, latency):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("wrk connections (1 thread)")
+    qps.set_ylabel("queries/s")
+    qps.set_title("Throughput: broker beside a bare Starlette app")
+    qps.legend(fontsize=7)
+    latency.set_yscale("log")
+    latency.set_ylabel("ms")
+    latency.set_title("Latency (p50 solid, p99 dashed)")
+    latency.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def _reproduce(name: str, size: Mapping[str, Any]) -> str:
     """The command that measures one benchmark alone at the suite's size."""
     from bench.__main__ import benchmarks
@@ -186,7 +222,12 @@ def _suite_tables(name: str, result: Mapping[str, Any], size: Mapping[str, Any])
     return [*lines, "</details>", ""]
 
 
-PLOTS = ("latency_by_query.png", "latency_by_segments.png", "qps_by_clients.png")
+PLOTS = (
+    "latency_by_query.png",
+    "latency_by_segments.png",
+    "qps_by_clients.png",
+    "throughput_by_connections.png",
+)
 
 
 def render_page(results: Mapping[str, Any], notes: str, plots_dir: str) -> str:
@@ -225,7 +266,8 @@ def render_page(results: Mapping[str, Any], notes: str, plots_dir: str) -> str:
 
 def write_report(results: Mapping[str, Any], out: Path, page: Path, notes: Path) -> None:
     """The plots into `out` (beside results.json) and the page, linking them, at `page`."""
-    for name, draw in zip(PLOTS, (_plot_queries, _plot_segments, _plot_concurrency), strict=True):
+    draws = (_plot_queries, _plot_segments, _plot_concurrency, _plot_throughput)
+    for name, draw in zip(PLOTS, draws, strict=True):
         draw(results, out / name)
     plots_dir = os.path.relpath(out, page.parent)
     page.write_text(render_page(results, notes.read_text(), plots_dir))

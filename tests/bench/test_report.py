@@ -1,4 +1,4 @@
-"""`python -m bench`'s report: tables from any figures, the three plots from the ones they draw, and
+"""`python -m bench`'s report: tables from any figures, the plots from the ones they draw, and
 the page that puts bench/notes.md's sections before their benchmark's tables."""
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ RESULTS = {
                      for n in (10, 100, 1000)],
         "concurrency": [{"clients": c, "qps": 100 * c} for c in (1, 4, 16)]}},
     "realtime": {"error": "exit 1", "tail": "boom"},
+    "throughput": {"seconds": 90.0, "printed": "...", "figures": {"sweep": [
+        {"scenario": s, "connections": c, "qps": q * c, "p50_ms": 0.5 * c, "p99_ms": 2.0 * c}
+        for s, q in (("floor", 5000), ("whole-answer hits", 4000)) for c in (1, 4, 16, 64)]}},
     "_run": {"rows": 1000, "segments": 10, "machine": "2 cores", "date": "2026-11-25 10:34 UTC"},
 }  # fmt: skip
 NOTES = "Intro.\n\n## Cache (`python -m bench.cache`)\n<!-- suite: cache -->\n\nWarm is fast.\n\n## Other\n\nText.\n"

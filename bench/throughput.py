@@ -1,0 +1,316 @@
+"""Broker throughput beside its framework's floor, driven by wrk (issue 31).
+
+    python -m bench.throughput [--rows 1000000] [--segments 100] [--seconds 5] [--repeat 3]
+                               [--connections 16] [--sweep 1,4,16,64] [--profile DIR]
+
+One cluster (ZooKeeper, two historicals, one `--cache lru` broker process) and, beside it, a bare
+Starlette app on the same uvicorn set-up (bench.throughput_floor) answering the broker's own
+response bytes and headers for each query. wrk (one thread, `--connections` keep-alive
+connections) drives, back to back in each round: the floor, whole-answer cache hits, per-segment
+cache hits (the first 24 segments and all of them) and cold queries (no cache; 24 segments).
+A timeseries by hour, the dashboard's shape. Each figure is the median of `--repeat` rounds;
+ratios are taken within a round (floor and broker measured seconds apart, so the machine's load
+hits both alike) and their median reported against the targets: whole-answer hits >= 0.7x the
+floor, per-segment hits over 100 segments >= 0.4x. Beside each figure: wrk's CPU and the
+server's, in cores. A sweep over connection counts gives q/s and latency against connections.
+`--profile DIR` also records the broker with py-spy under load (collapsed stacks per scenario)
+and prints where its time goes. Every answer is checked equal across the cache levels first.
+Nothing is asserted; a JSON line ends the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from bench.cache import COLD, SEGMENT_LEVEL, first_difference
+from bench.cluster_setup import (
+    AGGS,
+    HOUR_MS,
+    START_MS,
+    Cluster,
+    cluster,
+    cpu_seconds,
+    log,
+    wait_for_segments,
+    write_dataset,
+)
+from bench.wrk import WrkResult, run_wrk
+from strata.local_servers import free_port
+from timeline import format_instant
+
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = {"whole-answer hits": 0.7, "per-segment hits": 0.4}
+_SKIPPED_HEADERS = {"content-length", "date", "server", "content-type"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # e.g. "per-segment hits, 100 segments"
+    level: str  # floor | whole-answer hits | per-segment hits | cold
+    segments: int
+    body: bytes  # the request wrk sends
+
+
+def timeseries(data_source: str, hours: int, context: dict[str, Any]) -> bytes:
+    interval = f"{format_instant(START_MS)}/{format_instant(START_MS + hours * HOUR_MS)}"
+    query = {"queryType": "timeseries", "dataSource": data_source, "intervals": [interval],
+             "granularity": "hour", "aggregations": AGGS, "context": context}  # fmt: skip
+    return orjson.dumps(query)
+
+
+def scenarios(data_source: str, segments: int) -> list[Scenario]:
+    out = []
+    for n in sorted({min(24, segments), segments}):
+        out += [
+            Scenario(f"floor, {n} segments' answer", "floor", n, timeseries(data_source, n, {})),
+            Scenario(f"whole-answer hits, {n} segments", "whole-answer hits", n,
+                     timeseries(data_source, n, {})),
+            Scenario(f"per-segment hits, {n} segments", "per-segment hits", n,
+                     timeseries(data_source, n, SEGMENT_LEVEL)),
+        ]  # fmt: skip
+    n = min(24, segments)
+    out.append(Scenario(f"cold, {n} segments", "cold", n, timeseries(data_source, n, COLD)))
+    return out
+
+
+def record_answers(url: str, chosen: list[Scenario]) -> list[dict[str, Any]]:
+    """Each query's answer from the broker (twice: the first populates the caches), checked equal
+    across cache levels, as the floor's answers: request body -> the broker's bytes and headers."""
+    answers: list[dict[str, Any]] = []
+    by_segments: dict[int, Any] = {}
+    with httpx.Client(timeout=120) as client:
+        for s in chosen:
+            for _ in range(2):
+                resp = client.post(
+                    url + "/druid/v2/", content=s.body, headers={"Content-Type": "application/json"}
+                )
+                if resp.status_code != 200:
+                    raise RuntimeError(f"{s.name}: HTTP {resp.status_code}: {resp.text[:500]}")
+            decoded = resp.json()
+            known = by_segments.setdefault(s.segments, decoded)
+            difference = first_difference(known, decoded)
+            if difference:
+                raise RuntimeError(f"{s.name}: the answer differs from another cache level's at {difference}")
+            headers = {k: v for k, v in resp.headers.items() if k.lower() not in _SKIPPED_HEADERS}
+            answers.append(
+                {"request": s.body.decode(), "response": resp.content.decode(), "headers": headers}
+            )
+    return answers
+
+
+class Floor:
+    """The bare Starlette app as its own process, stopped by pid."""
+
+    def __init__(self, root: Path, answers: list[dict[str, Any]]):
+        path = root / "floor-answers.json"
+        path.write_text(json.dumps(answers))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.throughput_floor",
+            "--port",
+            str(self.port),
+            "--answers",
+            str(path),
+        ]
+        self._log = (root / "floor.log").open("ab")
+        self.proc = subprocess.Popen(argv, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/status/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the floor app did not start: {(root / 'floor.log').read_text()[-2000:]}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+def measure(url: str, pid: int, body: bytes, connections: int, seconds: float) -> dict[str, Any]:
+    """One wrk run, with the server's CPU in cores beside wrk's."""
+    cpu, began = cpu_seconds(pid), time.monotonic()
+    result: WrkResult = run_wrk(url + "/druid/v2/", body, connections=connections, seconds=seconds)
+    server_cpu = (cpu_seconds(pid) - cpu) / (time.monotonic() - began)
+    return {**result.summary(), "server_cpu": round(server_cpu, 2)}
+
+
+def _median_row(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("qps", "p50_ms", "p99_ms", "wrk_cpu", "server_cpu", "ratio")
+    out: dict[str, Any] = {"scenario": name}
+    for k in keys:
+        values = [r[k] for r in rows if k in r]
+        if values:
+            out[k] = round(statistics.median(values), 2)
+    out["qps_rounds"] = " ".join(str(r["qps"]) for r in rows)
+    out["errors"] = sum(r["errors"] for r in rows)
+    return out
+
+
+def rounds(
+    c: Cluster, floor: Floor, chosen: list[Scenario], repeat: int, connections: int, seconds: float
+) -> list[dict[str, Any]]:
+    broker = c.brokers[0]
+    per: dict[str, list[dict[str, Any]]] = {s.name: [] for s in chosen}
+    for r in range(repeat):
+        floors: dict[int, float] = {}
+        for s in chosen:
+            if s.level == "floor":
+                row = measure(floor.url, floor.pid, s.body, connections, seconds)
+                floors[s.segments] = row["qps"]
+            else:
+                row = measure(broker.url, broker.pid, s.body, connections, seconds)
+                row["ratio"] = round(row["qps"] / floors[s.segments], 3) if floors.get(s.segments) else 0.0
+            per[s.name].append(row)
+            log(f"  round {r + 1} {s.name:36s} {row['qps']:6d} q/s  p50 {row['p50_ms']:6.2f}  "
+                f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores"
+                + (f"  {row['ratio']:.2f}x floor" if "ratio" in row else ""))  # fmt: skip
+    return [{**_median_row(s.name, per[s.name]), "level": s.level, "segments": s.segments} for s in chosen]
+
+
+def sweep(
+    c: Cluster, floor: Floor, chosen: list[Scenario], counts: list[int], seconds: float
+) -> list[dict[str, Any]]:
+    broker = c.brokers[0]
+    rows = []
+    for n in counts:
+        for s in chosen:
+            url, pid = (floor.url, floor.pid) if s.level == "floor" else (broker.url, broker.pid)
+            row = {"scenario": s.level, "connections": n, **measure(url, pid, s.body, n, seconds)}
+            log(f"  {n:3d} connections {s.level:18s} {row['qps']:6d} q/s  p50 {row['p50_ms']:6.2f}  "
+                f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f} cores")  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def profile(c: Cluster, chosen: list[Scenario], seconds: float, out: Path) -> dict[str, list[str]]:
+    """py-spy's collapsed stacks of the broker under wrk load, per scenario, and the top frames."""
+    from bench.profile_stacks import top_frames
+
+    out.mkdir(parents=True, exist_ok=True)
+    broker = c.brokers[0]
+    tops: dict[str, list[str]] = {}
+    for s in chosen:
+        path = out / (s.name.replace(",", "").replace(" ", "_") + ".txt")
+        argv = [_py_spy(), "record", "-p", str(broker.pid), "-d", f"{seconds:.0f}", "-r", "250", "-f", "raw",
+                "-o", str(path), "--nonblocking"]  # fmt: skip
+        spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        try:
+            run_wrk(broker.url + "/druid/v2/", s.body, connections=16, seconds=seconds + 1)
+        finally:
+            spy.wait(seconds + 30)
+        tops[s.name] = top_frames(path.read_text(), 15)
+        log(f"  {s.name}: {path}")
+        for line in tops[s.name]:
+            log(f"    {line}")
+    return tops
+
+
+def _py_spy() -> str:
+    """py-spy from the same environment (pip installs it beside the interpreter), else from PATH."""
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.exists() else shutil.which("py-spy")
+    if found is None:
+        raise RuntimeError("--profile needs py-spy (pip install py-spy)")
+    return found
+
+
+def targets(table: list[dict[str, Any]], segments: int) -> list[dict[str, Any]]:
+    out = []
+    for row in table:
+        target = TARGETS.get(row["level"])
+        wanted = row["level"] == "whole-answer hits" or row["segments"] == segments
+        if target is not None and wanted:
+            out.append({"scenario": row["scenario"], "ratio_to_floor": row["ratio"], "target": target,
+                        "met": row["ratio"] >= target})  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--segments", type=int, default=100)
+    ap.add_argument("--seconds", type=float, default=5.0, help="length of each wrk run")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--sweep", default="1,4,16,64", help="connection counts for the plot ('' to skip)")
+    ap.add_argument("--profile", type=Path, default=None, help="record the broker with py-spy into DIR")
+    ap.add_argument("--only", default="", help="comma-separated levels, e.g. 'floor,per-segment hits'")
+    args = ap.parse_args(argv)
+
+    report: dict[str, Any] = {"rows": args.rows, "segments": args.segments, "connections": args.connections,
+                              "seconds_per_run": args.seconds, "repeat": args.repeat}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="strata-throughput-") as tmp, cluster(Path(tmp)) as c:
+        began = time.monotonic()
+        ds = write_dataset(c.root, "bench", args.rows, args.segments)
+        c.start_data_nodes(2)
+        c.start_broker("--cache", "lru", "--cache-size", str(1024**3))
+        wait_for_segments(c.brokers[0], args.segments, nodes=c.historicals)
+        chosen = scenarios(ds.name, args.segments)
+        if args.only:
+            levels = {"floor", *args.only.split(",")}
+            chosen = [s for s in chosen if s.level in levels]
+        answers = record_answers(c.brokers[0].url, chosen)
+        floor = Floor(c.root, answers)
+        log(f"{args.rows:,} rows in {args.segments} segments; ZooKeeper, 2 historicals, 1 broker, the floor "
+            f"app up after {time.monotonic() - began:.1f}s; wrk 1 thread, {args.connections} connections, "
+            f"{args.seconds:g}s a run, {args.repeat} rounds")  # fmt: skip
+        stop: Callable[[], None] = floor.stop
+        try:
+            table = rounds(c, floor, chosen, args.repeat, args.connections, args.seconds)
+            report["results"] = table
+            report["targets"] = targets(table, args.segments)
+            counts = [int(n) for n in args.sweep.split(",") if n]
+            if counts:
+                log("sweep over connections:")
+                swept = [s for s in chosen if s.segments == args.segments and s.level != "cold"]
+                report["sweep"] = sweep(c, floor, swept, counts, args.seconds)
+            if args.profile is not None:
+                log("py-spy on the broker under load:")
+                broker_side = [s for s in chosen if s.level != "floor"]
+                report["profile"] = profile(c, broker_side, args.seconds, args.profile)
+        finally:
+            stop()
+    log("medians of the rounds (ratio: broker q/s over the floor's in the same round):")
+    for row in report["results"]:
+        log(f"  {row['scenario']:36s} {row['qps']:8.0f} q/s  p50 {row['p50_ms']:6.2f}  "
+            f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores"
+            + (f"  {row['ratio']:.2f}x floor" if "ratio" in row else ""))  # fmt: skip
+    for t in report["targets"]:
+        log(f"  target {t['scenario']}: {t['ratio_to_floor']:.2f}x floor, wanted >= {t['target']}: "
+            f"{'met' if t['met'] else 'NOT met'}")  # fmt: skip
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
