@@ -11,7 +11,6 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from cachetools import LRUCache
 from starlette.requests import Request
 
 from query import Query
@@ -37,11 +36,14 @@ class QueryOwners:
     """Who started each recent query: a query may be cancelled by its own user or with STATE WRITE."""
 
     def __init__(self, size: int = REMEMBERED_OWNERS) -> None:
-        self._owners: LRUCache[str, str] = LRUCache(size)
+        self._size = size
+        self._owners: dict[str, str] = {}  # oldest first
 
     def record(self, query_id: str, user: str | None) -> None:
         if user is not None:
             self._owners[query_id] = user
+            if len(self._owners) > self._size:
+                del self._owners[next(iter(self._owners))]
 
     @staticmethod
     def check_cancel(request: Request, query_id: str) -> None:

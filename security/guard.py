@@ -70,16 +70,22 @@ class Guard:
         return guard
 
     # -- identity --------------------------------------------------------------------------------
-    async def authenticate(self, creds: BasicCredentials) -> bool:
-        snap = self.snapshot
-        stored = snap.credentials.get(creds.user)
-        if stored is not None and self.verified.known(creds.user, creds.password, stored):
-            return True
+    def known(self, header: bytes) -> str | None:
+        """The user of an `Authorization` header verified before (the warm path: one digest and
+        one dict lookup), else None."""
+        return self.verified.user(header, self.snapshot.credentials)
+
+    async def authenticate(self, header: bytes) -> str | None:
+        """The user the header's Basic credentials prove, else None; a PBKDF2 run off the loop."""
+        creds = parse_basic(header.decode("latin-1"))
+        if creds is None:
+            return None
+        stored = self.snapshot.credentials.get(creds.user)
         ok = await asyncio.to_thread(verify_password, creds.password, stored or _DECOY)
         if ok and stored is not None:
-            self.verified.remember(creds.user, creds.password, stored)
-            return True
-        return False
+            self.verified.remember(header, creds.user, stored)
+            return creds.user
+        return None
 
     def is_internal(self, user: str) -> bool:
         return user == self.settings.internal_user

@@ -57,6 +57,7 @@ class SecurityMiddleware:
         self.default = default
         self.host = host
         self.unsecured = guard.settings.unsecured_paths
+        self._needs: dict[tuple[str, str], Requirement] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,8 +67,16 @@ class SecurityMiddleware:
         guard.ensure_polling()
         path, method = scope["path"], scope["method"]
         raw_qs = scope.get("query_string", b"")
-        query = dict(parse_qsl(raw_qs.decode("latin-1"))) if raw_qs else {}
-        need = requirement(self.rules, self.default, self.unsecured, method, path, query)
+        if raw_qs:
+            query = dict(parse_qsl(raw_qs.decode("latin-1")))
+            need = requirement(self.rules, self.default, self.unsecured, method, path, query)
+        else:  # the route table's answer depends on method and path alone: remember it
+            need = self._needs.get((method, path))  # type: ignore[assignment]
+            if need is None:
+                need = requirement(self.rules, self.default, self.unsecured, method, path, {})
+                if len(self._needs) >= 4096:
+                    self._needs.clear()
+                self._needs[(method, path)] = need
         scope[GUARD_KEY] = guard
         if need.need is Need.OPEN:
             await self.app(scope, receive, send)
@@ -90,16 +99,21 @@ class SecurityMiddleware:
         if retry is not None:
             log.warning(refusal_line(429, None, need.resource, need.action, address, path))
             return TooManyFailedLogins(retry)
-        header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
-        creds = parse_basic(header.decode("latin-1") if header is not None else None)
-        if creds is None or not await guard.authenticate(creds):
-            if creds is not None:
-                guard.failed_logins.failed(address)
-            log.warning(
-                refusal_line(401, creds.user if creds else None, need.resource, need.action, address, path)
-            )
-            return NotAuthenticated()
-        user = creds.user
+        header = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+                break
+        user = guard.known(header) if header is not None else None
+        if user is None:
+            user = await guard.authenticate(header) if header is not None else None
+            if user is None:
+                claimed = parse_basic(header.decode("latin-1")) if header is not None else None
+                if claimed is not None:
+                    guard.failed_logins.failed(address)
+                name = claimed.user if claimed is not None else None
+                log.warning(refusal_line(401, name, need.resource, need.action, address, path))
+                return NotAuthenticated()
         if need.need is Need.INTERNAL and not guard.is_internal(user):
             log.warning(refusal_line(403, user, None, None, address, path))
             return Forbidden()

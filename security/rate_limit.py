@@ -39,6 +39,8 @@ class FailedLogins:
 
     def retry_after(self, address: str) -> int | None:
         """Seconds the address must wait, or None when it may try."""
+        if address not in self._failures:  # the common case, answered without the clock
+            return None
         now = self._clock()
         seen = self._recent(address, now)
         if seen is None or len(seen) < self.max_failures:

@@ -77,12 +77,14 @@ def test_snapshot_decides_through_roles():
 def test_verified_credentials_hold_no_password_and_follow_the_stored_record():
     cache = VerifiedCredentials()
     creds = hash_password("pw")
-    assert not cache.known("alice", "pw", creds)
-    cache.remember("alice", "pw", creds)
-    assert cache.known("alice", "pw", creds)
-    assert not cache.known("alice", "other", creds)
-    assert not cache.known("alice", "pw", hash_password("pw"))  # password changed: verify again
-    assert all(isinstance(k, bytes) and len(k) == 32 for k in cache._verified)  # digests, never the password
+    header = b"Basic YWxpY2U6cHc="  # alice:pw
+    assert cache.user(header, {"alice": creds}) is None
+    cache.remember(header, "alice", creds)
+    assert cache.user(header, {"alice": creds}) == "alice"
+    assert cache.user(b"Basic YWxpY2U6b3RoZXI=", {"alice": creds}) is None  # another password
+    assert cache.user(header, {"alice": hash_password("pw")}) is None  # password set again: verify again
+    assert cache.user(header, {}) is None  # user deleted
+    assert all(isinstance(k, bytes) and len(k) == 16 for k in cache._verified)  # digests, never the header
 
 
 def test_failed_logins_limit_per_address():
