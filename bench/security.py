@@ -33,6 +33,7 @@ import orjson
 
 from bench.cache import SEGMENT_LEVEL
 from bench.cluster_setup import HOUR_MS, METRICS, START_MS, BenchProcess, cpu_seconds, write_dataset
+from harness.processes import StrataProcess
 from security.client import basic_header
 from security.resources import Permission
 from security.store import open_security_store
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
 
     root = Path(tempfile.mkdtemp(prefix="strata-bench-security-"))
     private = Path(tempfile.mkdtemp(prefix="strata-bench-secrets-"))  # mode 700
-    procs: list[BenchProcess] = []
+    procs: list[StrataProcess] = []
     try:
         write_dataset(root, DATASOURCE, args.rows, args.segments)
         passwords = {"admin": secrets.token_urlsafe(12), "internal": secrets.token_urlsafe(12),
