@@ -3,6 +3,9 @@ notifications, and reads of only what changed."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 from contextlib import closing
 
@@ -106,3 +109,25 @@ def test_a_reader_behind_the_change_log_reads_everything_again(postgres_url):
             conn.execute("UPDATE strata_segments_version SET version = version + %s", (LOG_KEEP,))
         writer.publish([seg("2020-01-01/2020-01-02", "v1")], overwrite=False)
         assert [s.id for s in reader.used_segments()] == [seg("2020-01-01/2020-01-02", "v1").id]
+
+
+def test_strata_segments_lists_drops_and_restores_on_postgres(postgres_url):
+    """The command line opens the store the flag names (libpq finds the password in PGPASSFILE)."""
+    a, b = seg("2020-01-01/2020-01-02", "v1"), seg("2020-01-02/2020-01-03", "v1")
+    with closing(open_metadata_store(postgres_url)) as store:
+        store.publish([a, b], overwrite=False)
+
+    def segments(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "strata.cli", "segments", *args, "--metadata", postgres_url],
+                              capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+        return done.stdout
+
+    assert [json.loads(line)["identifier"] for line in segments("list", "--json").splitlines()] == [
+        a.id,
+        b.id,
+    ]
+    assert "1 segment(s) dropped" in segments("drop", a.id)
+    assert [json.loads(line)["identifier"] for line in segments("list", "--json").splitlines()] == [b.id]
+    assert "1 segment(s) restored" in segments("restore", "--datasource", "w")
+    with closing(open_metadata_store(postgres_url)) as store:
+        assert store.used_segments() == [a, b]
