@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -126,7 +127,7 @@ def test_historical_hears_of_publishes_and_rides_out_a_postgres_restart(pg: Post
         cluster.add_segments("wiki", [3])  # the node reconnects and hears of it by itself
         wait_until(lambda: _served(node.url) == 4, 60, "a segment published after the restart")
         assert _rows(node.url) == 80
-        with open_metadata_store(url) as store:
+        with closing(open_metadata_store(url)) as store:
             assert store.data_sources() == ["wiki"]  # the failed ingestion published nothing
 
         status = httpx.get(f"{node.url}/status", timeout=5).text
