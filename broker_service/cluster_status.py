@@ -4,13 +4,16 @@ One route, so a browser (the console) or a script gets the whole cluster from th
 data nodes need not be reachable from the client, nor allow cross-origin reads. Each data node's
 own `GET /status` is fetched concurrently with a short timeout; a node that does not answer is
 listed as `unreachable`, never an error of the route. Counters are cumulative (the broker's queries,
-its requests to each node); a client gets rates from two readings and their `time`.
+its requests to each node); a client gets rates from two readings and their `time`. With
+`strata broker --workers N` each reading comes from one worker process, named by `worker`: rates
+are differences between two readings of the same worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any
 
 import aiohttp
@@ -19,6 +22,7 @@ from broker_service.broker import Broker
 from discovery.server_metadata import ServerMetadata
 
 STATUS_TIMEOUT_S = 2.0
+WORKER = uuid.uuid4().hex[:12]  # this broker process, among the workers sharing its port
 
 
 async def cluster_status(broker: Broker) -> dict[str, Any]:
@@ -43,7 +47,7 @@ async def cluster_status(broker: Broker) -> dict[str, Any]:
                 "status": status,
             }
         )
-    return {"time": int(time.time() * 1000), "servers": rows}
+    return {"time": int(time.time() * 1000), "worker": WORKER, "servers": rows}
 
 
 def _broker_row(broker: Broker) -> dict[str, Any]:

@@ -78,13 +78,14 @@ export async function refreshDatasources() {
   }
 }
 
-let lastCluster = null;
+// The last reading from each broker worker process (`strata broker --workers N` answers from any).
+const lastReading = new Map();
 
-// The cluster status, with rates from the previous reading (queries/s, events/s).
+// The cluster status, with rates from the same worker's previous reading (queries/s, events/s).
 async function clusterReading() {
   const now = await getJson("status/cluster");
-  const before = lastCluster;
-  lastCluster = now;
+  const before = lastReading.get(now.worker) || null;
+  lastReading.set(now.worker, now);
   const seconds = before ? (now.time - before.time) / 1000 : 0;
   const previous = new Map((before ? before.servers : []).map((s) => [s.server, s]));
   const rate = (server, read) => {

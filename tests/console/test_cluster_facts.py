@@ -61,6 +61,7 @@ def test_status_cluster_lists_a_silent_node_as_unreachable() -> None:
             await client.close()
 
     body = asyncio.run(read())
+    assert isinstance(body["worker"], str) and body["worker"]  # names the process, for rates
     own, node = body["servers"]
     assert own["type"] == "broker" and own["health"] == "healthy"
     assert (node["server"], node["segments"], node["bytes"], node["queries"]) == (silent, 1, 7, 3)

@@ -134,7 +134,7 @@ def browser(cluster: dict[str, Any]) -> Iterator[Any]:
 def page(browser: Any, cluster: dict[str, Any]) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1360, "height": 860}, accept_downloads=True)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=cluster["broker"])
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(60_000)  # a loaded CI machine: the quickstart shares 2 cores
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
