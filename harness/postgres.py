@@ -116,6 +116,22 @@ class PostgresServer(_ChildServer):
             hba.write("host all all 0.0.0.0/0 scram-sha-256\nhost all all ::/0 scram-sha-256\n")
 
     def serving(self) -> bool:
+        if self.command_prefix:  # reachable from where it runs, perhaps not from here
+            bin_dir = postgres_bin_dir()
+            assert bin_dir is not None
+            argv = [
+                *self.command_prefix,
+                str(bin_dir / "pg_isready"),
+                "-q",
+                "-h",
+                self.host,
+                "-p",
+                str(self.port),
+            ]
+            try:
+                return subprocess.run(argv, timeout=10, stdin=subprocess.DEVNULL).returncode == 0
+            except subprocess.TimeoutExpired:
+                return False
         import psycopg
 
         try:
