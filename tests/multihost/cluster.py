@@ -1,0 +1,276 @@
+"""A Strata cluster over network namespaces: every service on a host of its own, nothing shared
+but the network (ZooKeeper, PostgreSQL, an S3 server, two historicals, a real-time node, a broker,
+a Spark master and two workers, and a driver host for Spark jobs and `strata ingest`).
+
+The test process is the client host (the bridge's address). Each service binds its host's address
+on its usual port; the historicals bind every address and announce their own (as behind NAT).
+Every process is stopped by its pid; the lab then kills anything left in its namespaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import httpx
+
+from harness.netns import Host, NetnsLab
+from harness.postgres import PostgresServer
+from harness.processes import StrataProcess
+from harness.s3_server import S3Server, client_env
+from strata.local_servers import ZooKeeperServer
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = ("zk", "pg", "s3", "hist1", "hist2", "rt", "broker", "master", "worker1", "worker2", "driver")
+BUCKET = "strata"
+RT_SPEC = {
+    "dataSchema": {
+        "dataSource": "live",
+        "timestampSpec": {"column": "ts", "format": "iso"},
+        "dimensionsSpec": {"dimensions": ["k"]},
+        "metricsSpec": [
+            {"type": "count", "name": "count"},
+            {"type": "longSum", "name": "n", "fieldName": "n"},
+        ],
+        "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "none", "rollup": False},
+    },
+    "tuningConfig": {"type": "realtime", "rejectionPolicy": {"type": "none"}, "windowPeriod": "PT10M"},
+}
+
+
+def wait_until(predicate: Callable[[], object], what: str, timeout: float = 60.0,
+               logs: Sequence[StrataProcess] = ()) -> None:  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if predicate():
+                return
+        time.sleep(0.2)
+    tails = "\n".join(f"--- {p.log_path.name}\n{p.log_text()[-3000:]}" for p in logs)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{tails}")
+
+
+@dataclass
+class PostgresOnHost(PostgresServer):
+    """PostgreSQL taking password logins from every host of the subnet, not loopback only."""
+
+    clients: str = ""  # CIDR
+
+    def _prepare(self, bin_dir: Path) -> None:
+        super()._prepare(bin_dir)
+        hba = self.data_dir / "pg_hba.conf"
+        line = f"host all all {self.clients} scram-sha-256\n"
+        if self.clients and line not in hba.read_text():
+            with hba.open("a") as f:
+                f.write(line)
+
+
+@dataclass
+class Daemon:
+    """A non-Strata child (a Spark daemon) on a host, stopped by its pid."""
+
+    argv: list[str]
+    log: Path
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, ready: str, timeout: float = 120.0) -> Daemon:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                         stdin=subprocess.DEVNULL)  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while ready not in self.log.read_text(errors="replace"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{self.argv[4:6]} did not start:\n{self.log.read_text(errors='replace')[-3000:]}"
+                )
+            time.sleep(0.3)
+        return self
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@dataclass
+class HostsCluster:
+    lab: NetnsLab
+    zk: ZooKeeperServer | None = None
+    pg: PostgresServer | None = None
+    s3: S3Server | None = None
+    nodes: dict[str, StrataProcess] = field(default_factory=dict)
+    spark: list[Daemon] = field(default_factory=list)
+    metadata: str = ""
+
+    # -- addresses -------------------------------------------------------------------------------
+    def host(self, name: str) -> Host:
+        return self.lab[name]
+
+    @property
+    def zk_connect(self) -> str:
+        return f"{self.host('zk').address}:2181"
+
+    @property
+    def deep_storage(self) -> str:
+        return f"s3://{BUCKET}/deep"
+
+    @property
+    def s3_endpoint(self) -> str:
+        return f"http://{self.host('s3').address}:9000"
+
+    @property
+    def spark_master(self) -> str:
+        return f"spark://{self.host('master').address}:7077"
+
+    @property
+    def broker(self) -> StrataProcess:
+        return self.nodes["broker"]
+
+    def env(self) -> dict[str, str]:
+        """What every process of ours gets: S3 credentials through the AWS chain, the metadata
+        store's password through libpq's PGPASSWORD, Strata importable from the source tree."""
+        assert self.pg is not None
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        return {**os.environ, **client_env(), "PGPASSWORD": self.pg.password, "PYTHONPATH": path,
+                "PYSPARK_PYTHON": sys.executable}  # fmt: skip
+
+    def storage_flags(self) -> list[str]:
+        return [
+            "--deep-storage",
+            self.deep_storage,
+            "--s3-endpoint",
+            self.s3_endpoint,
+            "--metadata",
+            self.metadata,
+        ]
+
+    # -- services --------------------------------------------------------------------------------
+    def start_stores(self) -> None:
+        zk, pg, s3 = self.host("zk"), self.host("pg"), self.host("s3")
+        self.zk = ZooKeeperServer(
+            2181, data_dir=zk.dir("zookeeper"), host=zk.address, command_prefix=tuple(zk.prefix)
+        )
+        self.zk.start()
+        # PostgreSQL runs as the postgres user: its directory is its own temporary one
+        self.pg = PostgresOnHost(port=5432, host=pg.address, command_prefix=list(pg.prefix),
+                                 clients=str(self.lab.subnet))  # fmt: skip
+        self.pg.start()
+        self.metadata = self.pg.create_database("strata")
+        self.s3 = S3Server(
+            port=9000, host=s3.address, log=s3.dir("s3") / "moto.log", command_prefix=s3.prefix
+        )
+        self.s3.start()
+        self.s3.create_bucket(BUCKET)
+
+    def strata(self, name: str, subcommand: str, port: int, *args: str) -> StrataProcess:
+        host = self.host(name)
+        process = StrataProcess(subcommand, [*args], host.root / f"{subcommand}.log", port=port, env=self.env(),
+                                host=host.address, command_prefix=host.prefix)  # fmt: skip
+        self.nodes[name] = process
+        return process
+
+    def start_nodes(self) -> None:
+        zk = ["--zk", self.zk_connect]
+        for name in ("hist1", "hist2"):
+            host = self.host(name)
+            # bound to every address of its host, announcing the one others reach (as behind NAT)
+            self.strata(name, "historical", 8083, *zk, *self.storage_flags(), "--bind", "0.0.0.0",
+                        "--advertise", host.address, "--segment-cache", str(host.dir("segment-cache")),
+                        "--replicas", "2", "--poll-period", "1", "--drop-delay", "1").start(timeout=90)  # fmt: skip
+        rt = self.host("rt")
+        spec = rt.dir("conf") / "live.json"
+        spec.write_text(json.dumps(RT_SPEC))
+        self.strata("rt", "realtime", 8100, *zk, *self.storage_flags(), "--spec", str(spec),
+                    "--base-dir", str(rt.dir("realtime")), "--drop-delay", "1").start(timeout=90)  # fmt: skip
+        self.strata("broker", "broker", 8082, *zk, "--cache", "none").start(timeout=90)
+
+    def start_spark(self) -> None:
+        import pyspark
+
+        spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+        master = self.host("master")
+        env = {k: v for k, v in self.env().items() if k != "SPARK_HOME"}
+        self.spark.append(Daemon(
+            [*master.prefix, spark_class, "org.apache.spark.deploy.master.Master", "--host", master.address,
+             "--port", "7077", "--webui-port", "8080"],
+            master.root / "master.log", {**env, "SPARK_LOCAL_IP": master.address},
+        ).start("I have been elected leader"))  # fmt: skip
+        for name in ("worker1", "worker2"):
+            worker = self.host(name)
+            self.spark.append(Daemon(
+                [*worker.prefix, spark_class, "org.apache.spark.deploy.worker.Worker", "--host", worker.address,
+                 "--cores", "1", "--memory", "1g", "--webui-port", "8081", "--work-dir", str(worker.dir("work")),
+                 self.spark_master],
+                worker.root / "worker.log", {**env, "SPARK_LOCAL_IP": worker.address},
+            ).start("Successfully registered with master"))  # fmt: skip
+
+    def spark_conf(self) -> dict[str, str]:
+        driver = self.host("driver").address
+        conf = {"spark.driver.host": driver, "spark.driver.bindAddress": driver, "spark.executor.memory": "512m",
+                "spark.executor.cores": "1", "spark.cores.max": "2", "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}  # fmt: skip
+        for key, value in client_env().items():
+            conf[f"spark.executorEnv.{key}"] = value
+        return conf
+
+    def on_driver(self, argv: Sequence[str], timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
+        """Run a command on the driver host (a Spark driver, `strata ingest`)."""
+        driver = self.host("driver")
+        env = {**self.env(), "SPARK_LOCAL_IP": driver.address}
+        env.pop("SPARK_HOME", None)
+        return subprocess.run([*driver.prefix, *argv], capture_output=True, text=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL, cwd=driver.root)  # fmt: skip
+
+    def query(self, body: dict[str, Any], timeout: float = 60.0) -> Any:
+        response = httpx.post(f"{self.broker.url}/druid/v2/", json=body, timeout=timeout)
+        response.raise_for_status()
+        return response.json()
+
+    def stop(self) -> None:
+        for daemon in reversed(self.spark):
+            with contextlib.suppress(Exception):
+                daemon.stop()
+        for process in reversed(list(self.nodes.values())):
+            try:
+                process.stop()
+            except Exception:
+                process.kill()
+        for server in (self.s3, self.zk):
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    server.stop()
+        if self.pg is not None:
+            with contextlib.suppress(Exception):
+                self.pg.remove()
+
+
+@contextlib.contextmanager
+def hosts_cluster(base: Path) -> Iterator[HostsCluster]:
+    with NetnsLab(base, HOSTS) as lab:
+        cluster = HostsCluster(lab)
+        try:
+            cluster.start_stores()
+            assert cluster.pg is not None
+            # the test process is a client host too: libpq finds the password where nodes do
+            with mock.patch.dict(os.environ, {"PGPASSWORD": cluster.pg.password, **client_env()}):
+                cluster.start_spark()
+                yield cluster
+        finally:
+            cluster.stop()
