@@ -37,6 +37,7 @@ from timeline import DataSegment, Interval, format_instant, parse_instant
 log = logging.getLogger(__name__)
 
 _WORKERS = min(4, os.cpu_count() or 1)
+PUSH_THREADS = 8
 
 ChunkTarget = tuple[Interval, str, int, int | None]
 """Per time chunk: (interval, version, first partition number, core partition count or None)."""
@@ -178,11 +179,11 @@ def publish_segments(
     On any failure (or interrupt) every pushed segment is deleted again and nothing is
     published; the caller removes its staging directory either way.
     """
-    pushed: list[SegmentWritten] = [SegmentWritten(s.segment, s.rows) for s in staged if s.pushed]
+    pushed = [SegmentWritten(s.segment, s.rows) for s in staged if s.pushed]
     try:
-        for s in staged:
-            if not s.pushed:
-                pushed.append(SegmentWritten(deep.push(Path(s.directory), s.segment), s.rows))
+        pushed += [
+            SegmentWritten(s.segment, s.rows) for s in push_staged(deep, [s for s in staged if not s.pushed])
+        ]
         store.publish([w.segment for w in pushed], overwrite=overwrite)
     except BaseException:
         discard(deep, [w.segment for w in pushed])
@@ -191,16 +192,22 @@ def publish_segments(
 
 
 def push_staged(deep: DeepStorage, staged: Sequence[StagedSegment]) -> list[StagedSegment]:
-    """Push segments where they were built (a Spark task whose local disk the driver cannot
-    read); the driver publishes them, or `discard`s them if the job fails."""
-    out: list[StagedSegment] = []
-    try:
-        for s in staged:
-            out.append(StagedSegment(deep.push(Path(s.directory), s.segment), "", s.rows, pushed=True))
-    except BaseException:
-        discard(deep, [s.segment for s in out])
-        raise
-    return out
+    """Push staged segments, `PUSH_THREADS` at a time (an upload to an object store mostly waits on
+    the network). Where they were built: a Spark task pushes its own and the driver publishes them,
+    or `discard`s them if the job fails. On any failure every segment pushed here is deleted again."""
+    done: list[StagedSegment] = []
+    failure: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=PUSH_THREADS) as pool:
+        futures = [pool.submit(deep.push, Path(s.directory), s.segment) for s in staged]
+        for s, future in zip(staged, futures, strict=True):
+            try:
+                done.append(StagedSegment(future.result(), "", s.rows, pushed=True))
+            except BaseException as e:  # the rest still finish, so every push is known
+                failure = failure or e
+    if failure is not None:
+        discard(deep, [s.segment for s in done])
+        raise failure
+    return done
 
 
 def discard(deep: DeepStorage, segments: Sequence[DataSegment]) -> None:
