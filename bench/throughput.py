@@ -7,10 +7,11 @@ One cluster (ZooKeeper, two historicals, one `--cache lru` broker process) and, 
 Starlette app on the same uvicorn set-up (bench.throughput_floor) answering the broker's own
 response bytes and headers for each query. wrk (one thread, `--connections` keep-alive
 connections) drives, back to back in each round: the floor, whole-answer cache hits, per-segment
-cache hits (the first 24 segments and all of them) and cold queries (no cache; 24 segments).
-A timeseries by hour, the dashboard's shape. Each figure is the median of `--repeat` rounds;
-ratios are taken within a round (floor and broker measured seconds apart, so the machine's load
-hits both alike) and their median reported against the targets: whole-answer hits >= 0.7x the
+cache hits (the first 24 segments and all of them) and cold queries (no cache; 24 segments),
+each right after a floor run over the same answer. A timeseries by hour, the dashboard's shape.
+Each figure is the median of `--repeat` rounds; each ratio is taken against the floor run just
+before it (seconds apart, so a neighbour's load on a shared machine hits both alike) and the
+median of those is reported against the targets: whole-answer hits >= 0.7x the
 floor, per-segment hits over 100 segments >= 0.4x. Beside each figure: wrk's CPU and the
 server's, in cores. A sweep over connection counts gives q/s and latency against connections.
 `--profile DIR` also records the broker with py-spy under load (collapsed stacks per scenario)
@@ -180,21 +181,29 @@ def _median_row(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 def rounds(
     c: Cluster, floor: Floor, chosen: list[Scenario], repeat: int, connections: int, seconds: float
 ) -> list[dict[str, Any]]:
+    """Each broker scenario right after a floor run over the same answer: the ratio compares runs
+    seconds apart, so a neighbour's load on this shared machine hits both alike."""
     broker = c.brokers[0]
+    floors = {s.segments: s for s in chosen if s.level == "floor"}
     per: dict[str, list[dict[str, Any]]] = {s.name: [] for s in chosen}
+
+    def show(r: int, name: str, row: dict[str, Any]) -> None:
+        log(f"  round {r + 1} {name:36s} {row['qps']:6d} q/s  p50 {row['p50_ms']:6.2f}  "
+            f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores"
+            + (f"  {row['ratio']:.2f}x floor" if "ratio" in row else ""))  # fmt: skip
+
     for r in range(repeat):
-        floors: dict[int, float] = {}
         for s in chosen:
             if s.level == "floor":
-                row = measure(floor.url, floor.pid, s.body, connections, seconds)
-                floors[s.segments] = row["qps"]
-            else:
-                row = measure(broker.url, broker.pid, s.body, connections, seconds)
-                row["ratio"] = round(row["qps"] / floors[s.segments], 3) if floors.get(s.segments) else 0.0
-            per[s.name].append(row)
-            log(f"  round {r + 1} {s.name:36s} {row['qps']:6d} q/s  p50 {row['p50_ms']:6.2f}  "
-                f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores"
-                + (f"  {row['ratio']:.2f}x floor" if "ratio" in row else ""))  # fmt: skip
+                continue
+            base = floors[s.segments]
+            row = measure(floor.url, floor.pid, base.body, connections, seconds)
+            per[base.name].append(row)
+            show(r, base.name, row)
+            mine = measure(broker.url, broker.pid, s.body, connections, seconds)
+            mine["ratio"] = round(mine["qps"] / row["qps"], 3) if row["qps"] else 0.0
+            per[s.name].append(mine)
+            show(r, s.name, mine)
     return [{**_median_row(s.name, per[s.name]), "level": s.level, "segments": s.segments} for s in chosen]
 
 
