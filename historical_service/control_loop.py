@@ -113,7 +113,14 @@ class ControlLoop:
 
     # -- one pass --------------------------------------------------------------------------------
     async def run_once(self) -> None:
-        used = {s.id: s for s in await asyncio.to_thread(self.metadata.used_segments)}
+        try:
+            listed = await asyncio.to_thread(self.metadata.used_segments)
+        except Exception as e:  # the store is away (PostgreSQL restarting): keep serving what is loaded
+            log.warning(
+                "cannot read the metadata store (%s); serving the %d loaded segments", e, len(self.loaded)
+            )
+            return
+        used = {s.id: s for s in listed}
         try:
             self.members = await self.cluster.live_historicals() | {self.name}
         except Exception as e:  # ZooKeeper unreachable: keep the last membership
