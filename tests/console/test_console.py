@@ -108,10 +108,14 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def snap(page: Any, shots: Path, name: str, *, docs: bool = True) -> None:
-    """A full-page screenshot in `shots`; also in $STRATA_CONSOLE_IMAGES when the docs show it."""
+def snap(page: Any, shots: Path, name: str, *, docs: bool = True, full: bool = True) -> None:
+    """A screenshot in `shots` (the whole page, or the query editor's area); also in
+    $STRATA_CONSOLE_IMAGES when the docs show it."""
     target = shots / f"{name}.png"
-    page.screenshot(path=str(target), full_page=True)
+    if full:
+        page.screenshot(path=str(target), full_page=True)
+    else:
+        page.screenshot(path=str(target), clip={"x": 0, "y": 0, "width": 1360, "height": 380})
     also = os.environ.get("STRATA_CONSOLE_IMAGES")
     if also and docs:
         Path(also).mkdir(parents=True, exist_ok=True)
@@ -189,6 +193,7 @@ def test_a_typed_query_runs_and_the_grid_sorts_copies_downloads_and_charts(
     assert "channel" in page.eval_on_selector_all(
         ".completions li .completion-text", "l => l.map(x => x.textContent)"
     )
+    snap(page, shots, "completion", full=False)
     page.keyboard.press("Tab")
     page.keyboard.insert_text(TOP_CHANNELS.removeprefix("SELECT channel"))
     assert page.input_value("#sql-editor textarea") == TOP_CHANNELS
