@@ -88,10 +88,13 @@ def serve(
         def capture_signals(self) -> Iterator[None]:
             yield  # ours are installed on the loop in _run; uvicorn's would re-raise after shutdown
 
+    from server_common.coalesced_writes import CoalescingHttpToolsProtocol
+
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=CoalescingHttpToolsProtocol,  # a response's head and body in one send
         log_level=log_level.lower(),
         access_log=False,
         lifespan="on",
