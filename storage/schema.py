@@ -35,8 +35,16 @@ def _mark(dialect: Dialect) -> str:
 
 
 def current_version(conn: Any, dialect: Dialect, component: str) -> int:
-    """The component's recorded version (0: never created); creates the version table if missing."""
-    conn.execute(_TABLE)
+    """The component's recorded version (0: never created); creates the version table if missing
+    (only then: a role that may read but not create, a read-only node's, opens an existing store)."""
+    exists = (
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'strata_schema'"
+        if dialect == "sqlite"
+        else "SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'strata_schema'"
+        " AND schemaname = ANY(current_schemas(false))"
+    )
+    if not conn.execute(exists).fetchone()[0]:
+        conn.execute(_TABLE)
     row = conn.execute(
         f"SELECT version FROM strata_schema WHERE component = {_mark(dialect)}", (component,)
     ).fetchone()

@@ -131,3 +131,22 @@ def test_strata_segments_lists_drops_and_restores_on_postgres(postgres_url):
     assert "1 segment(s) restored" in segments("restore", "--datasource", "w")
     with closing(open_metadata_store(postgres_url)) as store:
         assert store.used_segments() == [a, b]
+
+
+def test_a_read_only_role_opens_an_existing_store(postgres_url):
+    """A historical may run as a role that can only read: opening runs no DDL once the schema is
+    current, reads work, and a write is refused with a clear error."""
+    a = seg("2020-01-01/2020-01-02", "v1")
+    with closing(open_metadata_store(postgres_url)) as store:
+        store.publish([a], overwrite=False)
+        with store.transaction() as conn:
+            conn.execute("DROP ROLE IF EXISTS t_reader")
+            conn.execute("CREATE ROLE t_reader LOGIN PASSWORD 'r3ader-pw'")
+            conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO t_reader")
+            conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    reader_url = postgres_url.replace("strata@", "t_reader:r3ader-pw@")
+    with closing(open_metadata_store(reader_url)) as reader:
+        assert reader.used_segments() == [a] and reader.data_sources() == ["w"]
+        with pytest.raises(MetadataStoreError, match="permission denied") as e:
+            reader.mark_unused([a.id])
+        assert "r3ader-pw" not in str(e.value)
