@@ -180,9 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             s3.stop()
     i, ld = ingestion, loading
-    print(
-        f"ingestion of {i['rows']:,} rows into {i['segments']} hourly segments ({i['input_mb']} MB Parquet input)"
-    )
+    print(f"ingestion of {i['rows']:,} rows into {i['segments']} hourly segments"
+          f" ({i['input_mb']} MB Parquet input)")  # fmt: skip
     print(
         f"  local directory {i['local_s']:>8.2f} s  {i['local_rows_per_s']:>10,} rows/s  {i['local_s_all']}"
     )
@@ -191,9 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loading {ld['segments']} segments ({ld['total_mb']} MB) from S3 with {WORKERS} threads")
     print(f"  historical loader {ld['strata_mb_s']:>7.1f} MB/s {ld['strata_segments_s']:>7.1f} segments/s"
           f"  {ld['strata_mb_s_all']}")  # fmt: skip
-    print(
-        f"  pyarrow raw copy  {ld['raw_mb_s']:>7.1f} MB/s {ld['raw_segments_s']:>7.1f} segments/s  {ld['raw_mb_s_all']}"
-    )
+    print(f"  pyarrow raw copy  {ld['raw_mb_s']:>7.1f} MB/s {ld['raw_segments_s']:>7.1f} segments/s"
+          f"  {ld['raw_mb_s_all']}")  # fmt: skip
     print(f"  loader / raw      {ld['strata_over_raw']:>7.2f}x (target >= {LOAD_TARGET}x: "
           f"{'met' if ld['met'] else 'NOT met'})")  # fmt: skip
     print(json.dumps({"bench": "deep_storage", "ingestion": ingestion, "loading": loading}))
