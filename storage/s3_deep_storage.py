@@ -199,7 +199,8 @@ class S3DeepStorage:
                 yield StoredObject(info.path, info.size or 0, modified)
 
     def delete_location(self, location: str) -> None:
-        if not location.startswith(f"{self.bucket}/{self.prefix}"):
+        inside = f"{self.bucket}/{self.prefix}/" if self.prefix else f"{self.bucket}/"
+        if not location.startswith(inside):
             raise DeepStorageError(f"s3://{location} is not inside deep storage {self.url}")
 
         def remove() -> None:
