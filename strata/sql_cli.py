@@ -43,6 +43,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from strata.sql_output import FORMATS
 
     parser.add_argument("--url", default="http://127.0.0.1:8082", help="the broker's address")
+    parser.add_argument(
+        "--user", help="user for a secured broker (password: $STRATA_PASSWORD, ~/.netrc or a prompt)"
+    )
+    parser.add_argument(
+        "--tls-ca", help="CA certificate file that the broker's https:// certificate must chain to"
+    )
     parser.add_argument("-e", "--execute", metavar="SQL", help="run these statements and exit")
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="output format (default: table on a terminal, csv otherwise)")  # fmt: skip
@@ -91,9 +97,11 @@ class Session:
     """What a run of `strata sql` remembers: where to send statements and how to print them."""
 
     def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+        from strata.credentials import client_credentials
         from strata.sql_client import SqlClient
 
-        self.client = SqlClient(args.url, timeout=args.timeout)
+        auth = client_credentials(args.url, args.user)
+        self.client = SqlClient(args.url, timeout=args.timeout, auth=auth, verify=args.tls_ca or True)
         self.fmt: str = args.format or ("table" if out.isatty() else "csv")
         self.header: bool = args.header
         self.context = {"sqlTimeZone": args.time_zone} if args.time_zone else {}
@@ -187,8 +195,14 @@ def _interactive(session: Session, history: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from strata.credentials import CredentialsError
+
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise in a client
-    session = Session(args, sys.stdout, sys.stderr)
+    try:
+        session = Session(args, sys.stdout, sys.stderr)
+    except CredentialsError as e:
+        sys.stderr.write(f"Error: {e}\n")
+        return 2
     try:
         if args.execute is None and sys.stdin.isatty():
             return _interactive(session, Path(os.path.expanduser(args.history)))

@@ -52,11 +52,20 @@ class SqlClient:
     """Druid SQL over HTTP; `transport` is the seam for tests (httpx.MockTransport)."""
 
     def __init__(
-        self, url: str, *, timeout: float | None = None, transport: httpx.BaseTransport | None = None
+        self,
+        url: str,
+        *,
+        timeout: float | None = None,
+        transport: httpx.BaseTransport | None = None,
+        auth: tuple[str, str] | None = None,  # Basic credentials, for a secured broker
+        verify: str | bool = True,  # a CA bundle for https:// (--tls-ca)
     ) -> None:
         self.url = url.rstrip("/")
         self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout or 10.0, 10.0)), transport=transport
+            timeout=httpx.Timeout(timeout, connect=min(timeout or 10.0, 10.0)),
+            transport=transport,
+            auth=auth,
+            verify=verify,
         )
 
     def close(self) -> None:

@@ -32,6 +32,12 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # terminal underlines some parsers 
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 
 
+def _basic(auth: tuple[str, str]) -> str:
+    import base64
+
+    return "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
+
+
 class StrataError(Exception):
     """A failure talking to the broker, said in one line."""
 
@@ -56,17 +62,25 @@ def druid_error_message(body: Any, fallback: str) -> str:
 class BrokerClient:
     """Druid's HTTP API of one server: the broker, or (`role="data node"`) a historical."""
 
-    def __init__(self, url: str, timeout_s: float = 300.0, role: str = "broker") -> None:
+    def __init__(
+        self, url: str, timeout_s: float = 300.0, role: str = "broker", auth: tuple[str, str] | None = None
+    ) -> None:
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
         self.role = role
+        self._authorization = _basic(auth) if auth is not None else None
+
+    def __repr__(self) -> str:  # never the credentials, whatever prints this
+        return f"BrokerClient({self.url!r}, role={self.role!r})"
 
     # -- requests ---------------------------------------------------------------------------------
     def _open(self, path: str, body: Any = None, accept: str = "application/json") -> Any:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": accept}
+        if self._authorization is not None:
+            headers["Authorization"] = self._authorization
         if data is not None:
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(self.url + path, data=data, headers=headers)

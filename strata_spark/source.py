@@ -9,7 +9,9 @@ Options (all strings, as Spark passes them):
 - `sql`: one Druid SQL statement, or `query`: one native JSON query (timeseries, topN, groupBy,
   scan), run whole on the broker so aggregations never reach Spark;
 - `intervals`: comma-separated ISO-8601 intervals (default: all time);
-- `timeout`: seconds for each broker request (default 300).
+- `timeout`: seconds for each broker request (default 300);
+- `user` and `password` (or STRATA_PASSWORD in the driver's environment) for a secured broker;
+  with a user, `dataNodes` defaults to false (data nodes answer only the cluster's own identity).
 Writing (`df.write.format("strata")`) takes the options of `strata_spark.write_options`.
 The schema comes from the broker (segmentMetadata, or the SQL/native answer's types) unless the
 caller gives `.schema(...)`. Everything here runs in Spark's Python workers; broker failures
@@ -18,6 +20,7 @@ raise `StrataError` with a one-line message.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
@@ -54,7 +57,18 @@ class StrataDataSource(DataSource):
             seconds = float(timeout) if timeout else DEFAULT_TIMEOUT_S
         except ValueError:
             raise StrataError(f"option timeout must be a number of seconds, got {timeout!r}") from None
-        return BrokerClient(url, seconds)
+        return BrokerClient(url, seconds, auth=self._auth())
+
+    def _auth(self) -> tuple[str, str] | None:
+        """Options user and password; the password may instead come from STRATA_PASSWORD in the
+        driver's environment, so it stays out of the job's code."""
+        user = self._option("user")
+        if user is None:
+            return None
+        password = self.options.get("password") or os.environ.get("STRATA_PASSWORD")
+        if not password:
+            raise StrataError("option user needs option password (or STRATA_PASSWORD in the environment)")
+        return user, str(password)
 
     def _mode(self) -> str:
         given = [k for k in ("sql", "query") if self._option(k)]
@@ -94,7 +108,9 @@ class StrataDataSource(DataSource):
         return Split(partitions=partitions or max(1, int(self.default_partitions)))
 
     def _data_nodes(self) -> bool:
-        raw = (self._option("dataNodes") or "true").lower()
+        # a secured cluster's data nodes answer only its internal identity: a user reads through the broker
+        default = "false" if self._option("user") else "true"
+        raw = (self._option("dataNodes") or default).lower()
         if raw not in ("true", "false"):
             raise StrataError(f"option dataNodes must be true or false, got {raw!r}")
         return raw == "true"

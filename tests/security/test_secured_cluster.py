@@ -13,17 +13,11 @@ import httpx
 import pytest
 
 from security.client import basic_header
-from tests.security.secured_cluster import AUTHN, AUTHZ, Secured, secured_cluster
+from tests.security.secured_cluster import AUTHN, AUTHZ, Secured
 
 pytestmark = pytest.mark.integration
 
 INTERVAL = "2025-01-01/2025-01-02"
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
-    with secured_cluster(tmp_path_factory.mktemp("secured")) as c:
-        yield c
 
 
 def _timeseries(ds: str) -> dict[str, Any]:
