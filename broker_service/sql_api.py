@@ -141,9 +141,13 @@ class BrokerCatalog:
             )
         return out
 
-    def segment_intervals(self, table: str) -> list[Interval]:
+    def segment_intervals(self, table: str) -> list[tuple[Interval, int | None]]:
+        """The datasource's segments' intervals, with their rows where known (a streamed selection
+        sizes its chunks by them)."""
         return [
-            sel.segment.interval for sel in self.broker.view.selectors() if sel.segment.data_source == table
+            (sel.segment.interval, facts.num_rows if (facts := sel.row_facts) is not None else None)
+            for sel in self.broker.view.selectors()
+            if sel.segment.data_source == table
         ]
 
     def servers(self) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 from strata_sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
@@ -59,3 +60,31 @@ def test_chunk_query_moves_offset_out_and_sets_the_limit() -> None:
     native = {"queryType": "scan", "intervals": ["x"], "limit": 10, "offset": 5}
     assert chunk_query(native, ["a"], 15) == {"queryType": "scan", "intervals": ["a"], "limit": 15}
     assert "limit" not in chunk_query(native, ["a"], None)
+
+
+def test_known_rows_bound_each_chunk() -> None:
+    """Segments of 30,000 rows under a 50,000-row bound: one per chunk; of 10,000: the segment
+    growth as before (1, 2, 4); unknown rows count as nothing; a segment larger than the bound
+    still makes a chunk of its own."""
+    day = ["1970-01-01T00:00:00Z/1970-01-02T00:00:00Z"]
+    big = [(iv, 30_000) for iv in hours(4)]
+    assert spans(scan_chunks(day, big, rows_per_chunk=50_000)) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    small = [(iv, 10_000) for iv in hours(7)]
+    assert spans(scan_chunks(day, small, rows_per_chunk=50_000)) == [(0, 1), (1, 3), (3, 7)]
+    assert scan_chunks(day, [(iv, None) for iv in hours(7)]) == scan_chunks(day, hours(7))
+    huge = [(iv, 1_000_000) for iv in hours(2)]
+    assert spans(scan_chunks(day, huge, rows_per_chunk=50_000)) == [(0, 1), (1, 2)]
+
+
+def test_every_chunk_holds_at_most_the_bound_unless_one_piece_is_larger() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        rows = [rng.choice([None, 0, 5, 20_000, 60_000]) for _ in range(rng.randint(1, 30))]
+        segments = list(zip(hours(len(rows)), rows, strict=True))
+        chunks = scan_chunks(["1970-01-01T00:00:00Z/1970-01-03T00:00:00Z"], segments, rows_per_chunk=50_000)
+        seen = []
+        for start, end in spans(chunks):
+            held = [r or 0 for r in rows[start:end]]
+            assert sum(held) <= 50_000 or len(held) == 1
+            seen += list(range(start, end))
+        assert seen == list(range(len(rows)))  # every segment once, in time order
