@@ -50,8 +50,9 @@ def batch_znode_name(
     return f"{server}_{server_type}_{tier}_{stamp}_{uuid.uuid4().hex}{counter}"
 
 
-def parse_batch(data: bytes | None) -> list[DataSegment]:
-    """Read a batch znode; malformed entries are skipped (logged) so one bad segment hides no others."""
+def parse_batch(data: bytes | None, *, compact: bool = False) -> list[DataSegment]:
+    """Read a batch znode; malformed entries are skipped (logged) so one bad segment hides no others.
+    `compact`: segments as a broker holds them (see DataSegment.from_json)."""
     if not data:
         return []
     try:
@@ -63,7 +64,7 @@ def parse_batch(data: bytes | None) -> list[DataSegment]:
     out = []
     for item in items:
         try:
-            out.append(DataSegment.from_json(item))
+            out.append(DataSegment.from_json(item, compact=compact))
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             log.warning("skipping malformed segment in batch: %s", e)
     return out

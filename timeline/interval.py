@@ -32,6 +32,13 @@ class Interval:
         return _parse_interval(text) if cls is Interval else cls._parse(text)
 
     @classmethod
+    def parse_unshared(cls, text: str) -> Interval:
+        """`parse` without the memo: for intervals parsed once and then held (a broker's segments)."""
+        if not isinstance(text, str) or text.count("/") != 1:
+            raise ValueError(f"not an ISO-8601 interval (expected start/end): {text!r}")
+        return cls._parse(text)
+
+    @classmethod
     def _parse(cls, text: str) -> Interval:
         if text.strip() == _ETERNITY_TEXT:
             return ETERNITY
@@ -55,6 +62,13 @@ class Interval:
 
     def __str__(self) -> str:
         return _interval_text(self.start, self.end)
+
+    def text_unshared(self) -> str:
+        """`str(self)` without the text memos: for text built once and then held (a segment's id),
+        whose memo entries would outweigh the text itself when a broker holds 100,000 segments."""
+        if (self.start, self.end) == (ETERNITY.start, ETERNITY.end):
+            return _ETERNITY_TEXT
+        return f"{format_instant.__wrapped__(self.start)}/{format_instant.__wrapped__(self.end)}"
 
     def __repr__(self) -> str:
         return f"Interval({self})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from timeline.interval import Interval
@@ -32,6 +33,7 @@ def _names(value: Any) -> tuple[str, ...]:
     raise ValueError(f"expected a comma-joined string or a list, got {value!r}")
 
 
+_NO_LOAD_SPEC: Mapping[str, Any] = MappingProxyType({})
 _NAMES: dict[str | tuple[str, ...], tuple[str, ...]] = {}
 _NAMES_MAX = 65_536
 
@@ -74,7 +76,7 @@ class DataSegment:
     _id: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        base = f"{self.data_source}_{self.interval.__str__().replace('/', '_')}_{self.version}"
+        base = f"{self.data_source}_{self.interval.text_unshared().replace('/', '_')}_{self.version}"
         partition = self.shard_spec.partition_num
         object.__setattr__(self, "_id", base if partition == 0 else f"{base}_{partition}")
 
@@ -92,13 +94,18 @@ class DataSegment:
         return SegmentDescriptor(self.interval, self.version, self.partition_num)
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> DataSegment:
+    def from_json(cls, obj: Mapping[str, Any], *, compact: bool = False) -> DataSegment:
+        """`compact`: as a broker holds 100,000 of them, without where its files lie (a broker never
+        reads that, and the path is a tenth of what it holds per segment) and with its interval
+        parsed apart from the shared text memo (whose entry would cost more than the segment's
+        interval itself)."""
         try:
+            text = obj["interval"]
             return cls(
                 data_source=sys.intern(str(obj["dataSource"])),
-                interval=Interval.parse(obj["interval"]),
+                interval=Interval.parse_unshared(text) if compact else Interval.parse(text),
                 version=sys.intern(str(obj["version"])),
-                load_spec=obj.get("loadSpec") or {},
+                load_spec=_NO_LOAD_SPEC if compact else (obj.get("loadSpec") or {}),
                 dimensions=_names(obj.get("dimensions")),
                 metrics=_names(obj.get("metrics")),
                 shard_spec=ShardSpec.from_json(obj.get("shardSpec")),

@@ -1,0 +1,70 @@
+"""What a broker holding 100,000 segments shares or leaves out changes no value: the compact parse,
+shared shard specs and column lists, and un-memoised interval text equal the plain paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from timeline import DataSegment, Interval, ShardSpec
+from timeline.interval import ETERNITY
+
+MS = st.integers(-(2**40), 2**42)
+
+
+@given(MS, st.integers(1, 2**36))
+def test_unshared_interval_text_and_parse_equal_the_memoised_ones(start: int, length: int) -> None:
+    interval = Interval(start, start + length)
+    assert interval.text_unshared() == str(interval)
+    assert Interval.parse_unshared(str(interval)) == Interval.parse(str(interval)) == interval
+    assert ETERNITY.text_unshared() == str(ETERNITY)
+
+
+shard_specs = st.one_of(
+    st.none(),
+    st.just({"type": "none"}),
+    st.builds(lambda n, k: {"type": "numbered", "partitionNum": n, "partitions": k}, st.integers(0, 3), st.integers(0, 4)),
+    st.builds(lambda n: {"type": "linear", "partitionNum": n}, st.integers(0, 3)),
+    st.builds(lambda n, s: {"type": "single", "partitionNum": n, "start": s, "end": None, "dimension": "d"},
+              st.integers(0, 3), st.one_of(st.none(), st.text(max_size=3))),
+    st.builds(lambda s: {"type": "range", "partitionNum": 0, "start": s, "end": None, "dimensions": ["a", "b"]},
+              st.one_of(st.none(), st.lists(st.one_of(st.none(), st.text(max_size=2)), max_size=2))),
+    st.builds(lambda n: {"type": "numbered", "partitionNum": n, "partitions": True}, st.integers(0, 1)),
+)  # fmt: skip
+names = st.one_of(st.just(""), st.lists(st.sampled_from(["a", "b", "page", "x y"]), max_size=3).map(",".join))
+
+
+@settings(max_examples=300)
+@given(
+    shard_specs,
+    shard_specs,
+    names,
+    names,
+    MS,
+    st.integers(1, 2**30),
+    st.dictionaries(st.sampled_from(["numRows", "minTime", "x"]), st.integers(0, 9)),
+)
+def test_compact_segments_equal_plain_ones_but_for_the_load_spec(
+    spec: Any, other: Any, dims: str, metrics: str, start: int, length: int, extra: dict[str, int]
+) -> None:
+    interval = Interval(start, start + length)
+    obj = {"dataSource": "wiki", "interval": str(interval), "version": "v1", "dimensions": dims,
+           "metrics": metrics, "shardSpec": spec, "loadSpec": {"type": "local", "path": "/p"}, **extra}  # fmt: skip
+    plain, compact = DataSegment.from_json(obj), DataSegment.from_json(obj, compact=True)
+    assert compact == plain and compact.id == plain.id
+    assert (compact.dimensions, compact.metrics, compact.extra) == (
+        plain.dimensions,
+        plain.metrics,
+        plain.extra,
+    )
+    assert compact.shard_spec.to_json() == plain.shard_spec.to_json()
+    assert dict(compact.load_spec) == {} and plain.load_spec == {"type": "local", "path": "/p"}
+    assert plain.to_json() == {**compact.to_json(), "loadSpec": {"type": "local", "path": "/p"}}
+    # shared objects are equal to what a fresh parse of their JSON gives, whatever was parsed before
+    ShardSpec.from_json(other)
+    assert ShardSpec.from_json(spec) == ShardSpec._parse(spec) if spec is not None else True
+    assert DataSegment.from_json({**obj, "shardSpec": spec}).shard_spec.to_json() == (
+        ShardSpec._parse(spec).to_json() if spec is not None else ShardSpec.none().to_json()
+    )
