@@ -84,6 +84,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--metadata",
         help="metadata store: a SQLite file or postgresql://USER@HOST:PORT/DB (default: DIR/metadata.db)",
     )
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="run with security on: an admin password is generated into DIR/admin-password (mode 600)",
+    )
     add_drain_flag(parser)
 
 
@@ -138,10 +143,40 @@ def _ingest(work: Path, metadata: str) -> None:
     print(f"ingested {summary.rows_ingested:,} rows into {len(summary.segments)} segment(s)")
 
 
-def _spawn(argv: list[str], log: Path, metadata: str | None = None) -> subprocess.Popen[bytes]:
-    # the metadata store goes in the environment, never argv: a URL may carry a password, and a
-    # command line is visible to every user of the machine
-    env = {**os.environ, "STRATA_METADATA": metadata} if metadata else None
+def _secret(work: Path, name: str) -> str:
+    """A password kept in `work/name` (mode 600): generated on the first secured run, read after
+    (the store takes the initial passwords once)."""
+    from security.passwords import generate_password
+
+    path = work / name
+    if path.exists():
+        return path.read_text().strip()
+    password = generate_password()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(password + "\n")
+    return password
+
+
+def _security(
+    args: argparse.Namespace, work: Path
+) -> tuple[list[str], dict[str, str], tuple[str, str] | None]:
+    """Flags and environment for secured children, and the admin credentials the quickstart's own
+    requests use; nothing with security off."""
+    if not args.secure:
+        return [], {}, None
+    admin, internal = _secret(work, "admin-password"), _secret(work, "internal-password")
+    env = {"STRATA_ADMIN_PASSWORD": admin, "STRATA_INTERNAL_PASSWORD": internal}
+    return ["--authenticator", "basic"], env, ("admin", admin)
+
+
+def _spawn(
+    argv: list[str], log: Path, metadata: str | None = None, secrets: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    # the metadata store and passwords go in the environment, never argv: a URL may carry a
+    # password, and a command line is visible to every user of the machine
+    extra = {**({"STRATA_METADATA": metadata} if metadata else {}), **(secrets or {})}
+    env = {**os.environ, **extra} if extra else None
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-P", "-m", "strata.cli", *argv],  # -P: no cwd on sys.path
@@ -153,7 +188,11 @@ def _spawn(argv: list[str], log: Path, metadata: str | None = None) -> subproces
 
 
 def _wait_for_segments(
-    url: str, expected: int, children: list[subprocess.Popen[bytes]], timeout: float
+    url: str,
+    expected: int,
+    children: list[subprocess.Popen[bytes]],
+    timeout: float,
+    auth: tuple[str, str] | None = None,
 ) -> None:
     import httpx
 
@@ -164,7 +203,7 @@ def _wait_for_segments(
             if child.poll() is not None:
                 raise RuntimeError(f"a child process exited (code {child.returncode}); see the logs")
         try:
-            resp = httpx.post(f"{url}/druid/v2/", json=body, timeout=5)
+            resp = httpx.post(f"{url}/druid/v2/", json=body, timeout=5, auth=auth)
             if resp.status_code == 200 and len(resp.json()) >= expected:
                 return
         except httpx.HTTPError:
@@ -234,6 +273,7 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
     expected = len(store.used_segments("wikipedia"))
     store.close()
 
+    secure_flags, secrets, auth = _security(args, work)
     zk: ZooKeeperServer | None = None
     children: list[subprocess.Popen[bytes]] = []
     try:
@@ -249,9 +289,9 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             argv = [
                 "historical", "--port", str(port), *discovery, *drain,
                 "--deep-storage", str(work / "deep-storage"),
-                "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2",
+                "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2", *secure_flags,
             ]  # fmt: skip
-            children.append(_spawn(argv, work / f"historical-{i}.log", metadata))
+            children.append(_spawn(argv, work / f"historical-{i}.log", metadata, secrets))
         nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
         if args.realtime_port:
             spec = work / "realtime-spec.json"
@@ -259,18 +299,24 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             argv = [
                 "realtime", "--port", str(args.realtime_port), *discovery, *drain, "--spec", str(spec),
                 "--deep-storage", str(work / "deep-storage"),
-                "--base-dir", str(work / "realtime"),
+                "--base-dir", str(work / "realtime"), *secure_flags,
             ]  # fmt: skip
-            children.append(_spawn(argv, work / "realtime.log", metadata))
+            children.append(_spawn(argv, work / "realtime.log", metadata, secrets))
             nodes += f",127.0.0.1:{args.realtime_port}/realtime"
         broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
-        broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain, "--cache", args.cache]
-        children.append(_spawn(broker_argv, work / "broker.log"))
+        broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain, "--cache", args.cache,
+                       *secure_flags]  # fmt: skip
+        # a secured broker keeps its users in the metadata store; an open one needs none
+        children.append(_spawn(broker_argv, work / "broker.log", metadata if args.secure else None, secrets))
         url = f"http://127.0.0.1:{args.port}"
-        _wait_for_segments(url, expected, children, timeout=120)
-        result = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60).json()
+        _wait_for_segments(url, expected, children, timeout=120, auth=auth)
+        result = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60, auth=auth).json()
         _print_top_pages(result)
-        print(_cache_line(httpx.get(f"{url}/status/cache", timeout=10).json()))
+        print(_cache_line(httpx.get(f"{url}/status/cache", timeout=10, auth=auth).json()))
+        if args.secure:
+            password_file = work / "admin-password"
+            print(f"Security on: user admin, its password in {password_file} (mode 600), e.g. "
+                  f'curl -u "admin:$(cat {password_file})" {url}/status')  # fmt: skip
         if args.realtime_port:
             print(f"Real-time node taking pushes for wikipedia_live on "
                   f"http://127.0.0.1:{args.realtime_port}/v1/push/wikipedia_live")  # fmt: skip
