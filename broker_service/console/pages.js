@@ -116,12 +116,27 @@ export async function refreshServers() {
         cell(formatNumber(s.queries), { num: true, key: "queries", raw: s.queries }),
         el("td", { "data-key": "health", "data-value": s.health, class: healthy ? "ok" : "bad" }, healthy ? "● healthy" : `● ${s.health}`));
     });
-    host.replaceChildren(table([["Server"], ["Type"], ["Tier"], ["Segments", "num"], ["Bytes", "num"], ["Max size", "num"],
+    const own = now.servers.find((s) => s.type === "broker");
+    const b = (own && own.status) || {};
+    const fact = (key, label, format = formatNumber) => el("div", { class: "card", "data-card": key },
+      el("b", { text: format(b[key]) }), el("span", { text: label }));
+    const cards = el("div", { class: "cards" }, fact("runningQueries", "queries running now"),
+      fact("queuedQueries", "queries waiting for a slot"), fact("lostSegments", "lost segments"),
+      fact("uptimeSeconds", "broker uptime", formatDuration));
+    host.replaceChildren(cards, table([["Server"], ["Type"], ["Tier"], ["Segments", "num"], ["Bytes", "num"], ["Max size", "num"],
       ["Queries/s", "num"], ["Queries", "num"], ["Health"]], rows, { id: "servers-table" }),
     el("p", { class: "muted" }, "Queries: the native queries the broker ran (its own row; SQL statements' included) or sent to each data node. The broker's segments are those it routes to."));
   } catch (error) {
     host.replaceChildren(errorBox(error));
   }
+}
+
+function formatDuration(seconds) {
+  const s = Math.floor(Number(seconds) || 0);
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.floor(s / 60)} min`;
+  if (s < 172800) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86400)} days`;
 }
 
 function rateText(hits, misses) {

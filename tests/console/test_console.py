@@ -408,6 +408,9 @@ def test_the_servers_page_matches_status_cluster(page: Any, cluster: dict[str, A
         if s["type"] != "broker":  # bytes as sys.servers counts them
             assert row["bytes"] == str(s["bytes"]) == str(sys_servers[s["server"]]["curr_size"])
             assert sys_servers[s["server"]]["server_type"] == s["type"]
+    broker_status = next(s["status"] for s in servers if s["type"] == "broker")
+    for card in ("runningQueries", "queuedQueries", "lostSegments"):  # nothing runs meanwhile: 0
+        assert page.text_content(f'[data-card="{card}"] b') == str(broker_status[card]) == "0"
     page.click('[data-refresh="servers"]')  # a second reading gives rates (sooner than the timer)
     page.wait_for_function(
         "document.querySelector('#servers-table td[data-key=qps]').dataset.value !== 'null'"
