@@ -73,7 +73,11 @@ class PostgresMetadataStore:
         self._subscribers: list[Callable[[], None]] = []
         self._listener: Listener | None = None
         self._subscribe_lock = threading.Lock()  # apart from `_lock`, which a slow query may hold
-        self.migrate(COMPONENT, MIGRATIONS)
+        try:
+            self.migrate(COMPONENT, MIGRATIONS)
+        except BaseException:
+            self._drop()
+            raise
 
     # -- connections and transactions --------------------------------------------------------------
     def _error(self, e: BaseException, doing: str) -> MetadataStoreError:
