@@ -390,6 +390,23 @@ def test_the_datasources_page_matches_sys_segments(page: Any, cluster: dict[str,
     assert page.eval_on_selector_all(f'[data-timeline="{HOURLY}"] .lane-label', "ls => ls.length") == 2
     snap(page, shots, "datasources")
 
+    # the picture's other states, drawn by the page's own module from rows shaped as sys.segments':
+    # a version overshadowed by a newer one, and a segment no server has loaded
+    classes = page.evaluate("""async () => {
+        const { renderTimeline } = await import('./timeline.js');
+        const row = (id, start, end, version, o, a, r) => ({ segment_id: id, start, end, version, partition_num: 0,
+            num_rows: 1, size: 1, num_replicas: a, is_overshadowed: o, is_available: a, is_realtime: r });
+        const svg = renderTimeline([row('old', '2015-09-12T00:00:00.000Z', '2015-09-13T00:00:00.000Z', 'v1', 1, 1, 0),
+                                    row('new', '2015-09-12T00:00:00.000Z', '2015-09-13T00:00:00.000Z', 'v2', 0, 1, 0),
+                                    row('lost', '2015-09-13T00:00:00.000Z', '2015-09-14T00:00:00.000Z', 'v1', 0, 0, 0)], 900);
+        return Object.fromEntries([...svg.querySelectorAll('rect.seg')].map(r => [r.dataset.segment, r.getAttribute('class')]));
+    }""")
+    assert classes == {
+        "old": "seg seg-overshadowed",
+        "new": "seg seg-historical",
+        "lost": "seg seg-unavailable",
+    }
+
 
 def test_the_servers_page_matches_status_cluster(page: Any, cluster: dict[str, Any], shots: Path) -> None:
     broker = cluster["broker"]
