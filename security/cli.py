@@ -68,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
         if action == "users":
             snap = store.snapshot()
             for user in sorted(snap.credentials):
-                print(f"{user}\t{','.join(sorted(snap.user_roles.get(user, ())))}")
+                print(f"{user}: {', '.join(sorted(snap.user_roles.get(user, ()))) or '(no roles)'}")
         elif action == "roles":
             snap = store.snapshot()
             for role, perms in sorted(snap.roles.items()):
-                print(f"{role}\t{json.dumps([p.to_json() for p in perms])}")
+                print(f"{role}: {json.dumps([p.to_json() for p in perms])}")
         elif action == "create-user":
             store.create_user(args.name)
         elif action == "delete-user":

@@ -4,7 +4,8 @@ In README.md and docs/*.md every bash or python block is marked `tested` or `unt
 reason one the test can check against the block (docker commands for "needs docker", a `spark://`
 master for "needs a Spark cluster", a `--zk` list of several hosts for "needs a multi-host
 ZooKeeper ensemble", a `postgresql://` URL for "needs a PostgreSQL server", `--advertise` for "needs several hosts",
-`--deep-storage s3://` for "needs an S3 server", the set-up scripts for
+`--deep-storage s3://` for "needs an S3 server", `--authenticator basic` or credentials
+for "needs a secured cluster", the set-up scripts for
 "installs system packages", thousands of generated queries or the benchmark suite for "runs for
 minutes"). Every `strata ...` command line of every
 marked block, run or not, is parsed by strata's own argument parser, so a renamed or removed flag
@@ -30,6 +31,7 @@ REASONS: dict[str, Callable[[str], bool]] = {
     "needs a PostgreSQL server": lambda body: "postgresql://" in body,
     "needs several hosts": lambda body: "--advertise " in body,
     "needs an S3 server": lambda body: "--deep-storage s3://" in body,
+    "needs a secured cluster": lambda body: bool(re.search(r"--authenticator basic|curl -u |--user ", body)),
 }
 COMMAND_LANGUAGES = {"bash", "sh", "shell", "console", "python", "py"}
 

@@ -31,7 +31,7 @@ def test_users_roles_grants_and_passwords(tmp_path, monkeypatch, capsys):
     assert strata("set-permissions", "ops", str(perms)) == 0
     capsys.readouterr()
     assert strata("users") == 0
-    assert capsys.readouterr().out == "alice\twiki\n"
+    assert capsys.readouterr().out == "alice: wiki\n"
     store = open_security_store(db)
     snap = store.snapshot()
     store.close()
