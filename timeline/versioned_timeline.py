@@ -14,8 +14,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from timeline.interval import Interval
 from timeline.partition_holder import PartitionHolder
@@ -43,8 +42,10 @@ class _Entry(Generic[T]):
         self.holder: PartitionHolder[T] = PartitionHolder()
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineObjectHolder(Generic[T]):
+class TimelineObjectHolder(NamedTuple, Generic[T]):
+    """A named tuple, not a frozen dataclass: a lookup makes one per visible piece, and a frozen
+    dataclass's field-by-field setattr made them most of a one-day lookup's time."""
+
     interval: Interval  # the visible piece, clipped to the lookup for the first and last holder
     true_interval: Interval
     version: str
