@@ -40,6 +40,7 @@ def benchmarks(rows: int, segments: int) -> dict[str, list[str]]:
         "cache_down": ["--rows", str(min(rows, 1_000_000)), "--segments", "50", "--repeat", "9"],
         "sql": ["--repeat", "500", *size, "--e2e-repeat", "5"],
         "scaling": [],
+        "many_segments": ["--repeat", "3"],  # 100,000 one-hour segments: about 15 minutes
         "spark_ingest": ["--rows", str(min(rows, 2_000_000))],
         "spark_read": [],
         "realtime": [],

@@ -1,7 +1,7 @@
 """How the broker scales: with the number of segments, and with the number of concurrent clients.
 
     python -m bench.scaling [--counts 10,100,1000,10000] [--rows-per-segment 50] [--repeat 5]
-                            [--clients 1,4,16,64] [--seconds 3]
+                            [--clients 1,4,16,64] [--seconds 3] [--many 100000]
 
 1. Latency against segment count: an all-time timeseries (count, sum, sum) over N one-hour
    segments (N = `--counts`, spans of N hours), cold (cache off) and warm (served from the
@@ -9,6 +9,9 @@
    cached over 10,000 segments under 300 ms, cost growing no faster than linearly.
 2. Queries per second against concurrency: the same warm timeseries over the 100-segment (or
    nearest) datasource with 1 to 64 keep-alive clients.
+3. With `--many N` (e.g. 100000): N tiny one-hour segments on a cluster of their own
+   (`bench.many_segments`: historical start-to-announced, broker memory per segment, cold and
+   cached timeseries, one-day timeline lookups), its figures under `many`.
 Nothing is asserted: the figures are printed, then one JSON line.
 """
 
@@ -21,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from bench import many_segments
 from bench.cluster_setup import (
     AGGS,
     Dataset,
@@ -94,6 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--segment-cache-format", choices=["arrow", "parquet"], default="arrow",
                         help="what the historicals' queries read (their option of that name)")  # fmt: skip
+    parser.add_argument("--many", type=int, default=0,
+                        help="then this many tiny one-hour segments (bench.many_segments)")  # fmt: skip
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
     clients = [int(c) for c in args.clients.split(",")]
@@ -112,6 +118,9 @@ def main(argv: list[str] | None = None) -> None:
         log(f"queries/s against concurrency, warm timeseries over {middle.segments} segments:")
         report["concurrency"] = by_concurrency(cached.url, middle, clients, args.seconds)
         report["concurrency_segments"] = middle.segments
+    if args.many:
+        log(f"{args.many:,} tiny one-hour segments:")
+        report["many"] = many_segments.run(args.many, rows_per_segment=2, repeat=args.repeat)
     print(json.dumps(report))
 
 
