@@ -53,13 +53,14 @@ class Broker:
         cache_kind: str = "none",
         result_cache: ResultLevelCache | None = None,
         node_headers: Mapping[str, str] | None = None,  # the internal identity, for data nodes
+        tls_ca: str | None = None,  # data nodes serve HTTPS with certificates from this CA
     ):
         self.settings = settings
         self.view = view
         self.inventory = inventory
         self.metrics = BrokerMetrics()
         self.parsed_bodies = ParsedBodies()
-        self.client = DataNodeClient(headers=node_headers)
+        self.client = DataNodeClient(headers=node_headers, tls_ca=tls_ca)
         self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
         self.runner = QueryRunner(
             view,

@@ -23,8 +23,11 @@ def broker_address(args: argparse.Namespace) -> str:
         raise BrokerConfigError(str(e)) from None
 
 
-def build_broker(args: argparse.Namespace, node_headers: Mapping[str, str] | None = None) -> Broker:
-    """`node_headers`: sent on every call to a data node (the internal identity when secured)."""
+def build_broker(
+    args: argparse.Namespace, node_headers: Mapping[str, str] | None = None, tls_ca: str | None = None
+) -> Broker:
+    """`node_headers`: sent on every call to a data node (the internal identity when secured);
+    `tls_ca`: the data nodes serve HTTPS with certificates from this CA."""
     view = BrokerServerView(lost_segment_grace_s=max(0.0, args.lost_segment_grace))
     discovery = args.discovery or ("zk" if args.zk else "http")
     inventory: ServerInventory
@@ -39,7 +42,7 @@ def build_broker(args: argparse.Namespace, node_headers: Mapping[str, str] | Non
             nodes = [parse_node(n) for n in args.nodes.split(",") if n.strip()]
         except ValueError as e:
             raise BrokerConfigError(str(e)) from None
-        inventory = HttpInventory(view, nodes, headers=node_headers)
+        inventory = HttpInventory(view, nodes, headers=node_headers, tls_ca=tls_ca)
     if args.max_concurrent_queries < 1 or args.query_queue < 0:
         raise BrokerConfigError("--max-concurrent-queries must be >= 1 and --query-queue >= 0")
     settings = BrokerSettings(
@@ -65,4 +68,5 @@ def build_broker(args: argparse.Namespace, node_headers: Mapping[str, str] | Non
         cache_kind=args.cache,
         result_cache=result_cache,
         node_headers=node_headers,
+        tls_ca=tls_ca,
     )

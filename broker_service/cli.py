@@ -68,13 +68,15 @@ def run(args: argparse.Namespace) -> int:
         return _supervise(args, log)
     try:
         settings, guard = start_security(args, "broker")
-        broker = build_broker(args, internal_headers(settings))
+        broker = build_broker(args, internal_headers(settings), tls_ca=settings.tls_ca)
     except (BrokerConfigError, SecurityStartError) as e:
         log.error("%s", e)
         return 2
     app = create_app(broker, guard)
     log.info("broker listening on http://%s:%d (%s discovery)", args.bind, args.port, broker_kind(broker))
-    return serve(app, args.bind, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port)
+    return serve(
+        app, args.bind, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port, tls=settings.tls
+    )
 
 
 def _supervise(args: argparse.Namespace, log: logging.Logger) -> int:

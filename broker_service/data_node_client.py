@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,8 +69,11 @@ class DataNodeClient:
         max_connections_per_node: int = 32,
         connect_timeout_s: float = 5.0,
         headers: Mapping[str, str] | None = None,  # sent on every call: the internal identity
+        tls_ca: str | None = None,  # the nodes serve HTTPS with certificates from this CA
     ):
         self._headers = dict(headers or {})
+        self._tls_ca = tls_ca
+        self._scheme = "https" if tls_ca else "http"
         self._max_connections = max_connections_per_node * 8
         self._connect_timeout_s = connect_timeout_s
         self._session: aiohttp.ClientSession | None = None  # made on the event loop, at first use
@@ -77,7 +81,10 @@ class DataNodeClient:
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=60.0)
+            tls = ssl.create_default_context(cafile=self._tls_ca) if self._tls_ca else None
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections, keepalive_timeout=60.0, ssl=tls or True
+            )
             self._session = aiohttp.ClientSession(
                 connector=connector, auto_decompress=True, headers=self._headers
             )
@@ -112,7 +119,7 @@ class DataNodeClient:
             context["timeout"] = max(1, int(timeout_s * 1000))
         downstream = downstream.with_context(query.context.with_values(**context))
         body = orjson.dumps(downstream.to_json())
-        url = f"http://{server.host}/druid/v2/"
+        url = f"{self._scheme}://{server.host}/druid/v2/"
         headers = {"Content-Type": JSON, "Accept": ARROW_STREAM}
         self._in_flight[server.name] += 1
         try:
@@ -165,14 +172,14 @@ class DataNodeClient:
     async def status(self, server: ServerMetadata, timeout_s: float = 2.0) -> Any:
         """The node's `GET /status` body; raises aiohttp.ClientError, TimeoutError or ValueError."""
         timeout = aiohttp.ClientTimeout(total=timeout_s)
-        async with self._http().get(f"http://{server.host}/status", timeout=timeout) as response:
+        async with self._http().get(f"{self._scheme}://{server.host}/status", timeout=timeout) as response:
             if response.status != 200:
                 raise ValueError(f"HTTP {response.status}")
             return orjson.loads(await response.read())
 
     async def cancel(self, server: ServerMetadata, query_id: str) -> None:
         """Forward a cancellation; best effort (the node may already be done or gone)."""
-        url = f"http://{server.host}/druid/v2/{query_id}"
+        url = f"{self._scheme}://{server.host}/druid/v2/{query_id}"
         try:
             async with self._http().delete(url, timeout=aiohttp.ClientTimeout(total=2.0)) as response:
                 await response.read()

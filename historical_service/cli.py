@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"strata historical: error: {e}", file=sys.stderr)
         return 2
     try:
-        _, guard = start_security(args, "historical")  # the internal identity only, with an authenticator
+        settings, guard = start_security(
+            args, "historical"
+        )  # the internal identity only, with an authenticator
     except SecurityStartError as e:
         print(f"strata historical: error: {e}", file=sys.stderr)
         return 2
@@ -84,4 +86,4 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM/SIGINT: leave ZooKeeper first (brokers stop sending queries), then drain and exit
     state = app.state.historical
     return serve(app, args.bind, args.port, drain_s=args.drain_seconds, log_level=args.log_level,
-                 on_stop=lambda: leave_cluster(state))  # fmt: skip
+                 on_stop=lambda: leave_cluster(state), tls=settings.tls)  # fmt: skip

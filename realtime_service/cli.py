@@ -59,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"strata realtime: error: {e}", file=sys.stderr)
         return 2
     try:
-        _, guard = start_security(args, "realtime")  # the internal identity only, with an authenticator
+        settings, guard = start_security(
+            args, "realtime"
+        )  # the internal identity only, with an authenticator
     except SecurityStartError as e:
         print(f"strata realtime: error: {e}", file=sys.stderr)
         return 2
@@ -87,4 +89,5 @@ def run(args: argparse.Namespace) -> int:
         drain_s=args.drain_seconds,
         log_level=args.log_level,
         on_stop=lambda: leave_cluster(state),
+        tls=settings.tls,
     )

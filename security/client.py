@@ -13,6 +13,11 @@ def basic_header(user: str, password: str) -> dict[str, str]:
     return {"Authorization": f"Basic {token}"}
 
 
+def node_scheme(settings: SecuritySettings) -> str:
+    """How this node calls the others: https when it was given the cluster's CA (--tls-ca)."""
+    return "https" if settings.tls_ca else "http"
+
+
 def internal_headers(settings: SecuritySettings) -> dict[str, str]:
     if not settings.enabled or settings.internal_password is None:
         return {}

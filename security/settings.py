@@ -33,6 +33,14 @@ class SecuritySettings:
     poll_seconds: float = 1.0
     max_failed_logins: int = 10
     failed_login_window_s: float = 60.0
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None  # the CA other nodes' certificates must chain to (node-to-node calls)
+
+    @property
+    def tls(self) -> tuple[str, str] | None:
+        """(certificate, key) when this node serves HTTPS."""
+        return (self.tls_cert, self.tls_key) if self.tls_cert and self.tls_key else None
 
     @property
     def enabled(self) -> bool:
@@ -68,6 +76,11 @@ def add_security_flags(parser: argparse.ArgumentParser, *, metadata: bool = Fals
         type=int,
         default=10,
         help="failed logins per client address per minute before it is refused with 429 (default 10)",
+    )
+    group.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM; with --tls-key)")
+    group.add_argument("--tls-key", help="the private key of --tls-cert (PEM)")
+    group.add_argument(
+        "--tls-ca", help="CA certificate (PEM) other nodes' certificates must chain to: calls them over HTTPS"
     )
     if metadata:
         group.add_argument(
@@ -107,7 +120,19 @@ def security_settings(
         admin_password=_secret("admin-password", ADMIN_PASSWORD_ENV, config, section, environ),
         poll_seconds=max(0.1, args.auth_poll_seconds),
         max_failed_logins=max(1, args.max_failed_logins),
+        tls_cert=args.tls_cert or None,
+        tls_key=args.tls_key or None,
+        tls_ca=args.tls_ca or None,
     )
+    if bool(settings.tls_cert) != bool(settings.tls_key):
+        raise SecurityConfigError("--tls-cert and --tls-key go together")
+    for flag, path in (
+        ("--tls-cert", settings.tls_cert),
+        ("--tls-key", settings.tls_key),
+        ("--tls-ca", settings.tls_ca),
+    ):
+        if path is not None and not os.path.isfile(path):
+            raise SecurityConfigError(f"{flag} {path}: no such file")
     check_bind(settings, getattr(args, "bind", None) or args.host, args.insecure)
     if settings.enabled and not settings.metadata:
         raise SecurityConfigError("--authenticator needs --metadata (the store holding users and roles)")

@@ -73,6 +73,7 @@ def serve(
     log_level: str = "warning",
     on_stop: Callable[[], Awaitable[None]] | None = None,
     reuse_port: bool = False,
+    tls: tuple[str, str] | None = None,
 ) -> int:
     """Serve an ASGI app until SIGINT/SIGTERM (or the parent's death); 0 after a clean stop.
 
@@ -98,6 +99,8 @@ def serve(
         log_level=log_level.lower(),
         access_log=False,
         lifespan="on",
+        ssl_certfile=tls[0] if tls else None,  # `tls`: (certificate, key) files; HTTPS only
+        ssl_keyfile=tls[1] if tls else None,
         timeout_graceful_shutdown=max(drain_s, 0.0),  # type: ignore[arg-type]  # a float works (wait_for)
     )
     server = _Server(config)

@@ -7,6 +7,7 @@ a complete `arrayLines` answer with an empty line; a stream that stops before it
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,7 +66,7 @@ class SqlClient:
             timeout=httpx.Timeout(timeout, connect=min(timeout or 10.0, 10.0)),
             transport=transport,
             auth=auth,
-            verify=verify,
+            verify=ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify,
         )
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 import time
 from collections.abc import Mapping, Sequence
 
@@ -58,8 +59,10 @@ class HttpInventory(ServerInventory):
         max_backoff_s: float = 30.0,
         initial_backoff_s: float = 0.2,
         headers: Mapping[str, str] | None = None,  # the internal identity, for the nodes' feeds
+        tls_ca: str | None = None,  # the nodes serve HTTPS with certificates from this CA
     ):
         self._headers = dict(headers or {})
+        self._tls_ca = tls_ca
         self.view = view
         self.server_timeout_ms = server_timeout_ms
         self.max_backoff_s = max_backoff_s
@@ -74,6 +77,7 @@ class HttpInventory(ServerInventory):
             timeout=httpx.Timeout(self.server_timeout_ms / 1000 + 5, connect=5.0),
             limits=httpx.Limits(max_connections=max(10, 2 * len(self._nodes))),
             headers=self._headers,
+            verify=ssl.create_default_context(cafile=self._tls_ca) if self._tls_ca else True,
         )
         for state in self._nodes.values():
             self._tasks.append(asyncio.create_task(self._follow(state), name=f"feed:{state.server.name}"))
@@ -128,7 +132,7 @@ class HttpInventory(ServerInventory):
         else:
             params["counter"] = state.counter.counter
             params["hash"] = state.counter.hash
-        url = f"http://{state.server.host}{FEED_PATH}"
+        url = f"{'https' if self._tls_ca else 'http'}://{state.server.host}{FEED_PATH}"
         response = await self._client.get(url, params=params, headers={"Accept": "application/json"})
         state.attempted = True
         if response.status_code == 204 or (response.status_code == 200 and not response.content):

@@ -62,3 +62,10 @@ def test_a_node_refuses_to_start_open_on_a_wildcard_address(command, tmp_path):
                           env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 2
     assert "refusing to bind 0.0.0.0 with no authenticator" in proc.stderr
+
+
+def test_tls_flags_go_together_and_name_files(tmp_path):
+    with pytest.raises(SecurityConfigError, match="together"):
+        security_settings(_args("--tls-cert", str(tmp_path)), "broker", environ={})
+    with pytest.raises(SecurityConfigError, match="no such file"):
+        security_settings(_args("--tls-ca", str(tmp_path / "missing.pem")), "broker", environ={})
