@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -63,7 +64,12 @@ class BrokerClient:
     """Druid's HTTP API of one server: the broker, or (`role="data node"`) a historical."""
 
     def __init__(
-        self, url: str, timeout_s: float = 300.0, role: str = "broker", auth: tuple[str, str] | None = None
+        self,
+        url: str,
+        timeout_s: float = 300.0,
+        role: str = "broker",
+        auth: tuple[str, str] | None = None,
+        tls_ca: str | None = None,  # the CA an https:// broker's certificate must chain to
     ) -> None:
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
@@ -71,6 +77,7 @@ class BrokerClient:
         self.timeout_s = timeout_s
         self.role = role
         self._authorization = _basic(auth) if auth is not None else None
+        self.tls_ca = tls_ca
 
     def __repr__(self) -> str:  # never the credentials, whatever prints this
         return f"BrokerClient({self.url!r}, role={self.role!r})"
@@ -85,7 +92,8 @@ class BrokerClient:
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(self.url + path, data=data, headers=headers)
         try:
-            return urllib.request.urlopen(request, timeout=self.timeout_s)
+            context = ssl.create_default_context(cafile=self.tls_ca) if self.tls_ca else None
+            return urllib.request.urlopen(request, timeout=self.timeout_s, context=context)
         except urllib.error.HTTPError as e:
             raw = e.read()
             e.close()

@@ -10,8 +10,9 @@ Options (all strings, as Spark passes them):
   scan), run whole on the broker so aggregations never reach Spark;
 - `intervals`: comma-separated ISO-8601 intervals (default: all time);
 - `timeout`: seconds for each broker request (default 300);
-- `user` and `password` (or STRATA_PASSWORD in the driver's environment) for a secured broker;
-  with a user, `dataNodes` defaults to false (data nodes answer only the cluster's own identity).
+- `user` and `password` (or STRATA_PASSWORD in the driver's environment) for a secured broker,
+  `tlsCa`: the CA file an https:// broker's certificate must chain to;
+  with either, `dataNodes` defaults to false (data nodes answer only the cluster's own identity).
 Writing (`df.write.format("strata")`) takes the options of `strata_spark.write_options`.
 The schema comes from the broker (segmentMetadata, or the SQL/native answer's types) unless the
 caller gives `.schema(...)`. Everything here runs in Spark's Python workers; broker failures
@@ -57,7 +58,7 @@ class StrataDataSource(DataSource):
             seconds = float(timeout) if timeout else DEFAULT_TIMEOUT_S
         except ValueError:
             raise StrataError(f"option timeout must be a number of seconds, got {timeout!r}") from None
-        return BrokerClient(url, seconds, auth=self._auth())
+        return BrokerClient(url, seconds, auth=self._auth(), tls_ca=self._option("tlsCa"))
 
     def _auth(self) -> tuple[str, str] | None:
         """Options user and password; the password may instead come from STRATA_PASSWORD in the
@@ -109,7 +110,7 @@ class StrataDataSource(DataSource):
 
     def _data_nodes(self) -> bool:
         # a secured cluster's data nodes answer only its internal identity: a user reads through the broker
-        default = "false" if self._option("user") else "true"
+        default = "false" if self._option("user") or self._option("tlsCa") else "true"
         raw = (self._option("dataNodes") or default).lower()
         if raw not in ("true", "false"):
             raise StrataError(f"option dataNodes must be true or false, got {raw!r}")

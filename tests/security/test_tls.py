@@ -127,3 +127,13 @@ def test_strata_sql_verifies_the_broker(tls_cluster: dict) -> None:
         [*argv, "--tls-ca", str(tls_cluster["other"])], env=base, capture_output=True, text=True, timeout=60
     )
     assert wrong.returncode != 0 and "CERTIFICATE_VERIFY_FAILED" in wrong.stderr
+
+
+def test_the_spark_readers_broker_client_verifies_the_broker(tls_cluster: dict) -> None:
+    from strata_spark.broker_client import BrokerClient, StrataError
+
+    url = f"https://{tls_cluster['broker'].address}"
+    auth = ("admin", tls_cluster["admin"])
+    assert BrokerClient(url, 30, auth=auth, tls_ca=str(tls_cluster["ca"])).datasources() == ["wikipedia"]
+    with pytest.raises(StrataError, match="CERTIFICATE_VERIFY_FAILED"):
+        BrokerClient(url, 30, auth=auth, tls_ca=str(tls_cluster["other"])).datasources()
