@@ -38,6 +38,13 @@ def spark_s3(spark: Any, s3_server: S3Server) -> Iterator[Any]:  # noqa: F811
         env.update(saved)
 
 
+@pytest.fixture(scope="module")
+def wiki(spark_s3: Any, wikipedia_sample: Path) -> Any:
+    """The sample as a DataFrame in three partitions, read once for the module."""
+    strata_spark.register(spark_s3)
+    return spark_s3.read.json(str(wikipedia_sample)).repartition(3).cache()
+
+
 def _segments_table(s3: S3Server, segments: list[DataSegment]) -> pa.Table:
     fs = s3.filesystem()
     tables = []
@@ -90,10 +97,8 @@ def _opts(url: str, s3: S3Server, meta: Path) -> dict[str, str]:
 
 
 def test_the_spark_writer_pushes_from_tasks_and_publishes_once(
-    spark_s3: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path, wikipedia_sample: Path
+    wiki: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path, wikipedia_sample: Path
 ) -> None:
-    strata_spark.register(spark_s3)
-    wiki = spark_s3.read.json(str(wikipedia_sample)).repartition(3)
     url = f"s3://{s3_bucket}/writer"
     wiki.write.format("strata").options(**_opts(url, s3_server, tmp_path / "m.db")).mode("overwrite").save()
     with closing(open_metadata_store(tmp_path / "m.db")) as store:
@@ -105,11 +110,9 @@ def test_the_spark_writer_pushes_from_tasks_and_publishes_once(
 
 
 def test_a_failed_spark_write_leaves_no_object(
-    spark_s3: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path, wikipedia_sample: Path
+    wiki: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path
 ) -> None:
     from pyspark.sql import functions as F
-
-    strata_spark.register(spark_s3)
 
     @F.udf(returnType="string", useArrow=False)
     def fail_in_partition_1(channel: str, partition: int) -> str:
@@ -117,7 +120,6 @@ def test_a_failed_spark_write_leaves_no_object(
             raise ValueError("this task fails on purpose")
         return channel
 
-    wiki = spark_s3.read.json(str(wikipedia_sample)).repartition(3)
     broken = wiki.withColumn("channel", fail_in_partition_1("channel", F.spark_partition_id()))
     url = f"s3://{s3_bucket}/failed"
     with pytest.raises(Exception, match="this task fails on purpose"):
