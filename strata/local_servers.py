@@ -80,7 +80,9 @@ class _ChildServer:
         extra = child_popen_kwargs() if self.tied else {"start_new_session": True}
         if not self.tied and shutil.which("setpriv"):
             # killed with us even if we die without stopping it (a test run killed mid-way):
-            # util-linux's setpriv sets PR_SET_PDEATHSIG and execs, no Python runs after fork
+            # util-linux's setpriv sets PR_SET_PDEATHSIG and execs, no Python runs after fork.
+            # The signal follows the *thread* that forked: start (and restart) servers from a
+            # thread that outlives them, never from a short-lived worker thread.
             argv = ["setpriv", *setpriv, "--pdeathsig", "KILL", "--", *argv]
         try:
             self.proc = subprocess.Popen(
