@@ -98,12 +98,24 @@ class BrokerCatalog:
         )
         result = await self.broker.runner.run(query)
         rows = result.results if result.results is not None else orjson.loads(result.body or b"[]")
-        columns: dict[str, str] = {"__time": "LONG"}
+        types: dict[str, str] = {}
         for row in rows:
             for name, info in sorted(row.get("columns", {}).items()):
-                if name != "__time":
-                    columns[name] = str(info.get("type") or "STRING")
+                types.setdefault(name, str(info.get("type") or "STRING"))
+        columns = {"__time": "LONG"}
+        for name in [*self._column_order(table), *types]:
+            if name in types and name not in columns:
+                columns[name] = types[name]
         self._columns[table] = (started, columns)
+
+    def _column_order(self, table: str) -> list[str]:
+        """Druid's order of a datasource's columns (SELECT *, ORDINAL_POSITION): each segment's
+        dimensions then metrics, the segment with the latest start first; columns no segment
+        names (a live segment's) follow by name."""
+        segments = [sel.segment for sel in self.broker.view.selectors() if sel.segment.data_source == table]
+        segments.sort(key=lambda s: s.id)
+        segments.sort(key=lambda s: s.interval.start, reverse=True)
+        return list(dict.fromkeys(name for s in segments for name in (*s.dimensions, *s.metrics)))
 
     def snapshot(self, *, system: bool) -> CatalogSnapshot:
         """What planning may read; the segment and server rows only for a statement reading the

@@ -11,6 +11,7 @@ import pytest
 
 from broker_service import sql_api
 from query.errors import QueryError
+from timeline import DataSegment, Interval
 
 
 class FakeRunner:
@@ -29,9 +30,29 @@ class FakeRunner:
         return SimpleNamespace(results=[{"columns": dict(self.columns)}], body=None)
 
 
-def catalog(runner: FakeRunner) -> sql_api.BrokerCatalog:
-    broker = SimpleNamespace(view=SimpleNamespace(data_sources=lambda: ["wiki"]), runner=runner)
-    return sql_api.BrokerCatalog(broker)  # type: ignore[arg-type]
+def catalog(runner: FakeRunner, segments: tuple[DataSegment, ...] = ()) -> sql_api.BrokerCatalog:
+    view = SimpleNamespace(
+        data_sources=lambda: ["wiki"], selectors=lambda: [SimpleNamespace(segment=s) for s in segments]
+    )
+    return sql_api.BrokerCatalog(SimpleNamespace(view=view, runner=runner))  # type: ignore[arg-type]
+
+
+def test_columns_in_druids_order() -> None:
+    """As Druid's broker orders a datasource's signature: each segment's dimensions then metrics,
+    the segment starting latest first (Druid's INFORMATION_SCHEMA test of `foo`: __time, dim1,
+    dim2, dim3, cnt, m1, m2); columns no segment names come last, by name."""
+    hour = 3_600_000
+    older = DataSegment("wiki", Interval(0, hour), "v1", dimensions=("b", "a"), metrics=("m",))
+    newer = DataSegment("wiki", Interval(hour, 2 * hour), "v1", dimensions=("dim2", "dim1"), metrics=("cnt",))
+
+    async def scenario() -> None:
+        runner = FakeRunner()
+        runner.columns = {n: {"type": "STRING"} for n in ("a", "b", "cnt", "dim1", "dim2", "live", "m")}
+        cat = catalog(runner, (older, newer))
+        await cat.load(["wiki"])
+        assert list(cat.columns("wiki") or {}) == ["__time", "dim2", "dim1", "cnt", "b", "a", "m", "live"]
+
+    asyncio.run(scenario())
 
 
 def test_first_statement_waits_later_ones_refresh_behind(monkeypatch: pytest.MonkeyPatch) -> None:
