@@ -244,7 +244,7 @@ def test_code_path_taken_only_where_it_applies(served: str, segments: Any) -> No
 
 def _kept(
     tmp_path: Path, metric: str, shapes: list[tuple[list[str | None], list[float]]], *, merged: bool = False
-) -> set[tuple[str, Any]]:
+) -> set[tuple[str | None, Any]]:
     """(segment, value) of the ranked rows of the partials of one hand-made segment per shape
     (dimension values, `v` per row; `n` 5 each), served from copies whose dictionaries list the
     strings in reverse order (codes rank opposite to strings); the code path must be taken."""

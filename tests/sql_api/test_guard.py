@@ -263,7 +263,7 @@ def _scan_verdict(sql: str) -> bool:
     except InvalidInput:
         return False
     finally:
-        guard._within_limits_at_a_glance = original  # type: ignore[assignment]
+        guard._within_limits_at_a_glance = original
 
 
 @pytest.mark.parametrize("seed", range(4))
