@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from storage import DEFAULT_DEEP_STORAGE
+
 if TYPE_CHECKING:  # loaded when used: `strata --help` builds every parser
     from storage.deep_storage import DeepStorage
-
-DEFAULT_DEEP_STORAGE = "var/deep-storage"
 
 
 def add_deep_storage_flags(parser: argparse.ArgumentParser) -> None:
