@@ -84,10 +84,14 @@ class Daemon:
     env: dict[str, str]
     proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, ready: str, timeout: float = 120.0) -> Daemon:
+    def spawn(self) -> Daemon:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
                                          stdin=subprocess.DEVNULL)  # fmt: skip
+        return self
+
+    def wait(self, ready: str, timeout: float = 120.0) -> Daemon:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while ready not in self.log.read_text(errors="replace"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -187,19 +191,24 @@ class HostsCluster:
         return process
 
     def start_nodes(self) -> None:
+        """Every node at once (each on its host), then each awaited on its health check."""
         zk = ["--zk", self.zk_connect]
         for name in ("hist1", "hist2"):
             host = self.host(name)
             # bound to every address of its host, announcing the one others reach (as behind NAT)
             self.strata(name, "historical", 8083, *zk, *self.storage_flags(), "--bind", "0.0.0.0",
                         "--advertise", host.address, "--segment-cache", str(host.dir("segment-cache")),
-                        "--replicas", "2", "--poll-period", "1", "--drop-delay", "1").start(timeout=90)  # fmt: skip
+                        "--replicas", "2", "--poll-period", "1", "--drop-delay", "1")  # fmt: skip
         rt = self.host("rt")
         spec = rt.dir("conf") / "live.json"
         spec.write_text(json.dumps(RT_SPEC))
         self.strata("rt", "realtime", 8100, *zk, *self.storage_flags(), "--spec", str(spec),
-                    "--base-dir", str(rt.dir("realtime")), "--drop-delay", "1").start(timeout=90)  # fmt: skip
-        self.strata("broker", "broker", 8082, *zk, "--cache", "none").start(timeout=90)
+                    "--base-dir", str(rt.dir("realtime")), "--drop-delay", "1")  # fmt: skip
+        self.strata("broker", "broker", 8082, *zk, "--cache", "none")
+        for process in self.nodes.values():
+            process.start(wait=None)
+        for process in self.nodes.values():
+            process.wait_http("/status/health", timeout=120)
 
     def start_spark(self) -> None:
         import pyspark
@@ -211,15 +220,18 @@ class HostsCluster:
             [*master.prefix, spark_class, "org.apache.spark.deploy.master.Master", "--host", master.address,
              "--port", "7077", "--webui-port", "8080"],
             master.root / "master.log", {**env, "SPARK_LOCAL_IP": master.address},
-        ).start("I have been elected leader"))  # fmt: skip
-        for name in ("worker1", "worker2"):
+        ).spawn())  # fmt: skip
+        for name in ("worker1", "worker2"):  # a worker retries until the master is up: start all at once
             worker = self.host(name)
             self.spark.append(Daemon(
                 [*worker.prefix, spark_class, "org.apache.spark.deploy.worker.Worker", "--host", worker.address,
                  "--cores", "1", "--memory", "1g", "--webui-port", "8081", "--work-dir", str(worker.dir("work")),
                  self.spark_master],
                 worker.root / "worker.log", {**env, "SPARK_LOCAL_IP": worker.address},
-            ).start("Successfully registered with master"))  # fmt: skip
+            ).spawn())  # fmt: skip
+        self.spark[0].wait("I have been elected leader")
+        for daemon in self.spark[1:]:
+            daemon.wait("Successfully registered with master")
 
     def spark_conf(self) -> dict[str, str]:
         driver = self.host("driver").address
