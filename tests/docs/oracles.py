@@ -485,5 +485,15 @@ def console_segments(shown: str) -> Any:
     return [{"datasource": wikipedia_name(), "segments": n, "available": n, "overshadowed": 0}]
 
 
+def security_users(shown: str) -> str:
+    """security.md's user list: each user with the roles the block assigns it, as its commands say."""
+    block = next(b.body for b in fenced_blocks([d for d in DOCUMENTS if d.name == "security.md"])
+                 if b.tested and "metadata.db users" in b.body)  # fmt: skip
+    roles: dict[str, list[str]] = {}
+    for user, role in re.findall(r"^strata security .* assign (\S+) (\S+)$", block, re.M):
+        roles.setdefault(user, []).append(role)
+    return "\n".join(f"{user}: {', '.join(r)}" for user, r in sorted(roles.items()))
+
+
 def wikipedia_name() -> str:
     return str(json.loads(WIKIPEDIA_INDEX_SPEC.read_text())["spec"]["dataSchema"]["dataSource"])

@@ -68,6 +68,7 @@ from tests.docs.oracles import (
     realtime_ingest_types,
     retried_push,
     search_pari,
+    security_users,
     spark_totals,
     time_boundary,
     tokyo_days,
@@ -178,6 +179,7 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("console.md", "/console/"): [expect(200)],
     ("console.md", "SUM(is_overshadowed)"): [console_segments],
     ("console.md", "/status/cluster"): [expect("['broker', 'historical', 'realtime']")],
+    ("security.md", "metadata.db users"): [security_users],  # the users and roles its commands made
 }
 
 
