@@ -37,6 +37,10 @@ class FailedLogins:
             return None
         return seen
 
+    def tracked(self, address: str) -> bool:
+        """Whether the address failed lately (the warm path asks nothing more of a clean one)."""
+        return address in self._failures
+
     def retry_after(self, address: str) -> int | None:
         """Seconds the address must wait, or None when it may try."""
         if address not in self._failures:  # the common case, answered without the clock
