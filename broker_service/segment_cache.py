@@ -44,6 +44,7 @@ READ_MEMO_PAYLOAD_BYTES = 128 * 1024
 # These concatenations are bounded together by bytes.
 COMBINED_MEMO_BYTES = 64 * 1024 * 1024
 COMBINABLE_TYPES = frozenset({"timeseries", "topN", "groupBy"})  # their merge concatenates first
+_TASK_BYTES = 300  # what an entry also keeps alive per segment: its plan's task, key and payload ref
 
 
 @dataclass(eq=False, slots=True)
@@ -84,7 +85,7 @@ class SegmentCache:
         self.decoded = DecodedPartials()
         self._key_memo: LRUCache[tuple[int, bytes], _KeyMemo] = LRUCache(KEY_MEMO_PLANS)
         self._combined: LRUCache[int, tuple[_KeyMemo, list[bytes], pa.Table]] = LRUCache(
-            COMBINED_MEMO_BYTES, getsizeof=lambda entry: max(1, entry[2].nbytes)
+            COMBINED_MEMO_BYTES, getsizeof=lambda entry: entry[2].nbytes + _TASK_BYTES * len(entry[1])
         )
         self._no_keys = _KeyMemo((), b"", {}, [])
 
