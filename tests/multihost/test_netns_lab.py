@@ -61,6 +61,11 @@ def test_everything_is_torn_down_after_a_failure(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="boom"), lab:
         host = lab["x"]
         sleeper = subprocess.Popen([*host.prefix, "sleep", "300"], stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10  # running inside (ip netns exec has entered the namespace)
+        while str(sleeper.pid) not in subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True,
+                                                     text=True, timeout=10).stdout.split():  # fmt: skip
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         raise RuntimeError("boom")
     assert sleeper.wait(10) == -9  # killed by the teardown: nothing outlives the lab
     assert not [n for n in lab_names() if lab.run_id in n]
