@@ -6,7 +6,9 @@ objects are built: one dictionary lookup, a query id, two ASGI messages with the
 prepared when the answer was recorded. Everything else — a first request, a changed view, a
 query string (`?pretty`), `If-None-Match`, a secured node (its handler authorizes the body's
 datasource), a body too long to remember — passes to the app unchanged (the body already read is
-handed on as it came), and the handler records its answer (`remember`) before sending it.
+handed on as it came), and the handler records its answer (`remember`) before sending it. A body
+not remembered whole is offered next to broker_service.segment_path, which answers from every
+segment's cached partial, looked up per request.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from broker_service.answer_memo import MAX_BODY_BYTES, AnswerMemo, MemoAnswer
+from broker_service.segment_path import SegmentPath
 
 if TYPE_CHECKING:
     from broker_service.broker import Broker
@@ -32,19 +35,25 @@ class WholeAnswerPath:
     def __init__(self, app: ASGIApp, broker: Broker) -> None:
         self.app = app
         self.broker = broker
+        cache = broker.segment_cache
+        # then every segment's cached partial, looked up per request (broker_service.segment_path)
+        self.segments = SegmentPath(broker, cache) if cache is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         memo = self.broker.answer_memo
-        if memo is None or not _eligible(scope):
+        if (memo is None and self.segments is None) or not _eligible(scope):
             await self.app(scope, receive, send)
             return
         began = time.monotonic()
         messages, body = await _read_body(receive)
-        answer = memo.get(body, self.broker.view.version) if body is not None else None
-        if answer is not None:
-            await _send_answer(answer, send)
-            self._count(answer, began)
-            return
+        if body is not None:
+            answer = memo.get(body, self.broker.view.version) if memo is not None else None
+            if answer is not None:
+                await _send_answer(answer, send)
+                self._count(answer, began)
+                return
+            if self.segments is not None and await self.segments.answer(body, send):
+                return
         await self.app(scope, _replay(messages, receive), send)
 
     def _count(self, answer: MemoAnswer, began: float) -> None:

@@ -37,6 +37,11 @@ class ParsedBodies:
             self._parsed[body] = query
         return query
 
+    def known(self, body: bytes) -> Query | None:
+        """The remembered parse of `body` as it was first parsed (its query id that parse's: a
+        caller answering it names its own), or None."""
+        return self._parsed.get(body)
+
 
 def _with_own_id(query: Query) -> Query:
     context = query.context

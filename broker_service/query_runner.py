@@ -232,8 +232,8 @@ class QueryRunner:
             return await loop.run_in_executor(self.merge_pool, _by_segment_results, query, fetched, partials)
         max_rows = self.limits.max_result_rows
         if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
-            return _merge_and_finalize(query, partials, max_rows)
-        return await loop.run_in_executor(self.merge_pool, _merge_and_finalize, query, partials, max_rows)
+            return merge_and_finalize(query, partials, max_rows)
+        return await loop.run_in_executor(self.merge_pool, merge_and_finalize, query, partials, max_rows)
 
     async def _from_fragments(self, query: Query, partials: list[pa.Table]) -> bytes | None:
         """The answer joined from cached partials' remembered rows (broker_service.row_fragments);
@@ -285,7 +285,7 @@ def _current_task_cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def _merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -> tuple[list[Any], bytes]:
+def merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -> tuple[list[Any], bytes]:
     merged = query.merge(partials)
     if merged.num_rows > max_rows:
         raise ResourceLimitExceeded(

@@ -131,11 +131,10 @@ class SegmentCache:
         return memo
 
     async def _all_hits(
-        self, memo: _KeyMemo, found: dict[Hashable, bytes], combinable: bool
+        self, memo: _KeyMemo, payloads: list[bytes], combinable: bool
     ) -> list[pa.Table] | None:
-        """Every segment's partial when all were found and all decode, else None (the general
-        path then sorts hits from misses and counts the unreadable)."""
-        payloads = [found[key] for key in memo.key_list]
+        """Every segment's partial (payloads in the memo's key order) when all decode, else None
+        (the general path then sorts hits from misses and counts the unreadable)."""
         read = memo.read
         if read is not None and read[0] == payloads:
             return read[1]
@@ -166,7 +165,8 @@ class SegmentCache:
         use_cache = query.context.use_cache
         found = await self.cache.aget_many(memo.key_list) if use_cache else {}
         if len(found) == len(keys) == len(tasks):  # the warm path: every segment cached
-            every = await self._all_hits(memo, found, query.query_type in COMBINABLE_TYPES)
+            payloads = [found[key] for key in memo.key_list]
+            every = await self._all_hits(memo, payloads, query.query_type in COMBINABLE_TYPES)
             if every is not None:
                 self.stats["hits"] += len(keys)
                 return CacheLookup(hits=list(every), keys=keys)
@@ -196,6 +196,25 @@ class SegmentCache:
                 out.to_populate.append(task)
             out.to_fetch.append(task)
         return out
+
+    async def every_partial(self, query: Query, tasks: Sequence[SegmentTask]) -> list[pa.Table] | None:
+        """Every planned segment's cached partial, each looked up now, or None with nothing counted
+        or touched: some segment is not cached, not cacheable, or the backend cannot say so
+        without a round trip (only in-process stores offer `get_all`). The warm path of
+        broker_service.segment_path; `lookup` does everything else."""
+        get_all = getattr(self.cache, "get_all", None)
+        if get_all is None or not tasks or not query.context.use_cache or not self._available():
+            return None
+        memo = self._keys(query, tasks)
+        if len(memo.key_list) != len(tasks):
+            return None
+        payloads: list[bytes] | None = get_all(memo.key_list)
+        if payloads is None:
+            return None
+        every = await self._all_hits(memo, payloads, query.query_type in COMBINABLE_TYPES)
+        if every is not None:
+            self.stats["hits"] += len(payloads)
+        return every
 
     async def complete(
         self, query: Query, lookup: CacheLookup, fetched: Sequence[SegmentTask], partials: Sequence[pa.Table]

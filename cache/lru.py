@@ -94,6 +94,22 @@ class LruCache(ResultCache):
         self._counters.add("misses", len(keys) - len(found))
         return found
 
+    def get_all(self, keys: Sequence[CacheKey]) -> list[bytes] | None:
+        """Every key's value in the keys' order, or None when one is absent (then nothing is touched
+        or counted): the broker's warm path reads all of a query's segments or steps aside, and a
+        list costs no dict built and read back, a hash of each key fewer twice over."""
+        entries = self._lru.entries
+        get = entries.get
+        with self._lock:
+            found = [get(key) for key in keys]
+            if None in found:
+                return None
+            touch = entries.move_to_end
+            for key in keys:
+                touch(key)
+        self._counters.add("hits", len(found))
+        return [entry[0] for entry in found if entry is not None]
+
     def put_many(self, items: Mapping[CacheKey, bytes]) -> None:
         skipped = 0
         with self._lock:

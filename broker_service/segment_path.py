@@ -1,0 +1,123 @@
+"""The native query endpoint's per-segment warm path: a timeseries whose every segment is cached,
+answered from ASGI without Starlette or the query runner's task, timeout and scatter.
+
+What it does per request is what the full path does when everything is cached, no less: the
+body's remembered parse, the (reused) segment plan, a lookup of every segment's partial in the
+cache now (so a segment changed since the last request reads its own new partial, and only it is
+finalized anew), the answer joined from each partial's remembered rows
+(broker_service.row_fragments), or merged inline when the partials are small. What it leaves
+out is the machinery around work that never waits: routing, Request and Response objects, a
+task per query with its timeout and cancel registry (nothing here suspends for the in-process
+LRU), the scatter over no segment to fetch, the admission slot.
+
+It steps aside (returns False, nothing sent, nothing counted) for anything else, and the full path
+then answers as it always did: a body not parsed before (or one that fails to parse), a query type
+or context it does not cover, the whole-answer cache in play, a segment not cached or not
+cacheable, a backend that needs a round trip, an answer over a limit (the full path raises the
+error), a merge too large to run on the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+from starlette.types import Send
+
+from broker_service.metadata_answers import metadata_answerable
+from broker_service.query_runner import FRAGMENTS_INLINE_NEW, INLINE_MERGE_ROWS, merge_and_finalize
+from broker_service.response_context import encode_response_context
+from broker_service.result_cache import result_cacheable
+from broker_service.row_fragments import fragment_answer
+from query import Query, QueryError
+from query.timeseries import TimeseriesQuery
+
+if TYPE_CHECKING:
+    from broker_service.broker import Broker
+    from broker_service.segment_cache import SegmentCache
+
+QUERY_ID_LINE = b"x-druid-query-id"
+CONTEXT_LINE = b"x-druid-response-context"
+JSON_LINE = (b"content-type", b"application/json")
+EMPTY_CONTEXT = encode_response_context({}).encode()
+
+
+class SegmentPath:
+    def __init__(self, broker: Broker, cache: SegmentCache):
+        self.broker = broker
+        self.cache = cache
+
+    async def answer(self, body: bytes, send: Send) -> bool:
+        """Answer `body` here when every segment's partial is cached; False: the full path's turn."""
+        began = time.monotonic()
+        broker = self.broker
+        query = broker.parsed_bodies.known(body)
+        if query is None or not _covered(query, broker.runner.result_cache is not None):
+            return False
+        runner = broker.runner
+        plan = runner.planner.plan(query)
+        partials = await self.cache.every_partial(query, plan.tasks)
+        if partials is None:
+            return False
+        rows = sum(t.num_rows for t in partials)
+        limits = runner.limits
+        if rows > limits.max_gathered_rows:
+            return False
+        answer = fragment_answer(query, partials, limits.max_result_rows, new_limit=FRAGMENTS_INLINE_NEW)
+        if not isinstance(answer, bytes):
+            if rows > INLINE_MERGE_ROWS:  # the full path merges that in its pool
+                return False
+            try:
+                _, answer = merge_and_finalize(query, partials, limits.max_result_rows)
+            except QueryError:
+                return False  # the full path raises it, with its status and counts
+        head = _head(query, answer, _context(query, plan.uncovered, plan.uncovered_overflowed))
+        if head is None:
+            return False
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        await send({"type": "http.response.body", "body": answer})
+        self._count(query, len(plan.tasks), began)
+        return True
+
+    def _count(self, query: Query, segments: int, began: float) -> None:
+        """What the handler and the runner count for a query answered from cached partials."""
+        metrics = self.broker.metrics
+        metrics.native_queries += 1
+        metrics.segments_queried.inc(segments)
+        metrics.queries.labels(query.query_type, "200").inc()
+        metrics.on_query(query.data_source, query.query_type, time.monotonic() - began, 200)
+
+
+def _covered(query: Query, result_cache: bool) -> bool:
+    """A shape whose answer from cached partials this path gives exactly as the full path does."""
+    if type(query) is not TimeseriesQuery or query.inner is not None:
+        return False
+    context = query.context
+    if context.by_segment or not context.use_cache or metadata_answerable(query):
+        return False
+    # the whole-answer cache's turn (an ETag, a stored answer), and fast_path's before it
+    return not (result_cache and result_cacheable(query))
+
+
+def _context(query: Query, uncovered: tuple[object, ...], overflowed: bool) -> bytes:
+    if query.context.uncovered_intervals_limit <= 0:
+        return EMPTY_CONTEXT
+    context = {"uncoveredIntervals": [str(i) for i in uncovered], "uncoveredIntervalsOverflowed": overflowed}
+    return encode_response_context(context).encode()
+
+
+def _head(query: Query, body: bytes, context: bytes) -> list[tuple[bytes, bytes]] | None:
+    """The full path's head, line for line: query id, response context, length, JSON (None: an id
+    Starlette could not write either, left to the full path's error)."""
+    named = "queryId" in query.context.raw
+    try:
+        query_id = query.context.query_id.encode("latin-1") if named else str(uuid.uuid4()).encode()
+    except UnicodeEncodeError:
+        return None
+    return [
+        (QUERY_ID_LINE, query_id),
+        (CONTEXT_LINE, context),
+        (b"content-length", str(len(body)).encode()),
+        JSON_LINE,
+    ]
