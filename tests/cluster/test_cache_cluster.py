@@ -291,3 +291,37 @@ def test_whole_answers_are_reused_while_the_segments_stay_the_same(cluster: dict
     # a query reading a real-time segment is neither tagged nor stored whole
     span = httpx.post(f"{broker.url}/druid/v2/", json=timeseries("2015-09-12/2015-09-14"), timeout=60)
     assert span.status_code == 200 and "ETag" not in span.headers
+
+
+def test_repeats_from_cached_partials_are_the_full_paths_answers(cluster: dict[str, Any]) -> None:
+    """A repeat whose every segment is cached takes the warm path (broker_service.segment_path):
+    the same bytes and headers as the full path's first answer, each partial read from the cache."""
+    broker = start_broker(cluster, "broker-segment-path", "--cache", "lru")
+    want = hourly_added(cluster["day1"])
+    body = timeseries(DAY1)
+    del body["context"]["queryId"]
+    raw = json.dumps(body).encode()
+
+    def ask(content: bytes = raw) -> httpx.Response:
+        resp = httpx.post(f"{broker.url}/druid/v2/", content=content, timeout=60)
+        assert resp.status_code == 200, resp.text
+        return resp
+
+    first = ask()  # the full path: fetches and caches every hour's partial
+    assert as_pairs(first.json()) == want
+    before, hits = historical_queries(cluster), cache_status(broker)["query"]["hits"]
+    repeats = [ask() for _ in range(3)]
+    assert historical_queries(cluster) == before  # no data node asked
+    assert cache_status(broker)["query"]["hits"] == hits + 3 * 24  # each segment looked up each time
+    varying = {"x-druid-query-id", "date"}
+    for resp in repeats:
+        assert resp.content == first.content
+        assert [(k, v) for k, v in resp.headers.items() if k not in varying] == [
+            (k, v) for k, v in first.headers.items() if k not in varying
+        ]
+    assert len({r.headers["X-Druid-Query-Id"] for r in [first, *repeats]}) == 4  # a fresh id each
+    named = json.dumps({**body, "context": {"queryId": "dash-1"}}).encode()
+    assert [ask(named).headers["X-Druid-Query-Id"] for _ in range(2)] == ["dash-1", "dash-1"]
+    # a real-time segment is never cached: the full path answers, every time
+    span = json.dumps(timeseries("2015-09-12/2015-09-14")).encode()
+    assert ask(span).content == ask(span).content

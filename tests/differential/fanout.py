@@ -20,8 +20,14 @@ Chain = Sequence[tuple[str, StrataProcess]]
 
 
 class Fanout:
-    def __init__(self, chains: Sequence[Chain], timeout_s: float = 120.0):
+    def __init__(
+        self,
+        chains: Sequence[Chain],
+        timeout_s: float = 120.0,
+        contexts: dict[str, dict[str, Any]] | None = None,
+    ):
         self.chains = list(chains)
+        self.contexts = contexts or {}  # label -> context entries added to the query for that target
         self.clients = [httpx.Client(timeout=timeout_s) for _ in self.chains]
         self.pool = ThreadPoolExecutor(max(1, len(self.chains)), thread_name_prefix="differential")
 
@@ -30,10 +36,17 @@ class Fanout:
 
         def ask(i: int) -> list[tuple[str, httpx.Response]]:
             return [
-                (label, self.clients[i].post(node.url + path, json=body)) for label, node in self.chains[i]
+                (label, self.clients[i].post(node.url + path, json=self._body(label, body)))
+                for label, node in self.chains[i]
             ]
 
         return [answer for answers in self.pool.map(ask, range(len(self.chains))) for answer in answers]
+
+    def _body(self, label: str, body: Any) -> Any:
+        extra = self.contexts.get(label)
+        if extra is None or not isinstance(body, dict):
+            return body
+        return {**body, "context": {**(body.get("context") or {}), **extra}}
 
     def __enter__(self) -> Fanout:
         return self

@@ -162,7 +162,7 @@ def run(n: int, seed: int, targets: dict[str, StrataProcess], conn: duckdb.DuckD
     rnd = random.Random(seed)
     outcome = Outcome()
     oracles = {ds: Oracle(conn, segs) for ds, segs in ranges.items()}
-    with Fanout(_chains(targets)) as fanout:
+    with Fanout(_chains(targets), contexts=SEGMENT_LEVEL) as fanout:
         for _ in range(n):
             template = generate(rnd, "")
             for ds, oracle in oracles.items():
@@ -190,10 +190,18 @@ def generate_for(template: Spec, data_source: str) -> Spec:
     return spec
 
 
+# the LRU broker asked again without the whole-answer cache: its per-segment partials, the first time
+# through the full path, the second through its warm path (broker_service.segment_path)
+NO_WHOLE_ANSWER = {"useResultLevelCache": False, "populateResultLevelCache": False}
+SEGMENT_LEVEL = {"lru-segments": NO_WHOLE_ANSWER, "lru-segments-warm": NO_WHOLE_ANSWER}
+
+
 def _chains(targets: dict[str, StrataProcess]) -> list[Chain]:
     """Every target; the cached brokers asked twice in a row (cold, then from the cache: the LRU
-    broker's whole answers, the memcached broker's per-segment partials)."""
-    chains = [[("historical", "historical")], [("plain", "plain")], [("lru", "lru"), ("lru-warm", "lru")],
+    broker's whole answers, the memcached broker's per-segment partials), the LRU broker twice more
+    from its per-segment partials."""
+    lru = [("lru", "lru"), ("lru-warm", "lru"), ("lru-segments", "lru"), ("lru-segments-warm", "lru")]
+    chains = [[("historical", "historical")], [("plain", "plain")], lru,
               [("memcached", "memcached"), ("memcached-warm", "memcached")]]  # fmt: skip
     return [
         [(label, targets[key]) for label, key in chain if key in targets]
