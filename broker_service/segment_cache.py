@@ -208,6 +208,11 @@ class SegmentCache:
         memo = self._keys(query, tasks)
         if len(memo.key_list) != len(tasks):
             return None
+        combined = self._combined.get(id(memo))
+        if combined is not None and combined[0] is memo:
+            # read concatenated last time (thousands of partials): that path's joined rows do not
+            # take one big table, so it would step aside after a lookup of every segment
+            return None
         payloads: list[bytes] | None = get_all(memo.key_list)
         if payloads is None:
             return None

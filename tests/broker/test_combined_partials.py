@@ -4,13 +4,14 @@ them one by one, and as plain Python sums over the partials' rows (the oracle)."
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Hashable
 from typing import cast
 
 import pyarrow as pa
 
 from broker_service.cached_partials import encode_partial
-from broker_service.segment_cache import SegmentCache
+from broker_service.segment_cache import SegmentCache, build_cache_policy
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import ServerSelector
 from discovery.server_metadata import ServerMetadata
@@ -117,3 +118,29 @@ def _millis(text: str) -> int:
     from timeline import parse_instant
 
     return parse_instant(text)
+
+
+def test_the_asgi_warm_path_steps_aside_for_a_plan_read_concatenated() -> None:
+    """Its joined rows take no concatenated table: once a plan's partials were read concatenated,
+    it steps aside before looking every segment up, and the full path reads the remembered table."""
+    q = query("all")
+    plan = tasks()
+    parts = [partial(t, i) for i, t in enumerate(plan)]
+    policy = build_cache_policy("lru", 1 << 28, None)
+
+    async def scenario() -> tuple[list[pa.Table] | None, list[pa.Table] | None, list[pa.Table]]:
+        cold = await policy.lookup(q, plan)
+        policy.release(cold)
+        await policy.cache.aput_many(
+            {cold.keys[t.segment_id]: encode_partial(p) for t, p in zip(plan, parts, strict=True)}
+        )
+        # the server view's version where every_partial takes it (a plan reused while it holds)
+        version = (0,) if "version" in inspect.signature(policy.every_partial).parameters else ()
+        first = await policy.every_partial(q, plan, *version)
+        second = await policy.every_partial(q, plan, *version)
+        return first, second, (await policy.lookup(q, plan)).hits
+
+    first, second, hits = asyncio.run(scenario())
+    assert first is not None and len(first) == 1 and second is None
+    assert hits[0] is first[0]
+    assert q.finalize(q.merge(hits)) == q.finalize(q.merge(parts))
