@@ -20,12 +20,12 @@ import dataclasses
 import threading
 import weakref
 from collections.abc import Sequence
-from itertools import pairwise
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from broker_service.query_memo import PerQuery
 from query import Query
 from query.aggregation_engine import BUCKET
 from query.bucket_limit import MAX_BUCKETS, check_buckets
@@ -48,6 +48,14 @@ def finalize_key(query: TimeseriesQuery) -> bytes:
     return query.cache_key() + orjson.dumps(
         [[p.to_json() for p in query.post_aggregations], query.context.finalize]
     )
+
+
+def _finalize_key_of(query: Query) -> bytes:
+    assert isinstance(query, TimeseriesQuery)
+    return finalize_key(query)
+
+
+_finalize_keys = PerQuery(_finalize_key_of)  # a repeated body's parse asks again and again
 
 
 def _row_query(query: TimeseriesQuery) -> TimeseriesQuery:
@@ -114,12 +122,13 @@ def fragment_answer(
     `new_limit` partials not seen before are finalized here (else TOO_MANY_NEW, nothing done)."""
     if not isinstance(query, TimeseriesQuery) or query.granularity.is_all or query.context.grand_total:
         return None
-    key = finalize_key(query)
+    key = _finalize_keys(query)
     known: list[Rows | None] = []
     tables = [t for t in partials if t.num_rows]
+    memo_get, append = _memo.get, known.append
     for table in tables:  # the warm path: one memo lookup per cached partial, inlined
-        entry = _memo.get(id(table))
-        known.append(entry[1].get(key, _UNKNOWN) if entry is not None and entry[0]() is table else _UNKNOWN)
+        entry = memo_get(id(table))
+        append(entry[1].get(key, _UNKNOWN) if entry is not None and entry[0]() is table else _UNKNOWN)
     new = [i for i, rows in enumerate(known) if rows is _UNKNOWN]
     if new_limit is not None and len(new) > new_limit:
         return TOO_MANY_NEW
@@ -127,18 +136,16 @@ def fragment_answer(
         row_query = _row_query(query)
         for i in new:
             known[i] = _remembered(row_query, key, tables[i])
-    buckets: list[int] = []
-    fragments: list[bytes] = []
-    for rows in known:
-        if rows is None:
-            return None
-        buckets.extend(rows[0])
-        fragments.extend(rows[1])
+    if None in known:
+        return None
+    every = [rows for rows in known if rows is not None]
+    buckets = [bucket for rows in every for bucket in rows[0]]
+    fragments = [fragment for rows in every for fragment in rows[1]]
     if not fragments or len(set(buckets)) != len(buckets) or len(buckets) > max_rows:
         return None  # nothing, a bucket in two partials (the merge combines those), or too many
     if len(buckets) > MAX_BUCKETS:
         check_buckets(len(buckets), query.granularity.to_json())  # raises, as the merge would
-    if any(a > b for a, b in pairwise(buckets)):
+    if sorted(buckets) != buckets:  # C-level both, where a pairwise check ran Python per pair
         ordered = sorted(zip(buckets, fragments, strict=True), key=lambda pair: pair[0])
         fragments = [f for _, f in ordered]
     if query.descending:

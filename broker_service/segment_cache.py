@@ -22,6 +22,7 @@ from cachetools import LRUCache
 
 from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedPartial
 from broker_service.cached_partials import DecodedPartials, encode_partial
+from broker_service.query_memo import PerQuery
 from broker_service.segment_plan import SegmentTask
 from query import SEGMENT_COLUMN, Query
 from query.aggregation_engine import concat_partials
@@ -61,6 +62,10 @@ class _KeyMemo:
     keys: dict[str, Hashable]
     key_list: list[Hashable]
     read: tuple[list[bytes], list[pa.Table]] | None = None
+    version: int | None = None  # the server view's version when `served` was last found current
+
+
+_cache_keys = PerQuery(lambda query: query.cache_key())  # a repeated body's parse asks every time
 
 
 def _query_key(query: Query) -> bytes | None:
@@ -69,7 +74,7 @@ def _query_key(query: Query) -> bytes | None:
     if not (query.context.use_cache or query.context.populate_cache):
         return None
     try:
-        return query.cache_key()
+        return _cache_keys(query)
     except NotImplementedError:
         return None
 
@@ -113,20 +118,24 @@ class SegmentCache:
         seen = Counter(t.segment_id for t in tasks)
         return query_key, [t for t in tasks if t.selector.is_historical and seen[t.segment_id] == 1]
 
-    def _keys(self, query: Query, tasks: Sequence[SegmentTask]) -> _KeyMemo:
+    def _keys(self, query: Query, tasks: Sequence[SegmentTask], version: int | None = None) -> _KeyMemo:
         """Cache key per cacheable segment; remembered for the last plans, which the planner
-        reuses while the timeline stands still (a dashboard asks the same tasks again and again)."""
+        reuses while the timeline stands still (a dashboard asks the same tasks again and again).
+        `version`: the server view's, which every change of a segment's servers bumps."""
         query_key = _query_key(query)
         if query_key is None:
             return self._no_keys
+        memo = self._key_memo.get((id(tasks), query_key))
+        if memo is not None and memo.tasks is tasks and version is not None and memo.version == version:
+            return memo  # no server came or went since `served` was checked
         # a segment may gain or lose its historical copies while the plan stands: part of the key
         served = bytes([t.selector.is_historical for t in tasks])
-        memo = self._key_memo.get((id(tasks), query_key))
         if memo is not None and memo.tasks is tasks and memo.served == served:
+            memo.version = version
             return memo
         _, cacheable = self._cacheable(query, tasks)
         keys = {t.segment_id: self.make_key(t.segment_id, segment_cache_key(t, query_key)) for t in cacheable}
-        memo = _KeyMemo(tasks, served, keys, list(keys.values()))
+        memo = _KeyMemo(tasks, served, keys, list(keys.values()), version=version)
         self._key_memo[(id(tasks), query_key)] = memo
         return memo
 
@@ -197,15 +206,17 @@ class SegmentCache:
             out.to_fetch.append(task)
         return out
 
-    async def every_partial(self, query: Query, tasks: Sequence[SegmentTask]) -> list[pa.Table] | None:
+    async def every_partial(
+        self, query: Query, tasks: Sequence[SegmentTask], version: int
+    ) -> list[pa.Table] | None:
         """Every planned segment's cached partial, each looked up now, or None with nothing counted
         or touched: some segment is not cached, not cacheable, or the backend cannot say so
         without a round trip (only in-process stores offer `get_all`). The warm path of
-        broker_service.segment_path; `lookup` does everything else."""
+        broker_service.segment_path; `lookup` does everything else. `version`: the server view's."""
         get_all = getattr(self.cache, "get_all", None)
         if get_all is None or not tasks or not query.context.use_cache or not self._available():
             return None
-        memo = self._keys(query, tasks)
+        memo = self._keys(query, tasks, version)
         if len(memo.key_list) != len(tasks):
             return None
         combined = self._combined.get(id(memo))
