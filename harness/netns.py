@@ -229,8 +229,10 @@ class NetnsLab:
             return
         self._closed = True
         atexit.unregister(self.close)
-        for host in self.hosts.values():
-            _kill_inside(host.netns)
+        for _ in range(2):  # again, for a child that was entering a namespace the first time
+            for host in self.hosts.values():
+                _kill_inside(host.netns)
+            time.sleep(0.05)
         for host in self.hosts.values():
             _ip("netns", "del", host.netns, check=False)
             _ip("link", "del", host.link, check=False)  # gone with its peer; in case it is not
