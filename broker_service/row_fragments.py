@@ -123,24 +123,50 @@ def fragment_answer(
     if not isinstance(query, TimeseriesQuery) or query.granularity.is_all or query.context.grand_total:
         return None
     key = _finalize_keys(query)
-    known: list[Rows | None] = []
     tables = [t for t in partials if t.num_rows]
-    memo_get, append = _memo.get, known.append
+    buckets: list[int] = []
+    fragments: list[bytes] = []
+    add_buckets, add_fragments, memo_get = buckets.extend, fragments.extend, _memo.get
     for table in tables:  # the warm path: one memo lookup per cached partial, inlined
         entry = memo_get(id(table))
-        append(entry[1].get(key, _UNKNOWN) if entry is not None and entry[0]() is table else _UNKNOWN)
+        rows = entry[1].get(key, _UNKNOWN) if entry is not None and entry[0]() is table else _UNKNOWN
+        if rows is None:
+            return None  # one partial the merge must take: so must the whole answer
+        if rows is _UNKNOWN:
+            break
+        add_buckets(rows[0])
+        add_fragments(rows[1])
+    else:
+        return _joined(query, buckets, fragments, max_rows)
+    return _with_new(query, key, tables, max_rows, new_limit)
+
+
+def _with_new(
+    query: TimeseriesQuery, key: bytes, tables: list[pa.Table], max_rows: int, new_limit: int | None
+) -> bytes | TooManyNew | None:
+    """Some partials new to the memo: finalized here, at most `new_limit` of them."""
+    known: list[Rows | None] = []
+    for table in tables:
+        entry = _memo.get(id(table))
+        known.append(entry[1].get(key, _UNKNOWN) if entry is not None and entry[0]() is table else _UNKNOWN)
     new = [i for i, rows in enumerate(known) if rows is _UNKNOWN]
     if new_limit is not None and len(new) > new_limit:
         return TOO_MANY_NEW
-    if new:
-        row_query = _row_query(query)
-        for i in new:
-            known[i] = _remembered(row_query, key, tables[i])
-    if None in known:
-        return None
+    row_query = _row_query(query)
+    for i in new:
+        known[i] = _remembered(row_query, key, tables[i])
     every = [rows for rows in known if rows is not None]
+    if len(every) != len(known):
+        return None
     buckets = [bucket for rows in every for bucket in rows[0]]
     fragments = [fragment for rows in every for fragment in rows[1]]
+    return _joined(query, buckets, fragments, max_rows)
+
+
+def _joined(
+    query: TimeseriesQuery, buckets: list[int], fragments: list[bytes], max_rows: int
+) -> bytes | None:
+    """The partials' rows as one answer: ordered by bucket, reversed if descending, cut at the limit."""
     if not fragments or len(set(buckets)) != len(buckets) or len(buckets) > max_rows:
         return None  # nothing, a bucket in two partials (the merge combines those), or too many
     if len(buckets) > MAX_BUCKETS:
