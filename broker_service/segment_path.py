@@ -19,8 +19,10 @@ error), a merge too large to run on the event loop.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -31,12 +33,15 @@ from broker_service.query_runner import FRAGMENTS_INLINE_NEW, INLINE_MERGE_ROWS,
 from broker_service.response_context import encode_response_context
 from broker_service.result_cache import result_cacheable
 from broker_service.row_fragments import fragment_answer
-from query import Query, QueryError
+from query import Query
 from query.timeseries import TimeseriesQuery
 
 if TYPE_CHECKING:
     from broker_service.broker import Broker
     from broker_service.segment_cache import SegmentCache
+    from broker_service.segment_plan import SegmentTask
+
+log = logging.getLogger(__name__)
 
 QUERY_ID_LINE = b"x-druid-query-id"
 CONTEXT_LINE = b"x-druid-response-context"
@@ -58,23 +63,14 @@ class SegmentPath:
         query = broker.parsed_bodies.known(body)
         if query is None or not _covered(query, broker.runner.result_cache is not None):
             return False
-        runner = broker.runner
-        plan = runner.planner.plan(query)
-        partials = await self.cache.every_partial(query, plan.tasks, broker.view.version)
-        if partials is None:
+        try:
+            plan = broker.runner.planner.plan(query)
+            answer = await self._answer(query, plan.tasks)
+        except Exception:  # a limit crossed, anything unforeseen: the full path gives the error
+            log.debug("the per-segment warm path stepped aside", exc_info=True)
             return False
-        rows = self._rows(partials)
-        limits = runner.limits
-        if rows > limits.max_gathered_rows:
+        if answer is None:
             return False
-        answer = fragment_answer(query, partials, limits.max_result_rows, new_limit=FRAGMENTS_INLINE_NEW)
-        if not isinstance(answer, bytes):
-            if rows > INLINE_MERGE_ROWS:  # the full path merges that in its pool
-                return False
-            try:
-                _, answer = merge_and_finalize(query, partials, limits.max_result_rows)
-            except QueryError:
-                return False  # the full path raises it, with its status and counts
         head = _head(query, answer, _context(query, plan.uncovered, plan.uncovered_overflowed))
         if head is None:
             return False
@@ -82,6 +78,21 @@ class SegmentPath:
         await send({"type": "http.response.body", "body": answer})
         self._count(query, len(plan.tasks), began)
         return True
+
+    async def _answer(self, query: Query, tasks: Sequence[SegmentTask]) -> bytes | None:
+        partials = await self.cache.every_partial(query, tasks, self.broker.view.version)
+        if partials is None:
+            return None
+        rows = self._rows(partials)
+        limits = self.broker.runner.limits
+        if rows > limits.max_gathered_rows:
+            return None
+        answer = fragment_answer(query, partials, limits.max_result_rows, new_limit=FRAGMENTS_INLINE_NEW)
+        if isinstance(answer, bytes):
+            return answer
+        if rows > INLINE_MERGE_ROWS:  # the full path merges that in its pool
+            return None
+        return merge_and_finalize(query, partials, limits.max_result_rows)[1]
 
     def _rows(self, partials: list[pa.Table]) -> int:
         """The partials' rows; a repeat reading the very same decoded tables gets the very same
