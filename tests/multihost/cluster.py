@@ -61,21 +61,6 @@ def wait_until(predicate: Callable[[], object], what: str, timeout: float = 60.0
 
 
 @dataclass
-class PostgresOnHost(PostgresServer):
-    """PostgreSQL taking password logins from every host of the subnet, not loopback only."""
-
-    clients: str = ""  # CIDR
-
-    def _prepare(self, bin_dir: Path) -> None:
-        super()._prepare(bin_dir)
-        hba = self.data_dir / "pg_hba.conf"
-        line = f"host all all {self.clients} scram-sha-256\n"
-        if self.clients and line not in hba.read_text():
-            with hba.open("a") as f:
-                f.write(line)
-
-
-@dataclass
 class Daemon:
     """A non-Strata child (a Spark daemon) on a host, stopped by its pid."""
 
@@ -173,8 +158,7 @@ class HostsCluster:
         )
         self.zk.start()
         # PostgreSQL runs as the postgres user: its directory is its own temporary one
-        self.pg = PostgresOnHost(port=5432, host=pg.address, command_prefix=list(pg.prefix),
-                                 clients=str(self.lab.subnet))  # fmt: skip
+        self.pg = PostgresServer(port=5432, host=pg.address, command_prefix=list(pg.prefix))
         self.pg.start()
         self.metadata = self.pg.create_database("strata")
         self.s3 = S3Server(
