@@ -129,3 +129,28 @@ def test_matches_a_plain_lru_model(ops, max_bytes):
             model[key] = value
     assert cache.stats().bytes == sum(charged_size(x, v) for x, v in model.items())
     assert cache.stats().entries == len(model)
+
+
+def test_get_all_reads_every_key_or_none():
+    entry = charged_size(k(0), b"x" * 100)
+    c = LruCache(max_bytes=3 * entry)
+    c.put_many({k(i): b"x" * 100 for i in range(3)})
+    assert c.get_all([k(0), k(3)]) is None  # one absent: nothing read, nothing counted, none touched
+    assert (c.stats().hits, c.stats().misses) == (0, 0)
+    assert c.get_all([k(1), k(0)]) == [b"x" * 100, b"x" * 100]  # in the keys' order
+    assert c.stats().hits == 2
+    c.put_many({k(3): b"x" * 100})  # k0 and k1 were touched by the read: k2 is the oldest
+    assert set(c.get_many([k(i) for i in range(4)])) == {k(0), k(1), k(3)}
+
+
+def test_keys_compare_by_value_and_survive_pickling():
+    import pickle
+
+    a = CacheKey("seg", b"q")
+    assert a == CacheKey("seg", b"q") and hash(a) == hash(CacheKey("seg", b"q"))
+    assert a != CacheKey("seg", b"r") and a != CacheKey("ses", b"q")
+    assert (a.namespace, a.key) == ("seg", b"q")
+    copy = pickle.loads(pickle.dumps(a))
+    assert copy == a and type(copy) is CacheKey and repr(copy) == "CacheKey(namespace='seg', key=b'q')"
+    with pytest.raises(TypeError):
+        CacheKey(b"seg", b"q")  # type: ignore[arg-type]
