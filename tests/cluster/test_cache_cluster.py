@@ -325,3 +325,35 @@ def test_repeats_from_cached_partials_are_the_full_paths_answers(cluster: dict[s
     # a real-time segment is never cached: the full path answers, every time
     span = json.dumps(timeseries("2015-09-12/2015-09-14")).encode()
     assert ask(span).content == ask(span).content
+
+
+def test_the_warm_path_reads_a_replaced_segment_anew(cluster: dict[str, Any]) -> None:
+    """One day segment cached, then overwritten by a newer version: the warm path's repeats move
+    to the new version's answer (its partial read from the cache per request), never a mix."""
+    root = cluster["root"]
+    first, second = root / "hourly-v1.json", root / "hourly-v2.json"
+    for path, channel in ((first, "#en.wikipedia"), (second, "#de.wikipedia")):
+        duckdb.execute(f"COPY (SELECT * FROM read_json('{cluster['day1']}', format='newline_delimited') "
+                       f"WHERE channel = '{channel}') TO '{path}' (FORMAT json)")  # fmt: skip
+    spec = hour_spec(first, "hourly-versions")
+    spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "day"
+    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
+    broker = start_broker(cluster, "broker-segment-versions", "--cache", "lru")
+    wait_until(lambda: segments_seen(broker, DAY1, "hourly-versions") == 1, "the first version")
+    raw = json.dumps(
+        {k: v for k, v in timeseries(DAY1, "hourly-versions").items() if k != "context"}
+    ).encode()
+    old, new = hourly_added(first), hourly_added(second)
+
+    def answer() -> list[tuple[str, int]]:
+        resp = httpx.post(f"{broker.url}/druid/v2/", content=raw, timeout=60)
+        assert resp.status_code == 200, resp.text
+        pairs = as_pairs(resp.json())
+        assert pairs in (old, new), "never a mix or a stale partial of both"
+        return pairs
+
+    assert [answer() for _ in range(3)] == [old] * 3  # the full path, then the warm path
+    spec["spec"]["ioConfig"]["inputSource"]["filter"] = second.name
+    ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")  # overwrite: a newer version
+    wait_until(lambda: answer() == new, "the new version", timeout=60)
+    assert [answer() for _ in range(3)] == [new] * 3
