@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from storage.deep_storage import DeepStorage, LocalDeepStorage, open_deep_storage
+    from storage.deep_storage import DeepStorage, LocalDeepStorage
     from storage.metadata_store import MetadataStore, MetadataStoreError, SegmentRecord
 
 __all__ = [
@@ -32,7 +32,6 @@ DEFAULT_METADATA = "var/metadata.db"
 _LAZY = {
     "DeepStorage": "storage.deep_storage",
     "LocalDeepStorage": "storage.deep_storage",
-    "open_deep_storage": "storage.deep_storage",
     "MetadataStore": "storage.metadata_store",
     "MetadataStoreError": "storage.metadata_store",
     "SegmentRecord": "storage.metadata_store",
@@ -78,3 +77,25 @@ def open_metadata_store(path_or_url: str | Path) -> MetadataStore:
             "(use a file path, sqlite:///path or postgresql://USER@HOST:PORT/DB)"
         )
     return SQLiteMetadataStore(text)
+
+
+def open_deep_storage(
+    url: str | Path, *, s3_endpoint: str | None = None, s3_region: str | None = None
+) -> DeepStorage:
+    """The deep storage a `--deep-storage` value names: a directory, `file://DIR` or `s3://BUCKET/PREFIX`
+    (`s3_endpoint`, path-style, and `s3_region` for S3-compatible stores; credentials come from
+    the AWS chain: environment, config files, instance metadata)."""
+    from storage.deep_storage import DeepStorageError, LocalDeepStorage
+
+    text = str(url)
+    if text.startswith("s3://"):
+        from storage.s3_deep_storage import S3DeepStorage
+
+        return S3DeepStorage(text, endpoint=s3_endpoint, region=s3_region)
+    if text.startswith("file://"):
+        text = text[len("file://") :]
+    elif "://" in text:
+        raise DeepStorageError(
+            f"unsupported deep storage {text!r} (use a directory, file://DIR or s3://BUCKET/PREFIX)"
+        )
+    return LocalDeepStorage(text)

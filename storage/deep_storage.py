@@ -1,6 +1,6 @@
 """Deep storage: where segment files live for good, behind an interface small enough for object stores.
 
-`open_deep_storage(url)` picks the implementation: a directory (a path or `file://`) here, or
+`storage.open_deep_storage(url)` picks the implementation: a directory (a path or `file://`) here, or
 `s3://BUCKET/PREFIX` (`storage.s3_deep_storage`). Every push records the segment file's size and
 SHA-256 in its `loadSpec`, and every pull checks both, so a reader never uses a damaged copy.
 
@@ -84,26 +84,6 @@ class DeepStorage(Protocol):
     def delete_location(self, location: str) -> None:
         """Remove one thing `stored()` listed."""
         ...
-
-
-def open_deep_storage(
-    url: str | Path, *, s3_endpoint: str | None = None, s3_region: str | None = None
-) -> DeepStorage:
-    """The deep storage a `--deep-storage` value names: a directory, `file://DIR` or `s3://BUCKET/PREFIX`
-    (`s3_endpoint`, path-style, and `s3_region` for S3-compatible stores; credentials come from
-    the AWS chain: environment, config files, instance metadata)."""
-    text = str(url)
-    if text.startswith("s3://"):
-        from storage.s3_deep_storage import S3DeepStorage
-
-        return S3DeepStorage(text, endpoint=s3_endpoint, region=s3_region)
-    if text.startswith("file://"):
-        text = text[len("file://") :]
-    elif "://" in text:
-        raise DeepStorageError(
-            f"unsupported deep storage {text!r} (use a directory, file://DIR or s3://BUCKET/PREFIX)"
-        )
-    return LocalDeepStorage(text)
 
 
 def file_digest(path: Path) -> tuple[int, str]:

@@ -29,7 +29,7 @@ def add_deep_storage_flags(parser: argparse.ArgumentParser) -> None:
 
 def deep_storage_from_args(args: argparse.Namespace) -> DeepStorage:
     """The deep storage the flags name (`DeepStorageError` for a URL it cannot use)."""
-    from storage.deep_storage import open_deep_storage
+    from storage import open_deep_storage
 
     return open_deep_storage(
         args.deep_storage,

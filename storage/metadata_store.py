@@ -11,14 +11,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from storage.store_errors import MetadataStoreError as MetadataStoreError  # re-exported: its home for callers
 from timeline import DataSegment, Interval
 
 if TYPE_CHECKING:
     from storage.schema import Migration
-
-
-class MetadataStoreError(RuntimeError):
-    """The store cannot be opened or a change to it was refused."""
 
 
 @dataclass(frozen=True, slots=True)

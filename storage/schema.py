@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from storage.metadata_store import MetadataStoreError
+from storage.store_errors import MetadataStoreError
 
 Dialect = Literal["sqlite", "postgresql"]
 Step = str | Callable[[Any], None]
