@@ -38,7 +38,9 @@ def test_stacks_fold_into_inclusive_and_own_samples() -> None:
 
 @pytest.mark.skipif(not available(), reason="wrk is installed by scripts/install-system-packages.sh")
 def test_wrk_drives_the_floor_app_and_gets_the_recorded_bytes() -> None:
-    answers = [{"request": '{"q":1}', "response": '[{"r":1}]', "headers": {"x-druid-query-id": "abc"}}]
+    answers: list[dict[str, object]] = [
+        {"request": '{"q":1}', "response": '[{"r":1}]', "headers": {"x-druid-query-id": "abc"}}
+    ]
     with serve(floor_app(answers)) as port:
         url = f"http://127.0.0.1:{port}/druid/v2/"
         r = httpx.post(url, content=b'{"q":1}')

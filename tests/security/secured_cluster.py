@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -26,7 +27,9 @@ from tests.cluster.cluster_kit import synthetic_spec, wait_until, write_rows
 SECURITY = "/druid-ext/basic-security"
 AUTHN = f"{SECURITY}/authentication/db/basic"
 AUTHZ = f"{SECURITY}/authorization/db/basic"
-ROWS = [{"ts": f"2025-01-01T{h:02d}:00:00Z", "k": f"k{h % 3}", "n": h} for h in range(6)]
+ROWS: list[dict[str, Any]] = [
+    {"ts": f"2025-01-01T{h:02d}:00:00Z", "k": f"k{h % 3}", "n": h} for h in range(6)
+]
 
 
 @dataclass
@@ -88,13 +91,13 @@ def setup_users(c: Secured) -> None:
     for role, perms in grants.items():
         call("POST", f"{AUTHZ}/roles/{role}")
         call("POST", f"{AUTHZ}/roles/{role}/permissions", perms)
-    for user, role in members.items():
+    for user, granted in members.items():
         c.passwords[user] = f"{user}-{secrets.token_hex(8)}"
         call("POST", f"{AUTHN}/users/{user}")
         call("POST", f"{AUTHN}/users/{user}/credentials", {"password": c.passwords[user]})
         call("POST", f"{AUTHZ}/users/{user}")  # Druid's second step; one record in Strata
-        if role:
-            call("POST", f"{AUTHZ}/users/{user}/roles/{role}")
+        if granted:
+            call("POST", f"{AUTHZ}/users/{user}/roles/{granted}")
 
 
 @contextmanager

@@ -35,7 +35,9 @@ def test_users_roles_grants_and_passwords(tmp_path, monkeypatch, capsys):
     store = open_security_store(db)
     snap = store.snapshot()
     store.close()
-    assert verify_password("alice-pw-from-env", snap.credentials["alice"])
+    credentials = snap.credentials["alice"]
+    assert credentials is not None
+    assert verify_password("alice-pw-from-env", credentials)
     assert snap.allows("alice", datasource("wikipedia"), Action.READ)
     assert not snap.allows("alice", datasource("wikipedia_live"), Action.READ)
     assert [p.to_json() for p in snap.roles["ops"]] == json.loads(perms.read_text())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from security.model import ADMIN_ROLE, INTERNAL_USER
-from security.passwords import verify_password
+from security.passwords import Credentials, verify_password
 from security.resources import Action, Permission, datasource
 from security.store import AlreadyExists, NotFound, open_security_store
 from storage import open_metadata_store
@@ -61,8 +61,8 @@ def test_initial_users_once_and_beside_the_segments(location):
     store.ensure_initial("admin-pw-1", "internal-pw-1")
     store.ensure_initial("admin-pw-2", "internal-pw-2")  # initial passwords apply once
     snap = store.snapshot()
-    assert verify_password("admin-pw-1", snap.credentials["admin"])
-    assert verify_password("internal-pw-1", snap.credentials[INTERNAL_USER])
+    assert verify_password("admin-pw-1", _set(snap.credentials["admin"]))
+    assert verify_password("internal-pw-1", _set(snap.credentials[INTERNAL_USER]))
     assert snap.user_roles["admin"] == {ADMIN_ROLE}
     assert snap.allows(INTERNAL_USER, datasource("anything"), Action.WRITE)
     assert segments.data_sources() == []
@@ -71,3 +71,8 @@ def test_initial_users_once_and_beside_the_segments(location):
     other.close()
     store.close()
     segments.close()
+
+
+def _set(credentials: Credentials | None) -> Credentials:
+    assert credentials is not None, "no password set"
+    return credentials

@@ -15,6 +15,7 @@ def test_transient_errors_are_retried_until_success_with_growing_waits() -> None
         item = next(calls)
         if isinstance(item, BaseException):
             raise item
+        assert isinstance(item, str)
         return item
 
     assert retrying(op, "op", Backoff(attempts=3, first_s=1.0, max_s=10.0), sleep=waits.append) == "ok"
