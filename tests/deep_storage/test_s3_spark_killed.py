@@ -1,0 +1,65 @@
+"""A Spark ingestion killed between its tasks' pushes and its driver's publish leaves only objects
+no metadata row names, and `strata segments cleanup` removes every one of them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from harness.s3_server import S3Server
+from storage import open_deep_storage, open_metadata_store
+from tests.cluster.cluster_kit import synthetic_spec, write_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+# the driver dies the moment it would publish: every task has pushed, nothing is published
+_KILLED_AT_PUBLISH = """
+import os, signal, sys
+from ingestion.api import ingest
+from storage.sqlite_store import SQLiteMetadataStore
+def die(self, segments, *, overwrite):
+    os.kill(os.getpid(), signal.SIGKILL)
+SQLiteMetadataStore.publish = die
+ingest(sys.argv[1], deep_storage=sys.argv[2], metadata=sys.argv[3], s3_endpoint=sys.argv[4],
+       engine="spark", spark_master="local[2]",
+       spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+"""
+
+
+def _strata(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "strata.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cleanup_after_a_spark_job_killed_mid_write(
+    s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    rows = write_rows(tmp_path / "rows.json", [
+        {"ts": f"2020-01-01T{h:02d}:00:00Z", "k": f"v{h % 3}", "n": h} for h in range(6)
+    ])  # fmt: skip
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(synthetic_spec("sparkkilled", rows, "hour")))
+    url, meta = f"s3://{s3_bucket}/deep", str(tmp_path / "meta.db")
+    driver = subprocess.run([sys.executable, "-c", _KILLED_AT_PUBLISH, str(spec), url, meta, s3_server.endpoint],
+                            capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert driver.returncode == -signal.SIGKILL, driver.stderr[-3000:]
+    deep = open_deep_storage(url, s3_endpoint=s3_server.endpoint)
+    left = list(deep.stored())
+    assert len([o for o in left if o.location.endswith("index.parquet")]) == 6, left  # pushed by tasks
+    with closing(open_metadata_store(meta)) as store:
+        assert store.segments(include_unused=True) == []  # nothing published
+    flags = ["--metadata", meta, "--deep-storage", url, "--s3-endpoint", s3_server.endpoint]
+    dry = _strata("segments", "cleanup", *flags, "--min-age", "0")
+    assert dry.returncode == 0 and f"{len(left)} object(s) to delete (dry run" in dry.stdout, (
+        dry.stdout + dry.stderr
+    )
+    applied = _strata("segments", "cleanup", *flags, "--min-age", "0", "--apply")
+    assert applied.returncode == 0 and f"deleted {len(left)} object(s)" in applied.stdout, applied.stderr
+    assert list(deep.stored()) == []
