@@ -87,6 +87,10 @@ class SegmentCache:
         self.make_key = make_key
         self.stats: Counter[str] = stats if stats is not None else Counter()
         self._flights: dict[Hashable, SharedPartial] = {}  # cache key -> partial being fetched now
+        # lookups are numbered; answered flights stay findable while one that began before is open
+        self._ticket = 0
+        self._open: set[int] = set()
+        self._landed: list[tuple[int, Hashable, SharedPartial]] = []
         self.decoded = DecodedPartials()
         self._key_memo: LRUCache[tuple[int, bytes], _KeyMemo] = LRUCache(KEY_MEMO_PLANS)
         self._combined: LRUCache[int, tuple[_KeyMemo, list[bytes], pa.Table]] = LRUCache(
@@ -164,6 +168,16 @@ class SegmentCache:
         return decoded
 
     async def lookup(self, query: Query, tasks: Sequence[SegmentTask]) -> CacheLookup:
+        ticket = self._ticket
+        self._ticket += 1
+        self._open.add(ticket)
+        try:
+            return await self._lookup(query, tasks)
+        finally:
+            self._open.discard(ticket)
+            self._sweep()
+
+    async def _lookup(self, query: Query, tasks: Sequence[SegmentTask]) -> CacheLookup:
         if not self._available():  # the cache is down (circuit breaker open): cost nothing
             self.stats["bypassed"] += len(tasks)
             return CacheLookup(to_fetch=list(tasks))
@@ -251,10 +265,22 @@ class SegmentCache:
             populate = [t for t in lookup.to_populate if t.segment_id in parts]
             await self._populate(query, populate, parts, lookup.keys)
         finally:
-            # the flights stay findable (already answered) until the cache holds the partials, so no
-            # query arriving in between misses both and fetches again
-            for key, future in landed:
-                self._land(key, future, None)
+            # the flights stay findable (already answered) until the cache holds the partials, and
+            # past it while a lookup that began before is still open: its cache read may have
+            # left before the store and come back after, and would then miss both and fetch again
+            self._landed += [(self._ticket, key, future) for key, future in landed]
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """Forget the answered flights no open lookup began before."""
+        oldest = min(self._open, default=self._ticket)
+        kept = []
+        for landed_at, key, future in self._landed:
+            if oldest < landed_at:
+                kept.append((landed_at, key, future))
+            else:
+                self._forget_flight(key, future)
+        self._landed = kept
 
     async def _populate(
         self,
@@ -290,6 +316,10 @@ class SegmentCache:
             self._land(key, future, None)
         lookup.leading.clear()
 
+    def _forget_flight(self, key: Hashable, future: SharedPartial) -> None:
+        if self._flights.get(key) is future:
+            del self._flights[key]
+
     def _land(self, key: Hashable, future: SharedPartial, part: pa.Table | None) -> None:
         if self._flights.get(key) is future:
             del self._flights[key]
@@ -304,7 +334,8 @@ class SegmentCache:
 
     @property
     def flights(self) -> int:
-        return len(self._flights)
+        """Partials being fetched now (answered ones kept for open lookups are not counted)."""
+        return sum(not f.done() for f in self._flights.values())
 
 
 def _concatenated(tables: Sequence[pa.Table]) -> pa.Table | None:

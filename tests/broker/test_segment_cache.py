@@ -124,6 +124,41 @@ def test_a_burst_of_identical_cold_queries_fetches_each_segment_once():
         assert policy.flights == 0
 
 
+class SlowReadCache(DictCache):
+    """A cache whose reads take `read_s`: a read sent before a store can answer after it."""
+
+    read_s = 0.0
+
+    async def aget_many(self, keys):
+        found = await super().aget_many(keys)  # what the cache held when the read was sent
+        await asyncio.sleep(self.read_s)
+        return found
+
+
+def test_a_cache_read_outlived_by_the_fetch_it_missed_still_shares_it():
+    """B's cache read leaves while A fetches and returns after A stored its partials: B must take
+    A's partials, not fetch the segments a second time."""
+    with ExitStack() as stack:
+        c = Cluster(stack)
+        _, node = c.node(serves=DAYS)
+        node.delay_s = 0.1
+        cache = SlowReadCache()
+        policy = SegmentCache(cache, Key)
+        runner = c.runner(cache_policy=policy)
+
+        async def scenario():
+            a = asyncio.create_task(runner.run(sum_query(WEEK, queryId="a")))
+            await asyncio.sleep(0.05)  # A leads: its read is done, its fetch running
+            cache.read_s = 0.4  # B's read outlives A's fetch and store
+            b = await runner.run(sum_query(WEEK, queryId="b"))
+            return (await a).results, b.results
+
+        a, b = run(scenario())
+        assert a == b == [oracle(DAYS)]
+        assert len(node.requests) == 1
+        assert policy.flights == 0
+
+
 def test_queries_overlapping_in_both_directions_share_without_deadlock():
     """A leads day 1-3 and waits for 4-7; B leads 4-7 and waits for 1-3 (complete before waiting)."""
     with ExitStack() as stack:
