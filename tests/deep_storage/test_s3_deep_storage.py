@@ -119,18 +119,21 @@ def test_bad_urls_are_refused_with_the_reason() -> None:
         open_deep_storage("s3://bucket/p", s3_endpoint="ftp://host:1")
 
 
-_KILLED_AT_PUBLISH = """
+KILLED_AT_PUBLISH = """
 import os, signal, sys
 from ingestion.api import ingest
 from storage.sqlite_store import SQLiteMetadataStore
 def die(self, segments, *, overwrite):  # every segment pushed, none published: the process dies
     os.kill(os.getpid(), signal.SIGKILL)
 SQLiteMetadataStore.publish = die
-ingest(sys.argv[1], deep_storage=sys.argv[2], metadata=sys.argv[3], s3_endpoint=sys.argv[4], engine="local")
+engine = sys.argv[5] if len(sys.argv) > 5 else "local"
+conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
+ingest(sys.argv[1], deep_storage=sys.argv[2], metadata=sys.argv[3], s3_endpoint=sys.argv[4], engine=engine,
+       **({"spark_master": "local[2]", "spark_conf": conf} if engine == "spark" else {}))
 """
 
 
-def _strata(*args: str) -> subprocess.CompletedProcess[str]:
+def strata(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "strata.cli", *args], capture_output=True, text=True, timeout=60
     )
@@ -145,7 +148,7 @@ def test_cleanup_removes_what_a_killed_ingestion_pushed(
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(synthetic_spec("killed", rows, "hour")))
     url, meta = f"s3://{s3_bucket}/deep", str(tmp_path / "meta.db")
-    child = subprocess.run([sys.executable, "-c", _KILLED_AT_PUBLISH, str(spec), url, meta, s3_server.endpoint],
+    child = subprocess.run([sys.executable, "-c", KILLED_AT_PUBLISH, str(spec), url, meta, s3_server.endpoint],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert child.returncode == -signal.SIGKILL, child.stderr
     deep = _deep(s3_server, s3_bucket)
@@ -154,15 +157,15 @@ def test_cleanup_removes_what_a_killed_ingestion_pushed(
     with closing(open_metadata_store(meta)) as store:
         assert store.segments(include_unused=True) == []
     flags = ["--metadata", meta, "--deep-storage", url, "--s3-endpoint", s3_server.endpoint]
-    young = _strata("segments", "cleanup", *flags)  # default minimum age: a running ingestion's pushes stay
+    young = strata("segments", "cleanup", *flags)  # default minimum age: a running ingestion's pushes stay
     assert young.returncode == 0 and "0 object(s) to delete" in young.stdout and "6 younger" in young.stdout
-    dry = _strata("segments", "cleanup", *flags, "--min-age", "0")
+    dry = strata("segments", "cleanup", *flags, "--min-age", "0")
     assert dry.returncode == 0 and "6 object(s) to delete (dry run" in dry.stdout, dry.stderr
     assert len(list(deep.stored())) == 6
     # a published ingestion beside them: its objects are named by metadata rows and stay
-    done = _strata("ingest", str(spec), *flags)
+    done = strata("ingest", str(spec), *flags)
     assert done.returncode == 0, done.stderr
-    applied = _strata("segments", "cleanup", *flags, "--min-age", "0", "--apply")
+    applied = strata("segments", "cleanup", *flags, "--min-age", "0", "--apply")
     assert applied.returncode == 0 and "deleted 6 object(s)" in applied.stdout, applied.stderr
     with closing(open_metadata_store(meta)) as store:
         published = {deep.location_of(s) for s in store.used_segments("killed")}
@@ -182,10 +185,10 @@ def test_kill_deletes_unused_segments_objects_and_rows(
                      s3_endpoint=s3_server.endpoint, engine="local")  # fmt: skip
     ids = [w.segment.id for w in summary.segments]
     flags = ["--metadata", meta, "--deep-storage", url, "--s3-endpoint", s3_server.endpoint]
-    refused = _strata("segments", "kill", ids[0], *flags)
+    refused = strata("segments", "kill", ids[0], *flags)
     assert refused.returncode == 1 and "still used: drop them first" in refused.stderr
-    assert _strata("segments", "drop", ids[0], "--metadata", meta).returncode == 0
-    killed = _strata("segments", "kill", "--datasource", "gone", *flags)
+    assert strata("segments", "drop", ids[0], "--metadata", meta).returncode == 0
+    killed = strata("segments", "kill", "--datasource", "gone", *flags)
     assert killed.returncode == 0 and "1 unused segment(s) killed" in killed.stdout, killed.stderr
     deep = _deep(s3_server, s3_bucket)
     with closing(open_metadata_store(meta)) as store:

@@ -15,27 +15,9 @@ import pytest
 from harness.s3_server import S3Server
 from storage import open_deep_storage, open_metadata_store
 from tests.cluster.cluster_kit import synthetic_spec, write_rows
+from tests.deep_storage.test_s3_deep_storage import KILLED_AT_PUBLISH, strata
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-# the driver dies the moment it would publish: every task has pushed, nothing is published
-_KILLED_AT_PUBLISH = """
-import os, signal, sys
-from ingestion.api import ingest
-from storage.sqlite_store import SQLiteMetadataStore
-def die(self, segments, *, overwrite):
-    os.kill(os.getpid(), signal.SIGKILL)
-SQLiteMetadataStore.publish = die
-ingest(sys.argv[1], deep_storage=sys.argv[2], metadata=sys.argv[3], s3_endpoint=sys.argv[4],
-       engine="spark", spark_master="local[2]",
-       spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
-"""
-
-
-def _strata(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "strata.cli", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 def test_cleanup_after_a_spark_job_killed_mid_write(
@@ -47,8 +29,9 @@ def test_cleanup_after_a_spark_job_killed_mid_write(
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(synthetic_spec("sparkkilled", rows, "hour")))
     url, meta = f"s3://{s3_bucket}/deep", str(tmp_path / "meta.db")
-    driver = subprocess.run([sys.executable, "-c", _KILLED_AT_PUBLISH, str(spec), url, meta, s3_server.endpoint],
-                            capture_output=True, text=True, timeout=240)  # fmt: skip
+    # the driver dies the moment it would publish: every task has pushed, nothing is published
+    script = [sys.executable, "-c", KILLED_AT_PUBLISH, str(spec), url, meta, s3_server.endpoint, "spark"]
+    driver = subprocess.run(script, capture_output=True, text=True, timeout=240)
     assert driver.returncode == -signal.SIGKILL, driver.stderr[-3000:]
     deep = open_deep_storage(url, s3_endpoint=s3_server.endpoint)
     left = list(deep.stored())
@@ -56,10 +39,10 @@ def test_cleanup_after_a_spark_job_killed_mid_write(
     with closing(open_metadata_store(meta)) as store:
         assert store.segments(include_unused=True) == []  # nothing published
     flags = ["--metadata", meta, "--deep-storage", url, "--s3-endpoint", s3_server.endpoint]
-    dry = _strata("segments", "cleanup", *flags, "--min-age", "0")
+    dry = strata("segments", "cleanup", *flags, "--min-age", "0")
     assert dry.returncode == 0 and f"{len(left)} object(s) to delete (dry run" in dry.stdout, (
         dry.stdout + dry.stderr
     )
-    applied = _strata("segments", "cleanup", *flags, "--min-age", "0", "--apply")
+    applied = strata("segments", "cleanup", *flags, "--min-age", "0", "--apply")
     assert applied.returncode == 0 and f"deleted {len(left)} object(s)" in applied.stdout, applied.stderr
     assert list(deep.stored()) == []
