@@ -77,7 +77,7 @@ class SecurityStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
-        """One transaction: reads see one consistent state, writes serialise."""
+        """One read transaction: its reads see one consistent state."""
         with self._meta.transaction() as conn:
             if self._postgres:  # several reads of one snapshot must agree (the default reads per statement)
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -85,10 +85,16 @@ class SecurityStore:
 
     @contextmanager
     def _change(self) -> Iterator[Any]:
-        """A write transaction that also bumps the version row, which every node polls."""
-        with self._tx() as cur:
-            yield cur
+        """A write transaction that bumps the version row (which every node polls) first.
+
+        Bumping first takes the row's lock before anything is read, so changes from several nodes
+        run one after another and each one's checks see the one before it. On PostgreSQL this stays
+        at READ COMMITTED: under REPEATABLE READ the second of two racing writers would fail with a
+        serialisation error instead of waiting (SQLite's `BEGIN IMMEDIATE` serialises already)."""
+        with self._meta.transaction() as conn:
+            cur = _Cursor(conn)
             cur.execute("UPDATE strata_auth_version SET version = version + 1 WHERE id = 1")
+            yield cur
 
     # -- reads ---------------------------------------------------------------------------------
     def version(self) -> int:
@@ -187,23 +193,35 @@ class SecurityStore:
     def ensure_initial(self, admin_password: str | None, internal_password: str | None) -> None:
         """Druid's first start: an `admin` role with every permission, the `admin` user and the
         internal client (escalator) user holding it, with the configured initial passwords. Users
-        that exist already keep their passwords (the initial ones apply once)."""
+        that exist already keep their passwords (the initial ones apply once).
+
+        One transaction: nodes starting together must never see a user created but not yet given
+        its password or role (a historical that did would refuse the broker's internal credentials
+        until its next poll)."""
+        initial = {ADMIN_USER: admin_password, INTERNAL_USER: internal_password}
         snap = self.snapshot()
-        if ADMIN_ROLE not in snap.roles:
-            try:
-                self.create_role(ADMIN_ROLE)
-                self.set_permissions(ADMIN_ROLE, admin_permissions())
-            except AlreadyExists:  # another node started at the same time
-                pass
-        for user, password in ((ADMIN_USER, admin_password), (INTERNAL_USER, internal_password)):
-            if password is None or user in snap.credentials:
-                continue
-            try:
-                self.create_user(user)
-            except AlreadyExists:
-                continue
-            self.set_password(user, password)
-            self.assign(user, ADMIN_ROLE)
+        wanted = {u: p for u, p in initial.items() if p is not None and u not in snap.credentials}
+        if ADMIN_ROLE in snap.roles and not wanted:
+            return
+        hashed = {user: hash_password(password) for user, password in wanted.items()}  # before: slow
+        permissions = orjson.dumps([p.to_json() for p in admin_permissions()]).decode()
+        with self._change() as cur:
+            if not self._exists(cur, "strata_auth_roles", ADMIN_ROLE):
+                cur.execute(
+                    self._q("INSERT INTO strata_auth_roles (name, permissions) VALUES (?, ?)"),
+                    (ADMIN_ROLE, permissions),
+                )
+            for user, creds in hashed.items():
+                if self._exists(cur, "strata_auth_users", user):
+                    continue  # another node started at the same time and created it
+                cur.execute(
+                    self._q("INSERT INTO strata_auth_users (name, salt, hash, iterations) VALUES (?,?,?,?)"),
+                    (user, creds.salt, creds.hash, creds.iterations),
+                )
+                cur.execute(
+                    self._q("INSERT INTO strata_auth_user_roles (user_name, role_name) VALUES (?, ?)"),
+                    (user, ADMIN_ROLE),
+                )
 
     def close(self) -> None:
         self._meta.close()

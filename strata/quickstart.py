@@ -310,8 +310,10 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
         children.append(_spawn(broker_argv, work / "broker.log", metadata if args.secure else None, secrets))
         url = f"http://127.0.0.1:{args.port}"
         _wait_for_segments(url, expected, children, timeout=120, auth=auth)
-        result = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60, auth=auth).json()
-        _print_top_pages(result)
+        resp = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60, auth=auth)
+        if resp.status_code != 200:
+            raise RuntimeError(f"the tutorial query failed: HTTP {resp.status_code} {resp.text[:500]}")
+        _print_top_pages(resp.json())
         print(_cache_line(httpx.get(f"{url}/status/cache", timeout=10, auth=auth).json()))
         if args.secure:
             password_file = work / "admin-password"

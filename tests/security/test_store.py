@@ -3,6 +3,9 @@ initial users, and never a password at rest."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from security.model import ADMIN_ROLE, INTERNAL_USER
@@ -76,3 +79,51 @@ def test_initial_users_once_and_beside_the_segments(location):
 def _set(credentials: Credentials | None) -> Credentials:
     assert credentials is not None, "no password set"
     return credentials
+
+
+def test_nodes_starting_together_each_see_the_initial_users_whole(location):
+    """Every node creates the initial users at start; whichever wins, each node's first snapshot
+    (read right after its own `ensure_initial`) already holds both users with their passwords and
+    the admin role. Before, a node could read a user created but not yet given its password."""
+    nodes = 6
+    for attempt in range(4):
+        stores = [open_security_store(location) for _ in range(nodes)]
+        if attempt:  # a fresh start each round: no users, no role
+            with stores[0]._change() as cur:
+                for table in ("strata_auth_user_roles", "strata_auth_users", "strata_auth_roles"):
+                    cur.execute(f"DELETE FROM {table}")
+        barrier = threading.Barrier(nodes)
+
+        def start(store, barrier=barrier):
+            barrier.wait(timeout=30)
+            store.ensure_initial("admin-pw", "internal-pw")
+            return store.snapshot()
+
+        with ThreadPoolExecutor(nodes) as pool:
+            snapshots = list(pool.map(start, stores, timeout=60))
+        for snap in snapshots:
+            assert verify_password("internal-pw", _set(snap.credentials[INTERNAL_USER]))
+            assert snap.allows(INTERNAL_USER, datasource("wikipedia"), Action.READ)
+            assert snap.user_roles["admin"] == {ADMIN_ROLE}
+        for store in stores:
+            store.close()
+
+
+def test_racing_changes_from_two_nodes_all_land(location):
+    """Two nodes changing users at once: both changes land, neither fails with a serialisation
+    error (PostgreSQL would raise one for two REPEATABLE READ writers of the version row)."""
+    stores = [open_security_store(location) for _ in range(2)]
+    barrier = threading.Barrier(2)
+
+    def create(args):
+        store, prefix = args
+        barrier.wait(timeout=30)
+        for i in range(20):
+            store.create_role(f"{prefix}{i}")
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(create, [(stores[0], "a"), (stores[1], "b")], timeout=60))
+    roles = stores[0].snapshot().roles
+    assert {f"{p}{i}" for p in "ab" for i in range(20)} <= set(roles)
+    for store in stores:
+        store.close()
