@@ -9,4 +9,4 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy"; .venv/bin/mypy .
 echo "== import layers"; .venv/bin/lint-imports
-echo "== pytest"; .venv/bin/python -m pytest "$@"
+echo "== pytest"; .venv/bin/python -m pytest --durations=25 "$@"  # the slowest tests named, to keep the run short
