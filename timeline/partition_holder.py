@@ -12,13 +12,15 @@ T = TypeVar("T")
 
 
 class PartitionHolder(Generic[T]):
-    """Chunks kept sorted by chunk number; completeness cached until the set changes."""
+    """Chunks kept sorted by chunk number; completeness and the chunks' tuple (which every lookup
+    returns) cached until the set changes."""
 
-    __slots__ = ("_chunks", "_complete")
+    __slots__ = ("_chunks", "_complete", "_tuple")
 
     def __init__(self) -> None:
         self._chunks: list[PartitionChunk[T]] = []
         self._complete: bool | None = None
+        self._tuple: tuple[PartitionChunk[T], ...] | None = None
 
     def add(self, chunk: PartitionChunk[T]) -> bool:
         """False (and nothing added) when a chunk with that number is already there."""
@@ -27,14 +29,14 @@ class PartitionHolder(Generic[T]):
         if i < len(numbers) and numbers[i] == chunk.chunk_number:
             return False
         self._chunks.insert(i, chunk)
-        self._complete = None
+        self._complete = self._tuple = None
         return True
 
     def remove(self, chunk: PartitionChunk[T]) -> PartitionChunk[T] | None:
         for i, existing in enumerate(self._chunks):
             if existing.chunk_number == chunk.chunk_number and existing.object == chunk.object:
                 del self._chunks[i]
-                self._complete = None
+                self._complete = self._tuple = None
                 return existing
         return None
 
@@ -53,7 +55,9 @@ class PartitionHolder(Generic[T]):
         return not self._chunks
 
     def chunks(self) -> tuple[PartitionChunk[T], ...]:
-        return tuple(self._chunks)
+        if self._tuple is None:
+            self._tuple = tuple(self._chunks)
+        return self._tuple
 
     def __iter__(self) -> Iterator[PartitionChunk[T]]:
         return iter(self._chunks)

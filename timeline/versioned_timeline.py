@@ -250,11 +250,10 @@ class VersionedIntervalTimeline(Generic[T]):
         if interval.start >= interval.end:
             return []
         idx = visible.overlapping(interval)
-        keys, entries = visible.keys, visible.entries
+        lo, hi = idx.start, idx.stop
         out = [
-            TimelineObjectHolder(keys[i], e.true_interval, e.version, e.holder.chunks())
-            for i in idx
-            for e in (entries[i],)
+            TimelineObjectHolder(key, e.true_interval, e.version, e.holder.chunks())
+            for key, e in zip(visible.keys[lo:hi], visible.entries[lo:hi], strict=True)
         ]
         if out:
             first, last = out[0], out[-1]

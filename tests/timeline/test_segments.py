@@ -91,3 +91,17 @@ def test_partition_chunks_order_by_chunk_number() -> None:
     assert chunks[1] < chunks[2] < chunks[0] and chunks[0] >= chunks[2]
     assert chunks[1] == ShardSpec.numbered(0, 3).create_chunk("seg0")
     assert chunks[1] != ShardSpec.numbered(0, 3).create_chunk("other")
+
+
+def test_holder_chunks_follow_every_change() -> None:
+    """A lookup returns the holder's chunks as a tuple kept between changes; a chunk added or removed
+    after a lookup shows in the next one."""
+    holder: PartitionHolder[str] = PartitionHolder()
+    holder.add(ShardSpec.numbered(0, 0).create_chunk("a"))
+    first = holder.chunks()
+    assert holder.chunks() is first
+    holder.add(ShardSpec.numbered(1, 0).create_chunk("b"))
+    assert [c.object for c in holder.chunks()] == ["a", "b"]
+    assert holder.remove(ShardSpec.numbered(0, 0).create_chunk("a")) is not None
+    assert [c.object for c in holder.chunks()] == ["b"]
+    assert [c.object for c in first] == ["a"]  # what an earlier lookup returned does not change
