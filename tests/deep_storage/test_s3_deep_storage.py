@@ -139,17 +139,25 @@ def strata(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cleanup_removes_what_a_killed_ingestion_pushed(
-    s3_server: S3Server, s3_bucket: str, tmp_path: Path
-) -> None:
+def killed_at_publish(
+    s3: S3Server, bucket: str, tmp_path: Path, data_source: str, engine: str, timeout: float
+) -> tuple[Path, str, str, subprocess.CompletedProcess[str]]:
+    """Six hourly rows ingested into s3://BUCKET/deep by a child killed the moment it would publish
+    (every segment pushed, none published): the spec, deep storage URL, metadata path, the child."""
     rows = write_rows(tmp_path / "rows.json", [
         {"ts": f"2020-01-01T{h:02d}:00:00Z", "k": f"v{h % 3}", "n": h} for h in range(6)
     ])  # fmt: skip
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(synthetic_spec("killed", rows, "hour")))
-    url, meta = f"s3://{s3_bucket}/deep", str(tmp_path / "meta.db")
-    child = subprocess.run([sys.executable, "-c", KILLED_AT_PUBLISH, str(spec), url, meta, s3_server.endpoint],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    spec.write_text(json.dumps(synthetic_spec(data_source, rows, "hour")))
+    url, meta = f"s3://{bucket}/deep", str(tmp_path / "meta.db")
+    script = [sys.executable, "-c", KILLED_AT_PUBLISH, str(spec), url, meta, s3.endpoint, engine]
+    return spec, url, meta, subprocess.run(script, capture_output=True, text=True, timeout=timeout)
+
+
+def test_cleanup_removes_what_a_killed_ingestion_pushed(
+    s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    spec, url, meta, child = killed_at_publish(s3_server, s3_bucket, tmp_path, "killed", "local", timeout=60)
     assert child.returncode == -signal.SIGKILL, child.stderr
     deep = _deep(s3_server, s3_bucket)
     left = list(deep.stored())

@@ -3,10 +3,7 @@ no metadata row names, and `strata segments cleanup` removes every one of them."
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -14,8 +11,7 @@ import pytest
 
 from harness.s3_server import S3Server
 from storage import open_deep_storage, open_metadata_store
-from tests.cluster.cluster_kit import synthetic_spec, write_rows
-from tests.deep_storage.test_s3_deep_storage import KILLED_AT_PUBLISH, strata
+from tests.deep_storage.test_s3_deep_storage import killed_at_publish, strata
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -23,15 +19,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 def test_cleanup_after_a_spark_job_killed_mid_write(
     s3_server: S3Server, s3_bucket: str, tmp_path: Path
 ) -> None:
-    rows = write_rows(tmp_path / "rows.json", [
-        {"ts": f"2020-01-01T{h:02d}:00:00Z", "k": f"v{h % 3}", "n": h} for h in range(6)
-    ])  # fmt: skip
-    spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(synthetic_spec("sparkkilled", rows, "hour")))
-    url, meta = f"s3://{s3_bucket}/deep", str(tmp_path / "meta.db")
     # the driver dies the moment it would publish: every task has pushed, nothing is published
-    script = [sys.executable, "-c", KILLED_AT_PUBLISH, str(spec), url, meta, s3_server.endpoint, "spark"]
-    driver = subprocess.run(script, capture_output=True, text=True, timeout=240)
+    _, url, meta, driver = killed_at_publish(
+        s3_server, s3_bucket, tmp_path, "sparkkilled", "spark", timeout=240
+    )
     assert driver.returncode == -signal.SIGKILL, driver.stderr[-3000:]
     deep = open_deep_storage(url, s3_endpoint=s3_server.endpoint)
     left = list(deep.stored())
