@@ -321,8 +321,7 @@ class SegmentCache:
             del self._flights[key]
 
     def _land(self, key: Hashable, future: SharedPartial, part: pa.Table | None) -> None:
-        if self._flights.get(key) is future:
-            del self._flights[key]
+        self._forget_flight(key, future)
         if not future.done():
             future.set_result(part)
 

@@ -160,7 +160,7 @@ class SecurityStore:
             cur.execute(self._q("DELETE FROM strata_auth_roles WHERE name = ?"), (name,))
 
     def set_permissions(self, role: str, permissions: list[Permission]) -> None:
-        payload = orjson.dumps([p.to_json() for p in permissions]).decode()
+        payload = _permissions_json(permissions)
         with self._change() as cur:
             self._need(cur, "strata_auth_roles", role, "Role")
             cur.execute(
@@ -204,7 +204,7 @@ class SecurityStore:
         if ADMIN_ROLE in snap.roles and not wanted:
             return
         hashed = {user: hash_password(password) for user, password in wanted.items()}  # before: slow
-        permissions = orjson.dumps([p.to_json() for p in admin_permissions()]).decode()
+        permissions = _permissions_json(admin_permissions())
         with self._change() as cur:
             if not self._exists(cur, "strata_auth_roles", ADMIN_ROLE):
                 cur.execute(
@@ -251,6 +251,11 @@ class _Cursor:
 
     def fetchall(self) -> list[Any]:
         return list(self._last.fetchall())
+
+
+def _permissions_json(permissions: Sequence[Permission]) -> str:
+    """A role's permissions as its row stores them."""
+    return orjson.dumps([p.to_json() for p in permissions]).decode()
 
 
 def open_security_store(path_or_url: str | Path) -> SecurityStore:
