@@ -2,9 +2,9 @@
 
 Historicals announce each segment with its exact row count and first/last row time (read from
 its Parquet footer at load, see `timeline.row_facts`). An unfiltered `count` over segments read
-whole needs nothing else: the broker builds the per-segment partials a historical would have
-sent (`__segment`, `__bucket` = first row time, the count) and merges them with the rest as
-usual, so the answer is the scatter path's, byte for byte. On a small machine the two HTTP hops
+whole needs nothing else: the broker builds the partial the historicals' per-segment ones would
+merge into (`__bucket` = the earliest first row time, the summed count) and merges it with the
+rest as usual, so the answer is the scatter path's, byte for byte. On a small machine the two HTTP hops
 and three processes waiting for cores cost several times the count itself. An unfiltered
 timeBoundary and dataSourceMetadata take the same facts (each segment's first and last row).
 
@@ -31,7 +31,7 @@ from query.columns import TIME_COLUMN
 from query.datasource_metadata import DataSourceMetadataQuery
 from query.time_boundary import MAX_TIME, MIN_TIME, TimeBoundaryQuery
 from query.timeseries import TimeseriesQuery
-from timeline import Interval, RowFacts
+from timeline import RowFacts
 
 Answered = TimeseriesQuery | TimeBoundaryQuery | DataSourceMetadataQuery
 _Whole = list[tuple[str, RowFacts, tuple[int, int]]]  # segments read whole: (id, facts, time span)
@@ -67,52 +67,55 @@ def _from_facts(agg: Aggregator) -> bool:
 def split_metadata_partials(
     query: Answered, tasks: Sequence[SegmentTask]
 ) -> tuple[pa.Table | None, list[SegmentTask], int]:
-    """The per-segment partials of the segments announced facts answer (None when there are no
-    rows to report), the segments left for the data nodes, and how many segments were answered.
+    """The partials of the segments announced facts answer (None when there are no rows to
+    report), the segments left for the data nodes, and how many segments were answered.
 
     A segment without rows gives no partial row, as a historical's cursor finds no bucket there.
     """
-    times = Counter(t.segment_id for t in tasks)
+    ids = [t.selector.segment.id for t in tasks]
+    repeated = set() if len(set(ids)) == len(ids) else {i for i, n in Counter(ids).items() if n > 1}
     whole: _Whole = []
     rest: list[SegmentTask] = []
-    for task in tasks:
+    for segment_id, task in zip(ids, tasks, strict=True):
         facts = task.selector.row_facts
-        if facts is None or times[task.segment_id] > 1:
+        if facts is None or segment_id in repeated:
             rest.append(task)
             continue
         span = facts.time_span
         if span is None:
             continue  # announced empty: nothing to count, nothing to ask
-        if not task.descriptor.interval.contains(Interval(span[0], span[1] + 1)):
+        window = task.descriptor.interval
+        if not window.start <= span[0] <= span[1] < window.end:
             rest.append(task)  # read in part: rows outside the interval must not count
             continue
-        whole.append((task.segment_id, facts, span))
+        whole.append((segment_id, facts, span))
     answered = len(tasks) - len(rest)
     if not whole:
         return None, rest, answered
     if isinstance(query, TimeseriesQuery):
-        return _timeseries_partials(query, whole), rest, answered
+        return _timeseries_partial(query, whole), rest, answered
     return _extremes_partials(whole), rest, answered
 
 
-def _timeseries_partials(
-    query: TimeseriesQuery, whole: list[tuple[str, RowFacts, tuple[int, int]]]
-) -> pa.Table:
-    """`group_rows`' shape: `__segment`, `__bucket` (an `all` cursor starts at the first row in
-    the window), then each aggregator's intermediate."""
+def _timeseries_partial(query: TimeseriesQuery, whole: _Whole) -> pa.Table:
+    """`group_rows`' shape, the segments' partials already merged into one row: no segment named,
+    `__bucket` the earliest first row (an `all` cursor starts at the first row in the window, and
+    the merge keeps the earliest), then each aggregator's intermediate. Counts add up and times
+    compare exactly, so this is the row the merge would make of one partial per segment."""
     schema = query.plan.schema()
-    arrays = [pa.array([w[0] for w in whole], pa.string()), pa.array([w[2][0] for w in whole], pa.int64())]
-    for agg, f in zip(query.aggregations, list(schema)[2:], strict=True):
-        arrays.append(pa.array([_value(agg, facts, span) for _, facts, span in whole], f.type))
+    first = min([span[0] for _, _, span in whole])
+    last = max([span[1] for _, _, span in whole])
+    rows = sum([facts.num_rows for _, facts, _ in whole])
+    arrays = [pa.nulls(1, pa.string()), pa.array([first], pa.int64())]
+    for agg, field in zip(query.aggregations, list(schema)[2:], strict=True):
+        if isinstance(agg, CountAggregator):
+            value: int | float = rows
+        else:
+            assert isinstance(agg, NumericAggregator)
+            value = first if agg.op == "min" else last
+            value = float(value) if agg.kind == "double" else value
+        arrays.append(pa.array([value], field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _value(agg: Aggregator, facts: RowFacts, span: tuple[int, int]) -> int | float:
-    if isinstance(agg, CountAggregator):
-        return facts.num_rows
-    assert isinstance(agg, NumericAggregator)
-    value = span[0] if agg.op == "min" else span[1]
-    return float(value) if agg.kind == "double" else value
 
 
 def _extremes_partials(whole: _Whole) -> pa.Table:

@@ -75,6 +75,8 @@ class GroupingPlan:
         schema = self.schema(
             dim_types=[table.schema.field(dim_col(i)).type for i in range(len(self.dimensions))]
         )
+        if table.schema.equals(schema, check_metadata=True):
+            return table
         return table.select(schema.names).cast(schema)
 
     def schema(self, dim_types: Sequence[pa.DataType] | None = None) -> pa.Schema:
@@ -95,6 +97,10 @@ class GroupingPlan:
         tables = [p for p in partials if p.num_rows]
         if not tables:
             return self.empty()
+        if len(tables) == 1 and tables[0].num_rows == 1 and self._arrow_merges() is not None:
+            # one row (a count answered from announced facts, one segment's partial) merges to
+            # itself under every Arrow merge function
+            return self._conform(_without_segment(tables[0]))
         dims = [dim_col(i) for i in range(len(self.dimensions))]
         keys = dims if self.granularity.is_all else [BUCKET, *dims]
         merged_in_python = self._merge_in_python(tables, keys)
@@ -148,11 +154,7 @@ class GroupingPlan:
         if keys == [BUCKET] and _distinct(combined.column(BUCKET)):
             # one row per bucket already (hourly segments under hour granularity): nothing to
             # combine, and a single row merges to itself under every Arrow merge function
-            nulls = pa.nulls(combined.num_rows, pa.string())
-            at = combined.schema.get_field_index(SEGMENT_COLUMN)
-            if at >= 0:
-                return self._conform(combined.set_column(at, SEGMENT_COLUMN, nulls))
-            return self._conform(combined.append_column(SEGMENT_COLUMN, nulls))
+            return self._conform(_without_segment(combined))
         if keys:
             grouped = combined.group_by(keys, use_threads=False).aggregate(merges)
         else:  # one group: scalar kernels, without building an Acero plan
@@ -270,3 +272,12 @@ def total(conn: duckdb.DuckDBPyConnection, plan: GroupingPlan, table: pa.Table) 
 
 def null_row(schema: pa.Schema) -> pa.Table:
     return pa.table({f.name: pa.nulls(1, f.type) for f in schema}, schema=schema)
+
+
+def _without_segment(table: pa.Table) -> pa.Table:
+    """The rows as a merged partial: no segment named."""
+    nulls = pa.nulls(table.num_rows, pa.string())
+    at = table.schema.get_field_index(SEGMENT_COLUMN)
+    if at >= 0:
+        return table.set_column(at, SEGMENT_COLUMN, nulls)
+    return table.append_column(SEGMENT_COLUMN, nulls)
