@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -31,8 +31,8 @@ from segment_engine.segment_input import SegmentInput, read_schema, unified_type
 from timeline import Interval, RowFacts
 
 
-class _Stats:
-    """How many segment partials came from footers (tests prove the scan was skipped with it)."""
+class Counted:
+    """How many segment partials a path answered without a scan (tests prove the skip with it)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -43,7 +43,8 @@ class _Stats:
             self.segments += n
 
 
-ANSWERED = _Stats()
+ANSWERED = Counted()
+SegmentAnswer = tuple[int | None, list[Any]]  # (bucket, intermediates); bucket None: no rows
 
 
 def answerable(plan: GroupingPlan) -> bool:
@@ -72,6 +73,22 @@ def split_footer_partials(
         a.field for a in plan.aggregators if isinstance(a, NumericAggregator) and a.field != TIME_COLUMN
     ]
     types = unified_types([read_schema(i.path) for i in inputs], fields) if fields else {}
+    return segment_partials(
+        plan, inputs, lambda inp: None if is_memory(inp.path) else _segment_answer(plan, inp, types), ANSWERED
+    )
+
+
+def segment_partials(
+    plan: GroupingPlan,
+    inputs: Sequence[SegmentInput],
+    answer: Callable[[SegmentInput], SegmentAnswer | None],
+    counted: Counted,
+) -> tuple[pa.Table | None, list[SegmentInput]]:
+    """The partials (`group_rows`' shape) of the inputs `answer` answers, and the rest to scan.
+
+    A segment read under several intervals is scanned (its rows are read per interval); one
+    without rows gives no row, as a scan finds no group there.
+    """
     times = Counter(i.segment_id for i in inputs)
     segments: list[str] = []
     buckets: list[int] = []
@@ -79,23 +96,21 @@ def split_footer_partials(
     rest: list[SegmentInput] = []
     answered = 0
     for inp in inputs:
-        found = None
-        if times[inp.segment_id] == 1 and not is_memory(inp.path):
-            found = _segment_answer(plan, inp, types)
+        found = answer(inp) if times[inp.segment_id] == 1 else None
         if found is None:
             rest.append(inp)
             continue
         answered += 1
         bucket, row = found
         if bucket is None:
-            continue  # no rows: no group, as a scan finds none
+            continue
         segments.append(inp.segment_id)
         buckets.append(bucket)
         for column, value in zip(values, row, strict=True):
             column.append(value)
     if not answered:
         return None, rest
-    ANSWERED.add(answered)
+    counted.add(answered)
     schema = plan.schema()
     arrays = [pa.array(segments, pa.string()), pa.array(buckets, pa.int64())]
     arrays += [pa.array(column, schema.field(agg_col(i)).type) for i, column in enumerate(values)]
@@ -122,14 +137,35 @@ def row_facts(path: str) -> RowFacts | None:
         return None
 
 
-class _NoAnswer(Exception):
-    """The statistics cannot answer this segment exactly: scan it."""
+class NoAnswer(Exception):
+    """This segment's partial cannot be answered exactly without a scan: scan it."""
 
 
-def _segment_answer(
-    plan: GroupingPlan, inp: SegmentInput, types: Mapping[str, str]
-) -> tuple[int | None, list[Any]] | None:
+def _segment_answer(plan: GroupingPlan, inp: SegmentInput, types: Mapping[str, str]) -> SegmentAnswer | None:
     """(bucket, intermediates) of one segment from its footer (bucket None: no rows), or None: scan."""
+    return bucketed_answer(plan, inp, lambda footer: [_value(a, footer, types) for a in plan.aggregators])
+
+
+def bucketed_answer(
+    plan: GroupingPlan, inp: SegmentInput, row: Callable[[Footer], list[Any]]
+) -> SegmentAnswer | None:
+    """(bucket, `row(footer)`) of a segment read whole in one bucket, (None, []) for one without
+    rows; None when it must be scanned (so too when `row` raises NoAnswer)."""
+    placed = segment_bucket(plan, inp)
+    if placed is None:
+        return None
+    footer, bucket = placed
+    if bucket is None:
+        return None, []
+    try:
+        return bucket, row(footer)
+    except NoAnswer:
+        return None
+
+
+def segment_bucket(plan: GroupingPlan, inp: SegmentInput) -> tuple[Footer, int | None] | None:
+    """The footer of a segment read whole whose rows all fall in one bucket, and that bucket
+    (None: the segment has no rows); None when the segment must be scanned to know."""
     try:
         footer = read_footer(inp.path)
     except (OSError, ValueError):
@@ -139,43 +175,38 @@ def _segment_answer(
         return None
     span = facts.time_span
     if span is None:
-        return None, []
+        return footer, None
     if not inp.interval.contains(Interval(span[0], span[1] + 1)):
         return None  # read in part: rows outside the window must not count
     granularity = plan.granularity
     if granularity.is_all:
-        bucket = span[0]  # the cursor window's start: the first row's time
-    else:
-        bucket = granularity.bucket_start(span[0])
-        if granularity.bucket_start(span[1]) != bucket:
-            return None  # the rows fall in several buckets
-    try:
-        row = [_value(a, footer, types) for a in plan.aggregators]
-    except _NoAnswer:
-        return None
-    return bucket, row
+        return footer, span[0]  # the cursor window's start: the first row's time
+    bucket = granularity.bucket_start(span[0])
+    if granularity.bucket_start(span[1]) != bucket:
+        return None  # the rows fall in several buckets
+    return footer, bucket
 
 
 def _value(agg: Aggregator, footer: Footer, types: Mapping[str, str]) -> Any:
-    """The intermediate of one count/min/max aggregator from the footer (raises _NoAnswer)."""
+    """The intermediate of one count/min/max aggregator from the footer (raises NoAnswer)."""
     if isinstance(agg, CountAggregator):
         return footer.num_rows
     assert isinstance(agg, NumericAggregator)
     if agg.kind == "float":
-        raise _NoAnswer  # float rounding of a long input: leave it to DuckDB's cast
+        raise NoAnswer  # float rounding of a long input: leave it to DuckDB's cast
     if agg.field == TIME_COLUMN:
         stats = footer.column_stats(TIME_COLUMN)
     elif agg.field not in footer.schema.names:
         if types.get(agg.field, "VARCHAR") == "BLOB":
-            raise _NoAnswer  # the scan reports a sketch column fed to a numeric aggregator
+            raise NoAnswer  # the scan reports a sketch column fed to a numeric aggregator
         return None  # a column the segment lacks is all-null: min and max are null
     else:
         column_type = footer.schema.field(agg.field).type
         if not pa.types.is_signed_integer(column_type) or types.get(agg.field) != "BIGINT":
-            raise _NoAnswer  # floating statistics skip NaN; strings parse per row
+            raise NoAnswer  # floating statistics skip NaN; strings parse per row
         stats = footer.column_stats(agg.field)
     if stats is None:
-        raise _NoAnswer
+        raise NoAnswer
     value = stats.low if agg.op == "min" else stats.high
     if value is None:
         return None  # every value null

@@ -1,6 +1,7 @@
 """timeseries over segment rows: grouped by time bucket, empty buckets zero-filled as Druid's cursors.
 
-Segments whose count/min/max the Parquet footer answers skip the scan (`footer_answers`)."""
+Segments whose count/min/max the Parquet footer answers skip the scan (`footer_answers`), and so
+do those whose counts and sums Arrow's kernels take from their mapped columns (`column_sums`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 from query.aggregation_engine import BUCKET
 from query.base import SEGMENT_COLUMN
 from query.timeseries import TimeseriesQuery
+from segment_engine.column_sums import split_summed_partials
 from segment_engine.footer import footer_parsed, one_look_per_file
 from segment_engine.footer_answers import answerable, split_footer_partials
 from segment_engine.grouping import cursor_frame, group_merged, group_rows
@@ -29,14 +31,26 @@ def _buckets_to_fill(query: TimeseriesQuery, inputs: Sequence[SegmentInput]) -> 
     return frame if frame.num_rows else None
 
 
+def _unscanned_partials(
+    query: TimeseriesQuery, inputs: Sequence[SegmentInput]
+) -> tuple[pa.Table | None, list[SegmentInput]]:
+    """Per-segment partials of the inputs answered without a scan (footers, then column sums)
+    and the inputs left to scan."""
+    from_footers, rest = split_footer_partials(query.plan, inputs)
+    summed, rest = split_summed_partials(query.plan, rest)
+    if from_footers is None or summed is None:
+        return from_footers if summed is None else summed, rest
+    return pa.concat_tables([from_footers, summed]), rest
+
+
 def run_merged(
     query: TimeseriesQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
     plan = query.plan
-    from_footers, rest = split_footer_partials(plan, inputs)
-    table = group_merged(plan, conn, rest) if rest or from_footers is None else plan.empty()
-    if from_footers is not None:
-        table = plan.merge(conn, [from_footers, table])
+    unscanned, rest = _unscanned_partials(query, inputs)
+    table = group_merged(plan, conn, rest) if rest or unscanned is None else plan.empty()
+    if unscanned is not None:
+        table = plan.merge(conn, [unscanned, table])
     frame = _buckets_to_fill(query, inputs)
     if frame is None:
         return table
@@ -56,10 +70,10 @@ def run_partials(
     query: TimeseriesQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
     plan = query.plan
-    from_footers, rest = split_footer_partials(plan, inputs)
-    table = group_rows(plan, conn, rest) if rest or from_footers is None else plan.empty()
-    if from_footers is not None:
-        table = pa.concat_tables([from_footers, table])
+    unscanned, rest = _unscanned_partials(query, inputs)
+    table = group_rows(plan, conn, rest) if rest or unscanned is None else plan.empty()
+    if unscanned is not None:
+        table = pa.concat_tables([unscanned, table])
     frame = _buckets_to_fill(query, inputs)
     if frame is None:
         return table

@@ -29,7 +29,7 @@ HOUR = 3_600_000
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 
 
-def _times(rng: np.random.Generator, hours: range, n: int) -> pa.Array:
+def sorted_times(rng: np.random.Generator, hours: range, n: int) -> pa.Array:
     millis = START + hours.start * HOUR + rng.integers(0, len(hours) * HOUR, n)
     return pa.array(np.sort(millis), pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
 
@@ -42,7 +42,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[pa.Table, list[Segme
     bytes_ = rng.integers(-50, 1000, n)
     main = pa.table(
         {
-            "__time": _times(rng, range(4), n),
+            "__time": sorted_times(rng, range(4), n),
             "country": pa.array([f"c{i}" for i in rng.integers(0, 4, n)]),
             "bytes": pa.array(bytes_, pa.int64(), mask=rng.random(n) < 0.1),
             "small": pa.array(rng.integers(-3, 3, n), pa.int32()),
@@ -61,7 +61,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[pa.Table, list[Segme
     m = 50
     other = pa.table(
         {
-            "__time": _times(rng, range(5, 6), m),
+            "__time": sorted_times(rng, range(5, 6), m),
             "country": pa.array([f"c{i}" for i in rng.integers(0, 4, m)]),
             "small": pa.array(rng.integers(-9, 9, m), pa.int32()),
             "allnull": pa.nulls(m, pa.int64()),
