@@ -195,6 +195,9 @@ def run(
     root: Path | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"segments": segments, "rows_per_segment": rows_per_segment, "historicals": nodes}
+    # in this process before any server starts: a pure in-process figure, which the cluster's
+    # processes (still winding down after it stops) would otherwise share the cores with
+    out.update(timeline_lookups(segments, 4000))
     with cluster(root) as c:
         t = time.monotonic()
         kept = written(c.root, "tiny", segments, rows_per_segment) if (c.root / "meta.db").exists() else None
@@ -238,7 +241,6 @@ def run(
             out["duckdb_ms"] = spread(time_calls(lambda: conn.execute(sql).fetchall(), repeat))
         log(f"timeseries over {segments:,} segments (median [min-max] of {repeat}): cold {out['cold_ms']} "
             f"ms, per-segment cached {out['warm_ms']} ms, DuckDB {out.get('duckdb_ms', '-')} ms")  # fmt: skip
-    out.update(timeline_lookups(segments, 2000))
     median, p99 = out["lookup_1d_median_us"], out["lookup_1d_p99_us"]
     log(f"timeline lookup of one day: median {median} µs, p99 {p99} µs")
     out["targets"] = TARGETS
