@@ -248,3 +248,37 @@ def test_small_segments_are_scanned(
     for result in answers(body(aggs, "hour"), inputs):
         assert same(rows_of(result, [a["name"] for a in aggs], True), want)
     assert SUMMED.segments == before
+
+
+def test_a_column_without_statistics_is_bounded_by_a_pass_over_it(tmp_path: Path) -> None:
+    """Without the file's statistics the overflow bound comes from the column itself: small
+    values are summed, values whose total could pass a long are left to the scan."""
+    rng = np.random.default_rng(9)
+    n = 100
+    rows = pa.table(
+        {
+            "__time": sorted_times(rng, range(1), n),
+            "country": pa.array(["c"] * n),
+            "small": pa.array(rng.integers(-1000, 1000, n), pa.int64()),
+            "huge": pa.array(rng.integers(2**61, 2**62, n), pa.int64()),
+        }
+    )
+    (inp,) = write_segments(rows, tmp_path, "hour", data_source="t", dimensions=["country"])
+    table = pq.read_table(inp.path)
+    pq.write_table(table, inp.path, write_statistics=["__time"])  # no statistics for the metrics
+    assert pq.read_metadata(inp.path).row_group(0).column(2).statistics is None
+    assert mapped_source.register(inp.path, mapped_copy(Path(inp.path)))
+    try:
+        before = SUMMED.segments
+        got = run_to_json(
+            parse_query(body([{"type": "longSum", "name": "v", "fieldName": "small"}], "all")), [inp]
+        )
+        assert got[0]["result"]["v"] == sum(rows.column("small").to_pylist())
+        assert SUMMED.segments - before == 1
+        with pytest.raises(duckdb.ConversionException, match="out of range"):  # the scan's error
+            run_to_json(
+                parse_query(body([{"type": "longSum", "name": "v", "fieldName": "huge"}], "all")), [inp]
+            )
+        assert SUMMED.segments - before == 1
+    finally:
+        mapped_source.unregister(inp.path)
