@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TypeGuard
 
 import pyarrow as pa
@@ -34,7 +35,6 @@ from query.timeseries import TimeseriesQuery
 from timeline import RowFacts
 
 Answered = TimeseriesQuery | TimeBoundaryQuery | DataSourceMetadataQuery
-_Whole = list[tuple[str, RowFacts, tuple[int, int]]]  # segments read whole: (id, facts, time span)
 
 
 def metadata_answerable(query: Query) -> TypeGuard[Answered]:
@@ -64,17 +64,25 @@ def _from_facts(agg: Aggregator) -> bool:
     )
 
 
-def split_metadata_partials(
-    query: Answered, tasks: Sequence[SegmentTask]
-) -> tuple[pa.Table | None, list[SegmentTask], int]:
-    """The partials of the segments announced facts answer (None when there are no rows to
-    report), the segments left for the data nodes, and how many segments were answered.
+@dataclass(frozen=True, slots=True)
+class FactsSplit:
+    """A plan's segments split by what announced facts answer: a pure function of the tasks and
+    their selectors' facts, so kept on the plan while the server view's version stands."""
 
-    A segment without rows gives no partial row, as a historical's cursor finds no bucket there.
-    """
+    whole: tuple[tuple[str, RowFacts, tuple[int, int]], ...]  # read whole: (id, facts, time span)
+    rest: tuple[SegmentTask, ...]  # for the data nodes
+    answered: int  # segments answered (those announced empty included)
+    rows: int  # rows of `whole`
+    first: int  # earliest first row time of `whole` (0 when empty)
+    last: int  # latest last row time of `whole` (0 when empty)
+
+
+def split_by_facts(tasks: Sequence[SegmentTask]) -> FactsSplit:
+    """Which segments announced facts answer whole; a segment without rows is answered (it
+    gives no partial row, as a historical's cursor finds no bucket there) and asks no node."""
     ids = [t.selector.segment.id for t in tasks]
     repeated = set() if len(set(ids)) == len(ids) else {i for i, n in Counter(ids).items() if n > 1}
-    whole: _Whole = []
+    whole: list[tuple[str, RowFacts, tuple[int, int]]] = []
     rest: list[SegmentTask] = []
     for segment_id, task in zip(ids, tasks, strict=True):
         facts = task.selector.row_facts
@@ -89,36 +97,50 @@ def split_metadata_partials(
             rest.append(task)  # read in part: rows outside the interval must not count
             continue
         whole.append((segment_id, facts, span))
-    answered = len(tasks) - len(rest)
-    if not whole:
-        return None, rest, answered
+    return FactsSplit(
+        tuple(whole),
+        tuple(rest),
+        len(tasks) - len(rest),
+        sum([facts.num_rows for _, facts, _ in whole]),
+        min([span[0] for _, _, span in whole], default=0),
+        max([span[1] for _, _, span in whole], default=0),
+    )
+
+
+def split_metadata_partials(
+    query: Answered, tasks: Sequence[SegmentTask], split: FactsSplit | None = None
+) -> tuple[pa.Table | None, list[SegmentTask], int]:
+    """The partials of the segments announced facts answer (None when there are no rows to
+    report), the segments left for the data nodes, and how many segments were answered.
+    `split`: `split_by_facts(tasks)` computed before."""
+    split = split if split is not None else split_by_facts(tasks)
+    rest = list(split.rest)
+    if not split.whole:
+        return None, rest, split.answered
     if isinstance(query, TimeseriesQuery):
-        return _timeseries_partial(query, whole), rest, answered
-    return _extremes_partials(whole), rest, answered
+        return _timeseries_partial(query, split), rest, split.answered
+    return _extremes_partials(split.whole), rest, split.answered
 
 
-def _timeseries_partial(query: TimeseriesQuery, whole: _Whole) -> pa.Table:
+def _timeseries_partial(query: TimeseriesQuery, split: FactsSplit) -> pa.Table:
     """`group_rows`' shape, the segments' partials already merged into one row: no segment named,
     `__bucket` the earliest first row (an `all` cursor starts at the first row in the window, and
     the merge keeps the earliest), then each aggregator's intermediate. Counts add up and times
     compare exactly, so this is the row the merge would make of one partial per segment."""
     schema = query.plan.schema()
-    first = min([span[0] for _, _, span in whole])
-    last = max([span[1] for _, _, span in whole])
-    rows = sum([facts.num_rows for _, facts, _ in whole])
-    arrays = [pa.nulls(1, pa.string()), pa.array([first], pa.int64())]
+    arrays = [pa.nulls(1, pa.string()), pa.array([split.first], pa.int64())]
     for agg, field in zip(query.aggregations, list(schema)[2:], strict=True):
         if isinstance(agg, CountAggregator):
-            value: int | float = rows
+            value: int | float = split.rows
         else:
             assert isinstance(agg, NumericAggregator)
-            value = first if agg.op == "min" else last
+            value = split.first if agg.op == "min" else split.last
             value = float(value) if agg.kind == "double" else value
         arrays.append(pa.array([value], field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _extremes_partials(whole: _Whole) -> pa.Table:
+def _extremes_partials(whole: Sequence[tuple[str, RowFacts, tuple[int, int]]]) -> pa.Table:
     """timeBoundary's and dataSourceMetadata's shape: each segment's first and last row time."""
     return pa.table(
         {

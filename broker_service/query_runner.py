@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
-from broker_service.metadata_answers import metadata_answerable, split_metadata_partials
+from broker_service.metadata_answers import metadata_answerable, split_by_facts, split_metadata_partials
 from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
 from broker_service.row_fragments import TooManyNew, fragment_answer
@@ -160,7 +160,8 @@ class QueryRunner:
         tasks: Sequence[SegmentTask] = plan.tasks
         from_metadata: list[pa.Table] = []
         if metadata_answerable(query):
-            counted, tasks, answered = split_metadata_partials(query, plan.tasks)
+            split = plan.per_view_version(self.view.version, lambda: split_by_facts(plan.tasks))
+            counted, tasks, answered = split_metadata_partials(query, plan.tasks, split)
             from_metadata = [counted] if counted is not None else []
             if answered:
                 log.debug("query %s: %d of %d segments answered from announced row counts and times",

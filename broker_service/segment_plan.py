@@ -5,12 +5,16 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from broker_service.server_view import BrokerServerView, ServerSelector
 from query import Query
 from query.segment_spec import SegmentsSpec
 from timeline import Interval, SegmentDescriptor, VersionedIntervalTimeline
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,18 @@ class SegmentPlan:
     uncovered: tuple[Interval, ...] = ()
     uncovered_overflowed: bool = False
     _digest: str | None = field(default=None, init=False, repr=False, compare=False)
+    _per_view: tuple[int, object] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def per_view_version(self, version: int, compute: Callable[[], T]) -> T:
+        """`compute()`, kept while the server view's `version` stands: a plan is reused by every
+        repeat of a query, and what its segments' servers announced changes only with the view
+        (broker_service.metadata_answers splits a count's segments by it). One value per plan."""
+        kept = self._per_view
+        if kept is not None and kept[0] == version:
+            return kept[1]  # type: ignore[return-value]
+        value = compute()
+        object.__setattr__(self, "_per_view", (version, value))
+        return value
 
     def segments_digest(self) -> str:
         """Names exactly the segment pieces read (ids and clipped intervals), in any order: the

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from broker_service.metadata_answers import metadata_answerable, split_metadata_partials
-from broker_service.segment_plan import plan_segments
+from broker_service.metadata_answers import metadata_answerable, split_by_facts, split_metadata_partials
+from broker_service.segment_plan import SegmentPlanner, plan_segments
 from broker_service.server_view import BrokerServerView
 from discovery.server_metadata import ServerMetadata, ServerType
 from query import Query, parse_query
@@ -161,6 +161,27 @@ def test_a_realtime_server_leaving_makes_the_segment_answerable() -> None:
         view.remove_segment("rt:8100", segment(interval=interval).id)
     _, answered, left = _answer(view, _query())
     assert (answered, left) == (3, 0)
+
+
+def test_a_plans_kept_split_is_redone_when_the_view_changes() -> None:
+    """The runner keeps a plan's split while the view's version stands; a real-time node taking
+    one segment must send it back to the data nodes, though the timeline (and plan) is the same."""
+    view = _view()
+    planner = SegmentPlanner(view)
+    query = _query()
+
+    def answered_and_left() -> tuple[int, int]:
+        plan = planner.plan(query)
+        split = plan.per_view_version(view.version, lambda: split_by_facts(plan.tasks))
+        _, rest, answered = split_metadata_partials(query, plan.tasks, split)  # type: ignore[arg-type]
+        return answered, len(rest)
+
+    first = planner.plan(query)
+    assert answered_and_left() == (3, 0)
+    view.add_server(ServerMetadata("rt:8100", "rt:8100", ServerType.REALTIME))
+    view.add_segment("rt:8100", segment(interval=DAYS[0]))
+    assert planner.plan(query) is first
+    assert answered_and_left() == (2, 1)
 
 
 @pytest.mark.parametrize(
