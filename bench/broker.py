@@ -5,11 +5,11 @@
 
 1. End to end: count over eternity, timeseries (hour), topN (page by added, 10) and groupBy
    (country x channel) over `--rows` rows in `--segments` hourly segments, through the broker (no
-   cache; one keep-alive connection of the standard library's client, whose ~0.1 ms per request
-   leaves a few-ms answer the server's), vs DuckDB running the same SQL over the same Parquet
-   files in this process (footers cached across queries, as Strata's are). Target: within 2x of
-   DuckDB. Beside the wall times, the CPU the broker and each historical spent per query (from
-   /proc) and DuckDB's, which other load on a shared machine distorts far less.
+   cache; one bare keep-alive HTTP/1.1 connection, as wrk would, so a 1 ms answer is timed as
+   the server's), vs DuckDB running the same SQL over the same Parquet files in this process
+   (footers cached across queries, as Strata's are). Target: within 2x of DuckDB. Beside the
+   wall times, the CPU the broker and each historical spent per query (from /proc) and DuckDB's,
+   which other load on a shared machine distorts far less.
 2. Broker overhead per segment at `--many` small segments: the same timeseries through the broker,
    minus the same per-segment requests sent straight to the historicals (each node asked for
    exactly the segments it announces, Arrow partials, in parallel, as the broker does), divided by
