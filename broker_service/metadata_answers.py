@@ -108,12 +108,10 @@ def split_by_facts(tasks: Sequence[SegmentTask]) -> FactsSplit:
 
 
 def split_metadata_partials(
-    query: Answered, tasks: Sequence[SegmentTask], split: FactsSplit | None = None
+    query: Answered, split: FactsSplit
 ) -> tuple[pa.Table | None, list[SegmentTask], int]:
     """The partials of the segments announced facts answer (None when there are no rows to
-    report), the segments left for the data nodes, and how many segments were answered.
-    `split`: `split_by_facts(tasks)` computed before."""
-    split = split if split is not None else split_by_facts(tasks)
+    report), the segments left for the data nodes, and how many segments were answered."""
     rest = list(split.rest)
     if not split.whole:
         return None, rest, split.answered

@@ -161,7 +161,7 @@ class QueryRunner:
         from_metadata: list[pa.Table] = []
         if metadata_answerable(query):
             split = plan.per_view_version(self.view.version, lambda: split_by_facts(plan.tasks))
-            counted, tasks, answered = split_metadata_partials(query, plan.tasks, split)
+            counted, tasks, answered = split_metadata_partials(query, split)
             from_metadata = [counted] if counted is not None else []
             if answered:
                 log.debug("query %s: %d of %d segments answered from announced row counts and times",

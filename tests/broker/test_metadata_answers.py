@@ -60,7 +60,7 @@ def _answer(view: BrokerServerView, query: Query) -> tuple[list[Any] | None, int
     """(finalized answer from metadata alone or None, segments answered, segments left)."""
     assert metadata_answerable(query)
     plan = plan_segments(view, query)
-    table, rest, answered = split_metadata_partials(query, plan.tasks)
+    table, rest, answered = split_metadata_partials(query, split_by_facts(plan.tasks))
     results = None if rest else query.finalize(query.merge([] if table is None else [table]))
     return results, answered, len(rest)
 
@@ -173,7 +173,7 @@ def test_a_plans_kept_split_is_redone_when_the_view_changes() -> None:
     def answered_and_left() -> tuple[int, int]:
         plan = planner.plan(query)
         split = plan.per_view_version(view.version, lambda: split_by_facts(plan.tasks))
-        _, rest, answered = split_metadata_partials(query, plan.tasks, split)  # type: ignore[arg-type]
+        _, rest, answered = split_metadata_partials(query, split)  # type: ignore[arg-type]
         return answered, len(rest)
 
     first = planner.plan(query)
@@ -223,7 +223,7 @@ def test_other_query_types_and_query_datasources_are_not_answered(body: dict[str
 def test_empty_segments_are_answered_with_no_row() -> None:
     view = _view(facts=[RowFacts(0, None)] * 3)
     plan = plan_segments(view, _query())
-    table, rest, answered = split_metadata_partials(_query(), plan.tasks)  # type: ignore[arg-type]
+    table, rest, answered = split_metadata_partials(_query(), split_by_facts(plan.tasks))  # type: ignore[arg-type]
     assert (table, rest, answered) == (None, [], 3)
 
 
