@@ -103,7 +103,7 @@ def segment_partials(
         answered += 1
         bucket, row = found
         if bucket is None:
-            continue
+            continue  # no rows: no group, as a scan finds none
         segments.append(inp.segment_id)
         buckets.append(bucket)
         for column, value in zip(values, row, strict=True):
@@ -149,23 +149,9 @@ def _segment_answer(plan: GroupingPlan, inp: SegmentInput, types: Mapping[str, s
 def bucketed_answer(
     plan: GroupingPlan, inp: SegmentInput, row: Callable[[Footer], list[Any]]
 ) -> SegmentAnswer | None:
-    """(bucket, `row(footer)`) of a segment read whole in one bucket, (None, []) for one without
-    rows; None when it must be scanned (so too when `row` raises NoAnswer)."""
-    placed = segment_bucket(plan, inp)
-    if placed is None:
-        return None
-    footer, bucket = placed
-    if bucket is None:
-        return None, []
-    try:
-        return bucket, row(footer)
-    except NoAnswer:
-        return None
-
-
-def segment_bucket(plan: GroupingPlan, inp: SegmentInput) -> tuple[Footer, int | None] | None:
-    """The footer of a segment read whole whose rows all fall in one bucket, and that bucket
-    (None: the segment has no rows); None when the segment must be scanned to know."""
+    """(bucket, `row(footer)`) of a segment read whole whose rows all fall in one bucket,
+    (None, []) for one without rows; None when it must be scanned (so too when `row` raises
+    NoAnswer)."""
     try:
         footer = read_footer(inp.path)
     except (OSError, ValueError):
@@ -175,16 +161,20 @@ def segment_bucket(plan: GroupingPlan, inp: SegmentInput) -> tuple[Footer, int |
         return None
     span = facts.time_span
     if span is None:
-        return footer, None
+        return None, []
     if not inp.interval.contains(Interval(span[0], span[1] + 1)):
         return None  # read in part: rows outside the window must not count
     granularity = plan.granularity
     if granularity.is_all:
-        return footer, span[0]  # the cursor window's start: the first row's time
-    bucket = granularity.bucket_start(span[0])
-    if granularity.bucket_start(span[1]) != bucket:
-        return None  # the rows fall in several buckets
-    return footer, bucket
+        bucket = span[0]  # the cursor window's start: the first row's time
+    else:
+        bucket = granularity.bucket_start(span[0])
+        if granularity.bucket_start(span[1]) != bucket:
+            return None  # the rows fall in several buckets
+    try:
+        return bucket, row(footer)
+    except NoAnswer:
+        return None
 
 
 def _value(agg: Aggregator, footer: Footer, types: Mapping[str, str]) -> Any:
