@@ -136,19 +136,36 @@ def body(aggs: list[dict[str, Any]], granularity: str, interval: str = ETERNITY)
             "aggregations": aggs, "context": {"skipEmptyBuckets": True}}  # fmt: skip
 
 
+EVERYWHERE = Interval(-(2**62), 2**62)
+
+
+def summed_segments(
+    raw: pa.Table, inputs: list[SegmentInput], granularity: str, bucket_ms: int | None,
+    window: Interval = EVERYWHERE,
+) -> int:  # fmt: skip
+    """Asserts both paths' answers of every summable aggregator over `window` equal the oracle's;
+    returns how many segment partials the sums gave (counted over both paths)."""
+    aggs = [a for a, _ in SUMMABLE]
+    want = oracle(raw, [e for _, e in SUMMABLE], window, bucket_ms)
+    if bucket_ms is None:
+        want[0][0] = None
+    interval = (
+        ETERNITY if window == EVERYWHERE else f"{format_instant(window.start)}/{format_instant(window.end)}"
+    )
+    before = SUMMED.segments
+    for result in answers(body(aggs, granularity, interval), inputs):
+        assert same(rows_of(result, [a["name"] for a in aggs], bucket_ms is not None), want)
+    return SUMMED.segments - before
+
+
 @pytest.mark.parametrize("granularity,bucket_ms", [("all", None), ("hour", HOUR), ("day", 24 * HOUR)])
 def test_whole_segments_are_summed(
     data: tuple[pa.Table, list[SegmentInput]], granularity: str, bucket_ms: int | None
 ) -> None:
     raw, inputs = data
-    aggs = [a for a, _ in SUMMABLE]
-    want = oracle(raw, [e for _, e in SUMMABLE], Interval(-(2**62), 2**62), bucket_ms)
-    if bucket_ms is None:
-        want[0][0] = None
-    before = SUMMED.segments
-    for result in answers(body(aggs, granularity), inputs):
-        assert same(rows_of(result, [a["name"] for a in aggs], bucket_ms is not None), want)
-    assert SUMMED.segments - before == 2 * len(inputs)  # every segment, on both paths
+    assert summed_segments(raw, inputs, granularity, bucket_ms) == 2 * len(
+        inputs
+    )  # every segment, on both paths
 
 
 def test_all_granularity_timestamp_is_first_row(data: tuple[pa.Table, list[SegmentInput]]) -> None:
@@ -183,7 +200,7 @@ def test_what_the_sums_do_not_reproduce_is_scanned(
         with pytest.raises(duckdb.ConversionException, match="out of range"):  # the scan's error
             run_to_json(parse_query(q), inputs)
         return
-    want = oracle(raw, [expr], Interval(-(2**62), 2**62), HOUR)
+    want = oracle(raw, [expr], EVERYWHERE, HOUR)
     before = SUMMED.segments
     for result in answers(q, inputs):
         got = rows_of(result, ["v"], True)
@@ -199,23 +216,14 @@ def test_partly_read_segments_are_scanned(data: tuple[pa.Table, list[SegmentInpu
     raw, inputs = data
     part = Interval(START + HOUR // 3, START + 5 * HOUR + HOUR // 2)  # cuts the first and last
     clipped = clip(inputs, part)
-    interval = f"{format_instant(part.start)}/{format_instant(part.end)}"
-    aggs = [a for a, _ in SUMMABLE]
-    want = oracle(raw, [e for _, e in SUMMABLE], part, HOUR)
-    before = SUMMED.segments
-    for result in answers(body(aggs, "hour", interval), clipped):
-        assert same(rows_of(result, [a["name"] for a in aggs], True), want)
-    assert SUMMED.segments - before == 2 * (len(clipped) - 2)  # the middle ones, on both paths
+    assert summed_segments(raw, clipped, "hour", HOUR, part) == 2 * (
+        len(clipped) - 2
+    )  # the middle ones, on both paths
 
 
 def test_segments_spanning_several_buckets_are_scanned(data: tuple[pa.Table, list[SegmentInput]]) -> None:
     raw, inputs = data
-    aggs = [a for a, _ in SUMMABLE]
-    want = oracle(raw, [e for _, e in SUMMABLE], Interval(-(2**62), 2**62), 60_000)
-    before = SUMMED.segments
-    for result in answers(body(aggs, "minute"), inputs):
-        assert same(rows_of(result, [a["name"] for a in aggs], True), want)
-    assert SUMMED.segments == before
+    assert summed_segments(raw, inputs, "minute", 60_000) == 0
 
 
 def test_without_arrow_copies_the_files_are_scanned(
@@ -228,12 +236,7 @@ def test_without_arrow_copies_the_files_are_scanned(
         target.parent.mkdir()
         target.write_bytes(Path(inp.path).read_bytes())
         copies.append(SegmentInput(inp.segment_id, inp.descriptor, str(target), inp.interval))
-    aggs = [a for a, _ in SUMMABLE]
-    want = oracle(raw, [e for _, e in SUMMABLE], Interval(-(2**62), 2**62), HOUR)
-    before = SUMMED.segments
-    for result in answers(body(aggs, "hour"), copies):
-        assert same(rows_of(result, [a["name"] for a in aggs], True), want)
-    assert SUMMED.segments == before
+    assert summed_segments(raw, copies, "hour", HOUR) == 0
 
 
 def test_small_segments_are_scanned(
@@ -242,12 +245,7 @@ def test_small_segments_are_scanned(
     """Under the row floor the scan, which takes many segments in one pass, costs less."""
     raw, inputs = data
     monkeypatch.setattr(column_sums, "MIN_ROWS", 32_768)
-    aggs = [a for a, _ in SUMMABLE]
-    want = oracle(raw, [e for _, e in SUMMABLE], Interval(-(2**62), 2**62), HOUR)
-    before = SUMMED.segments
-    for result in answers(body(aggs, "hour"), inputs):
-        assert same(rows_of(result, [a["name"] for a in aggs], True), want)
-    assert SUMMED.segments == before
+    assert summed_segments(raw, inputs, "hour", HOUR) == 0
 
 
 def test_a_column_without_statistics_is_bounded_by_a_pass_over_it(tmp_path: Path) -> None:
