@@ -167,7 +167,9 @@ export function createEditor(host, { language, onRun, placeholder = "" }) {
     else close();
   });
   textarea.addEventListener("scroll", render);
-  textarea.addEventListener("blur", () => setTimeout(close, 150));
+  // Late, so a click on an item lands first; not when focus came back meanwhile (a list opened
+  // since then belongs to the new focus).
+  textarea.addEventListener("blur", () => setTimeout(() => { if (document.activeElement !== textarea) close(); }, 150));
   textarea.addEventListener("keydown", (e) => {
     if ((e.ctrlKey || e.metaKey) && e.key === "Enter") {
       e.preventDefault();

@@ -260,6 +260,10 @@ def test_a_time_series_chart_and_explain_with_the_brokers_part(
         ".completions li", "l => l.map(x => [x.children[0].textContent, x.children[1].textContent])"
     )
     assert [name for name, kind in offered if kind == "table"] == ["wikipedia", HOURLY, "wikipedia_live"]
+    # focus lost and back at once (a screenshot or a window switch does it): the list stays open
+    page.eval_on_selector("#sql-editor textarea", "t => { t.blur(); t.focus(); }")
+    page.wait_for_timeout(400)
+    assert page.is_visible(".completions li")
     page.keyboard.press("Escape")
     type_sql(page, "")
     page.keyboard.type("SELECT us")  # a column named like a reserved word is inserted quoted
