@@ -22,30 +22,11 @@ from typing import Any
 
 from bench.child import run_one
 from bench.report import machine, write_report
+from bench.suite import benchmarks
 
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "docs" / "benchmarks.md"
 NOTES = HERE / "notes.md"
-
-
-def benchmarks(rows: int, segments: int) -> dict[str, list[str]]:
-    """Name -> arguments of each component benchmark at the requested size."""
-    size = ["--rows", str(rows), "--segments", str(segments)]
-    return {
-        "timeline": [],
-        "ingest": ["--repeat", "3"],
-        "historical": [],
-        "broker": [*size, "--repeat", "5", "--seconds", "5"],
-        "cache": [*size, "--repeat", "5", "--seconds", "5"],
-        "cache_down": ["--rows", str(min(rows, 1_000_000)), "--segments", "50", "--repeat", "9"],
-        "sql": ["--repeat", "500", *size, "--e2e-repeat", "5"],
-        "scaling": [],
-        "many_segments": ["--repeat", "3"],  # 100,000 one-hour segments: about 15 minutes
-        "spark_ingest": ["--rows", str(min(rows, 2_000_000))],
-        "spark_read": [],
-        "realtime": [],
-        "throughput": ["--rows", str(min(rows, 1_000_000)), "--segments", "100", "--repeat", "3"],
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

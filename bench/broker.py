@@ -56,6 +56,7 @@ from bench.cluster_setup import (
     workloads,
     write_dataset,
 )
+from strata.wire import ARROW_STREAM
 from timeline import format_instant
 
 NO_CACHE = {"useCache": False, "populateCache": False}
@@ -123,7 +124,7 @@ def end_to_end(
 async def _direct(client: httpx.AsyncClient, nodes: list[tuple[str, list[dict[str, Any]]]],
                   body: dict[str, Any]) -> int:  # fmt: skip
     """The broker's fan-out without the broker: each node gets its own segments, Arrow partials back."""
-    headers = {"Accept": "application/vnd.apache.arrow.stream"}
+    headers = {"Accept": ARROW_STREAM}
 
     async def one(url: str, descriptors: list[dict[str, Any]]) -> int:
         req = {**body, "intervals": {"type": "segments", "segments": descriptors}}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from cache import CacheKey, HybridCache, LruCache, MemcachedCache, ResultCache
-from strata.local_servers import MemcachedServer, free_port
+from strata.cli.local_servers import MemcachedServer, free_port
 
 KEYS = 10
 VALUE_SIZE = 4096

@@ -30,10 +30,10 @@ import orjson
 import pyarrow as pa
 
 from harness.processes import StrataProcess
-from storage import open_metadata_store
-from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
-from storage.segment_file import write_segment_file
-from strata.local_servers import MemcachedServer, ZooKeeperServer, free_port
+from strata.cli.local_servers import MemcachedServer, ZooKeeperServer, free_port
+from strata.storage import open_metadata_store
+from strata.storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
+from strata.storage.segment_file import write_segment_file
 from timeline import DataSegment, Interval, ShardSpec, format_instant
 
 HOUR_MS = 3_600_000

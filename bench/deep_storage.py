@@ -39,9 +39,9 @@ import pyarrow.parquet as pq
 from bench.ingest import HOURS, _hourly, _hourly_spec
 from harness.s3_server import S3Server, client_env
 from historical_service.loader import SegmentLoader
-from ingestion.api import ingest
-from storage.deep_storage import HASH_CHUNK
-from storage.s3_deep_storage import S3DeepStorage
+from strata.ingestion.api import ingest
+from strata.storage.deep_storage import HASH_CHUNK
+from strata.storage.s3_deep_storage import S3DeepStorage
 from timeline import DataSegment
 
 LOAD_TARGET = 0.8

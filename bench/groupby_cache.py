@@ -28,10 +28,10 @@ from typing import Any
 from bench.historical import DATA_SOURCE, HOUR_MS, START_MS, measure, prepare
 from broker_service.cached_partials import encode_partial
 from broker_service.segment_cache import split_by_segment
-from query import Query, parse_query
-from segment_engine import SegmentInput, run_merged, run_partials
+from strata.engine import SegmentInput, run_merged, run_partials
+from strata.query import Query, parse_query
+from strata.wire import decode_partials, encode_partials
 from timeline import format_instant
-from wire import decode_partials, encode_partials
 
 SUMS = [
     {"type": "count", "name": "rows"},

@@ -38,16 +38,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bench.cluster_setup import ETERNITY, cpu_seconds, duckdb_baseline
-from query import parse_query
-from segment_engine import SegmentInput, run_for_broker, run_to_json
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
+from strata.engine import SegmentInput, run_for_broker, run_to_json
+from strata.query import parse_query
+from strata.wire import ARROW_STREAM
 from timeline import DataSegment
 
 DATA_SOURCE = "bench_events"
 START_MS = 1_577_836_800_000  # 2020-01-01T00:00Z
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
 COLUMNS = ("json", "arrow", "engine_json", "engine_arrow", "duckdb", "duckdb_arrow")
 
 
@@ -106,8 +106,8 @@ def index_spec(source: Path) -> dict[str, Any]:
 
 def prepare(work: Path, rows: int, hours: int) -> list[DataSegment]:
     """Ingest the synthetic rows once; later runs with the same --dir reuse the segments."""
-    from ingestion import ingest
-    from storage import open_metadata_store
+    from strata.ingestion import ingest
+    from strata.storage import open_metadata_store
 
     done = work / "ingested.json"
     if not (done.exists() and json.loads(done.read_text()) == {"rows": rows, "hours": hours}):
@@ -237,7 +237,7 @@ class Historical:
             sys.executable,
             "-P",
             "-m",
-            "strata.cli",
+            "strata.cli.main",
             "--log-level",
             "WARNING",
             "historical",

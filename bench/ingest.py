@@ -93,8 +93,8 @@ def _duckdb_copy(source_sql: str, out: Path) -> Run:
 def _run_in_child(what: str, arg: str, out: str) -> None:
     """The child's side: the timed work, then one JSON line."""
     if what == "strata":
-        import ingestion.local_engine  # noqa: F401  # imported before the clock, as in a running process
-        from ingestion import ingest
+        import strata.ingestion.local_engine  # noqa: F401  # imported before the clock, as in a running process
+        from strata.ingestion import ingest
 
         spec = json.loads(Path(arg).read_text())
         began = time.perf_counter()

@@ -49,9 +49,9 @@ from bench.cluster_setup import (
     time_calls,
 )
 from harness.processes import StrataProcess
-from storage import open_metadata_store
-from storage.deep_storage import SEGMENT_FILE, segment_path
-from storage.segment_file import write_segment_file
+from strata.storage import open_metadata_store
+from strata.storage.deep_storage import SEGMENT_FILE, segment_path
+from strata.storage.segment_file import write_segment_file
 from timeline import DataSegment, Interval, ShardSpec
 
 COLD = {"useCache": False, "populateCache": False, "useResultLevelCache": False,
@@ -136,7 +136,7 @@ def view_heap_bytes(nodes: list[StrataProcess]) -> tuple[int, int]:
     """Python heap of a broker server view holding what `nodes` announce, built here under
     tracemalloc (segments parsed from the announcements, as the inventory does), and the count."""
     from broker_service.server_view import BrokerServerView
-    from discovery.server_metadata import ServerMetadata
+    from strata.discovery.server_metadata import ServerMetadata
 
     announced = [(n.address, served_segments(n)) for n in nodes]
     gc.collect()

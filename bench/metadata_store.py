@@ -35,9 +35,9 @@ import pyarrow as pa
 from bench.cluster_setup import log
 from harness.postgres import PostgresServer
 from harness.processes import StrataProcess
-from storage import LocalDeepStorage, open_metadata_store
-from storage.metadata_store import MetadataStore
-from storage.segment_file import write_segment_file
+from strata.storage import LocalDeepStorage, open_metadata_store
+from strata.storage.metadata_store import MetadataStore
+from strata.storage.segment_file import write_segment_file
 from timeline import DataSegment, Interval, ShardSpec
 
 DAY_MS = 86_400_000
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=200, help="unchanged reads timed")
     args = ap.parse_args(argv)
     if not PostgresServer.available():
-        raise SystemExit("PostgreSQL is not installed (scripts/install-system-packages.sh installs it)")
+        raise SystemExit("PostgreSQL is not installed (scripts/install-system-packages.sh test installs it)")
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-metadata-") as tmp:
         root = Path(tmp)

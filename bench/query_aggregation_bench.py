@@ -21,8 +21,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.raw_segments import DAY_MS, write_segments
-from query import parse_query
-from segment_engine import run_to_json
+from strata.engine import run_to_json
+from strata.query import parse_query
 
 ROWS, DAYS = 1_000_000, 10
 START = 1_577_836_800_000  # 2020-01-01

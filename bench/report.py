@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.suite import benchmarks
+
 _NUMBER = re.compile(r"^\s*(-?[0-9.]+)")
 
 
@@ -189,8 +191,6 @@ def _plot_throughput(results: Mapping[str, Any], path: Path) -> bool:
 
 def _reproduce(name: str, size: Mapping[str, Any]) -> str:
     """The command that measures one benchmark alone at the suite's size."""
-    from bench.__main__ import benchmarks
-
     args = benchmarks(int(size.get("rows", 10_000_000)), int(size.get("segments", 100))).get(name, [])
     return " ".join(["python -m bench." + name, *args])
 

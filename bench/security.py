@@ -34,9 +34,9 @@ import orjson
 from bench.cache import SEGMENT_LEVEL
 from bench.cluster_setup import HOUR_MS, METRICS, START_MS, BenchProcess, cpu_seconds, write_dataset
 from harness.processes import StrataProcess
-from security.client import basic_header
-from security.resources import Permission
-from security.store import open_security_store
+from strata.security.client import basic_header
+from strata.security.resources import Permission
+from strata.security.store import open_security_store
 from timeline import format_instant
 
 DATASOURCE = "bench"
@@ -66,7 +66,7 @@ def wrk(
     """Queries/s over `seconds` (errors fail the run: a refused query is not a fast one)."""
     exe = shutil.which("wrk")
     if exe is None:
-        raise SystemExit("wrk is not installed (scripts/install-system-packages.sh installs it)")
+        raise SystemExit("wrk is not installed (scripts/install-system-packages.sh test installs it)")
     lines = "\n".join(
         f'wrk.headers["{k}"] = "{v}"' for k, v in {"Content-Type": "application/json", **headers}.items()
     )

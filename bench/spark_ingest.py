@@ -28,8 +28,8 @@ from typing import Any
 import duckdb
 
 from bench.ingest import _duckdb_copy, _synthetic, _synthetic_spec
-from ingestion import ingest
 from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
+from strata.ingestion import ingest
 
 
 def _timed(spec: dict[str, Any], work: Path, **kw: Any) -> tuple[float, int]:
@@ -43,7 +43,7 @@ def _warm_workers(spark: Any, cores: int) -> None:
     reuses another's worker)."""
 
     def warm(_: Any) -> None:
-        import ingestion.spark_engine  # noqa: F401
+        import strata.ingestion.spark_engine  # noqa: F401
 
         time.sleep(0.5)
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", default="parquet,json", help="input formats to run")
     args = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from ingestion.spark_engine import spark_session
+    from strata.ingestion.spark_engine import spark_session
 
     began = time.perf_counter()
     spark = spark_session(args.master)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from strata_sql import plan_statement
+from strata.sql import plan_statement
 
 COLUMNS = {"__time": "LONG", "channel": "STRING", "page": "STRING", "countryName": "STRING", "added": "LONG",
            "deleted": "LONG", "delta": "LONG", "user": "STRING"}  # fmt: skip

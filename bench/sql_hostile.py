@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from bench.cluster_setup import cluster, log, wait_for_segments, write_dataset
-from strata_sql.guard import MAX_STATEMENT_CHARS
+from strata.sql.guard import MAX_STATEMENT_CHARS
 
 
 def in_list_statement(table: str, column: str, items: int) -> str:

@@ -51,7 +51,7 @@ from bench.cluster_setup import (
     write_dataset,
 )
 from bench.wrk import WrkResult, run_wrk
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
 from timeline import format_instant
 
 REPO = Path(__file__).resolve().parent.parent

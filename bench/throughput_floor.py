@@ -4,7 +4,7 @@
 
 FILE is JSON: a list of `{"request": body, "response": body, "headers": {name: value}}` recorded
 from the broker. A POST to /druid/v2/ whose body is one of the requests gets that response's exact
-bytes and headers, served by stock uvicorn as the broker's `server_common.lifecycle.serve` sets it
+bytes and headers, served by stock uvicorn as the broker's `strata.server.lifecycle.serve` sets it
 up (httptools, asyncio's loop, no access log, one process) but with none of Strata's own server
 code: what the broker costs beyond this floor is its own.
 """

@@ -83,7 +83,7 @@ def run_wrk(
     """POST `body` to `url` over `connections` keep-alive connections for `seconds`."""
     exe = shutil.which("wrk")
     if exe is None:
-        raise RuntimeError("wrk is not installed (scripts/install-system-packages.sh installs it)")
+        raise RuntimeError("wrk is not installed (scripts/install-system-packages.sh test installs it)")
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(lua_script(body))
         script = f.name

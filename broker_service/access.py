@@ -13,12 +13,12 @@ from typing import Any
 
 from starlette.requests import Request
 
-from query import Query
-from security.guard import Guard
-from security.http import CURRENT_USER, GUARD_KEY, authorize, user_of
-from security.http import readable as _readable
-from security.resources import STATE, Action, datasource
-from strata_sql.access import tables_read_by
+from strata.query import Query
+from strata.security.guard import Guard
+from strata.security.http import CURRENT_USER, GUARD_KEY, authorize, user_of
+from strata.security.http import readable as _readable
+from strata.security.resources import STATE, Action, datasource
+from strata.sql.access import tables_read_by
 
 REMEMBERED_OWNERS = 100_000
 
@@ -120,9 +120,9 @@ class VisibleCatalog:
 def secure_app(app: Any, guard: Guard) -> None:
     """Security on a broker app: the middleware in front, Druid's user/role API, the query owners
     and the SQL catalog each user sees."""
-    from security.api import SecurityApi
-    from security.http import install
-    from security.policy import AUTHENTICATED, BROKER_RULES
+    from strata.security.api import SecurityApi
+    from strata.security.http import install
+    from strata.security.policy import AUTHENTICATED, BROKER_RULES
 
     app.router.routes.extend(SecurityApi(guard).routes())
     app.state.query_owners = QueryOwners()

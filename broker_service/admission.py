@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from query.errors import QueryCapacityExceeded
+from strata.query.errors import QueryCapacityExceeded
 
 
 class Admission:

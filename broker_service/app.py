@@ -37,17 +37,17 @@ from broker_service.fast_path import WholeAnswerPath, remember
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
-from query import Query, QueryError, parse_query
-from query.errors import invalid, unknown_exception
-from query.request_body import decode_query_body
-from query.scan import ScanQuery
-from query.segment_spec import parse_segment_spec
-from security.guard import Guard
-from server_common import __version__
-from server_common.json_response import druid_error_handlers
-from server_common.json_response import json_response as _json
+from strata.query import Query, QueryError, parse_query
+from strata.query.errors import invalid, unknown_exception
+from strata.query.request_body import decode_query_body
+from strata.query.scan import ScanQuery
+from strata.query.segment_spec import parse_segment_spec
+from strata.security.guard import Guard
+from strata.server import __version__
+from strata.server.json_response import druid_error_handlers
+from strata.server.json_response import json_response as _json
+from strata.wire import QUERY_ID_HEADER, RESPONSE_CONTEXT_HEADER, wants_arrow
 from timeline import Interval
-from wire import QUERY_ID_HEADER, RESPONSE_CONTEXT_HEADER, wants_arrow
 
 log = logging.getLogger(__name__)
 

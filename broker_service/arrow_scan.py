@@ -25,12 +25,12 @@ from starlette.responses import StreamingResponse
 from broker_service.broker import Broker
 from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_plan import SegmentTask, plan_segments
-from query import QueryError
-from query.columns import TIME_COLUMN
-from query.druid_types import arrow_type
-from query.errors import QueryUnsupported, SegmentsMissing, unknown_exception
-from query.scan import ScanQuery
-from wire import ARROW_STREAM, ERROR_METADATA_KEY
+from strata.query import QueryError
+from strata.query.columns import TIME_COLUMN
+from strata.query.druid_types import arrow_type
+from strata.query.errors import QueryUnsupported, SegmentsMissing, unknown_exception
+from strata.query.scan import ScanQuery
+from strata.wire import ARROW_STREAM, ERROR_METADATA_KEY
 
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
 SEGMENTS_PER_FETCH = 1  # a fetch holds one segment's rows in memory (per prefetch slot)

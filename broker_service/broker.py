@@ -25,7 +25,7 @@ from broker_service.result_cache import ResultLevelCache
 from broker_service.scan_types import SegmentColumnTypes
 from broker_service.segment_cache import SegmentCache
 from broker_service.server_view import BrokerServerView
-from server_common.druid_metrics import SegmentCountCollector
+from strata.server.druid_metrics import SegmentCountCollector
 
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
 

@@ -11,8 +11,8 @@ from broker_service.inventory.base import ServerInventory
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.inventory.zk_inventory import ZkInventory
 from broker_service.server_view import BrokerServerView
-from discovery.addresses import AddressError
-from server_common.address_flags import node_address
+from strata.discovery.addresses import AddressError
+from strata.server.address_flags import node_address
 
 
 def broker_address(args: argparse.Namespace) -> str:

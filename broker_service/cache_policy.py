@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from broker_service.segment_plan import SegmentTask
-from query import Query
+from strata.query import Query
 
 SharedPartial = asyncio.Future[pa.Table | None]  # None: the fetching query could not read it
 

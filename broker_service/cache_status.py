@@ -18,7 +18,7 @@ from broker_service.result_cache import ResultLevelCache
 from broker_service.segment_cache import SegmentCache
 from cache import CacheStats
 from cache.stats import COUNTER_NAMES as _BACKEND_COUNTERS
-from server_common.druid_metrics import DruidCacheCollector
+from strata.server.druid_metrics import DruidCacheCollector
 
 _QUERY_COUNTERS = ("hits", "misses", "shared", "puts", "errors", "bypassed")
 

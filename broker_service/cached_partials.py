@@ -17,7 +17,7 @@ from collections.abc import Hashable, Sequence
 import pyarrow as pa
 from cachetools import LRUCache
 
-import wire
+from strata import wire
 
 COMPRESS_ABOVE_BYTES = 16 * 1024
 DECODED_MEMO_BYTES = 64 * 1024 * 1024

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 
-from security.settings import add_security_flags
-from server_common.address_flags import add_address_flags
-from server_common.lifecycle import add_drain_flag
+from strata.security.settings import add_security_flags
+from strata.server.address_flags import add_address_flags
+from strata.server.lifecycle import add_drain_flag
 
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
 
@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from broker_service.app import create_app
     from broker_service.build import build_broker
     from broker_service.errors import BrokerConfigError
-    from security.client import internal_headers
-    from security.guard import SecurityStartError, start_security
-    from server_common.lifecycle import serve
+    from strata.security.client import internal_headers
+    from strata.security.guard import SecurityStartError, start_security
+    from strata.server.lifecycle import serve
 
     log = logging.getLogger("strata.broker")
     if args.workers > 1:
@@ -83,13 +83,13 @@ def _supervise(args: argparse.Namespace, log: logging.Logger) -> int:
     """`--workers N`: N copies of this very command line, one worker each, on the same port."""
     import sys
 
-    from server_common.lifecycle import supervise_workers
+    from strata.server.lifecycle import supervise_workers
 
     if args.port == 0:
         log.error("--workers needs a fixed --port (each worker binds it)")
         return 2
     flags = ["-P"] if sys.flags.safe_path else []
-    argv = [sys.executable, *flags, "-m", "strata.cli", *sys.argv[1:], "--workers", "1", "--reuse-port"]
+    argv = [sys.executable, *flags, "-m", "strata.cli.main", *sys.argv[1:], "--workers", "1", "--reuse-port"]
     log.info("broker on http://%s:%d with %d worker processes", args.bind, args.port, args.workers)
     return supervise_workers(argv, args.workers, stop_timeout_s=args.drain_seconds + 15)
 

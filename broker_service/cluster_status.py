@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 
 from broker_service.broker import Broker
-from discovery.server_metadata import ServerMetadata
+from strata.discovery.server_metadata import ServerMetadata
 
 STATUS_TIMEOUT_S = 2.0
 WORKER = uuid.uuid4().hex[:12]  # this broker process, among the workers sharing its port

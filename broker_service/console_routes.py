@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 
 from broker_service.broker import Broker
 from broker_service.cluster_status import cluster_status
-from server_common.json_response import json_response
+from strata.server.json_response import json_response
 
 CONSOLE_DIR = Path(__file__).parent / "console"
 

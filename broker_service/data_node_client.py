@@ -21,12 +21,11 @@ import orjson
 import pyarrow as pa
 
 from broker_service.errors import NodeFailure, RemoteQueryError
-from discovery.server_metadata import ServerMetadata
-from query import Query
-from query.errors import QueryTimeout
-from query.segment_spec import SegmentsSpec
-from timeline import SegmentDescriptor
-from wire import (
+from strata.discovery.server_metadata import ServerMetadata
+from strata.query import Query
+from strata.query.errors import QueryTimeout
+from strata.query.segment_spec import SegmentsSpec
+from strata.wire import (
     ARROW_STREAM,
     JSON,
     PER_SEGMENT_PARTIALS,
@@ -35,6 +34,7 @@ from wire import (
     error_body,
     parse_missing_segments,
 )
+from timeline import SegmentDescriptor
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.errors import QueryError
+from strata.query.errors import QueryError
 
 
 class BrokerConfigError(ValueError):

@@ -25,13 +25,13 @@ from typing import TypeGuard
 import pyarrow as pa
 
 from broker_service.segment_plan import SegmentTask
-from query import SEGMENT_COLUMN, Query
-from query.aggregators import Aggregator
-from query.aggregators.simple import CountAggregator, NumericAggregator
-from query.columns import TIME_COLUMN
-from query.datasource_metadata import DataSourceMetadataQuery
-from query.time_boundary import MAX_TIME, MIN_TIME, TimeBoundaryQuery
-from query.timeseries import TimeseriesQuery
+from strata.query import SEGMENT_COLUMN, Query
+from strata.query.aggregators import Aggregator
+from strata.query.aggregators.simple import CountAggregator, NumericAggregator
+from strata.query.columns import TIME_COLUMN
+from strata.query.datasource_metadata import DataSourceMetadataQuery
+from strata.query.time_boundary import MAX_TIME, MIN_TIME, TimeBoundaryQuery
+from strata.query.timeseries import TimeseriesQuery
 from timeline import RowFacts
 
 Answered = TimeseriesQuery | TimeBoundaryQuery | DataSourceMetadataQuery

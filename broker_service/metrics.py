@@ -8,7 +8,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
-from server_common.druid_metrics import DruidQueryMetrics, add_process_metrics, outcome_of
+from strata.server.druid_metrics import DruidQueryMetrics, add_process_metrics, outcome_of
 
 _QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 

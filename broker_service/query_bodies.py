@@ -13,8 +13,8 @@ import uuid
 
 from cachetools import LRUCache
 
-from query import Query, parse_query
-from query.request_body import decode_query_body
+from strata.query import Query, parse_query
+from strata.query.request_body import decode_query_body
 
 REMEMBERED_BODIES = 512
 REMEMBERED_BODY_BYTES = 16 * 1024  # larger bodies (long interval or id lists) are parsed each time

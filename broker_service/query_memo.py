@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 
 from cachetools import LRUCache
 
-from query import Query
+from strata.query import Query
 
 T = TypeVar("T")
 QUERIES = 512  # as many as the parsed bodies remembered

@@ -28,11 +28,11 @@ from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_cache import split_by_segment
 from broker_service.segment_plan import SegmentPlanner, SegmentTask
 from broker_service.server_view import BrokerServerView
-from discovery.server_metadata import ServerMetadata
-from query import Query
-from query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
-from segment_engine.subquery import answer_over_rows
-from server_common.json_response import encode_json
+from strata.discovery.server_metadata import ServerMetadata
+from strata.engine.subquery import answer_over_rows
+from strata.query import Query
+from strata.query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
+from strata.server.json_response import encode_json
 from timeline import format_instant
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import orjson
 
 from broker_service.cache_policy import AsyncBulkCache
 from broker_service.segment_plan import SegmentPlan
-from query import Query
+from strata.query import Query
 
 # context keys that change how a query runs, never what it answers
 _RUN_ONLY_CONTEXT = frozenset({

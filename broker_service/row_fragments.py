@@ -26,11 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from broker_service.query_memo import PerQuery
-from query import Query
-from query.aggregation_engine import BUCKET
-from query.bucket_limit import MAX_BUCKETS, check_buckets
-from query.timeseries import TimeseriesQuery
-from server_common.json_response import encode_json
+from strata.query import Query
+from strata.query.aggregation_engine import BUCKET
+from strata.query.bucket_limit import MAX_BUCKETS, check_buckets
+from strata.query.timeseries import TimeseriesQuery
+from strata.server.json_response import encode_json
 
 KEYS_PER_TABLE = 8  # finalize shapes remembered per partial (few dashboards share one segment)
 MAX_ROWS_PER_TABLE = 4_096  # larger partials are merged by Arrow as before

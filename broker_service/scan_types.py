@@ -9,9 +9,9 @@ import orjson
 
 from broker_service.query_runner import QueryRunner
 from broker_service.segment_plan import SegmentTask
-from query import parse_query
-from query.scan import ScanQuery
-from query.segment_spec import SegmentsSpec
+from strata.query import parse_query
+from strata.query.scan import ScanQuery
+from strata.query.segment_spec import SegmentsSpec
 
 _NUMERIC_RANK = {"LONG": 1, "FLOAT": 2, "DOUBLE": 3}
 

@@ -20,9 +20,9 @@ from broker_service.errors import NodeFailure
 from broker_service.inflight import ServerLeft
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import BrokerServerView
-from discovery.server_metadata import ServerMetadata
-from query import Query
-from query.errors import QueryError
+from strata.discovery.server_metadata import ServerMetadata
+from strata.query import Query
+from strata.query.errors import QueryError
 
 
 @dataclass

@@ -24,9 +24,9 @@ from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedParti
 from broker_service.cached_partials import DecodedPartials, encode_partial
 from broker_service.query_memo import PerQuery
 from broker_service.segment_plan import SegmentTask
-from query import SEGMENT_COLUMN, Query
-from query.aggregation_engine import concat_partials
-from query.small_merge import PYTHON_MERGE_MAX_ROWS, PYTHON_MERGE_MAX_TABLES
+from strata.query import SEGMENT_COLUMN, Query
+from strata.query.aggregation_engine import concat_partials
+from strata.query.small_merge import PYTHON_MERGE_MAX_ROWS, PYTHON_MERGE_MAX_TABLES
 from timeline import DataSegment
 
 

@@ -33,8 +33,8 @@ from broker_service.query_runner import FRAGMENTS_INLINE_NEW, INLINE_MERGE_ROWS,
 from broker_service.response_context import encode_response_context
 from broker_service.result_cache import result_cacheable
 from broker_service.row_fragments import fragment_answer
-from query import Query
-from query.timeseries import TimeseriesQuery
+from strata.query import Query
+from strata.query.timeseries import TimeseriesQuery
 
 if TYPE_CHECKING:
     from broker_service.broker import Broker

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from broker_service.server_view import BrokerServerView, ServerSelector
-from query import Query
-from query.segment_spec import SegmentsSpec
+from strata.query import Query
+from strata.query.segment_spec import SegmentsSpec
 from timeline import Interval, SegmentDescriptor, VersionedIntervalTimeline
 
 T = TypeVar("T")

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from broker_service.inflight import InflightCalls
-from discovery.server_metadata import ServerMetadata
+from strata.discovery.server_metadata import ServerMetadata
 from timeline import DataSegment, RowFacts, VersionedIntervalTimeline
 
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from query.errors import ResourceLimitExceeded
-from strata_sql.guard import check_size
+from strata.query.errors import ResourceLimitExceeded
+from strata.sql.guard import check_size
 
 T = TypeVar("T")
 

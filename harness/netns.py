@@ -50,7 +50,7 @@ def _ip(*args: str, check: bool = True) -> str:
 def unavailable() -> str | None:
     """Why namespaces cannot be made here (not root, no `ip`, a sandbox refusing them), or None."""
     if shutil.which("ip") is None:
-        return "iproute2's `ip` is not installed (scripts/install-system-packages.sh installs it)"
+        return "iproute2's `ip` is not installed (scripts/install-system-packages.sh test installs it)"
     if os.geteuid() != 0:
         return "network namespaces need root (CAP_NET_ADMIN, CAP_SYS_ADMIN); running as uid " + str(
             os.geteuid()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from strata.local_servers import ServerStartError, _ChildServer, free_port
+from strata.cli.local_servers import ServerStartError, _ChildServer, free_port
 
 SUPERUSER = "strata"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
 
 
 class ProcessStartError(RuntimeError):
@@ -69,7 +69,7 @@ class StrataProcess:
         return self.proc.pid
 
     def argv(self) -> list[str]:
-        return [*self.command_prefix, sys.executable, "-m", "strata.cli", self.subcommand,
+        return [*self.command_prefix, sys.executable, "-m", "strata.cli.main", self.subcommand,
                 "--bind", self.host, "--port", str(self.port), *self.args]  # fmt: skip
 
     def start(self, *, wait: str | None = "/status/health", timeout: float = 30.0) -> StrataProcess:

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from segment_engine.segment_input import SegmentInput
 from strata.data import WIKIPEDIA_SAMPLE
+from strata.engine.segment_input import SegmentInput
 from timeline import Interval, SegmentDescriptor, format_instant, parse_instant
 
 HOUR_MS = 3_600_000

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from strata.local_servers import ServerStartError, _ChildServer, free_port
+from strata.cli.local_servers import ServerStartError, _ChildServer, free_port
 
 ACCESS_KEY = "strata-test"
 SECRET_KEY = "strata-test-secret"

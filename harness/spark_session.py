@@ -9,12 +9,12 @@ from typing import Any
 
 def local_session(app_name: str) -> Any:
     """local[2], no UI, on loopback, UTC, workers on this interpreter, `strata` registered."""
-    # workers must run this interpreter (pyarrow, strata_spark) and stay on loopback
+    # workers must run this interpreter (pyarrow, strata.spark) and stay on loopback
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
-    from strata_spark import register
+    from strata.spark import register
 
     session = (
         SparkSession.builder.master("local[2]")

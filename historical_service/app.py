@@ -21,24 +21,24 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from discovery import ServerMetadata, ServerType, ZkPaths
 from historical_service.cluster_view import ClusterView, StaticClusterView, ZkClusterView
 from historical_service.control_loop import ControlLoop
 from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
 from historical_service.query_routes import add_query_routes
-from server_common.json_response import druid_error_handlers
-from server_common.json_response import json_response as _json
-from server_kit.announcer import (
+from strata.data_node.announcer import (
     CompositeAnnouncer,
     SegmentAnnouncer,
     ZkAnnouncer,
     leave,
     reconcile_forever,
 )
-from server_kit.change_feed import ChangeHistory, change_feed_route
-from server_kit.served import ServedSegments
-from server_kit.status_routes import node_status_routes
+from strata.data_node.change_feed import ChangeHistory, change_feed_route
+from strata.data_node.served import ServedSegments
+from strata.data_node.status_routes import node_status_routes
+from strata.discovery import ServerMetadata, ServerType, ZkPaths
+from strata.server.json_response import druid_error_handlers
+from strata.server.json_response import json_response as _json
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def _status_routes(state: HistoricalState) -> list[BaseRoute]:
 
 @contextlib.asynccontextmanager
 async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
-    from storage import open_deep_storage, open_metadata_store
+    from strata.storage import open_deep_storage, open_metadata_store
 
     c = state.config
     metadata = await asyncio.to_thread(open_metadata_store, c.metadata)
@@ -163,7 +163,7 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
 
 
 async def leave_cluster(state: HistoricalState) -> None:
-    """Stop loading and announcing, then leave ZooKeeper (see `server_kit.announcer.leave`)."""
+    """Stop loading and announcing, then leave ZooKeeper (see `strata.data_node.announcer.leave`)."""
     state.history.close()
     await leave(state.background, state.zk_announcer)
 

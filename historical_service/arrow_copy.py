@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from segment_engine.mapped_source import BATCH_ROWS
+from strata.engine.mapped_source import BATCH_ROWS
 
 log = logging.getLogger(__name__)
 

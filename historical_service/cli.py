@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from security.settings import add_security_flags
-from server_common.lifecycle import add_drain_flag
-from server_kit.node_flags import add_announce_flags, add_data_node_flags, advertised
+from strata.data_node.node_flags import add_announce_flags, add_data_node_flags, advertised
+from strata.security.settings import add_security_flags
+from strata.server.lifecycle import add_drain_flag
 
 HELP = "Run a historical node: load segments from deep storage, announce them, serve queries"
 
@@ -37,13 +37,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from discovery import ServerType, ZkPaths
     from historical_service.app import HistoricalConfig, create_app, leave_cluster
-    from security.guard import SecurityStartError, start_security
-    from security.http import secure_data_node
-    from server_common.lifecycle import serve
-    from storage.deep_storage import DeepStorageError
-    from storage.deep_storage_flags import deep_storage_from_args
+    from strata.discovery import ServerType, ZkPaths
+    from strata.security.guard import SecurityStartError, start_security
+    from strata.security.http import secure_data_node
+    from strata.server.lifecycle import serve
+    from strata.storage.deep_storage import DeepStorageError
+    from strata.storage.deep_storage_flags import deep_storage_from_args
 
     if args.replicas < 1 or args.poll_period <= 0 or not 0 < args.port < 65536:
         print("strata historical: error: --replicas >= 1, --poll-period > 0 and a valid --port are required",

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from discovery import ServerMetadata, ServerType, ZkPaths, parse_batch
+from strata.discovery import ServerMetadata, ServerType, ZkPaths, parse_batch
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient

@@ -21,9 +21,9 @@ from historical_service.assignment import Assignment, owners
 from historical_service.cluster_view import ClusterView
 from historical_service.loader import SEGMENT_FILE, LoadFailed, SegmentLoader
 from historical_service.metrics import HistoricalMetrics
-from segment_engine import mapped_source
-from server_kit.announcer import SegmentAnnouncer
-from server_kit.served import ServedSegments
+from strata.data_node.announcer import SegmentAnnouncer
+from strata.data_node.served import ServedSegments
+from strata.engine import mapped_source
 from timeline import DataSegment, with_row_facts
 
 log = logging.getLogger(__name__)

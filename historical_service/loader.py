@@ -26,7 +26,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from historical_service.arrow_copy import mapped_copy, remove_copy
-from segment_engine.footer_answers import row_facts
+from strata.engine.footer_answers import row_facts
 from timeline import DataSegment, RowFacts
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from server_common.druid_metrics import (
+from strata.server.druid_metrics import (
     DruidQueryMetrics,
     SegmentCountCollector,
     add_process_metrics,

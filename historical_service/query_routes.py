@@ -6,7 +6,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from server_kit.query_api import QueryEndpoint
+from strata.data_node.query_api import QueryEndpoint
 
 
 def add_query_routes(routes: list[BaseRoute], state: Any) -> None:

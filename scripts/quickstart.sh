@@ -2,6 +2,6 @@
 # The main job: install everything, then run the quickstart cluster on Druid's wikipedia sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-system-packages.sh
+scripts/install-system-packages.sh quickstart
 scripts/setup-venv.sh
 exec .venv/bin/strata quickstart "$@"

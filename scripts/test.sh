@@ -2,7 +2,7 @@
 # The whole test run: system packages, the virtualenv, lint, types, then every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-system-packages.sh
+scripts/install-system-packages.sh test
 scripts/setup-venv.sh test
 echo "== ruff"
 .venv/bin/ruff check .          # one command per line: `set -e` ignores a failure inside an && list

@@ -1,5 +1,6 @@
-"""Strata: a Druid-compatible query broker with historical and real-time data nodes."""
+"""Strata: a Druid-compatible query broker with historical and real-time data nodes.
 
-from server_common import __version__
-
-__all__ = ["__version__"]
+Everything Strata installs lives under this name, beside the design card's `broker_service`,
+`historical_service`, `timeline` and `cache`. This module imports nothing of its own, so a Spark
+executor that unpickles `strata.spark` or a test of `strata.query` loads only what it names.
+"""

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.postgres import PostgresServer
+from strata.cli.local_servers import MemcachedServer, ZooKeeperServer, free_port
 from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
-from strata.local_servers import MemcachedServer, ZooKeeperServer, free_port
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +46,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     tests isolate themselves with a database each (`postgres_url`). libpq finds the password
     through PGPASSFILE, as an operator's ~/.pgpass would hold it."""
     if not PostgresServer.available():
-        pytest.skip("PostgreSQL is not installed (scripts/install-system-packages.sh installs it)")
+        pytest.skip("PostgreSQL is not installed (scripts/install-system-packages.sh test installs it)")
     server = PostgresServer().start()
     previous = os.environ.get("PGPASSFILE")
     os.environ["PGPASSFILE"] = str(server.pgpass)

@@ -26,7 +26,7 @@ SPARK_CONF = {
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark")
-    from ingestion.spark_engine import spark_session
+    from strata.ingestion.spark_engine import spark_session
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = spark_session("local[2]", SPARK_CONF)

@@ -21,8 +21,8 @@ import orjson
 
 from broker_service.inventory.base import InventoryStatus, ServerInventory
 from broker_service.server_view import BrokerServerView
-from discovery import ChangeCounter, ChangeRequestsSnapshot
-from discovery.server_metadata import ServerMetadata, ServerType
+from strata.discovery import ChangeCounter, ChangeRequestsSnapshot
+from strata.discovery.server_metadata import ServerMetadata, ServerType
 
 log = logging.getLogger(__name__)
 

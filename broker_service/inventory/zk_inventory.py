@@ -25,8 +25,8 @@ import orjson
 
 from broker_service.inventory.base import InventoryStatus, ServerInventory
 from broker_service.server_view import BrokerServerView
-from discovery import ZkPaths, make_kazoo_client, parse_batch
-from discovery.server_metadata import ServerMetadata
+from strata.discovery import ZkPaths, make_kazoo_client, parse_batch
+from strata.discovery.server_metadata import ServerMetadata
 from timeline import DataSegment
 
 log = logging.getLogger(__name__)

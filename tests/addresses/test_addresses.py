@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from discovery.addresses import (
+from strata.discovery.addresses import (
     AddressError,
     HostPort,
     advertised_address,
@@ -17,7 +17,7 @@ from discovery.addresses import (
     unreachable_announcement,
     zk_hosts,
 )
-from server_common.address_flags import add_address_flags
+from strata.server.address_flags import add_address_flags
 
 
 def _resolve(table: dict[str, list[str]]) -> Callable[[str], Sequence[str]]:

@@ -12,9 +12,9 @@ import httpx
 import orjson
 import pytest
 
-from discovery import ZkPaths
 from harness.processes import StrataProcess, running
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
+from strata.discovery import ZkPaths
 from tests.historical.segment_factory import HistoricalCluster, kazoo, served_ids, unique_base, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -31,7 +31,7 @@ def test_loopback_announcement_to_a_remote_zookeeper_is_refused_at_start(
     spec.write_text(
         '{"dataSource": "x", "timestampSpec": {"column": "t"}, "dimensionsSpec": {"dimensions": []}}'
     )
-    argv = [sys.executable, "-m", "strata.cli", command, "--port", str(free_port()), "--zk", REMOTE_ZK,
+    argv = [sys.executable, "-m", "strata.cli.main", command, "--port", str(free_port()), "--zk", REMOTE_ZK,
             "--deep-storage", str(tmp_path / "deep"), "--metadata", str(tmp_path / "m.db"),
             "--segment-cache" if command == "historical" else "--base-dir", str(tmp_path / "var")]  # fmt: skip
     if command == "realtime":

@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import uvicorn
 
-from query import Query
-from query.base import CommonFields
-from query.context import QueryContext
-from query.segment_spec import IntervalsSpec
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
+from strata.query import Query
+from strata.query.base import CommonFields
+from strata.query.context import QueryContext
+from strata.query.segment_spec import IntervalsSpec
 from timeline import DataSegment, Interval, ShardSpec
 
 

@@ -12,7 +12,7 @@ import pytest
 from broker_service.app import create_app
 from broker_service.broker import Broker, BrokerSettings
 from broker_service.response_context import encode_response_context
-from query.base import register
+from strata.query.base import register
 from tests.broker.helpers import SumQuery, segment, serve
 from tests.broker.test_query_runner import DAYS, WEEK, Cluster, oracle
 

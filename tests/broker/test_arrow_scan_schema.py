@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from broker_service.arrow_scan import TIME_TYPE, conform, stream_schema
 from broker_service.scan_types import merge_types
-from query import parse_query
+from strata.query import parse_query
 
 
 def test_merge_types_widens_numbers_and_falls_back_to_string() -> None:

@@ -91,8 +91,8 @@ def test_worker_connections_skip_nagle() -> None:
     import asyncio
     import socket
 
-    from server_common.lifecycle import _reuse_port_socket
-    from strata.local_servers import free_port
+    from strata.cli.local_servers import free_port
+    from strata.server.lifecycle import _reuse_port_socket
 
     async def check() -> int:
         port = free_port()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from broker_service.result_cache import result_key
-from query import parse_query
+from strata.query import parse_query
 
 BASE: dict[str, Any] = {
     "queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],

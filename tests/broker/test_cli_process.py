@@ -13,7 +13,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
 from tests.broker.fake_data_node import FakeNode, node_app
 from tests.broker.feed_server import FeedState, feed_app
 from tests.broker.helpers import segment, serve
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 def start_broker(*args: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    argv = [sys.executable, "-m", "strata.cli", "broker", "--port", str(port), *args]
+    argv = [sys.executable, "-m", "strata.cli.main", "broker", "--port", str(port), *args]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -88,7 +88,7 @@ def test_broker_process_follows_feed_and_answers_api():
 
 def test_broker_refuses_bad_settings_with_a_clear_message():
     proc = subprocess.run(
-        [sys.executable, "-m", "strata.cli", "broker", "--discovery", "http", "--nodes", "nonsense"],
+        [sys.executable, "-m", "strata.cli.main", "broker", "--discovery", "http", "--nodes", "nonsense"],
         capture_output=True,
         timeout=60,
     )

@@ -14,9 +14,9 @@ from broker_service.cached_partials import encode_partial
 from broker_service.segment_cache import SegmentCache, build_cache_policy
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import ServerSelector
-from discovery.server_metadata import ServerMetadata
-from query import SEGMENT_COLUMN, Query, parse_query
-from query.aggregation_engine import BUCKET, agg_col
+from strata.discovery.server_metadata import ServerMetadata
+from strata.query import SEGMENT_COLUMN, Query, parse_query
+from strata.query.aggregation_engine import BUCKET, agg_col
 from tests.broker.helpers import segment
 from tests.broker.test_segment_cache import DictCache, Key
 from timeline import SegmentDescriptor, format_instant

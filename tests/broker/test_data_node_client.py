@@ -14,11 +14,11 @@ import pytest
 
 from broker_service.data_node_client import DataNodeClient, _Reply
 from broker_service.errors import NodeFailure, RemoteQueryError
-from discovery.server_metadata import ServerMetadata
-from query import parse_query
-from query.errors import QueryTimeout
+from strata.discovery.server_metadata import ServerMetadata
+from strata.query import parse_query
+from strata.query.errors import QueryTimeout
+from strata.wire import ARROW_STREAM
 from timeline import Interval, SegmentDescriptor
-from wire import ARROW_STREAM
 
 SEGMENT = SegmentDescriptor(Interval.parse("2015-09-12/2015-09-13"), "v1", 0)
 QUERY = parse_query({"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],

@@ -19,7 +19,7 @@ from broker_service.fast_path import GUARD_KEY, _eligible
 from broker_service.result_cache import ResultLevelCache
 from broker_service.segment_cache import build_cache_policy
 from cache import CacheKey
-from query.base import register
+from strata.query.base import register
 from tests.broker.helpers import SumQuery, serve
 from tests.broker.test_query_runner import DAYS, WEEK, Cluster, oracle
 

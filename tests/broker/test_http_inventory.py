@@ -9,8 +9,8 @@ import pytest
 
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.server_view import BrokerServerView
-from discovery.server_metadata import ServerMetadata, ServerType
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
+from strata.discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.feed_server import FeedState, feed_app
 from tests.broker.helpers import run, segment, serve
 

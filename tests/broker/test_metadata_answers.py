@@ -14,8 +14,8 @@ import pytest
 from broker_service.metadata_answers import metadata_answerable, split_by_facts, split_metadata_partials
 from broker_service.segment_plan import SegmentPlanner, plan_segments
 from broker_service.server_view import BrokerServerView
-from discovery.server_metadata import ServerMetadata, ServerType
-from query import Query, parse_query
+from strata.discovery.server_metadata import ServerMetadata, ServerType
+from strata.query import Query, parse_query
 from tests.broker.helpers import segment
 from timeline import DataSegment, RowFacts, format_instant, parse_instant, with_row_facts
 

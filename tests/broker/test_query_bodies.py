@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from broker_service.query_bodies import ParsedBodies
-from query import parse_query
-from query.errors import BadJson, QueryError, ResourceLimitExceeded
+from strata.query import parse_query
+from strata.query.errors import BadJson, QueryError, ResourceLimitExceeded
 
 BODY = {
     "queryType": "timeseries",

@@ -10,9 +10,15 @@ import pytest
 from broker_service.data_node_client import DataNodeClient
 from broker_service.query_runner import QueryRunner, RunnerLimits
 from broker_service.server_view import BrokerServerView
-from discovery.server_metadata import ServerMetadata
-from query.errors import QueryCancelled, QueryError, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
+from strata.discovery.server_metadata import ServerMetadata
+from strata.query.errors import (
+    QueryCancelled,
+    QueryError,
+    QueryTimeout,
+    ResourceLimitExceeded,
+    SegmentsMissing,
+)
 from tests.broker.fake_data_node import FakeNode, node_app
 from tests.broker.helpers import run, segment, serve, sum_query
 

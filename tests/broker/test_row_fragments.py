@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 from broker_service.row_fragments import TOO_MANY_NEW, fragment_answer
-from query import parse_query
-from query.base import Query
-from query.errors import QueryError
-from segment_engine import run_partials
-from server_common.json_response import encode_json
+from strata.engine import run_partials
+from strata.query import parse_query
+from strata.query.base import Query
+from strata.query.errors import QueryError
+from strata.server.json_response import encode_json
 from tests.query.segment_fixtures import wikipedia_rows, write_segments
 
 DAY = "2015-09-12/2015-09-13"

@@ -12,7 +12,7 @@ from broker_service.cached_partials import decode_partial, encode_partial
 from broker_service.segment_cache import SegmentCache, segment_cache_key
 from broker_service.segment_plan import SegmentTask
 from broker_service.server_view import ServerSelector
-from discovery.server_metadata import ServerMetadata, ServerType
+from strata.discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import run, segment, sum_query
 from tests.broker.test_query_runner import DAYS, VALUES, WEEK, Cluster, oracle
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from broker_service.segment_plan import SegmentPlanner, plan_segments
 from broker_service.server_view import BrokerServerView
-from discovery.server_metadata import ServerMetadata, ServerType
+from strata.discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import segment, sum_query
 
 H1 = ServerMetadata("h1:8083", "h1:8083", ServerType.HISTORICAL, "_default_tier", 0)

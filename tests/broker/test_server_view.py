@@ -6,7 +6,7 @@ import random
 from collections import Counter
 
 from broker_service.server_view import BrokerServerView, ServerSelector
-from discovery.server_metadata import ServerMetadata, ServerType
+from strata.discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import segment
 from timeline import Interval
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker_service.segment_cache import split_by_segment
-from query import SEGMENT_COLUMN
+from strata.query import SEGMENT_COLUMN
 
 SEGMENTS = [f"ds_2020-01-01T{h:02d}_v1" for h in range(6)]
 

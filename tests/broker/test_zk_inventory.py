@@ -11,8 +11,8 @@ from kazoo.client import KazooClient
 
 from broker_service.inventory.zk_inventory import ZkInventory
 from broker_service.server_view import BrokerServerView
-from discovery import ServerMetadata, ServerType, ZkPaths, encode_batch, encode_segment
-from strata.local_servers import ZooKeeperServer, free_port
+from strata.cli.local_servers import ZooKeeperServer, free_port
+from strata.discovery import ServerMetadata, ServerType, ZkPaths, encode_batch, encode_segment
 from tests.broker.helpers import run, segment
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from pymemcache.client.base import Client
 
 from cache import CacheKey, MemcachedCache, parse_servers
 from cache.memcached_format import frame, memcached_key
-from strata.local_servers import MemcachedServer, free_port
+from strata.cli.local_servers import MemcachedServer, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

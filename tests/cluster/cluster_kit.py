@@ -19,8 +19,8 @@ import duckdb
 import httpx
 
 from harness.processes import StrataProcess, running
-from ingestion.api import ingest
-from storage import open_metadata_store
+from strata.ingestion.api import ingest
+from strata.storage import open_metadata_store
 
 
 def raw(sql: str, rows: Path) -> list[tuple[Any, ...]]:

@@ -12,7 +12,7 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from strata_spark.broker_client import BrokerClient, StrataError
+from strata.spark.broker_client import BrokerClient, StrataError
 from tests.cluster.test_broker_cluster import cluster, raw  # noqa: F401 - the module's cluster fixture
 
 pytestmark = pytest.mark.integration

@@ -20,9 +20,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from harness.processes import StrataProcess
-from ingestion.api import ingest
-from storage import open_metadata_store
-from strata.local_servers import ZooKeeperServer, free_port
+from strata.cli.local_servers import ZooKeeperServer, free_port
+from strata.ingestion.api import ingest
+from strata.storage import open_metadata_store
 from tests.cluster.cluster_kit import (
     SYNTHETIC,
     assert_answers,

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from ingestion.api import ingest
-from storage import open_metadata_store
+from strata.ingestion.api import ingest
+from strata.storage import open_metadata_store
 from tests.cluster.cluster_kit import (
     SYNTHETIC,
     WIKIPEDIA,
@@ -193,7 +193,7 @@ def test_an_incomplete_newer_version_does_not_overshadow_the_complete_older_one(
         assert store.mark_used([old_day1.id]) == 1  # the complete old version is served again
     finally:
         store.close()
-    drop = subprocess.run([sys.executable, "-m", "strata.cli", "segments", "drop", parts[1].id, "--metadata", str(meta)],
+    drop = subprocess.run([sys.executable, "-m", "strata.cli.main", "segments", "drop", parts[1].id, "--metadata", str(meta)],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert drop.returncode == 0, drop.stderr
     settle(env)  # old day 1, old day 2 and the lone partition 0 of the new version are all served
@@ -201,7 +201,7 @@ def test_an_incomplete_newer_version_does_not_overshadow_the_complete_older_one(
         broker, "incomplete", "2020-01-01/2020-01-03", visible_rows(env, "incomplete", old), SYNTHETIC
     )
 
-    restore = subprocess.run([sys.executable, "-m", "strata.cli", "segments", "restore", parts[1].id, "--metadata",
+    restore = subprocess.run([sys.executable, "-m", "strata.cli.main", "segments", "restore", parts[1].id, "--metadata",
                               str(meta)], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert restore.returncode == 0, restore.stderr
     settle(env)  # now complete, the new version wins day 1

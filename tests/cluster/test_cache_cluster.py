@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess
-from ingestion.api import ingest
-from strata.local_servers import MemcachedServer, free_port
+from strata.cli.local_servers import MemcachedServer, free_port
+from strata.ingestion.api import ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

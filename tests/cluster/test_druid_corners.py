@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess, running
-from ingestion.api import ingest
+from strata.ingestion.api import ingest
 from tests.historical_query.wiki_http import RawRows, iso_utc
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess
-from ingestion.api import ingest
+from strata.ingestion.api import ingest
 from tests.cluster.cluster_kit import cluster, query, raw, synthetic_spec, wait_settled, write_rows
 from timeline import format_instant
 

@@ -14,9 +14,9 @@ from broker_service.cluster_status import cluster_status
 from broker_service.data_node_client import DataNodeClient
 from broker_service.metrics import BrokerMetrics
 from broker_service.server_view import BrokerServerView
-from broker_service.sql_api import BrokerCatalog
-from discovery.server_metadata import ServerMetadata
-from strata.local_servers import free_port
+from broker_service.sql_catalog import BrokerCatalog
+from strata.cli.local_servers import free_port
+from strata.discovery.server_metadata import ServerMetadata
 from tests.broker.helpers import segment
 
 

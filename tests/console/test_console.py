@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess, running
-from strata.local_servers import MemcachedServer, free_port
+from strata.cli.local_servers import MemcachedServer, free_port
 from tests.lifecycle.test_quickstart_lifecycle import quickstart
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -53,8 +53,8 @@ def sql_objects(broker: str, query: str) -> list[dict[str, Any]]:
 
 def _ingest_two_versions(work: Path) -> None:
     """`wikipedia_hourly` in six-hour segments, then its first half again (a newer version)."""
-    from ingestion.api import ingest
     from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
+    from strata.ingestion.api import ingest
 
     for interval in ("2015-09-12/2015-09-13", "2015-09-12T00:00:00Z/2015-09-12T12:00:00Z"):
         spec = json.loads(WIKIPEDIA_INDEX_SPEC.read_text())
@@ -77,7 +77,7 @@ def _wait(check: Any, timeout: float, what: str) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     if not CHROMIUM.exists():
         pytest.skip(
-            f"{CHROMIUM} is not installed (scripts/install-system-packages.sh installs Debian's chromium)"
+            f"{CHROMIUM} is not installed (scripts/install-system-packages.sh test installs Debian's chromium)"
         )
     work = tmp_path_factory.mktemp("console-cluster")
     with quickstart(work) as (_proc, _pids, ports):
@@ -483,7 +483,7 @@ def test_a_hybrid_brokers_cache_page_shows_both_levels_and_the_memcached_breaker
     """A second broker beside the quickstart's (the same data nodes, by their HTTP change feeds) with
     `--cache hybrid` over a memcached this test starts, then stops: the breaker opens on the page."""
     if not MemcachedServer.available():
-        pytest.skip("memcached is not installed (scripts/install-system-packages.sh installs it)")
+        pytest.skip("memcached is not installed (scripts/install-system-packages.sh test installs it)")
     memcached = MemcachedServer(free_port(), tied=True).start()
     hybrid = StrataProcess("broker", ["--discovery", "http", "--nodes", cluster["nodes"], "--cache", "hybrid",
                                       "--memcached", memcached.address], tmp_path / "broker-hybrid.log")  # fmt: skip

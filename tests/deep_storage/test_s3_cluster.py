@@ -15,8 +15,8 @@ import pytest
 
 from harness.processes import StrataProcess, running
 from harness.s3_server import S3Server
-from ingestion.api import ingest
-from storage import open_deep_storage, open_metadata_store
+from strata.ingestion.api import ingest
+from strata.storage import open_deep_storage, open_metadata_store
 from tests.cluster.cluster_kit import (
     SYNTHETIC,
     WIKIPEDIA,

@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.s3_server import S3Server
-from storage import open_deep_storage, open_metadata_store
-from storage.deep_storage import ChecksumMismatch, DeepStorageError
-from storage.retry import Backoff
-from storage.s3_deep_storage import S3DeepStorage
+from strata.storage import open_deep_storage, open_metadata_store
+from strata.storage.deep_storage import ChecksumMismatch, DeepStorageError
+from strata.storage.retry import Backoff
+from strata.storage.s3_deep_storage import S3DeepStorage
 from tests.cluster.cluster_kit import synthetic_spec, write_rows
 from timeline import DataSegment, Interval
 
@@ -121,8 +121,8 @@ def test_bad_urls_are_refused_with_the_reason() -> None:
 
 KILLED_AT_PUBLISH = """
 import os, signal, sys
-from ingestion.api import ingest
-from storage.sqlite_store import SQLiteMetadataStore
+from strata.ingestion.api import ingest
+from strata.storage.sqlite_store import SQLiteMetadataStore
 def die(self, segments, *, overwrite):  # every segment pushed, none published: the process dies
     os.kill(os.getpid(), signal.SIGKILL)
 SQLiteMetadataStore.publish = die
@@ -135,7 +135,7 @@ ingest(sys.argv[1], deep_storage=sys.argv[2], metadata=sys.argv[3], s3_endpoint=
 
 def strata(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "strata.cli", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "strata.cli.main", *args], capture_output=True, text=True, timeout=60
     )
 
 
@@ -187,7 +187,7 @@ def test_kill_deletes_unused_segments_objects_and_rows(
         tmp_path / "rows.json", [{"ts": f"2020-01-01T{h:02d}:00:00Z", "k": "a", "n": h} for h in range(3)]
     )
     url, meta = f"s3://{s3_bucket}/deep", str(tmp_path / "meta.db")
-    from ingestion.api import ingest
+    from strata.ingestion.api import ingest
 
     summary = ingest(synthetic_spec("gone", rows, "hour"), deep_storage=url, metadata=meta,
                      s3_endpoint=s3_server.endpoint, engine="local")  # fmt: skip

@@ -11,8 +11,8 @@ import pytest
 
 from harness.fault_proxy import FaultProxy
 from harness.s3_server import S3Server
-from storage.retry import Backoff
-from storage.s3_deep_storage import S3DeepStorage
+from strata.storage.retry import Backoff
+from strata.storage.s3_deep_storage import S3DeepStorage
 from timeline import DataSegment, Interval
 
 pytestmark = pytest.mark.timeout(120)

@@ -12,7 +12,7 @@ import pytest
 
 from harness.processes import StrataProcess, running
 from harness.s3_server import S3Server
-from storage import open_deep_storage, open_metadata_store
+from strata.storage import open_deep_storage, open_metadata_store
 from tests.cluster.cluster_kit import served_ids, wait_until
 from tests.realtime.rt_kit import DS, events, hourly, hourly_answer, push, write_spec
 

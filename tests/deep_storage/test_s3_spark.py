@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import strata_spark
+import strata.spark
 from harness.s3_server import S3Server, client_env
-from ingestion.api import ingest
-from storage import open_deep_storage, open_metadata_store
-from storage.segment_cleanup import delete_objects, find_orphans
+from strata.ingestion.api import ingest
+from strata.storage import open_deep_storage, open_metadata_store
+from strata.storage.segment_cleanup import delete_objects, find_orphans
 from tests.spark_ingest.compare import query_raw
 from tests.spark_kit import spark  # noqa: F401 - the shared session fixture
 from timeline import DataSegment
@@ -42,7 +42,7 @@ def spark_s3(spark: Any, s3_server: S3Server) -> Iterator[Any]:  # noqa: F811
 @pytest.fixture(scope="module")
 def wiki(spark_s3: Any, wikipedia_sample: Path) -> Any:
     """The sample as a DataFrame in three partitions, read once for the module."""
-    strata_spark.register(spark_s3)
+    strata.spark.register(spark_s3)
     return spark_s3.read.json(str(wikipedia_sample)).repartition(3).cache()
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.s3_server import S3Server
-from storage import open_deep_storage, open_metadata_store
+from strata.storage import open_deep_storage, open_metadata_store
 from tests.deep_storage.test_s3_deep_storage import killed_at_publish, strata
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

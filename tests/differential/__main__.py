@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.mode == "sql-reference":
         return sql_reference(args.n, args.seed, args.examples, args.datasources.split(","))
+    from strata.cli.local_servers import MemcachedServer, free_port
     from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
-    from strata.local_servers import MemcachedServer, free_port
 
     with tempfile.TemporaryDirectory(prefix="strata-differential-") as tmp:
         root = Path(tmp)

@@ -1,6 +1,6 @@
 """Druid's expected answer to a generated query, computed from the raw rows with DuckDB and Python.
 
-Written apart from Strata's engine: it imports nothing of `query/`. Druid's rules it encodes:
+Written apart from Strata's engine: it imports nothing of `strata/query/`. Druid's rules it encodes:
 intervals condensed (a row counts once); a segment's cursor covers
 [max(interval start, segment minTime), min(interval end, end of the bucket holding maxTime)) and
 timeseries zero-fills every bucket of it (count 0, other aggregators null); `all` rows of

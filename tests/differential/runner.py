@@ -40,7 +40,7 @@ SEGMENTATIONS: dict[str, dict[str, Any]] = {
 
 def ingest_all(root: Path, sample: Path, index_spec: Path) -> dict[str, list[tuple[int, int]]]:
     """Ingest each segmentation; returns each datasource's segments as (minTime, maxTime)."""
-    from ingestion.api import ingest
+    from strata.ingestion.api import ingest
 
     ranges: dict[str, list[tuple[int, int]]] = {}
     for name, how in SEGMENTATIONS.items():

@@ -1,6 +1,6 @@
 """DuckDB answering Druid SQL the way Druid's documentation says Druid answers it.
 
-Independent of the planner under test: nothing here comes from strata_sql. The raw sample rows
+Independent of the planner under test: nothing here comes from strata.sql. The raw sample rows
 are a DuckDB view per datasource name with Druid's column names and types (`__time` a UTC
 TIMESTAMP, every dimension VARCHAR as the tutorial spec ingests them, added/deleted/delta BIGINT).
 The Druid semantics the DuckDB text cannot carry by itself live here, each from Druid's docs:

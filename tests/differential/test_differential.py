@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.local_servers import MemcachedServer
+from strata.cli.local_servers import MemcachedServer
 from tests.differential.oracle import DimensionOrder, Gran, Oracle, Spec, utc_text
 from tests.differential.runner import ingest_all, nodes, raw_connection, run
 from tests.differential.sql_runner import run_sql

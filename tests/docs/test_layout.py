@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench.report import render_page
-from strata import docgen
-from strata.cli import build_parser
-from strata.config import env_name
+from strata.cli import docgen
+from strata.cli.config import env_name
+from strata.cli.main import build_parser
 from tests.docs.extract import DOCUMENTS, README, ROOT
 
 README_MAX_LINES = 300

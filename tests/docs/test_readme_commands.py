@@ -73,7 +73,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     work = base / "quickstart"
     work.mkdir()
     ports = dict(zip(DOC_PORTS, reserved_ports(len(DOC_PORTS)), strict=True))
-    argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(ports[8082]),
+    argv = [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(ports[8082]),
             "--historical-ports", f"{ports[8083]},{ports[8084]}", "--realtime-port", str(ports[8100])]  # fmt: skip
     log = (work / "quickstart.out").open("wb")
     with sigint_ignored_by_children():

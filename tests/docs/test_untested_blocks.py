@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import pytest
 
-from strata.cli import build_parser
+from strata.cli.main import build_parser
 from tests.docs.extract import Block, commands, fenced_blocks, strata_argvs
 
 REASONS: dict[str, Callable[[str], bool]] = {

@@ -15,10 +15,10 @@ from typing import Any
 import pyarrow as pa
 from kazoo.client import KazooClient
 
-from discovery import ZkPaths
 from harness.processes import StrataProcess
-from storage import LocalDeepStorage, open_metadata_store
-from storage.segment_file import write_segment_file
+from strata.discovery import ZkPaths
+from strata.storage import LocalDeepStorage, open_metadata_store
+from strata.storage.segment_file import write_segment_file
 from timeline import DataSegment, Interval, RowFacts, ShardSpec, format_instant, with_row_facts
 
 

@@ -13,11 +13,11 @@ from historical_service.cluster_view import StaticClusterView
 from historical_service.control_loop import ControlLoop
 from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
-from query import parse_query
-from segment_engine import mapped_source, run_to_json
-from server_kit.change_feed import ChangeHistory
-from server_kit.served import ServedSegments
-from storage import LocalDeepStorage
+from strata.data_node.change_feed import ChangeHistory
+from strata.data_node.served import ServedSegments
+from strata.engine import mapped_source, run_to_json
+from strata.query import parse_query
+from strata.storage import LocalDeepStorage
 from tests.historical.segment_factory import build_segment
 from timeline import DataSegment
 

@@ -6,8 +6,8 @@ import itertools
 
 import orjson
 
-from discovery import BatchLimits
-from server_kit.batch_set import BatchSet
+from strata.data_node.batch_set import BatchSet
+from strata.discovery import BatchLimits
 from timeline import DataSegment, Interval
 
 

@@ -8,8 +8,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from discovery import BatchLimits, encode_segment
-from server_kit.batch_set import BatchSet
+from strata.data_node.batch_set import BatchSet
+from strata.discovery import BatchLimits, encode_segment
 from timeline import DataSegment, Interval
 
 DAY = 86_400_000

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from discovery import ChangeCounter
-from server_kit.change_feed import ChangeHistory
+from strata.data_node.change_feed import ChangeHistory
+from strata.discovery import ChangeCounter
 from timeline import DataSegment, Interval
 
 

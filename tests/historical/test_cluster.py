@@ -14,8 +14,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from discovery import ZkPaths
-from storage import open_metadata_store
+from strata.discovery import ZkPaths
+from strata.storage import open_metadata_store
 from tests.historical.segment_factory import (
     HistoricalCluster,
     as_published,

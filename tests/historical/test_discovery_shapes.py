@@ -7,7 +7,7 @@ import re
 import orjson
 import pytest
 
-from discovery import (
+from strata.discovery import (
     BatchLimits,
     ChangeCounter,
     ChangeRequest,

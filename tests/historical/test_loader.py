@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from historical_service.loader import LoadFailed, SegmentLoader
-from storage import LocalDeepStorage
+from strata.storage import LocalDeepStorage
 from tests.historical.segment_factory import build_segment
 
 

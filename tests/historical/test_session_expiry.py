@@ -21,9 +21,9 @@ import orjson
 import pytest
 from kazoo.client import KazooClient
 
-from discovery import ZkPaths
 from harness.processes import StrataProcess
-from strata.local_servers import ZooKeeperServer, free_port
+from strata.cli.local_servers import ZooKeeperServer, free_port
+from strata.discovery import ZkPaths
 from tests.historical.segment_factory import HistoricalCluster, as_published, kazoo, unique_base, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -9,10 +9,10 @@ from historical_service.cluster_view import StaticClusterView
 from historical_service.control_loop import ControlLoop
 from historical_service.loader import SegmentLoader
 from historical_service.metrics import HistoricalMetrics
-from segment_engine import mapped_source
-from server_kit.change_feed import ChangeHistory
-from server_kit.served import ServedSegments
-from storage import LocalDeepStorage, MetadataStoreError
+from strata.data_node.change_feed import ChangeHistory
+from strata.data_node.served import ServedSegments
+from strata.engine import mapped_source
+from strata.storage import LocalDeepStorage, MetadataStoreError
 from tests.historical.segment_factory import build_segment
 from timeline import DataSegment
 

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from kazoo.client import KazooClient
 
-from discovery import BatchLimits, ServerMetadata, ZkPaths
-from server_kit.announcer import ZkAnnouncer
+from strata.data_node.announcer import ZkAnnouncer
+from strata.discovery import BatchLimits, ServerMetadata, ZkPaths
 from tests.historical.segment_factory import kazoo, served_ids, unique_base, wait_until
 from timeline import DataSegment, Interval
 

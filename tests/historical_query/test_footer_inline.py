@@ -18,12 +18,12 @@ import pyarrow as pa
 import pytest
 from starlette.applications import Starlette
 
-from query import Query
-from segment_engine import SegmentInput
-from server_kit.query_api import QueryEndpoint
+from strata.data_node.query_api import QueryEndpoint
+from strata.engine import SegmentInput
+from strata.query import Query
+from strata.wire import ARROW_STREAM
 from tests.query.segment_fixtures import write_segments
 from timeline import SegmentDescriptor, format_instant
-from wire import ARROW_STREAM
 
 START = 1_577_836_800_000  # 2020-01-01
 HOUR = 3_600_000

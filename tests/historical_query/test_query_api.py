@@ -15,12 +15,12 @@ import pyarrow.compute as pc
 import pytest
 from starlette.applications import Starlette
 
-from ingestion.api import ingest
-from server_kit.query_api import QueryEndpoint
-from server_kit.served import ServedSegments
-from storage import open_metadata_store
+from strata.data_node.query_api import QueryEndpoint
+from strata.data_node.served import ServedSegments
+from strata.ingestion.api import ingest
+from strata.storage import open_metadata_store
+from strata.wire import ARROW_STREAM, SEGMENT_LABELS
 from timeline import Interval, SegmentDescriptor
-from wire import ARROW_STREAM, SEGMENT_LABELS
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 from starlette.applications import Starlette
 
-import server_kit.query_api as query_api
-from segment_engine import whole_scan
+import strata.data_node.query_api as query_api
+from strata.engine import whole_scan
+from strata.wire import ARROW_STREAM, SEGMENT_LABELS
 from tests.historical_query.test_query_api import post, raw, served  # noqa: F401  (fixture)
-from wire import ARROW_STREAM, SEGMENT_LABELS
 
 COLUMNS = ["__time", "channel", "page", "cityName", "added", "deleted"]
 FRENCH = {"type": "selector", "dimension": "channel", "value": "#fr.wikipedia"}

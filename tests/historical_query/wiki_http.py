@@ -19,10 +19,10 @@ import httpx
 import orjson
 from starlette.applications import Starlette
 
-from ingestion.api import ingest
-from server_kit.query_api import QueryEndpoint
-from server_kit.served import ServedSegments
-from storage import open_metadata_store
+from strata.data_node.query_api import QueryEndpoint
+from strata.data_node.served import ServedSegments
+from strata.ingestion.api import ingest
+from strata.storage import open_metadata_store
 
 RAW_VIEW = """
 CREATE VIEW raw AS SELECT

@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from strata.cli import build_parser
-from strata.config import apply_defaults
+from strata.cli.config import apply_defaults
+from strata.cli.main import build_parser
 
 yaml = pytest.importorskip("yaml")
 jsonschema = pytest.importorskip("jsonschema")
@@ -101,7 +101,7 @@ def test_services_keep_the_operational_promises() -> None:
     assert sample.startswith("/opt/strata/src/")
     assert (ROOT / sample.removeprefix("/opt/strata/src/")).exists()
     spec = services["realtime"]["command"][services["realtime"]["command"].index("--spec") + 1]
-    from realtime_service.spec import load_realtime_spec
+    from strata.realtime.spec import load_realtime_spec
 
     assert load_realtime_spec(ROOT / spec.removeprefix("/opt/strata/src/")).data_source == "wikipedia_live"
 

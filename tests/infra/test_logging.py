@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from strata.cli import configure_logging
+from strata.cli.main import configure_logging
 
 
 def test_http_client_request_lines_only_at_debug() -> None:

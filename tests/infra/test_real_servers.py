@@ -13,7 +13,7 @@ import pytest
 from kazoo.client import KazooClient
 from pymemcache.client.base import Client
 
-from strata.local_servers import MemcachedServer, ZooKeeperServer
+from strata.cli.local_servers import MemcachedServer, ZooKeeperServer
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_memcached_stores_and_reads_back(memcached_server: MemcachedServer) -> N
 
 
 def test_memcached_server_can_be_stopped_and_restarted_on_the_same_port() -> None:
-    from strata.local_servers import free_port
+    from strata.cli.local_servers import free_port
 
     server = MemcachedServer(port=free_port()).start()
     pid = server.pid
@@ -72,7 +72,7 @@ def test_servers_die_with_a_parent_that_never_stopped_them(tmp_path: Path) -> No
     """A test process killed mid-way must not leave ZooKeeper or memcached holding a port."""
     script = (
         "import os, sys\nfrom pathlib import Path\n"
-        "from strata.local_servers import MemcachedServer, ZooKeeperServer, free_port\n"
+        "from strata.cli.local_servers import MemcachedServer, ZooKeeperServer, free_port\n"
         "zk = ZooKeeperServer(port=free_port(), data_dir=Path(sys.argv[1])).start()\n"
         "mc = MemcachedServer(port=free_port()).start()\n"
         "print(zk.pid, mc.pid, flush=True)\nos._exit(0)\n"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import IngestionError, TooManyParseExceptions, ingest
-from storage import open_metadata_store
+from strata.ingestion import IngestionError, TooManyParseExceptions, ingest
+from strata.storage import open_metadata_store
 from tests.ingestion.conftest import inline_spec
 
 GOOD = '{"ts": "2020-01-01T00:00:00Z", "d": "a", "n": 1}'
@@ -72,7 +72,7 @@ def test_csv_wrong_column_count_has_line_number(stores):
 
 
 def test_failure_before_publish_leaves_no_files(stores, monkeypatch):
-    from storage.sqlite_store import SQLiteMetadataStore
+    from strata.storage.sqlite_store import SQLiteMetadataStore
 
     def boom(self, segments, *, overwrite):
         raise KeyboardInterrupt  # an interrupt between the push and the publish

@@ -19,15 +19,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import ingestion.local_engine as local_engine
-import ingestion.readers as readers
-import ingestion.segment_build as segment_build
-import ingestion.staged_rows as staged_rows
-from ingestion import ingest
-from ingestion.readers import InputFile, consecutive_runs, read_blocks
-from ingestion.rollup import CHUNK
-from ingestion.spec import InputFormat
-from ingestion.staged_rows import Piece
+import strata.ingestion.local_engine as local_engine
+import strata.ingestion.readers as readers
+import strata.ingestion.segment_build as segment_build
+import strata.ingestion.staged_rows as staged_rows
+from strata.ingestion import ingest
+from strata.ingestion.readers import InputFile, consecutive_runs, read_blocks
+from strata.ingestion.rollup import CHUNK
+from strata.ingestion.spec import InputFormat
+from strata.ingestion.staged_rows import Piece
 
 HOUR = 3_600_000
 MAX_ROWS = 30

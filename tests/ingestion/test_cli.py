@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from strata.cli import main
+from strata.cli.main import main
 
 
 def test_ingest_with_flags_then_drop_and_restore(tmp_path, capsys):

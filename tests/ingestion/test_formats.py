@@ -6,8 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingestion import SpecError, ingest, parse_spec
-from ingestion.spec import DynamicPartitions, HashedPartitions, RangePartitions
+from strata.ingestion import SpecError, ingest, parse_spec
+from strata.ingestion.spec import DynamicPartitions, HashedPartitions, RangePartitions
 from tests.ingestion.conftest import inline_spec
 
 DAY = 86_400_000

@@ -8,8 +8,8 @@ import math
 import orjson
 import pyarrow.parquet as pq
 
-from ingestion import ingest
-from ingestion.partitioning import murmur3_32
+from strata.ingestion import ingest
+from strata.ingestion.partitioning import murmur3_32
 
 
 def test_murmur3_matches_reference_vectors():
@@ -60,7 +60,7 @@ def test_single_dim_ranges_cover_sorted_values(tutorial_spec, stores):
 def test_range_partitions_on_null_heavy_dimensions_publish_and_reload(tutorial_spec, stores):
     """Boundaries holding nulls (countryName, cityName are mostly null) used to crash the shard spec
     parser; every segment's descriptor must read back and the rows stay whole."""
-    from storage import open_metadata_store
+    from strata.storage import open_metadata_store
     from timeline import DataSegment
 
     spec = _spec(

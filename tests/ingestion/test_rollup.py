@@ -9,7 +9,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingestion import ingest
+from strata.ingestion import ingest
 
 
 def _rollup_spec(tutorial_spec, segment="hour"):

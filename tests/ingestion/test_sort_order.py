@@ -12,9 +12,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from ingestion.normalize import TIME
-from ingestion.rollup import CHUNK, build_segment_rows, segment_order, segment_rows
-from ingestion.spec import DimensionSpec
+from strata.ingestion.normalize import TIME
+from strata.ingestion.rollup import CHUNK, build_segment_rows, segment_order, segment_rows
+from strata.ingestion.spec import DimensionSpec
 
 DIMS = [DimensionSpec("d", "string"), DimensionSpec("n", "long")]
 

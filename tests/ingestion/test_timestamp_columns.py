@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pytest
 
-from ingestion.convert import parse_timestamps
+from strata.ingestion.convert import parse_timestamps
 
 INSTANTS = [datetime(2020, 1, 1, 12, 30, 5, 123000), None, datetime(1969, 12, 31, 23, 59, 59, 1000)]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from ingestion import IngestionError, ingest
-from storage import open_metadata_store
+from strata.ingestion import IngestionError, ingest
+from strata.storage import open_metadata_store
 from tests.ingestion.conftest import inline_spec
 
 ROWS = "\n".join(

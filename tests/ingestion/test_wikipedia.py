@@ -10,9 +10,9 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from ingestion import ingest
-from storage import open_metadata_store
-from storage.segment_file import read_segment_facts
+from strata.ingestion import ingest
+from strata.storage import open_metadata_store
+from strata.storage.segment_file import read_segment_facts
 
 
 def _raw(sample: Path, sql: str) -> list[tuple[Any, ...]]:

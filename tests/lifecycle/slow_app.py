@@ -1,4 +1,4 @@
-"""A tiny ASGI app served by `server_common.lifecycle.serve`, for the drain tests (run as a process).
+"""A tiny ASGI app served by `strata.server.lifecycle.serve`, for the drain tests (run as a process).
 
     python -m tests.lifecycle.slow_app PORT DRAIN_SECONDS MARKER_FILE
 
@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from server_common.lifecycle import serve
+from strata.server.lifecycle import serve
 
 
 async def slow(request: Request) -> PlainTextResponse:

@@ -1,4 +1,4 @@
-"""Responses written as one piece per loop turn (server_common.coalesced_writes): the transport in
+"""Responses written as one piece per loop turn (strata.server.coalesced_writes): the transport in
 isolation, then a real uvicorn server with the protocol answering every kind of response."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from server_common.coalesced_writes import FLUSH_AT_BYTES, CoalescingHttpToolsProtocol, CoalescingTransport
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
+from strata.server.coalesced_writes import FLUSH_AT_BYTES, CoalescingHttpToolsProtocol, CoalescingTransport
 
 
 class Recorder:

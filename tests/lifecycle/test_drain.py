@@ -1,4 +1,4 @@
-"""The shared stop sequence (server_common.lifecycle.serve) on a real process: drain, cancel, parent watch."""
+"""The shared stop sequence (strata.server.lifecycle.serve) on a real process: drain, cancel, parent watch."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
 from tests.historical.segment_factory import wait_until
 from tests.lifecycle.test_quickstart_lifecycle import alive, wait_gone
 from tests.lifecycle.test_servers import port_free

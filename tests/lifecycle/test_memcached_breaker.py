@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess, running
-from strata.local_servers import MemcachedServer, free_port
+from strata.cli.local_servers import MemcachedServer, free_port
 from tests.historical.segment_factory import HistoricalCluster, wait_until
 from tests.lifecycle.test_metrics_scrape import ROWS_PER_SEGMENT, TIMESERIES, scrape, value
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.processes import sigint_ignored_by_children
-from strata.local_servers import ZooKeeperServer, free_port
+from strata.cli.local_servers import ZooKeeperServer, free_port
 from tests.lifecycle.test_servers import port_free
 
 pytestmark = [
@@ -63,7 +63,7 @@ def quickstart(
 ) -> Iterator[tuple[subprocess.Popen[str], list[int], list[int]]]:
     """A running quickstart (past its table), its child pids and its ports; all ended on exit."""
     ports = [free_port(), free_port(), free_port(), free_port()]
-    argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(ports[0]),
+    argv = [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(ports[0]),
             "--historical-ports", f"{ports[1]},{ports[2]}", "--realtime-port", str(ports[3]),
             "--drain-seconds", "5", *extra]  # fmt: skip
     with sigint_ignored_by_children(ignore_sigint):
@@ -117,7 +117,7 @@ def test_kill_9_of_the_quickstart_ends_its_children(tmp_path: Path) -> None:
 def test_a_second_quickstart_says_so_and_exits_1(tmp_path: Path) -> None:
     with quickstart(tmp_path) as (proc, _pids, ports):
         same_dir = subprocess.run(
-            [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(tmp_path), "--port",
+            [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(tmp_path), "--port",
              str(free_port()), "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port",
              str(free_port())],
             capture_output=True, text=True, timeout=60,
@@ -126,7 +126,7 @@ def test_a_second_quickstart_says_so_and_exits_1(tmp_path: Path) -> None:
         assert same_dir.stderr.strip().count("\n") == 0 and "another quickstart" in same_dir.stderr
         assert f"pid {proc.pid}" in same_dir.stderr
         same_port = subprocess.run(
-            [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(tmp_path / "other"),
+            [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(tmp_path / "other"),
              "--port", str(ports[0])],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from discovery import ZkPaths
 from harness.processes import StrataProcess
+from strata.discovery import ZkPaths
 from tests.historical.segment_factory import HistoricalCluster, kazoo, served_ids, unique_base, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

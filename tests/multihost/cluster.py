@@ -28,7 +28,7 @@ from harness.netns import Host, NetnsLab
 from harness.postgres import PostgresServer
 from harness.processes import StrataProcess
 from harness.s3_server import S3Server, client_env
-from strata.local_servers import ZooKeeperServer
+from strata.cli.local_servers import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ("zk", "pg", "s3", "hist1", "hist2", "rt", "broker", "master", "worker1", "worker2", "driver")

@@ -17,13 +17,13 @@ import sys
 def _session(master: str, conf: dict[str, str]):
     from pyspark.sql import SparkSession
 
-    import strata_spark
+    import strata.spark
 
     builder = SparkSession.builder.master(master).appName("strata-multihost")
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    strata_spark.register(spark)
+    strata.spark.register(spark)
     return spark
 
 

@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from harness.netns import unavailable
+from strata.cli.quickstart import TOP_PAGES
 from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
-from strata.quickstart import TOP_PAGES
 from tests.multihost.cluster import HostsCluster, hosts_cluster, wait_until
 
 WHY = unavailable()
@@ -61,7 +61,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostsCluster]:
         for key, value in c.spark_conf().items():
             flags += ["--spark-conf", f"{key}={value}"]
         done = c.on_driver(
-            [sys.executable, "-m", "strata.cli", "ingest", *flags, *c.storage_flags(), "--json"]
+            [sys.executable, "-m", "strata.cli.main", "ingest", *flags, *c.storage_flags(), "--json"]
         )
         assert done.returncode == 0, done.stderr[-4000:]
         summary = json.loads(done.stdout.strip().splitlines()[-1])
@@ -88,7 +88,7 @@ def test_top_pages_through_the_broker(cluster: HostsCluster, raw_rows: list[dict
     assert [g["count"] for g in got] == [n for _, n in oracle.most_common(10)]
     assert all(oracle[g["page"]] == g["count"] for g in got)
     # the segments live in S3 and PostgreSQL: each historical holds every one (replicas 2)
-    from storage import open_metadata_store
+    from strata.storage import open_metadata_store
 
     with closing(open_metadata_store(cluster.metadata)) as store:
         used = store.used_segments("wikipedia")
@@ -122,7 +122,7 @@ def test_spark_reader_on_the_cluster_equals_the_raw_rows(
 
 
 def test_spark_writer_on_the_cluster_publishes_once(cluster: HostsCluster, spark_jobs: Path) -> None:
-    from storage import open_metadata_store
+    from strata.storage import open_metadata_store
 
     with closing(open_metadata_store(cluster.metadata)) as store:
         used = store.used_segments("written")
@@ -161,7 +161,7 @@ def test_realtime_events_counted_at_once_and_handed_off_through_s3(cluster: Host
     wait_until(
         handed_off, "the historicals to take the live segments over", 120, list(cluster.nodes.values())
     )
-    from storage import open_metadata_store
+    from strata.storage import open_metadata_store
 
     with closing(open_metadata_store(cluster.metadata)) as store:
         published = {s.id: s for s in store.used_segments("live")}
@@ -254,7 +254,7 @@ def test_postgres_stopped_for_ten_seconds_fails_no_query(
 def test_s3_restarted_while_a_historical_pulls(cluster: HostsCluster, tmp_path: Path) -> None:
     """Segments whose objects are in S3 are published while the S3 server is down: the
     historicals fail to pull, retry, and load them once it is back; every answer is whole."""
-    from storage import open_metadata_store
+    from strata.storage import open_metadata_store
 
     s3 = cluster.s3
     assert s3 is not None
@@ -265,7 +265,7 @@ def test_s3_restarted_while_a_historical_pulls(cluster: HostsCluster, tmp_path: 
     source.write_text("\n".join(json.dumps(r) for r in rows))
     # the objects go to S3 now; the segments are published (in PostgreSQL) only while S3 is down
     staging_meta = driver.dir("late") / "unpublished.db"
-    done = cluster.on_driver([sys.executable, "-m", "strata.cli", "ingest", "--datasource", "late", "--input",
+    done = cluster.on_driver([sys.executable, "-m", "strata.cli.main", "ingest", "--datasource", "late", "--input",
                               str(source), "--timestamp-column", "ts", "--segment-granularity", "hour",
                               "--deep-storage", cluster.deep_storage, "--s3-endpoint", cluster.s3_endpoint,
                               "--metadata", str(staging_meta), "--json"])  # fmt: skip

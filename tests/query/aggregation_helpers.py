@@ -8,10 +8,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from query import parse_query
-from query.base import Query
-from segment_engine import run_partials, run_to_json
-from segment_engine.segment_input import SegmentInput
+from strata.engine import run_partials, run_to_json
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.query.base import Query
 from tests.query.segment_fixtures import wikipedia_rows
 
 

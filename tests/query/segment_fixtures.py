@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from harness.raw_segments import DAY_MS, HOUR_MS, clip, wikipedia_rows
 from harness.raw_segments import write_segments as _write_segments
-from segment_engine.segment_input import SegmentInput
+from strata.engine.segment_input import SegmentInput
 
 __all__ = ["GRANULARITY_MS", "clip", "hll_column", "wikipedia_rows", "write_segments"]
 

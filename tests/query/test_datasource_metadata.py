@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.raw_segments import wikipedia_rows, write_segments
-from query import parse_query
-from segment_engine import run_partials, run_to_json
-from segment_engine.segment_input import SegmentInput
+from strata.engine import run_partials, run_to_json
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
 from tests.query.test_time_boundary import extremes
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from query.duck import connection, quote_ident
-from query.errors import InvalidInput, QueryUnsupported
-from query.filters import parse_filter
-from query.string_comparators import compare_alphanumeric, compare_version
+from strata.query.duck import connection, quote_ident
+from strata.query.errors import InvalidInput, QueryUnsupported
+from strata.query.filters import parse_filter
+from strata.query.string_comparators import compare_alphanumeric, compare_version
 
 STRINGS = [
     "a",

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from query import parse_query
-from query.errors import InvalidInput
-from segment_engine.segment_input import SegmentInput
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.query.errors import InvalidInput
 from tests.query.aggregation_helpers import oracle, run, run_split
 from tests.query.segment_fixtures import wikipedia_rows, write_segments
 

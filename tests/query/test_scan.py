@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 
 from harness.raw_segments import clip, wikipedia_rows, write_segments
-from query import parse_query
-from query.errors import InvalidInput, QueryUnsupported
-from segment_engine import run_partials, run_to_json
-from segment_engine.segment_input import SegmentInput
+from strata.engine import run_partials, run_to_json
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.query.errors import InvalidInput, QueryUnsupported
 from timeline import Interval
 
 DAY = "2015-09-12/2015-09-13"

@@ -9,11 +9,11 @@ import duckdb
 import pytest
 
 from harness.raw_segments import wikipedia_rows, write_segments
-from query import parse_query
-from query.errors import InvalidInput, QueryUnsupported
-from query.string_comparators import compare_alphanumeric
-from segment_engine import run_partials, run_to_json
-from segment_engine.segment_input import SegmentInput
+from strata.engine import run_partials, run_to_json
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.query.errors import InvalidInput, QueryUnsupported
+from strata.query.string_comparators import compare_alphanumeric
 from timeline import format_instant
 
 DAY = "2015-09-12/2015-09-13"

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 
 from harness.raw_segments import HOUR_MS, wikipedia_rows, write_segments
-from query import parse_query
-from query.errors import InvalidInput
-from segment_engine import run_partials, run_to_json
-from segment_engine.segment_input import SegmentInput
+from strata.engine import run_partials, run_to_json
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.query.errors import InvalidInput
 
 METRICS = [{"type": "longSum", "name": "added", "fieldName": "added"}]
 STRING_COLUMNS = [

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import query.aggregation_engine as engine
-from query import parse_query
-from query.aggregation_engine import GroupingPlan
-from query.small_merge import PYTHON_MERGE_MAX_ROWS, PYTHON_MERGE_MAX_TABLES, merge_small
+import strata.query.aggregation_engine as engine
+from strata.query import parse_query
+from strata.query.aggregation_engine import GroupingPlan
+from strata.query.small_merge import PYTHON_MERGE_MAX_ROWS, PYTHON_MERGE_MAX_TABLES, merge_small
 
 AGGREGATORS = [
     ("count", None, "sum"),

@@ -8,10 +8,10 @@ import duckdb
 import pytest
 
 from harness.raw_segments import clip, wikipedia_rows, write_segments
-from query import parse_query
-from query.errors import InvalidInput
-from segment_engine import run_partials, run_to_json
-from segment_engine.segment_input import SegmentInput
+from strata.engine import run_partials, run_to_json
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.query.errors import InvalidInput
 from timeline import Interval, format_instant
 
 
@@ -80,7 +80,7 @@ def test_cache_key_and_errors() -> None:
 
 
 def test_footer_statistics_give_each_segments_extremes(segments: list[SegmentInput]) -> None:
-    from segment_engine.time_boundary import footer_time_span
+    from strata.engine.time_boundary import footer_time_span
 
     conn = duckdb.connect()
     for s in segments:

@@ -10,11 +10,11 @@ import datasketches
 import pyarrow as pa
 import pytest
 
-from query import parse_query
-from query.bucket_limit import MAX_BUCKETS
-from query.errors import InvalidInput, QueryError
-from query.timeseries import TimeseriesQuery
-from segment_engine.segment_input import SegmentInput
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.query.bucket_limit import MAX_BUCKETS
+from strata.query.errors import InvalidInput, QueryError
+from strata.query.timeseries import TimeseriesQuery
 from tests.query.aggregation_helpers import oracle, run, run_split
 from tests.query.segment_fixtures import clip, hll_column, wikipedia_rows, write_segments
 from timeline import Interval, format_instant

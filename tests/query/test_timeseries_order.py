@@ -9,8 +9,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from query import parse_query
-from query.timeseries import TimeseriesQuery
+from strata.query import parse_query
+from strata.query.timeseries import TimeseriesQuery
 
 HOUR = 3_600_000
 START = 1_577_836_800_000  # 2020-01-01T00:00:00Z

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +23,7 @@ PUBLISHED = [
 
 
 def argv(work: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(free_port()),
+    return [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(free_port()),
             "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port", str(free_port()),
             *extra]  # fmt: skip
 
@@ -94,7 +94,7 @@ def test_the_quickstart_broker_caches_partials_and_whole_answers(tmp_path: Path)
     partial, which comes from the per-segment cache."""
     import httpx
 
-    from strata.quickstart import TOP_PAGES
+    from strata.cli.quickstart import TOP_PAGES
     from tests.lifecycle.test_quickstart_lifecycle import quickstart
 
     with quickstart(tmp_path) as (_proc, _pids, ports):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import open_metadata_store
+from strata.storage import open_metadata_store
 from tests.quickstart.test_quickstart import PUBLISHED, argv
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess, running
-from realtime_service.wal import read_file, wal_files
+from strata.realtime.wal import read_file, wal_files
 from tests.realtime.rt_kit import (
     DS,
     by_key,
@@ -283,8 +283,8 @@ class SlowPersists(StrataProcess):
 
     _slowed = (
         "import sys, time\n"
-        "import realtime_service.node as node\n"
-        "from strata.cli import main\n"
+        "import strata.realtime.node as node\n"
+        "from strata.cli.main import main\n"
         "write, slowed = node.write_part, []\n"
         "def slow(*args, **kwargs):\n"
         "    if not slowed:\n"

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess, running
-from ingestion.api import ingest
-from storage import open_metadata_store
+from strata.ingestion.api import ingest
+from strata.storage import open_metadata_store
 from tests.cluster.cluster_kit import cluster, served_ids, wait_until, write_rows
 from tests.realtime.rt_kit import DS, events, hourly, hourly_answer, push, realtime, status, write_spec
 

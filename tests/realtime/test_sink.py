@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingestion.spec import DimensionSpec, MetricSpec
-from realtime_service.persist import load_part, write_part
-from realtime_service.sink import COMPACT_BATCHES, TIME_TYPE, Sink
+from strata.ingestion.spec import DimensionSpec, MetricSpec
+from strata.realtime.persist import load_part, write_part
+from strata.realtime.sink import COMPACT_BATCHES, TIME_TYPE, Sink
 from timeline import DataSegment, Interval
 
 HOUR = Interval.parse("2025-01-01T00:00/2025-01-01T01:00")

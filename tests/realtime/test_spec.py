@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from ingestion.errors import SpecError
-from realtime_service.spec import parse_realtime_spec
+from strata.ingestion.errors import SpecError
+from strata.realtime.spec import parse_realtime_spec
 
 SCHEMA = {"dataSource": "ev", "timestampSpec": {"column": "ts"}, "dimensionsSpec": {"dimensions": ["k"]},
           "metricsSpec": [{"type": "count", "name": "count"}],

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from realtime_service.wal import WalError, WalRecord, WriteAheadLog, read_file, wal_files
+from strata.realtime.wal import WalError, WalRecord, WriteAheadLog, read_file, wal_files
 
 
 async def _write(

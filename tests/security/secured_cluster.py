@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 
 from harness.processes import StrataProcess, running
-from ingestion.api import ingest
-from security.client import basic_header
+from strata.ingestion.api import ingest
+from strata.security.client import basic_header
 from tests.cluster.cluster_kit import synthetic_spec, wait_until, write_rows
 
 SECURITY = "/druid-ext/basic-security"

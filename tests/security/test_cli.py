@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from security.passwords import verify_password
-from security.resources import Action, datasource
-from security.store import open_security_store
-from strata.cli import main
+from strata.cli.main import main
+from strata.security.passwords import verify_password
+from strata.security.resources import Action, datasource
+from strata.security.store import open_security_store
 
 
 def test_users_roles_grants_and_passwords(tmp_path, monkeypatch, capsys):

@@ -23,7 +23,7 @@ def _strata_sql(
     c: Secured, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k != "STRATA_PASSWORD"}
-    return subprocess.run([sys.executable, "-m", "strata.cli", "sql", "--url", c.broker.url, "--format", "csv",
+    return subprocess.run([sys.executable, "-m", "strata.cli.main", "sql", "--url", c.broker.url, "--format", "csv",
                            *args], env={**base, **(env or {})}, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)  # fmt: skip
 

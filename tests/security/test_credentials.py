@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from strata.credentials import CredentialsError, client_credentials
+from strata.cli.credentials import CredentialsError, client_credentials
 
 URL = "http://broker.example:8082"
 

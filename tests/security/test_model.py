@@ -7,13 +7,13 @@ import hashlib
 
 import pytest
 
-from security.credential_cache import VerifiedCredentials
-from security.guard import parse_basic
-from security.model import AuthSnapshot
-from security.passwords import ITERATIONS, PasswordRefused, hash_password, verify_password
-from security.policy import BROKER_RULES, DATA_NODE_RULES, INTERNAL, Need, requirement
-from security.rate_limit import FailedLogins
-from security.resources import STATE, Action, BadPermission, Permission, ResourceType, datasource
+from strata.security.credential_cache import VerifiedCredentials
+from strata.security.guard import parse_basic
+from strata.security.model import AuthSnapshot
+from strata.security.passwords import ITERATIONS, PasswordRefused, hash_password, verify_password
+from strata.security.policy import BROKER_RULES, DATA_NODE_RULES, INTERNAL, Need, requirement
+from strata.security.rate_limit import FailedLogins
+from strata.security.resources import STATE, Action, BadPermission, Permission, ResourceType, datasource
 
 
 def test_permission_name_is_matched_whole():

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
 
 pytestmark = pytest.mark.integration
 
 
 def test_quickstart_secure(tmp_path: Path) -> None:
     work = tmp_path / "qs"
-    argv = [sys.executable, "-P", "-m", "strata.cli", "quickstart", "--dir", str(work), "--port", str(free_port()),
+    argv = [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(free_port()),
             "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port", str(free_port()),
             "--secure", "--exit-after-query"]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=240)

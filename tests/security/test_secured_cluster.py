@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from security.client import basic_header
+from strata.security.client import basic_header
 from tests.security.secured_cluster import AUTHN, AUTHZ, Secured
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from security.settings import SecurityConfigError, add_security_flags, security_settings
+from strata.security.settings import SecurityConfigError, add_security_flags, security_settings
 
 
 def _args(*argv: str, config: dict | None = None) -> argparse.Namespace:
@@ -58,7 +58,7 @@ def test_an_authenticator_needs_a_store():
 def test_a_node_refuses_to_start_open_on_a_wildcard_address(command, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     extra = ["--nodes", "127.0.0.1:9"] if command == "broker" else ["--metadata", str(tmp_path / "m.db")]
-    proc = subprocess.run([sys.executable, "-m", "strata.cli", command, "--bind", "0.0.0.0", "--port", "1", *extra],
+    proc = subprocess.run([sys.executable, "-m", "strata.cli.main", command, "--bind", "0.0.0.0", "--port", "1", *extra],
                           env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 2
     assert "refusing to bind 0.0.0.0 with no authenticator" in proc.stderr

@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from security.model import ADMIN_ROLE, INTERNAL_USER
-from security.passwords import Credentials, verify_password
-from security.resources import Action, Permission, datasource
-from security.store import AlreadyExists, NotFound, open_security_store
-from storage import open_metadata_store
+from strata.security.model import ADMIN_ROLE, INTERNAL_USER
+from strata.security.passwords import Credentials, verify_password
+from strata.security.resources import Action, Permission, datasource
+from strata.security.store import AlreadyExists, NotFound, open_security_store
+from strata.storage import open_metadata_store
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess, running
-from ingestion.api import ingest
+from strata.ingestion.api import ingest
 from tests.cluster.cluster_kit import synthetic_spec, write_rows
 from tests.security.secured_cluster import ROWS
 
@@ -116,7 +116,7 @@ def test_a_certificate_from_another_ca_is_refused(tls_cluster: dict) -> None:
 
 def test_strata_sql_verifies_the_broker(tls_cluster: dict) -> None:
     base = {**os.environ, "STRATA_PASSWORD": tls_cluster["admin"]}
-    argv = [sys.executable, "-m", "strata.cli", "sql", "--url", f"https://{tls_cluster['broker'].address}",
+    argv = [sys.executable, "-m", "strata.cli.main", "sql", "--url", f"https://{tls_cluster['broker'].address}",
             "--user", "admin", "--format", "csv", "-e", "SELECT SUM(n) AS s FROM wikipedia"]  # fmt: skip
     ok = subprocess.run(
         [*argv, "--tls-ca", str(tls_cluster["ca"])], env=base, capture_output=True, text=True, timeout=60
@@ -130,7 +130,7 @@ def test_strata_sql_verifies_the_broker(tls_cluster: dict) -> None:
 
 
 def test_the_spark_readers_broker_client_verifies_the_broker(tls_cluster: dict) -> None:
-    from strata_spark.broker_client import BrokerClient, StrataError
+    from strata.spark.broker_client import BrokerClient, StrataError
 
     url = f"https://{tls_cluster['broker'].address}"
     auth = ("admin", tls_cluster["admin"])

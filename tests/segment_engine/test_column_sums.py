@@ -20,9 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from historical_service.arrow_copy import mapped_copy
-from query import parse_query
-from segment_engine import SegmentInput, column_sums, mapped_source, run_partials, run_to_json
-from segment_engine.column_sums import SUMMED
+from strata.engine import SegmentInput, column_sums, mapped_source, run_partials, run_to_json
+from strata.engine.column_sums import SUMMED
+from strata.query import parse_query
 from tests.query.segment_fixtures import clip, write_segments
 from tests.segment_engine.test_footer_answers import ETERNITY, HOUR, START, sorted_times
 from timeline import Interval, format_instant, parse_instant

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from query import parse_query
-from segment_engine import SegmentInput, run_to_json
-from segment_engine.grouping import constant_buckets
+from strata.engine import SegmentInput, run_to_json
+from strata.engine.grouping import constant_buckets
+from strata.query import parse_query
 from tests.query.segment_fixtures import write_segments
 from timeline import Interval, parse_granularity
 

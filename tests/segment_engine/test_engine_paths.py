@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from query import parse_query
-from query.base import SEGMENT_COLUMN
-from query.limit_spec import LimitSpec, OrderByColumn
-from query.topn import TopNQuery
-from segment_engine import SegmentInput, run_for_broker, run_merged, run_partials
+from strata.engine import SegmentInput, run_for_broker, run_merged, run_partials
+from strata.query import parse_query
+from strata.query.base import SEGMENT_COLUMN
+from strata.query.limit_spec import LimitSpec, OrderByColumn
+from strata.query.topn import TopNQuery
 from tests.query.segment_fixtures import write_segments
 from timeline import Interval
 
@@ -241,7 +241,7 @@ def test_arrow_merge_of_partials_equals_the_sql_merge(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Small merges run on Arrow's hash aggregation; the answer must be DuckDB's to the last bit."""
-    import query.aggregation_engine as engine
+    import strata.query.aggregation_engine as engine
 
     aggregations = [
         {"type": "count", "name": "rows"},

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from query import parse_query
-from segment_engine import SegmentInput, run_merged, run_partials, run_to_json
-from segment_engine.footer_answers import ANSWERED, row_facts
+from strata.engine import SegmentInput, run_merged, run_partials, run_to_json
+from strata.engine.footer_answers import ANSWERED, row_facts
+from strata.query import parse_query
 from tests.query.segment_fixtures import clip, write_segments
 from timeline import Interval, RowFacts, format_instant
 
@@ -237,7 +237,7 @@ def test_footer_parsed_once(
     def no_io(*_: Any, **__: Any) -> None:
         raise AssertionError("footer read again")
 
-    monkeypatch.setattr("segment_engine.footer.pq.read_metadata", no_io)
+    monkeypatch.setattr("strata.engine.footer.pq.read_metadata", no_io)
     assert run_to_json(parsed, inputs) == first
 
 

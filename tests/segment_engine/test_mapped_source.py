@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 
 from historical_service.arrow_copy import mapped_copy
-from query import parse_query
-from segment_engine import SegmentInput, mapped_source, run_to_json
-from storage.segment_file import write_segment_file
+from strata.engine import SegmentInput, mapped_source, run_to_json
+from strata.query import parse_query
+from strata.storage.segment_file import write_segment_file
 from timeline import Interval, SegmentDescriptor, format_instant
 
 DS = "mapped"

@@ -11,11 +11,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from query import parse_query
-from segment_engine import run_to_json
-from segment_engine.memory_source import MemoryRows, memory_key, register, unregister
-from segment_engine.segment_input import SegmentInput
-from storage.segment_file import write_segment_file
+from strata.engine import run_to_json
+from strata.engine.memory_source import MemoryRows, memory_key, register, unregister
+from strata.engine.segment_input import SegmentInput
+from strata.query import parse_query
+from strata.storage.segment_file import write_segment_file
 from timeline import Interval, SegmentDescriptor
 
 DAY = Interval.parse("2025-01-01/2025-01-02")

@@ -12,8 +12,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from query import parse_query
-from segment_engine import SegmentInput, run_to_json
+from strata.engine import SegmentInput, run_to_json
+from strata.query import parse_query
 from tests.query.segment_fixtures import write_segments
 
 START = 1_577_836_800_000  # 2020-01-01

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from query import parse_query
-from segment_engine import SegmentInput, run_partials
+from strata.engine import SegmentInput, run_partials
+from strata.query import parse_query
 from tests.query.segment_fixtures import write_segments
 from timeline import format_instant
 

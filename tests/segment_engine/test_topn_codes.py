@@ -24,13 +24,13 @@ import pyarrow as pa
 import pytest
 
 from historical_service.arrow_copy import mapped_copy
-from query import parse_query
-from query.duck import connection
-from query.topn import TopNQuery
-from segment_engine import SegmentInput, mapped_source
-from segment_engine.engine import run_merged, run_partials
-from segment_engine.topn_codes import coded_merged, coded_partials
-from storage.segment_file import write_segment_file
+from strata.engine import SegmentInput, mapped_source
+from strata.engine.engine import run_merged, run_partials
+from strata.engine.topn_codes import coded_merged, coded_partials
+from strata.query import parse_query
+from strata.query.duck import connection
+from strata.query.topn import TopNQuery
+from strata.storage.segment_file import write_segment_file
 from timeline import Interval, SegmentDescriptor, format_instant
 
 DS = "coded"

@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from strata_spark import data_nodes
-from strata_spark.data_nodes import node_requests
-from strata_spark.reader import node_urls, pack
+from strata.spark import data_nodes
+from strata.spark.data_nodes import node_requests
+from strata.spark.reader import node_urls, pack
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 24])

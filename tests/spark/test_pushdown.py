@@ -22,8 +22,8 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from query.filters import parse_filter
-from strata_spark.pushdown import Pushed, push, translate
+from strata.query.filters import parse_filter
+from strata.spark.pushdown import Pushed, push, translate
 
 TYPES = {"__time": "LONG", "page": "STRING", "added": "LONG", "ratio": "DOUBLE", "f": "FLOAT"}
 T0 = 1442016000000  # 2015-09-12T00:00:00Z

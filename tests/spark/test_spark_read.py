@@ -24,12 +24,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from storage import open_metadata_store
-from storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
-from storage.segment_file import write_segment_file
-from strata_spark.reader import SegmentsPartition
-from strata_spark.results import table_schema
-from strata_spark.source import StrataDataSource
+from strata.spark.reader import SegmentsPartition
+from strata.spark.results import table_schema
+from strata.spark.source import StrataDataSource
+from strata.storage import open_metadata_store
+from strata.storage.deep_storage import SEGMENT_FILE, LocalDeepStorage
+from strata.storage.segment_file import write_segment_file
 from tests.cluster.cluster_kit import raw, wait_until
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
 from timeline import DataSegment, Interval, ShardSpec

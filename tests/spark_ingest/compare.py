@@ -8,8 +8,8 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from ingestion.summary import IngestionSummary
-from storage.segment_file import read_segment_facts
+from strata.ingestion.summary import IngestionSummary
+from strata.storage.segment_file import read_segment_facts
 
 
 def ordered(summary: IngestionSummary) -> list[Any]:

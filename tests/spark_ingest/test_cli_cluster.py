@@ -18,9 +18,9 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from ingestion import ingest
-from storage import open_metadata_store
-from strata.local_servers import free_port
+from strata.cli.local_servers import free_port
+from strata.ingestion import ingest
+from strata.storage import open_metadata_store
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -76,7 +76,7 @@ def test_auto_past_the_threshold_runs_on_the_cluster_and_equals_local(standalone
              "--segment-granularity", "hour", "--max-rows-per-segment", "1000"]  # fmt: skip
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     done = subprocess.run(
-        [sys.executable, "-m", "strata.cli", "ingest", *flags, "--json", "--spark-threshold", "1MiB",
+        [sys.executable, "-m", "strata.cli.main", "ingest", *flags, "--json", "--spark-threshold", "1MiB",
          "--spark-master", standalone, "--spark-conf", "spark.executor.memory=1g",
          "--spark-conf", "spark.driver.host=127.0.0.1",
          "--deep-storage", str(tmp_path / "s" / "deep"), "--metadata", str(tmp_path / "s" / "m.db")],
@@ -91,7 +91,7 @@ def test_auto_past_the_threshold_runs_on_the_cluster_and_equals_local(standalone
 
     import argparse
 
-    from ingestion.cli import configure, spec_from_flags
+    from strata.ingestion.cli import configure, spec_from_flags
 
     parser = argparse.ArgumentParser()
     configure(parser)

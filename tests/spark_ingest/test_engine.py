@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingestion import IngestionError, TooManyParseExceptions, ingest
-from storage import open_metadata_store
+from strata.ingestion import IngestionError, TooManyParseExceptions, ingest
+from strata.storage import open_metadata_store
 from tests.ingestion.conftest import inline_spec
 from tests.spark_ingest.compare import assert_same_segments, files_under, query_raw, query_segments
 
@@ -145,7 +145,7 @@ def test_several_files_schemaless_discovery_equal_local(tmp_path, spark, wikiped
 
 def test_parquet_input_split_by_row_groups(tmp_path, spark, wikipedia_sample, monkeypatch):
     """A Parquet file is read by several tasks (runs of row groups); row numbers stay exact."""
-    import ingestion.splits as splits
+    import strata.ingestion.splits as splits
 
     rows = [json.loads(x) for x in gzip.decompress(wikipedia_sample.read_bytes()).decode().splitlines()]
     rows[12_345]["time"] = "not a time"
@@ -212,7 +212,7 @@ def test_append_joins_the_latest_version(tmp_path, spark):
 def test_text_file_split_by_byte_ranges(fmt, tmp_path, spark, wikipedia_sample, monkeypatch):
     """One uncompressed file read by several tasks (byte ranges cut after a newline): the same
     segments, and bad rows reported at their line in the whole file, as the local engine does."""
-    import ingestion.splits as splits
+    import strata.ingestion.splits as splits
 
     rows = [
         json.loads(x) for x in gzip.decompress(wikipedia_sample.read_bytes()).decode().splitlines()[:12_000]
@@ -238,8 +238,8 @@ def test_text_file_split_by_byte_ranges(fmt, tmp_path, spark, wikipedia_sample, 
                        dimensionsSpec={"dimensions": ["channel", "page", {"name": "added", "type": "long"}]},
                        tuning={"maxParseExceptions": 5, "partitionsSpec": {"type": "dynamic", "maxRowsPerSegment": 4000}})  # fmt: skip
     spec["ioConfig"]["inputSource"] = {"type": "local", "files": [str(path)]}
-    from ingestion.readers import resolve_inputs
-    from ingestion.spec import parse_spec
+    from strata.ingestion.readers import resolve_inputs
+    from strata.ingestion.spec import parse_spec
 
     parsed = parse_spec(spec)
     assert len(splits.split_inputs(resolve_inputs(parsed.input_source), parsed.input_format)) > 3

@@ -9,9 +9,9 @@ from itertools import pairwise
 import pyarrow as pa
 import pytest
 
-from ingestion.normalize import TIME
-from ingestion.rollup import CHUNK
-from ingestion.staged_rows import write_pieces
+from strata.ingestion.normalize import TIME
+from strata.ingestion.rollup import CHUNK
+from strata.ingestion.staged_rows import write_pieces
 
 
 def _staged(tmp_path, chunks: list[int], times: list[int]) -> dict[int, list[int]]:

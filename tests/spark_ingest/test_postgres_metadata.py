@@ -11,9 +11,9 @@ from typing import Any
 import duckdb
 import pytest
 
-import strata_spark
-from ingestion.api import ingest
-from storage import open_metadata_store
+import strata.spark
+from strata.ingestion.api import ingest
+from strata.storage import open_metadata_store
 from tests.spark_ingest.compare import query_raw
 
 pytestmark = pytest.mark.timeout(240)
@@ -30,7 +30,7 @@ def test_spark_writer_and_spark_engine_publish_to_postgres(
     spark, postgres_server, postgres_url, tmp_path: Path, wikipedia_sample
 ):
     raw = query_raw(wikipedia_sample, "SELECT channel, count(*) FROM RAW GROUP BY 1 ORDER BY 1")
-    strata_spark.register(spark)
+    strata.spark.register(spark)
     df = spark.read.json(str(wikipedia_sample)).repartition(2)
     opts = {"datasource": "wiki", "timestampColumn": "time", "segmentGranularity": "day",
             "deepStorage": str(tmp_path / "deep"), "dimensions": "channel,page",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ingestion.spark_engine import LOCAL_JVM_OPTIONS, LOCAL_WORKER_MALLOC, session_defaults
+from strata.ingestion.spark_engine import LOCAL_JVM_OPTIONS, LOCAL_WORKER_MALLOC, session_defaults
 
 
 def test_the_local_session_jvm_runs_with_the_options(spark: Any) -> None:

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import ingestion.splits as splits
-from ingestion.readers import InputFile
-from ingestion.spec import InputFormat
+import strata.ingestion.splits as splits
+from strata.ingestion.readers import InputFile
+from strata.ingestion.spec import InputFormat
 
 
 def _write(path, first: int, groups: list[int]) -> InputFile:

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import ingestion.splits as splits
-from ingestion.readers import InputFile
-from ingestion.spec import InputFormat
+import strata.ingestion.splits as splits
+from strata.ingestion.readers import InputFile
+from strata.ingestion.spec import InputFormat
 
 
 def _parquet(tmp_path, rows: int, group: int):
@@ -73,7 +73,7 @@ def test_a_range_reader_counts_the_ranges_lines(tmp_path, monkeypatch, fmt, tail
     """The last block of a byte range ends past the range's lines (what the driver adds to later
     ranges' line numbers), read in several chunks, with blank lines, a CSV header and a file that
     may not end in a newline; the oracle counts newlines in the range's bytes."""
-    import ingestion.readers as readers
+    import strata.ingestion.readers as readers
 
     if fmt == "json":
         lines = [f'{{"n": {i}, "s": "{"x" * (i % 37)}"}}' for i in range(3000)]

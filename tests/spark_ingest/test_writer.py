@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import strata_spark
-from storage import open_metadata_store
+import strata.spark
+from strata.storage import open_metadata_store
 from tests.spark_ingest.compare import files_under, query_raw
 
 pytestmark = pytest.mark.timeout(180)
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture(scope="module")
 def wiki(spark: Any, wikipedia_sample: Path) -> Any:
-    strata_spark.register(spark)
+    strata.spark.register(spark)
     return spark.read.json(str(wikipedia_sample)).repartition(3).cache()
 
 
@@ -124,7 +124,7 @@ def test_a_failing_task_publishes_nothing_and_leaves_no_files(wiki, tmp_path, sp
 
 
 def test_bad_rows_fail_the_write_unless_allowed(spark, tmp_path):
-    strata_spark.register(spark)
+    strata.spark.register(spark)
     df = spark.createDataFrame(
         [("2020-01-01T00:00:00Z", "a"), ("not a time", "b"), ("2020-01-01T05:00:00Z", "c")],
         "ts string, d string",
@@ -160,7 +160,7 @@ def test_timestamp_column_and_typed_dimensions_from_the_schema(spark, tmp_path):
     """A Spark timestamp keeps its millisecond; numeric columns become long/double dimensions."""
     from datetime import UTC, datetime
 
-    strata_spark.register(spark)
+    strata.spark.register(spark)
     rows = [
         (datetime(2024, 3, 1, 10, 0, 0, 123000, tzinfo=UTC), "a", 5, 1.5),
         (datetime(2024, 3, 1, 11, 30, 0, 7000, tzinfo=UTC), None, -2, None),

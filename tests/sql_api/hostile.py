@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata_sql.guard import MAX_NESTING
+from strata.sql.guard import MAX_NESTING
 
 PREDICATE = "added > 100"
 FIELDS_OF_TYPE: dict[str, list[Any]] = {

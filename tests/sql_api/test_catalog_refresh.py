@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from broker_service import sql_api
-from query.errors import QueryError
+from broker_service import sql_catalog
+from strata.query.errors import QueryError
 from timeline import DataSegment, Interval
 
 
@@ -30,11 +30,11 @@ class FakeRunner:
         return SimpleNamespace(results=[{"columns": dict(self.columns)}], body=None)
 
 
-def catalog(runner: FakeRunner, segments: tuple[DataSegment, ...] = ()) -> sql_api.BrokerCatalog:
+def catalog(runner: FakeRunner, segments: tuple[DataSegment, ...] = ()) -> sql_catalog.BrokerCatalog:
     view = SimpleNamespace(
         data_sources=lambda: ["wiki"], selectors=lambda: [SimpleNamespace(segment=s) for s in segments]
     )
-    return sql_api.BrokerCatalog(SimpleNamespace(view=view, runner=runner))  # type: ignore[arg-type]
+    return sql_catalog.BrokerCatalog(SimpleNamespace(view=view, runner=runner))  # type: ignore[arg-type]
 
 
 def test_columns_in_druids_order() -> None:
@@ -66,7 +66,7 @@ def test_first_statement_waits_later_ones_refresh_behind(monkeypatch: pytest.Mon
         await cat.load(["wiki"])  # fresh: no query
         assert runner.calls == 1
 
-        monkeypatch.setattr(sql_api, "CATALOG_TTL", 0.0)
+        monkeypatch.setattr(sql_catalog, "CATALOG_TTL", 0.0)
         runner.columns["added"] = {"type": "LONG"}
         runner.gate.clear()  # the refresh cannot finish: load must not wait for it
         await asyncio.wait_for(cat.load(["wiki"]), 1)

@@ -13,11 +13,11 @@ import pytest
 import sqlglot
 from sqlglot import errors as sqlglot_errors
 
-from query.context import QueryContext
-from query.errors import InvalidInput, QueryError, QueryUnsupported, ResourceLimitExceeded
-from query.header_values import MAX_HEADER_VALUE_CHARS
-from strata_sql.engine_errors import engine_error
-from strata_sql.guard import (
+from strata.query.context import QueryContext
+from strata.query.errors import InvalidInput, QueryError, QueryUnsupported, ResourceLimitExceeded
+from strata.query.header_values import MAX_HEADER_VALUE_CHARS
+from strata.sql.engine_errors import engine_error
+from strata.sql.guard import (
     MAX_NESTING,
     MAX_OPERATOR_CHAIN,
     MAX_STATEMENT_CHARS,
@@ -253,7 +253,7 @@ _PIECES = ["(", ")", "[", "]", "CASE ", " END", "NOT ", "not ", "- ", "+", "~", 
 
 
 def _scan_verdict(sql: str) -> bool:
-    from strata_sql import guard
+    from strata.sql import guard
 
     original = guard._within_limits_at_a_glance
     guard._within_limits_at_a_glance = lambda _sql: False  # type: ignore[assignment]
@@ -269,7 +269,7 @@ def _scan_verdict(sql: str) -> bool:
 @pytest.mark.parametrize("seed", range(4))
 def test_the_glance_never_lets_through_what_the_scan_refuses(seed: int) -> None:
     """The character-count shortcut may only skip the token scan where the scan would accept."""
-    from strata_sql.guard import _within_limits_at_a_glance
+    from strata.sql.guard import _within_limits_at_a_glance
 
     rng = random.Random(seed)
     for _ in range(400):

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from bench.sql_hostile import health_while_planning, in_list_statement
-from strata_sql.guard import MAX_NESTING, MAX_STATEMENT_CHARS
+from strata.sql.guard import MAX_NESTING, MAX_STATEMENT_CHARS
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
 from tests.historical_query.wiki_http import RawRows
 from tests.sql_api.hostile import nested

@@ -1,4 +1,4 @@
-"""Dynamic parameters bound as literals of their declared types (`strata_sql.parameters`), checked
+"""Dynamic parameters bound as literals of their declared types (`strata.sql.parameters`), checked
 by parsing the bound statement and reading the literal back."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from query.errors import InvalidInput
-from strata_sql.dialect import DIALECT
-from strata_sql.parameters import bind
+from strata.query.errors import InvalidInput
+from strata.sql.dialect import DIALECT
+from strata.sql.parameters import bind
 
 
 def bound(parameter: Any) -> exp.Expr:

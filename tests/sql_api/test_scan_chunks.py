@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from strata_sql.scan_chunks import chunk_query, scan_chunks
+from strata.sql.scan_chunks import chunk_query, scan_chunks
 from timeline import Interval
 
 HOUR = 3_600_000

@@ -35,7 +35,7 @@ class Terminal:
     """
 
     def __init__(self, fake: FakeSqlServer, history: Path) -> None:
-        argv = [sys.executable, "-m", "strata.cli", "sql", "--url", fake.url, "--history", str(history)]
+        argv = [sys.executable, "-m", "strata.cli.main", "sql", "--url", fake.url, "--history", str(history)]
         command = f"stty cols 160 rows 40; exec {shlex.join(argv)}"
         self.child = PopenSpawn(["script", "-qfec", command, "/dev/null"], encoding="utf-8", timeout=30)
         self.child.expect_exact(PROMPT)

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from strata.sql_cli import split_statements
-from strata.sql_client import error_line
+from strata.cli.sql_cli import split_statements
+from strata.cli.sql_client import error_line
 from tests.sql_cli.fake_sql_server import COLUMNS, ROWS, FakeSqlServer, fake_sql_server
 
 
@@ -23,7 +23,7 @@ def fake() -> Iterator[FakeSqlServer]:
 
 
 def strata_sql(fake: FakeSqlServer, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "strata.cli", "sql", "--url", fake.url, *args]
+    argv = [sys.executable, "-m", "strata.cli.main", "sql", "--url", fake.url, *args]
     return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60)
 
 
@@ -92,7 +92,7 @@ def test_truncated_answer_is_an_error(fake: FakeSqlServer) -> None:
 
 
 def test_unreachable_broker_is_one_line() -> None:
-    argv = [sys.executable, "-m", "strata.cli", "sql", "--url", "http://127.0.0.1:9", "-e", "SELECT 1"]
+    argv = [sys.executable, "-m", "strata.cli.main", "sql", "--url", "http://127.0.0.1:9", "-e", "SELECT 1"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith("Error: cannot reach http://127.0.0.1:9")
     assert len(done.stderr.splitlines()) == 1

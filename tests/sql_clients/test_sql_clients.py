@@ -133,7 +133,7 @@ def test_strata_sql_against_the_broker(cluster: dict[str, Any], wikipedia_sample
     argv = [
         sys.executable,
         "-m",
-        "strata.cli",
+        "strata.cli.main",
         "sql",
         "--url",
         cluster["broker"].url,

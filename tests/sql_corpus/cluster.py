@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.processes import StrataProcess
-from ingestion.api import ingest
 from strata.data import WIKIPEDIA_SAMPLE
+from strata.ingestion.api import ingest
 from tests.cluster.cluster_kit import wait_settled
 
 TABLES = Path(__file__).parent / "tables"

@@ -10,8 +10,8 @@ import sqlglot
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from strata_sql.dialect import DIALECT
-from strata_sql.functions import install, to_duckdb
+from strata.sql.dialect import DIALECT
+from strata.sql.functions import install, to_duckdb
 
 
 def run_approximate(sql: str, tables: dict[str, str] | None = None) -> list[tuple[Any, ...]]:

@@ -12,8 +12,8 @@ import duckdb
 import pytest
 import sqlglot
 
-from strata_sql.dialect import DIALECT
-from strata_sql.functions import to_duckdb
+from strata.sql.dialect import DIALECT
+from strata.sql.functions import to_duckdb
 from tests.sql_functions.kit import one, run
 
 # the per-airline counts of the window examples; `seq` is the page's row order among ties

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from strata_sql.dialect import DIALECT
+from strata.sql.dialect import DIALECT
 
 
 def _item(sql: str) -> exp.Expr:

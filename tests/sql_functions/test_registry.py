@@ -11,11 +11,11 @@ import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 
-from query.errors import QueryError, QueryUnsupported
-from strata_sql.dialect import DIALECT
-from strata_sql.expressions import ExpressionWriter
-from strata_sql.functions import REGISTRY, check_supported, druid_name, function_kind, to_duckdb
-from strata_sql.functions.docs import PAGE, render
+from strata.query.errors import QueryError, QueryUnsupported
+from strata.sql.dialect import DIALECT
+from strata.sql.expressions import ExpressionWriter
+from strata.sql.functions import REGISTRY, check_supported, druid_name, function_kind, to_duckdb
+from strata.sql.functions.docs import PAGE, render
 
 # every function heading of Druid's "All Druid SQL functions" page (apache/druid,
 # docs/querying/sql-functions.md), and those sql-scalar.md and sql-multivalue-string-functions.md
@@ -253,7 +253,7 @@ def test_only_out_of_scope_functions_are_refused() -> None:
 
 
 def test_docs_page_is_the_registry_table() -> None:
-    assert PAGE.read_text(encoding="utf-8") == render(), "run: python -m strata_sql.functions"
+    assert PAGE.read_text(encoding="utf-8") == render(), "run: python -m strata.sql.functions"
 
 
 def test_every_name_reads_back_as_itself() -> None:
@@ -351,7 +351,7 @@ def _native_writer_handles(name: str) -> bool:
 
 
 def test_native_flags_match_the_native_writer() -> None:
-    """A scalar function is marked native exactly when strata_sql.expressions writes it."""
+    """A scalar function is marked native exactly when strata.sql.expressions writes it."""
     wrong = [
         name
         for name, spec in REGISTRY.items()

@@ -8,9 +8,9 @@ import duckdb
 import pytest
 import sqlglot
 
-from query.errors import InvalidInput
-from strata_sql.dialect import DIALECT
-from strata_sql.functions import install, to_duckdb
+from strata.query.errors import InvalidInput
+from strata.sql.dialect import DIALECT
+from strata.sql.functions import install, to_duckdb
 from tests.sql_functions.kit import TAXI, one, run
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage import open_metadata_store
-from storage.deep_storage import LocalDeepStorage
-from storage.segment_cleanup import delete_objects, find_orphans
+from strata.storage import open_metadata_store
+from strata.storage.deep_storage import LocalDeepStorage
+from strata.storage.segment_cleanup import delete_objects, find_orphans
 from timeline import DataSegment, Interval
 
 

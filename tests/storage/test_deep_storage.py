@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage.deep_storage import DeepStorageError, LocalDeepStorage
+from strata.storage.deep_storage import DeepStorageError, LocalDeepStorage
 from timeline import DataSegment, Interval, ShardSpec
 
 

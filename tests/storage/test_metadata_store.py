@@ -9,9 +9,9 @@ from functools import partial
 
 import pytest
 
-from storage import MetadataStoreError, open_metadata_store
-from storage.metadata_store import overshadowed_by
-from storage.schema import Migration
+from strata.storage import MetadataStoreError, open_metadata_store
+from strata.storage.metadata_store import overshadowed_by
+from strata.storage.schema import Migration
 from timeline import DataSegment, Interval, ShardSpec
 
 
@@ -217,7 +217,7 @@ def test_used_segments_see_every_commit_from_this_and_other_connections(location
 def test_a_publish_after_the_store_sat_idle_is_committed(location, monkeypatch):
     """PostgreSQL checks a connection idle a while before writing over it; that check must not
     leave the publish inside a transaction nobody commits (it once did)."""
-    monkeypatch.setattr("storage.postgres_store.IDLE_CHECK_S", 0.0)
+    monkeypatch.setattr("strata.storage.postgres_store.IDLE_CHECK_S", 0.0)
     writer, reader = open_metadata_store(location), open_metadata_store(location)
     assert writer.data_sources() == [] and reader.used_segments() == []
     a = seg("2020-01-01/2020-01-02", "v1")

@@ -20,9 +20,9 @@ import pytest
 
 from harness.postgres import PostgresServer
 from harness.processes import StrataProcess
-from ingestion.api import ingest
-from storage import MetadataStoreError, open_metadata_store
-from storage.metadata_store import MetadataStore
+from strata.ingestion.api import ingest
+from strata.storage import MetadataStoreError, open_metadata_store
+from strata.storage.metadata_store import MetadataStore
 from tests.historical.segment_factory import HistoricalCluster, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -33,7 +33,7 @@ POLL_S = "120"  # far longer than any wait below: what arrives sooner came by no
 @pytest.fixture(scope="module")
 def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
     if not PostgresServer.available():
-        pytest.skip("PostgreSQL is not installed (scripts/install-system-packages.sh installs it)")
+        pytest.skip("PostgreSQL is not installed (scripts/install-system-packages.sh test installs it)")
     server = PostgresServer(password="s3cr3t-" + tmp_path_factory.getbasetemp().name[-6:]).start()
     try:
         yield server
@@ -109,7 +109,7 @@ def test_historical_hears_of_publishes_and_rides_out_a_postgres_restart(pg: Post
             data = tmp_path / "rows.json"
             data.write_text(json.dumps({"timestamp": "2015-09-05T00:00:00Z", "page": "x"}) + "\n")
             done = subprocess.run(
-                [sys.executable, "-m", "strata.cli", "--config", str(config), "ingest", "--datasource", "late",
+                [sys.executable, "-m", "strata.cli.main", "--config", str(config), "ingest", "--datasource", "late",
                  "--input", str(data), "--deep-storage", str(tmp_path / "deep"), "--engine", "local"],
                 capture_output=True, text=True, timeout=120,
             )  # fmt: skip

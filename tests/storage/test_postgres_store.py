@@ -12,9 +12,9 @@ from contextlib import closing
 import pytest
 
 from harness.postgres import PostgresServer
-from storage import MetadataStoreError, open_metadata_store, redact_location
-from storage.metadata_url import scrub
-from storage.segments_schema import LOG_KEEP
+from strata.storage import MetadataStoreError, open_metadata_store, redact_location
+from strata.storage.metadata_url import scrub
+from strata.storage.segments_schema import LOG_KEEP
 from tests.storage.test_metadata_store import seg
 
 
@@ -118,7 +118,7 @@ def test_strata_segments_lists_drops_and_restores_on_postgres(postgres_url):
         store.publish([a, b], overwrite=False)
 
     def segments(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "strata.cli", "segments", *args, "--metadata", postgres_url],
+        done = subprocess.run([sys.executable, "-m", "strata.cli.main", "segments", *args, "--metadata", postgres_url],
                               capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
         return done.stdout
 

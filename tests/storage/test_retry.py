@@ -1,10 +1,10 @@
-"""storage.retry: bounded attempts, backoff growth, permanent errors end at once."""
+"""strata.storage.retry: bounded attempts, backoff growth, permanent errors end at once."""
 
 from __future__ import annotations
 
 import pytest
 
-from storage.retry import Backoff, is_transient, retrying
+from strata.storage.retry import Backoff, is_transient, retrying
 
 
 def test_transient_errors_are_retried_until_success_with_growing_waits() -> None:

@@ -8,7 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.segment_file import ROW_GROUP_ROWS, read_segment_facts, write_segment_file, write_segment_pieces
+from strata.storage.segment_file import (
+    ROW_GROUP_ROWS,
+    read_segment_facts,
+    write_segment_file,
+    write_segment_pieces,
+)
 
 
 def _table(n: int) -> pa.Table:

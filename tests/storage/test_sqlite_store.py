@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from storage import open_metadata_store
+from strata.storage import open_metadata_store
 
 _V1_WITHOUT_LAST_UPDATED = """
 CREATE TABLE druid_segments (id TEXT PRIMARY KEY, dataSource TEXT NOT NULL, created_date TEXT NOT NULL,

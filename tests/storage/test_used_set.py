@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.used_set import UsedSet
+from strata.storage.used_set import UsedSet
 from tests.storage.test_metadata_store import seg
 
 SEGMENTS = [

@@ -1,0 +1,106 @@
+"""segmentMetadata over segments: column types, null flags, cardinality and min/max (one scan for
+every segment), sizes from the Parquet footer, and the ingestion facts stored in it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from strata.engine.footer import read_footer
+from strata.engine.memory_source import column_sizes, is_memory
+from strata.engine.registry import executes
+from strata.engine.segment_input import SegmentInput, read_schema, scan_relation
+from strata.query.base import SEGMENT_COLUMN
+from strata.query.columns import TIME_COLUMN
+from strata.query.duck import quote_ident
+from strata.query.segment_metadata import ANALYSIS_COLUMN, SegmentMetadataQuery, combining_aggregator
+
+
+@executes(SegmentMetadataQuery)
+def run_partials(
+    query: SegmentMetadataQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table:
+    schemas = {i.segment_id: read_schema(i.path) for i in inputs}
+    included = {
+        sid: [c for c in s.columns if query.to_include is None or c in query.to_include]
+        for sid, s in schemas.items()
+    }
+    stats = column_stats(conn, inputs, included)
+    analyses = []
+    for inp in inputs:
+        schema = schemas[inp.segment_id]
+        sizes = column_sizes_of(inp.path) if query.wants("size") else {}
+        columns = {
+            c: query.column_analysis(
+                c, schema.columns[c], stats.get((inp.segment_id, c), {}), sizes.get(c, 0)
+            )
+            for c in included[inp.segment_id]
+        }
+        analyses.append(
+            {
+                "id": inp.segment_id,
+                "intervals": [str(inp.descriptor.interval)] if query.wants("interval") else None,
+                "columns": columns,
+                "size": sum(sizes.values()) if query.wants("size") else 0,
+                "numRows": schema.num_rows,
+                "aggregators": (
+                    {m["name"]: combining_aggregator(m) for m in schema.metrics if "name" in m}
+                    if query.wants("aggregators")
+                    else None
+                ),
+                "timestampSpec": None,
+                "queryGranularity": schema.query_granularity if query.wants("queryGranularity") else None,
+                "rollup": schema.rollup if query.wants("rollup") else None,
+            }
+        )
+    return pa.table(
+        {
+            SEGMENT_COLUMN: pa.array([a["id"] for a in analyses], pa.string()),
+            ANALYSIS_COLUMN: pa.array([orjson.dumps(a).decode() for a in analyses], pa.string()),
+        }
+    )
+
+
+def column_stats(
+    conn: duckdb.DuckDBPyConnection,
+    inputs: Sequence[SegmentInput],
+    included: Mapping[str, list[str]],
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Null flags, distinct counts and min/max per (segment, column) in one pass over the files."""
+    columns = list(dict.fromkeys(c for cols in included.values() for c in cols if c != TIME_COLUMN))
+    if not inputs or not columns:
+        return {}
+    # Whole segments: metadata describes the segment, not the query's slice of it.
+    whole = [SegmentInput(i.segment_id, i.descriptor, i.path, i.descriptor.interval) for i in inputs]
+    relation, types = scan_relation(whole, columns)
+    selects = [SEGMENT_COLUMN]
+    for i, c in enumerate(columns):
+        ident = quote_ident(c)
+        selects.append(f"bool_or({ident} IS NULL) AS n{i}")
+        if types[c] == "VARCHAR":
+            selects += [
+                f"count(DISTINCT {ident}) AS d{i}",
+                f"min({ident}) AS lo{i}",
+                f"max({ident}) AS hi{i}",
+            ]
+    sql = f"SELECT {', '.join(selects)} FROM ({relation}) GROUP BY {SEGMENT_COLUMN}"
+    result = conn.sql(sql).to_arrow_table().to_pylist()
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in result:
+        for i, c in enumerate(columns):
+            stat = {"hasNulls": bool(row[f"n{i}"])}
+            if types[c] == "VARCHAR":
+                stat.update(distinct=row[f"d{i}"], min=row[f"lo{i}"], max=row[f"hi{i}"])
+            out[(row[SEGMENT_COLUMN], c)] = stat
+    return out
+
+
+def column_sizes_of(path: str) -> dict[str, int]:
+    """Compressed bytes of each column in the file (Druid estimates a column's size similarly)."""
+    if is_memory(path):
+        return column_sizes(path)
+    return read_footer(path).column_sizes()

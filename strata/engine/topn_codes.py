@@ -1,0 +1,279 @@
+"""Per-segment topN partials grouped on dictionary codes rather than strings.
+
+A historical's Arrow copies hold string columns dictionary-encoded, one dictionary per segment.
+Grouping a request's segments on (segment ordinal, code) hashes two integers per row instead of
+a string. The grouped rows come back as Arrow; a first cut on values alone (`_candidates`, numpy)
+leaves about `segment_keep` rows per segment, only those are mapped back to strings through their
+own segment's dictionary, and a segment left with more (ties at its cut) is cut exactly by
+`TopNQuery.top` (ties broken by the string, as `cut_sql` breaks them).
+
+Taken only where it answers as the generic path (`grouping.group_rows` + `cut_sql`) does: a
+plain string dimension, `all` granularity, no virtual columns, every segment read whole from its
+Arrow copy with the same column types, one dictionary per segment column. Else `None`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from strata.engine.grouping import stamp_window_starts, window_starts
+from strata.engine.mapped_source import ORDINAL, MappedRows, mapped, on_change, view
+from strata.engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
+from strata.query.aggregation_engine import BUCKET, agg_col, dim_col
+from strata.query.base import SEGMENT_COLUMN
+from strata.query.columns import SEGMENT_INDEX, TIME_COLUMN
+from strata.query.duck import quote_ident, run_arrow
+from strata.query.topn import TopNQuery
+
+_CODE = "__strata_code"
+_lock = threading.Lock()
+# per registered copy, by column: its checked dictionary (or None). Weak, so a dropped segment's
+# mapped table is not pinned here once the requests reading it end.
+_checked: weakref.WeakKeyDictionary[MappedRows, dict[str, pa.Array | None]] = weakref.WeakKeyDictionary()
+_KEPT_UNIONS = 4
+# recent shared dictionaries, by the ids of the copies (kept in the value, so the ids stay theirs)
+_Union = tuple[tuple[pa.Table, ...], pa.Array, list[np.ndarray]]
+_unions: OrderedDict[tuple[tuple[int, ...], str], _Union] = OrderedDict()
+
+
+def _forget_unions() -> None:
+    with _lock:
+        _unions.clear()
+
+
+on_change(_forget_unions)  # a copy came or went: pin none of the old ones
+
+
+def coded_partials(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table | None:
+    """Each segment's best `segment_keep` rows (as `run_partials` cuts them in SQL), or None where
+    this path does not apply."""
+    found = _coded_source(query, inputs)
+    if found is None:
+        return None
+    rows, types, others = found
+    plan, dim = query.plan, query.dimension
+    projections = [ORDINAL, f"{_CODE}", f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}",
+                   f"{quote_ident(dim.dimension)}", *map(quote_ident, others)]  # fmt: skip
+    source = view(rows, [TIME_COLUMN, dim.dimension, *others], codes=(dim.dimension, _CODE))
+    relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+    column = query.rank_column()
+    if column is None:
+        return None
+    grouped = f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2"
+    candidates = _candidates(run_arrow(conn, grouped), column, query.segment_keep)
+    table = _labelled(candidates, rows, dim.dimension)
+    segments = table.column(SEGMENT_INDEX).to_numpy()
+    ids = pa.array([i.segment_id for i in inputs], pa.string())
+    table = table.append_column(BUCKET, pa.array(np.zeros(table.num_rows, np.int64)))
+    table = plan._conform(table.append_column(SEGMENT_COLUMN, ids.take(table.column(SEGMENT_INDEX))))
+    # a segment with more candidates than it keeps has ties at its cut: ranked by the string too
+    over = np.bincount(segments)[segments] > query.segment_keep if len(segments) else np.zeros(0, bool)
+    if over.any():
+        cut = query.top(table.filter(over), query.segment_keep, per_segment=True)
+        table = pa.concat_tables([table.filter(~over), cut])
+    return stamp_window_starts(table, inputs) if table.num_rows else table
+
+
+def coded_merged(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
+) -> pa.Table | None:
+    """What `grouping.group_merged` with the node-wide cut returns (one grouping across all
+    `inputs`, `__segment` null), grouped on integers: each copy's codes are mapped into one sorted
+    dictionary of all the copies' values, so code order is string order and the cut's ties break
+    as they break on strings. None where this path does not apply."""
+    plan, dim = query.plan, query.dimension
+    if not all(a.split_invariant() for a in plan.aggregators):
+        return None
+    found = _coded_source(query, inputs)
+    if found is None:
+        return None
+    rows, types, others = found
+    dictionary, codes = _shared_codes(rows, dim.dimension)
+    source = view(rows, [TIME_COLUMN, dim.dimension, *others], extra=(_CODE, codes))
+    projections = [_CODE, f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}", quote_ident(dim.dimension),
+                   *map(quote_ident, others)]  # fmt: skip
+    relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+    # `all`: the earliest cursor start stamps the answer (`TopNQuery.with_markers`), matched or not
+    bucket = min(window_starts(inputs).values(), default=0)
+    keys = [f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}", f"CAST({bucket} AS BIGINT) AS {BUCKET}",
+            f"{_CODE} AS {dim_col(0)}"]  # fmt: skip
+    grouped = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {_CODE}"
+    table = run_arrow(conn, query.cut_sql(grouped, per_segment=False) or grouped)
+    strings = dictionary.take(table.column(dim_col(0)))
+    return plan._conform(table.set_column(table.schema.get_field_index(dim_col(0)), dim_col(0), strings))
+
+
+def _coded_source(
+    query: TopNQuery, inputs: Sequence[SegmentInput]
+) -> tuple[list[MappedRows], dict[str, str], list[str]] | None:
+    """The Arrow copies of `inputs`, the SQL types of the columns read and the columns other than
+    time and the dimension, where grouping on dictionary codes answers as grouping on strings."""
+    plan, dim = query.plan, query.dimension
+    if dim.extraction_fn is not None or dim.output_type != "STRING" or not plan.granularity.is_all:
+        return None
+    wanted = list(
+        dict.fromkeys([*plan.input_columns(), *(sorted(plan.filter.columns()) if plan.filter else [])])
+    )
+    if plan.virtual_columns.needed(wanted) or dim.dimension not in wanted:
+        return None
+    rows = _whole_coded(inputs, wanted, dim.dimension)
+    if not rows or query.rank_column() is None:
+        return None
+    types = unified_types([read_schema(i.path) for i in inputs], wanted)
+    types[TIME_COLUMN] = "BIGINT"
+    return rows, types, [c for c in wanted if c not in (TIME_COLUMN, dim.dimension)]
+
+
+def _filtered(relation: str, query: TopNQuery, types: dict[str, str]) -> str:
+    if query.plan.filter is None:
+        return relation
+    return f"SELECT * FROM ({relation}) WHERE {query.plan.filter.to_sql(types)}"
+
+
+def _shared_codes(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, pa.ChunkedArray]:
+    """One sorted dictionary of every value of `column` in `rows`, and each row's index into it
+    (null where the row's value is null), chunked as the copies are."""
+    shared, mappings = _shared_dictionary(rows, column)
+    chunks = []
+    for r, mapping in zip(rows, mappings, strict=True):
+        for chunk in r.table.column(column).chunks:
+            indices = chunk.indices
+            if indices.null_count:
+                chunks.append(pc.take(pa.array(mapping), indices))
+            else:  # numpy's take: a few times faster than pyarrow's on integers
+                chunks.append(pa.array(np.take(mapping, indices.to_numpy())))
+    return shared, pa.chunked_array(chunks, pa.int32())
+
+
+def _shared_dictionary(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, list[np.ndarray]]:
+    """The sorted union of the copies' dictionaries of `column`, and for each copy where each of
+    its codes lands in it; the last few are kept (the copies with them), as a node's dashboards
+    ask over the same segments again and again."""
+    tables = tuple(r.table for r in rows)
+    key = (tuple(map(id, tables)), column)
+    with _lock:
+        hit = _unions.get(key)
+        if hit is not None:
+            _unions.move_to_end(key)
+            return hit[1], hit[2]
+    dictionaries = [_dictionary(r, column) for r in rows]
+    union = pa.concat_arrays([d for d in dictionaries if d is not None]).cast(pa.string())
+    unique = pc.unique(union)
+    shared = unique.take(pc.array_sort_indices(unique))
+    positions = pc.index_in(union, value_set=shared).cast(pa.int32()).to_numpy()
+    bounds = np.cumsum([0, *(0 if d is None else len(d) for d in dictionaries)])
+    mappings = [positions[a:b] for a, b in itertools.pairwise(bounds)]
+    with _lock:
+        _unions[key] = (tables, shared, mappings)
+        while len(_unions) > _KEPT_UNIONS:
+            _unions.popitem(last=False)
+    return shared, mappings
+
+
+def _candidates(grouped: pa.Table, column: str, keep: int) -> pa.Table:
+    """The rows of `grouped` that may be among their segment's best `keep` by `column` (descending,
+    null and NaN last): every value at least the segment's keep-th best (ties at the cut all stay;
+    nulls only where fewer than `keep` values exist). Decided on values alone: a superset of the
+    cut, which needs no string order. Ranked as doubles: rounding keeps the order, so no row of the
+    exact cut is lost."""
+    ordinals = grouped.column(ORDINAL).to_numpy()
+    values = grouped.column(column).cast(pa.float64()).to_numpy(zero_copy_only=False)
+    values = np.where(np.isnan(values), -np.inf, values)  # null and NaN: ranked last
+    order = np.argsort(ordinals, kind="stable")
+    sorted_ordinals = ordinals[order]
+    changes = np.flatnonzero(sorted_ordinals[1:] != sorted_ordinals[:-1]) + 1
+    bounds = [0, *changes.tolist(), len(order)] if len(order) else [0]
+    kept = np.ones(len(order), bool)
+    for begin, end in itertools.pairwise(bounds):
+        mine = values[order[begin:end]]
+        if end - begin <= keep:
+            continue
+        cut = -np.partition(-mine, keep - 1)[keep - 1]
+        if cut == -np.inf:
+            continue  # fewer than `keep` values: every row, nulls too, may be kept
+        kept[order[begin:end]] = mine >= cut
+    return grouped.filter(pa.array(kept))
+
+
+def _whole_coded(
+    inputs: Sequence[SegmentInput], wanted: Sequence[str], column: str
+) -> list[MappedRows] | None:
+    """The Arrow copies of `inputs` when all are read whole, each once, with the same types for
+    `wanted` and `column` a dictionary of strings with one dictionary per copy; else None."""
+    out: list[MappedRows] = []
+    ids: set[str] = set()
+    layout = None
+    for inp in inputs:
+        rows = mapped(inp.path)
+        if rows is None or not reads_whole(inp) or any(r is rows for r in out) or inp.segment_id in ids:
+            return None
+        if any(c not in rows.types for c in wanted):
+            return None
+        mine = tuple(rows.types[c] for c in (TIME_COLUMN, *wanted))
+        if layout is not None and mine != layout:
+            return None
+        layout = mine
+        kind = rows.types[column]
+        if not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
+            return None
+        if _dictionary(rows, column) is None:
+            return None
+        out.append(rows)
+        ids.add(inp.segment_id)
+    return out
+
+
+def _dictionary(rows: MappedRows, column: str) -> pa.Array | None:
+    """The one dictionary every chunk of `column` shares (empty when it has no chunk), or None when
+    chunks differ or it repeats a value or holds a null (codes would then split a group). Checked
+    once per copy."""
+    with _lock:
+        known = _checked.get(rows, {})
+        if column in known:
+            return known[column]
+    chunks = rows.table.column(column).chunks
+    found: pa.Array | None = chunks[0].dictionary if chunks else pa.array([], pa.string())
+    for chunk in chunks[1:]:
+        if found is not None and chunk.dictionary is not found and not chunk.dictionary.equals(found):
+            found = None
+    if found is not None and (found.null_count or pc.count_distinct(found).as_py() != len(found)):
+        found = None
+    with _lock:
+        _checked.setdefault(rows, {})[column] = found
+    return found
+
+
+def _labelled(candidates: pa.Table, rows: Sequence[MappedRows], column: str) -> pa.Table:
+    """`candidates` (ordinal, code, aggregates) with `__segment_index` and the strings as `d0`."""
+    ordinals = candidates.column(ORDINAL).to_numpy()
+    codes = candidates.column(_CODE)
+    position = {r.ordinal: i for i, r in enumerate(rows)}
+    order = np.argsort(ordinals, kind="stable")
+    sorted_ordinals = ordinals[order]
+    codes = codes.combine_chunks().take(pa.array(order))
+    changes = np.flatnonzero(sorted_ordinals[1:] != sorted_ordinals[:-1]) + 1
+    bounds = [0, *changes.tolist(), len(order)] if len(order) else [0]
+    pieces, segment_index = [], np.empty(len(order), np.int64)
+    for begin, end in itertools.pairwise(bounds):
+        which = position[int(sorted_ordinals[begin])]
+        dictionary = _dictionary(rows[which], column)
+        assert dictionary is not None
+        pieces.append(pc.take(dictionary, codes.slice(begin, end - begin)))
+        segment_index[begin:end] = which
+    strings = pa.chunked_array(pieces, pa.string())  # Arrays: a list of ChunkedArrays converts per value
+    table = candidates.take(pa.array(order)).drop_columns([ORDINAL, _CODE])
+    table = table.add_column(0, dim_col(0), strings)
+    return table.add_column(0, SEGMENT_INDEX, pa.array(segment_index))

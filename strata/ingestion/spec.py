@@ -1,0 +1,380 @@
+"""Druid's native batch ingestion spec (`index_parallel` / `index`) parsed into typed, frozen objects.
+
+Accepts the task form `{"type": "index_parallel", "spec": {...}}` and the bare spec object. Fields
+Strata cannot honour are refused with a clear message rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from strata.ingestion.errors import SpecError
+from timeline import Granularity, Interval, parse_instant
+
+DEFAULT_MAX_PARSE_EXCEPTIONS = 0
+"""Strata fails an ingestion at the first unparseable row unless the spec allows more.
+
+Druid's default is unlimited (Integer.MAX_VALUE: bad rows are skipped and counted). Strata chooses
+0 because a silently shortened data source gives wrong answers that nobody notices; set
+`tuningConfig.maxParseExceptions` (e.g. 2147483647) to get Druid's skip-and-count behaviour.
+"""
+UNLIMITED = 2**31 - 1  # Druid's Integer.MAX_VALUE
+DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000  # Druid's dynamic partitionsSpec default
+
+DIMENSION_TYPES = ("string", "long", "float", "double")
+TIMESTAMP_FORMATS = ("iso", "millis", "posix", "micro", "nano", "auto")
+METRIC_TYPES = (
+    "count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax",
+    "floatMin", "floatMax", "HLLSketchBuild", "thetaSketch",
+)  # fmt: skip
+SKETCH_TYPES = ("HLLSketchBuild", "thetaSketch")
+
+
+@dataclass(frozen=True)
+class TimestampSpec:
+    column: str = "timestamp"
+    format: str = "auto"
+    missing_value: int | None = None
+
+
+@dataclass(frozen=True)
+class DimensionSpec:
+    name: str
+    type: str = "string"
+
+
+@dataclass(frozen=True)
+class DimensionsSpec:
+    dimensions: tuple[DimensionSpec, ...] = ()
+    exclusions: tuple[str, ...] = ()
+
+    @property
+    def discover(self) -> bool:
+        """Schemaless: an empty dimension list means every other input column becomes a string dimension."""
+        return not self.dimensions
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    type: str
+    name: str
+    field_name: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def is_sketch(self) -> bool:
+        return self.type in SKETCH_TYPES
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+
+@dataclass(frozen=True)
+class GranularitySpec:
+    segment: Granularity
+    query: Granularity
+    rollup: bool = True
+    intervals: tuple[Interval, ...] = ()
+
+
+@dataclass(frozen=True)
+class LocalInputSource:
+    base_dir: str | None = None
+    filter: str | None = None
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InlineInputSource:
+    data: str
+
+
+InputSource = LocalInputSource | InlineInputSource
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    type: str  # json | csv | tsv | parquet
+    columns: tuple[str, ...] = ()
+    find_columns_from_header: bool = False
+    skip_header_rows: int = 0
+    delimiter: str = ","
+
+
+@dataclass(frozen=True)
+class DynamicPartitions:
+    max_rows_per_segment: int = DEFAULT_MAX_ROWS_PER_SEGMENT
+
+
+@dataclass(frozen=True)
+class HashedPartitions:
+    num_shards: int | None = None
+    partition_dimensions: tuple[str, ...] = ()
+    target_rows_per_segment: int = DEFAULT_MAX_ROWS_PER_SEGMENT
+
+
+@dataclass(frozen=True)
+class RangePartitions:
+    dimensions: tuple[str, ...]
+    target_rows_per_segment: int
+    single_dim: bool = False  # `single_dim` writes Druid's `single` shard specs, `range` writes `range`
+
+
+PartitionsSpec = DynamicPartitions | HashedPartitions | RangePartitions
+
+
+@dataclass(frozen=True)
+class TuningConfig:
+    partitions: PartitionsSpec = field(default_factory=DynamicPartitions)
+    max_parse_exceptions: int = DEFAULT_MAX_PARSE_EXCEPTIONS
+
+
+@dataclass(frozen=True)
+class IngestionSpec:
+    data_source: str
+    timestamp: TimestampSpec
+    dimensions: DimensionsSpec
+    metrics: tuple[MetricSpec, ...]
+    granularity: GranularitySpec
+    input_source: InputSource
+    input_format: InputFormat
+    append: bool = False
+    tuning: TuningConfig = field(default_factory=TuningConfig)
+
+
+# -- parsing --------------------------------------------------------------------------------------
+def _obj(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, where: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+        raise SpecError(f"{where} must be an integer, got {value!r}")
+    if value < minimum:
+        raise SpecError(f"{where} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _granularity(value: Any, default: str, where: str) -> Granularity:
+    if isinstance(value, Mapping) and value.get("type") == "uniform":
+        value = value.get("granularity")
+    try:
+        return Granularity.parse(default if value is None else value)
+    except ValueError as e:
+        raise SpecError(f"{where}: {e}") from None
+
+
+def parse_timestamp_spec(obj: Mapping[str, Any]) -> TimestampSpec:
+    fmt = str(obj.get("format", "auto"))
+    if fmt.lower() in TIMESTAMP_FORMATS:
+        fmt = fmt.lower()
+    else:
+        raise SpecError(
+            f"timestampSpec.format {fmt!r} is not supported (use one of {', '.join(TIMESTAMP_FORMATS)})"
+        )
+    missing = obj.get("missingValue")
+    missing_ms: int | None = None
+    if missing is not None:
+        try:
+            missing_ms = int(missing) if isinstance(missing, (int, float)) else parse_instant(str(missing))
+        except ValueError as e:
+            raise SpecError(f"timestampSpec.missingValue: {e}") from None
+    return TimestampSpec(str(obj.get("column", "timestamp")), fmt, missing_ms)
+
+
+def parse_dimensions_spec(obj: Mapping[str, Any]) -> DimensionsSpec:
+    dims: list[DimensionSpec] = []
+    for d in obj.get("dimensions") or []:
+        if isinstance(d, str):
+            dims.append(DimensionSpec(d))
+        elif isinstance(d, Mapping) and isinstance(d.get("name"), str):
+            kind = str(d.get("type", "string"))
+            if kind not in DIMENSION_TYPES:
+                raise SpecError(
+                    f"dimension {d['name']!r}: type {kind!r} is not supported ({', '.join(DIMENSION_TYPES)})"
+                )
+            dims.append(DimensionSpec(d["name"], kind))
+        else:
+            raise SpecError(f"dimensionsSpec.dimensions: expected a name or {{'name','type'}}, got {d!r}")
+    names = [d.name for d in dims]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SpecError(f"dimensionsSpec lists dimensions more than once: {', '.join(dupes)}")
+    if "__time" in names:
+        raise SpecError("'__time' is reserved for the timestamp and cannot be a dimension")
+    return DimensionsSpec(tuple(dims), tuple(str(x) for x in obj.get("dimensionExclusions") or ()))
+
+
+def parse_metric(obj: Any) -> MetricSpec:
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("name"), str):
+        raise SpecError(f"metricsSpec entries need a 'type' and a 'name': {obj!r}")
+    kind = obj.get("type")
+    if kind not in METRIC_TYPES:
+        raise SpecError(
+            f"metric {obj['name']!r}: aggregator type {kind!r} is not supported at ingestion "
+            f"({', '.join(METRIC_TYPES)})"
+        )
+    if obj.get("expression") is not None:
+        raise SpecError(f"metric {obj['name']!r}: 'expression' is not supported; use 'fieldName'")
+    field_name = obj.get("fieldName")
+    if kind != "count" and not isinstance(field_name, str):
+        raise SpecError(f"metric {obj['name']!r} ({kind}) needs a 'fieldName'")
+    return MetricSpec(str(kind), obj["name"], field_name if kind != "count" else None, dict(obj))
+
+
+def parse_granularity_spec(obj: Mapping[str, Any]) -> GranularitySpec:
+    intervals: list[Interval] = []
+    for text in obj.get("intervals") or []:
+        try:
+            intervals.append(Interval.parse(text))
+        except ValueError as e:
+            raise SpecError(f"granularitySpec.intervals: {e}") from None
+    return GranularitySpec(
+        segment=_granularity(obj.get("segmentGranularity"), "day", "segmentGranularity"),
+        query=_granularity(obj.get("queryGranularity"), "none", "queryGranularity"),
+        rollup=bool(obj.get("rollup", True)),
+        intervals=tuple(intervals),
+    )
+
+
+def parse_input_source(obj: Mapping[str, Any]) -> InputSource:
+    kind = obj.get("type")
+    if kind == "local":
+        files = obj.get("files") or []
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            raise SpecError("inputSource.files must be a list of paths")
+        base_dir, filt = obj.get("baseDir"), obj.get("filter")
+        if not files and not base_dir:
+            raise SpecError("local inputSource needs 'baseDir' (with 'filter') or 'files'")
+        if base_dir and not filt:
+            raise SpecError("local inputSource with 'baseDir' needs a 'filter' glob such as '*.json'")
+        return LocalInputSource(base_dir, filt, tuple(files))
+    if kind == "inline":
+        data = obj.get("data")
+        if not isinstance(data, str):
+            raise SpecError("inline inputSource needs 'data' as a string")
+        return InlineInputSource(data)
+    raise SpecError(f"inputSource type {kind!r} is not supported (use 'local' or 'inline')")
+
+
+def parse_input_format(obj: Mapping[str, Any]) -> InputFormat:
+    kind = obj.get("type")
+    if kind not in ("json", "csv", "tsv", "parquet"):
+        raise SpecError(f"inputFormat type {kind!r} is not supported (json, csv, tsv, parquet)")
+    flatten = obj.get("flattenSpec")
+    if flatten and flatten.get("fields"):
+        raise SpecError("inputFormat.flattenSpec fields are not supported yet")
+    columns = tuple(str(c) for c in obj.get("columns") or ())
+    from_header = bool(obj.get("findColumnsFromHeader", False))
+    if kind in ("csv", "tsv") and not columns and not from_header:
+        raise SpecError(f"{kind} inputFormat needs 'columns' or 'findColumnsFromHeader': true")
+    delimiter = str(obj.get("delimiter", "\t" if kind == "tsv" else ","))
+    if kind in ("csv", "tsv") and len(delimiter) != 1:
+        raise SpecError(f"{kind} delimiter must be one character, got {delimiter!r}")
+    return InputFormat(
+        str(kind), columns, from_header, _int(obj.get("skipHeaderRows", 0), "skipHeaderRows"), delimiter
+    )
+
+
+def parse_partitions(tuning: Mapping[str, Any]) -> PartitionsSpec:
+    spec = tuning.get("partitionsSpec")
+    if spec is None:  # legacy: maxRowsPerSegment / numShards at the top of tuningConfig
+        if tuning.get("numShards") is not None:
+            dims = tuple(tuning.get("partitionDimensions") or ())
+            return HashedPartitions(_int(tuning["numShards"], "numShards", 1), dims)
+        rows = tuning.get("maxRowsPerSegment")
+        return DynamicPartitions(
+            DEFAULT_MAX_ROWS_PER_SEGMENT if rows is None else _int(rows, "maxRowsPerSegment", 1)
+        )
+    spec = _obj(spec, "partitionsSpec")
+    kind = spec.get("type")
+    if kind == "dynamic":
+        rows = spec.get("maxRowsPerSegment")
+        return DynamicPartitions(
+            DEFAULT_MAX_ROWS_PER_SEGMENT if rows is None else _int(rows, "maxRowsPerSegment", 1)
+        )
+    if kind == "hashed":
+        shards = spec.get("numShards")
+        target = spec.get("targetRowsPerSegment") or spec.get("maxRowsPerSegment")
+        return HashedPartitions(
+            None if shards is None else _int(shards, "numShards", 1),
+            tuple(str(d) for d in spec.get("partitionDimensions") or ()),
+            DEFAULT_MAX_ROWS_PER_SEGMENT if target is None else _int(target, "targetRowsPerSegment", 1),
+        )
+    if kind in ("range", "single_dim"):
+        if kind == "single_dim":
+            dim = spec.get("partitionDimension")
+            if not isinstance(dim, str):
+                raise SpecError("single_dim partitionsSpec needs 'partitionDimension'")
+            keys: tuple[str, ...] = (dim,)
+        else:
+            keys = tuple(str(d) for d in spec.get("partitionDimensions") or ())
+            if not keys:
+                raise SpecError("range partitionsSpec needs 'partitionDimensions'")
+        target = spec.get("targetRowsPerSegment") or spec.get("maxRowsPerSegment")
+        if target is None:
+            raise SpecError(f"{kind} partitionsSpec needs 'targetRowsPerSegment' or 'maxRowsPerSegment'")
+        return RangePartitions(keys, _int(target, "targetRowsPerSegment", 1), single_dim=kind == "single_dim")
+    raise SpecError(f"partitionsSpec type {kind!r} is not supported (dynamic, hashed, range, single_dim)")
+
+
+def parse_data_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Druid's `dataSchema` -> the `IngestionSpec` fields it gives (batch and real-time share it)."""
+    data_source = schema.get("dataSource")
+    if not isinstance(data_source, str) or not data_source.strip():
+        raise SpecError("dataSchema.dataSource must be a non-empty string")
+    if "/" in data_source or data_source.startswith("."):
+        raise SpecError(f"dataSource {data_source!r} may not contain '/' or start with '.'")
+    transform = _obj(schema.get("transformSpec"), "transformSpec")
+    if transform.get("filter") or transform.get("transforms"):
+        raise SpecError("dataSchema.transformSpec is not supported yet")
+    metrics = tuple(parse_metric(m) for m in schema.get("metricsSpec") or ())
+    dims = parse_dimensions_spec(_obj(schema.get("dimensionsSpec"), "dimensionsSpec"))
+    names = [m.name for m in metrics]
+    clash = sorted(set(names) & {d.name for d in dims.dimensions} | {n for n in names if names.count(n) > 1})
+    if clash:
+        raise SpecError(f"names used more than once among dimensions and metrics: {', '.join(clash)}")
+    return {
+        "data_source": data_source,
+        "timestamp": parse_timestamp_spec(_obj(schema.get("timestampSpec"), "timestampSpec")),
+        "dimensions": dims,
+        "metrics": metrics,
+        "granularity": parse_granularity_spec(_obj(schema.get("granularitySpec"), "granularitySpec")),
+    }
+
+
+def parse_spec(obj: Any) -> IngestionSpec:
+    """Druid's ingestion spec JSON (task form or bare spec) -> `IngestionSpec`; raises `SpecError`."""
+    obj = _obj(obj, "ingestion spec")
+    if "spec" in obj:
+        if obj.get("type") not in (None, "index_parallel", "index"):
+            raise SpecError(f"task type {obj.get('type')!r} is not supported (index_parallel or index)")
+        obj = _obj(obj["spec"], "spec")
+    io = _obj(obj.get("ioConfig"), "ioConfig")
+    tuning = _obj(obj.get("tuningConfig"), "tuningConfig")
+    schema = parse_data_schema(_obj(obj.get("dataSchema"), "dataSchema"))
+    if "inputSource" not in io:
+        raise SpecError("ioConfig.inputSource is required")
+    if "inputFormat" not in io:
+        raise SpecError("ioConfig.inputFormat is required")
+    max_parse = tuning.get("maxParseExceptions")
+    if max_parse is None:
+        max_parse = DEFAULT_MAX_PARSE_EXCEPTIONS
+    elif _int(max_parse, "maxParseExceptions", -1) < 0:  # Druid accepts -1 for unlimited
+        max_parse = UNLIMITED
+    return IngestionSpec(
+        **schema,
+        input_source=parse_input_source(_obj(io["inputSource"], "inputSource")),
+        input_format=parse_input_format(_obj(io["inputFormat"], "inputFormat")),
+        append=bool(io.get("appendToExisting", False)),
+        tuning=TuningConfig(
+            partitions=parse_partitions(tuning),
+            max_parse_exceptions=int(max_parse),
+        ),
+    )

@@ -1,0 +1,159 @@
+"""The query model's common part and the registry of query types.
+
+A query is immutable data parsed from Druid's JSON. Each query type module subclasses `Query`
+and registers itself; `parse_query` dispatches on `queryType`. The data paths of a query type are:
+
+    partials (data node, per segment: strata.engine)  ->  merge (broker or data node, Arrow)
+        ->  finalize (post-aggregators, ordering, limits, Druid's JSON shape)
+
+Partials are Arrow tables with a `__segment` column so a broker can cache each segment's part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from strata.query.context import QueryContext
+from strata.query.data_source import parse_data_source
+from strata.query.errors import QueryUnsupported, invalid
+from strata.query.fields import as_object
+from strata.query.segment_spec import QuerySegmentSpec, parse_segment_spec
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+SEGMENT_COLUMN = "__segment"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Query(ABC):
+    query_type: ClassVar[str]
+    # Druid caches per-segment results for most types; scan is in Druid's unCacheable list.
+    segment_cacheable: ClassVar[bool] = True
+    # A type whose partials the engine can merge in its one pass over segments may answer a broker
+    # that does not cache them per segment with one merged partial (`__segment` null).
+    node_may_merge: ClassVar[bool] = False
+    # timeBoundary, segmentMetadata and dataSourceMetadata default to eternity in Druid.
+    intervals_required: ClassVar[bool] = True
+
+    data_source: str
+    segment_spec: QuerySegmentSpec
+    context: QueryContext
+    # a `query` dataSource: the broker runs `inner` first, then this query over its rows
+    inner: Query | None = None
+
+    @classmethod
+    @abstractmethod
+    def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
+        """Parse the type-specific fields; `common` holds dataSource, intervals and context."""
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]:
+        """The complete query JSON (what a broker forwards to a data node)."""
+
+    @abstractmethod
+    def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
+        """Combine partials (from any mix of segments) into one partial; associative."""
+
+    @abstractmethod
+    def finalize(self, merged: pa.Table) -> list[Any]:
+        """Turn a merged partial into Druid's JSON response (post-aggregators, order, limits)."""
+
+    def cache_key(self) -> bytes:
+        """Bytes covering everything that changes one segment's partial, nothing else."""
+        raise NotImplementedError(f"{self.query_type} has no cache key")
+
+    # -- helpers shared by every type --------------------------------------------------------------
+    def common_json(self) -> dict[str, Any]:
+        source: dict[str, Any] = (
+            {"type": "table", "name": self.data_source}
+            if self.inner is None
+            else {"type": "query", "query": self.inner.to_json()}
+        )
+        return {
+            "queryType": self.query_type,
+            "dataSource": source,
+            "intervals": self.segment_spec.to_json(),
+            "context": self.context.to_json(),
+        }
+
+    def with_segment_spec(self, spec: QuerySegmentSpec) -> Self:
+        return dataclasses.replace(self, segment_spec=spec)
+
+    def with_context(self, context: QueryContext) -> Self:
+        return dataclasses.replace(self, context=context)
+
+
+@dataclass(frozen=True, slots=True)
+class CommonFields:
+    data_source: str
+    segment_spec: QuerySegmentSpec
+    context: QueryContext
+    inner: Query | None = None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return {
+            "data_source": self.data_source,
+            "segment_spec": self.segment_spec,
+            "context": self.context,
+            "inner": self.inner,
+        }
+
+
+_QUERY_TYPES: dict[str, type[Query]] = {}
+
+
+def register(cls: type[Query]) -> type[Query]:
+    """Class decorator adding a query type to the registry under its `query_type`."""
+    _QUERY_TYPES[cls.query_type] = cls
+    return cls
+
+
+def query_types() -> Mapping[str, type[Query]]:
+    return dict(_QUERY_TYPES)
+
+
+def parse_query(obj: Any) -> Query:
+    """Parse and validate a native query; every problem is an `InvalidInput` naming the field."""
+    import strata.query.all_types  # noqa: F401 - registers every query type
+
+    obj = as_object(obj, "query")
+    query_type = obj.get("queryType")
+    if not isinstance(query_type, str):
+        raise invalid("Missing required field [queryType]")
+    cls = _QUERY_TYPES.get(query_type)
+    if cls is None:
+        known = ", ".join(sorted(_QUERY_TYPES))
+        raise invalid("Unknown queryType [%s]; known types: %s", query_type, known)
+    intervals = obj.get("intervals")
+    if intervals is None and not cls.intervals_required:
+        from strata.query.segment_spec import IntervalsSpec
+        from timeline import ETERNITY
+
+        spec: QuerySegmentSpec = IntervalsSpec((ETERNITY,))
+    else:
+        spec = parse_segment_spec(intervals)
+    source = obj.get("dataSource")
+    inner = None
+    if isinstance(source, Mapping) and source.get("type") == "query":
+        inner = parse_query(as_object(source.get("query"), "query of the query dataSource"))
+        if cls.query_type not in QUERY_DATASOURCE_TYPES:
+            raise QueryUnsupported(f"A query dataSource under a [{cls.query_type}] query is not supported")
+    common = CommonFields(
+        data_source=inner.data_source if inner is not None else parse_data_source(source),
+        segment_spec=spec,
+        context=QueryContext.parse(obj.get("context")),
+        inner=inner,
+    )
+    return cls.from_json(obj, common)
+
+
+# outer query types the broker evaluates over a subquery's rows (Druid's common nested shapes)
+QUERY_DATASOURCE_TYPES = frozenset({"groupBy", "timeseries", "topN", "scan"})
+
+
+Parser = Callable[[Mapping[str, Any], CommonFields], Query]

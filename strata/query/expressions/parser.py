@@ -1,0 +1,231 @@
+"""Druid's native expression language, parsed into a small immutable tree.
+
+The grammar is Druid's (`Expr.g4`): literals (long, double, 'string', null), identifiers (bare or
+"double-quoted"), unary `-` and `!`, then by decreasing precedence `^` (right-associative),
+`* / %`, `+ -`, comparisons, `&&`, `||`, and function calls. Function names are case-insensitive,
+as Druid looks them up in lower case. Arrays and lambdas are not part of this subset: they fail
+with a clear error naming the position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from strata.query.errors import QueryUnsupported, invalid
+
+MAX_LENGTH = 65_536
+MAX_DEPTH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    value: int | float | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Identifier:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: str  # "-" or "!"
+    arg: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    name: str  # lower case
+    args: tuple[Node, ...]
+
+
+Node = Literal | Identifier | Unary | Binary | Call
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<double>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)
+  | (?P<long>\d+)
+  | (?P<string>'(?:[^'\\]|\\.)*')
+  | (?P<quoted>"(?:[^"\\]|\\.)*")
+  | (?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)
+  | (?P<op><=|>=|==|!=|&&|\|\||[-+*/%^<>!(),\[\]])
+    """,
+    re.VERBOSE,
+)
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
+_BINARY_POWER = {
+    "||": 1,
+    "&&": 2,
+    "<": 3,
+    "<=": 3,
+    ">": 3,
+    ">=": 3,
+    "==": 3,
+    "!=": 3,
+    "+": 4,
+    "-": 4,
+    "*": 5,
+    "/": 5,
+    "%": 5,
+    "^": 7,
+}
+_JAVA_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if code[0] == "u" and len(code) == 5:
+            return chr(int(code[1:], 16))
+        return _JAVA_ESCAPES.get(code, code)
+
+    return _ESCAPE.sub(one, text)
+
+
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    out: list[tuple[str, str, int]] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise invalid("Invalid expression [%s]: unexpected character at position %d", text, pos)
+        kind = m.lastgroup
+        assert kind is not None
+        if kind != "ws":
+            out.append((kind, m.group(), pos))
+        pos = m.end()
+    out.append(("end", "", len(text)))
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _tokens(text)
+        self.i = 0
+        self.depth = 0
+
+    def fail(self, what: str) -> Exception:
+        _, token, pos = self.tokens[self.i]
+        shown = token or "end of input"
+        return invalid("Invalid expression [%s]: %s at position %d (%s)", self.text, what, pos, shown)
+
+    def peek(self) -> tuple[str, str, int]:
+        return self.tokens[self.i]
+
+    def take(self) -> tuple[str, str, int]:
+        token = self.tokens[self.i]
+        self.i += 1
+        return token
+
+    def expect(self, value: str) -> None:
+        if self.peek()[1] != value:
+            raise self.fail(f"expected '{value}'")
+        self.i += 1
+
+    def expression(self, min_power: int = 0) -> Node:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise invalid("Invalid expression: nested deeper than %d levels", MAX_DEPTH)
+        left = self.prefix()
+        while True:
+            kind, op, _ = self.peek()
+            power = _BINARY_POWER.get(op) if kind == "op" else None
+            if power is None or power < min_power:
+                break
+            self.take()
+            # `^` is right-associative; every other operator is left-associative
+            right = self.expression(power if op == "^" else power + 1)
+            left = Binary(op, left, right)
+        self.depth -= 1
+        return left
+
+    def prefix(self) -> Node:
+        kind, value, _ = self.take()
+        if kind == "long":
+            return Literal(int(value))
+        if kind == "double":
+            return Literal(float(value))
+        if kind == "string":
+            return Literal(_unescape(value[1:-1]))
+        if kind == "quoted":
+            return Identifier(_unescape(value[1:-1]))
+        if kind == "ident":
+            lowered = value.lower()
+            if self.peek()[1] == "(":
+                self.take()
+                return Call(lowered, self.arguments())
+            if value == "null":
+                return Literal(None)
+            if value == "NaN":
+                return Literal(float("nan"))
+            if value == "Infinity":
+                return Literal(float("inf"))
+            return Identifier(value)
+        if value == "(":
+            inner = self.expression()
+            self.expect(")")
+            return inner
+        if value in ("-", "!"):
+            # Druid's grammar ranks unary operators above every binary one: -2^2 is (-2)^2
+            arg = self.prefix()
+            if value == "-" and isinstance(arg, Literal) and isinstance(arg.value, (int, float)):
+                return Literal(-arg.value)
+            return Unary(value, arg)
+        if value == "[":
+            self.i -= 1
+            raise QueryUnsupported(f"Array expressions are not supported: [{self.text}]")
+        self.i -= 1
+        raise self.fail("unexpected token")
+
+    def arguments(self) -> tuple[Node, ...]:
+        args: list[Node] = []
+        if self.peek()[1] == ")":
+            self.take()
+            return ()
+        while True:
+            args.append(self.expression())
+            if self.peek()[1] == ",":
+                self.take()
+                continue
+            self.expect(")")
+            return tuple(args)
+
+
+def parse_expression(text: str) -> Node:
+    """The tree of one Druid expression; a syntax error is an InvalidInput naming the position."""
+    if not isinstance(text, str) or not text.strip():
+        raise invalid("Expression must be a non-empty string")
+    if len(text) > MAX_LENGTH:
+        raise invalid("Expression is longer than %d characters", MAX_LENGTH)
+    parser = _Parser(text)
+    node = parser.expression()
+    if parser.peek()[0] != "end":
+        raise parser.fail("unexpected token")
+    return node
+
+
+def identifiers(node: Node) -> set[str]:
+    """Every column an expression reads."""
+    out: set[str] = set()
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Identifier):
+            out.add(n.name)
+        elif isinstance(n, Unary):
+            stack.append(n.arg)
+        elif isinstance(n, Binary):
+            stack += [n.left, n.right]
+        elif isinstance(n, Call):
+            stack.extend(n.args)
+    return out

@@ -1,0 +1,175 @@
+"""Druid's extraction functions as SQL over a column's string value (filters with `extractionFn`).
+
+Each function maps the value Druid's legacy filters would see (the column as a string, `__time`
+as epoch milliseconds) to the string the filter then matches. The ones with a lookup table, a
+JavaScript body or a search query answer 501 naming themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from strata.query.duck import quote_ident, quote_str
+from strata.query.errors import QueryUnsupported, invalid
+
+# an extraction function's SQL over `text` (the value so far) and `raw` (the column, of `raw_type`)
+_Apply = Callable[[Mapping[str, Any], str, str, "str | None"], str]
+
+UNSUPPORTED = frozenset({"lookup", "registeredLookup", "javascript", "searchQuery", "bucket", "time"})
+
+# Joda-Time pattern letters Druid's timeFormat uses most, as DuckDB strftime codes
+_JODA = [("yyyy", "%Y"), ("YYYY", "%Y"), ("yy", "%y"), ("MMMM", "%B"), ("MMM", "%b"), ("MM", "%m"),
+         ("dd", "%d"), ("HH", "%H"), ("hh", "%I"), ("mm", "%M"), ("ss", "%S"), ("SSS", "%g"),
+         ("EEEE", "%A"), ("EEE", "%a"), ("a", "%p"), ("D", "%j")]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExtractionFn:
+    """SQL text turning `value` (a VARCHAR expression, or epoch ms for timeFormat) into the result."""
+
+    json: Mapping[str, Any]
+
+    def sql(self, column: str, types: Mapping[str, str]) -> str:
+        ident = quote_ident(column)
+        text = ident if types.get(column) == "VARCHAR" else f"CAST({ident} AS VARCHAR)"
+        return _apply(self.json, text, ident, types.get(column))
+
+
+def parse_extraction_fn(value: Any) -> ExtractionFn:
+    if not isinstance(value, Mapping) or not isinstance(value.get("type"), str):
+        raise invalid("extractionFn must be an object with a [type]")
+    _check(value)
+    return ExtractionFn(value)
+
+
+def _check(fn: Mapping[str, Any]) -> None:
+    kind = fn.get("type")
+    if kind in UNSUPPORTED:
+        raise QueryUnsupported(f"extractionFn type [{kind}] is not supported")
+    if kind not in _KINDS:
+        raise invalid("Unknown extractionFn type [%s]; known types: %s", kind, ", ".join(sorted(_KINDS)))
+    if kind == "cascade":
+        fns = fn.get("extractionFns")
+        if not isinstance(fns, list) or not fns:
+            raise invalid("extractionFn [cascade] needs a non-empty [extractionFns]")
+        for inner in fns:
+            if not isinstance(inner, Mapping):
+                raise invalid("extractionFn [cascade] entries must be objects")
+            _check(inner)
+    if kind in ("regex", "partial"):
+        expr = fn.get("expr")
+        if not isinstance(expr, str):
+            raise invalid("extractionFn [%s] needs a string [expr]", kind)
+        try:
+            re.compile(expr)
+        except re.error as e:
+            raise invalid("extractionFn [%s] has an invalid [expr]: %s", kind, e) from None
+    if kind == "substring" and not isinstance(fn.get("index"), int):
+        raise invalid("extractionFn [substring] needs an integer [index]")
+
+
+def _apply(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    kind = fn["type"]
+    if kind == "cascade":
+        out, out_raw, out_type = text, raw, raw_type
+        for inner in fn["extractionFns"]:
+            out = _apply(inner, out, out_raw, out_type)
+            out_raw, out_type = out, "VARCHAR"
+        return out
+    return _KINDS[kind](fn, text, raw, raw_type)
+
+
+def _substring(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    index, length = int(fn["index"]), fn.get("length")
+    part = f"substr({text}, {index + 1})" if length is None else f"substr({text}, {index + 1}, {int(length)})"
+    return f"(CASE WHEN length({text}) > {index} THEN {part} END)"
+
+
+def _regex(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    expr = quote_str(fn["expr"])
+    index = int(fn.get("index", 1))
+    missing = text
+    if fn.get("replaceMissingValue"):
+        replacement = fn.get("replaceMissingValueWith")
+        missing = "CAST(NULL AS VARCHAR)" if replacement is None else quote_str(str(replacement))
+    found = f"regexp_extract({text}, {expr}, {index})"
+    return f"(CASE WHEN regexp_matches({text}, {expr}) THEN {found} ELSE {missing} END)"
+
+
+def _partial(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    return f"(CASE WHEN regexp_matches({text}, {quote_str(fn['expr'])}) THEN {text} END)"
+
+
+def _string_format(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    fmt = quote_str(str(fn.get("format", "%s")))
+    handling = fn.get("nullHandling", "nullString")
+    if handling == "returnNull":
+        return f"(CASE WHEN {text} IS NOT NULL THEN printf({fmt}, {text}) END)"
+    empty = "''" if handling == "emptyString" else "'null'"
+    return f"printf({fmt}, coalesce({text}, {empty}))"
+
+
+def joda_to_strftime(pattern: str) -> str:
+    """Joda pattern letters to strftime codes; quoted text stays literal."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "'":
+            end = pattern.find("'", i + 1)
+            end = len(pattern) if end < 0 else end
+            out.append(pattern[i + 1 : end].replace("%", "%%") or "'")
+            i = end + 1
+            continue
+        for joda, code in _JODA:
+            if pattern.startswith(joda, i):
+                out.append(code)
+                i += len(joda)
+                break
+        else:
+            if pattern[i].isalpha():
+                raise QueryUnsupported(f"timeFormat pattern letter [{pattern[i]}] is not supported")
+            out.append(pattern[i].replace("%", "%%"))
+            i += 1
+    return "".join(out)
+
+
+def _time_format(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    if fn.get("granularity") is not None or fn.get("asMillis"):
+        raise QueryUnsupported("timeFormat with [granularity] or [asMillis] is not supported")
+    zone = fn.get("timeZone") or "UTC"
+    millis = raw if raw_type in ("BIGINT", "INTEGER") else f"epoch_ms(TRY_CAST({text} AS TIMESTAMPTZ))"
+    moment = f"timezone({quote_str(zone)}, make_timestamptz(({millis})::BIGINT * 1000))"
+    pattern = fn.get("format")
+    if pattern is None:  # ISO with the zone's offset, as Joda prints it
+        return f"strftime({moment}, '%Y-%m-%dT%H:%M:%S.%g') || {_offset(zone)}"
+    return f"strftime({moment}, {quote_str(joda_to_strftime(str(pattern)))})"
+
+
+def _offset(zone: str) -> str:
+    return "'Z'" if zone in ("UTC", "Etc/UTC", "Z") else quote_str("")
+
+
+def _simple(sql_function: str) -> _Apply:
+    def apply(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+        return f"{sql_function}({text})"
+
+    return apply
+
+
+def _strlen(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    return f"CAST(length({text}) AS VARCHAR)"
+
+
+_KINDS: dict[str, _Apply] = {
+    "substring": _substring,
+    "regex": _regex,
+    "partial": _partial,
+    "stringFormat": _string_format,
+    "timeFormat": _time_format,
+    "upper": _simple("upper"),
+    "lower": _simple("lower"),
+    "strlen": _strlen,
+    "cascade": _apply,
+}

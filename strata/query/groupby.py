@@ -1,0 +1,220 @@
+"""The groupBy query: aggregates per (time bucket, dimension values), then having and limitSpec.
+
+Per-segment partials group by segment too; merging combines equal keys across segments. Druid's
+broker never caches groupBy per segment (apache/druid#3820), so `segment_cacheable` is False, but
+partials still come back per segment for the merge. Rows print as
+`{"version":"v1","timestamp","event":{dims..., aggs..., postAggs...}}`, or as arrays with context
+`resultAsArray` (the timestamp first unless granularity is `all`). With granularity `all` every
+row is stamped with the first query interval's start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Self
+
+import numpy as np
+import pyarrow as pa
+
+from strata.query.aggregation_engine import BUCKET, GroupingPlan, dim_col, null_row
+from strata.query.aggregators import Aggregator, json_values, parse_aggregators
+from strata.query.base import CommonFields, Query, register
+from strata.query.cache_key import digest_key
+from strata.query.dimensions import DimensionSpec, parse_dimension_spec
+from strata.query.duck import connection
+from strata.query.errors import invalid
+from strata.query.fields import get_bool, get_list
+from strata.query.filters import Filter, parse_filter
+from strata.query.granularity_sql import parse_query_granularity
+from strata.query.having import Having, parse_having
+from strata.query.limit_spec import LimitSpec, parse_limit_spec
+from strata.query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
+from strata.query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
+from timeline import Granularity, format_instant
+
+if TYPE_CHECKING:
+    pass
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class GroupByQuery(Query):
+    query_type = "groupBy"
+    segment_cacheable = False
+    node_may_merge = True
+
+    dimensions: tuple[DimensionSpec, ...]
+    granularity: Granularity
+    filter: Filter | None = None
+    virtual_columns: VirtualColumns = NO_VIRTUAL_COLUMNS
+    aggregations: tuple[Aggregator, ...] = ()
+    post_aggregations: tuple[PostAggregator, ...] = ()
+    having: Having | None = None
+    limit_spec: LimitSpec = field(default_factory=LimitSpec)
+    subtotals: tuple[tuple[str, ...], ...] | None = None  # subtotalsSpec: dimension output names
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], common: CommonFields) -> Self:
+        what = "groupBy query"
+        dims = tuple(
+            parse_dimension_spec(d, "dimension of groupBy query")
+            for d in get_list(obj, "dimensions", [], what=what)
+        )
+        aggs = parse_aggregators(obj)
+        posts = parse_post_aggregators(obj, [a.name for a in aggs])
+        names = [d.output_name for d in dims] + [a.name for a in aggs] + [p.name for p in posts]
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise invalid("Duplicate output name [%s] in groupBy query", n)
+        return cls(
+            **common.as_kwargs(),
+            dimensions=dims,
+            granularity=parse_query_granularity(obj.get("granularity")),
+            filter=parse_filter(obj.get("filter")),
+            virtual_columns=parse_virtual_columns(obj, what),
+            aggregations=aggs,
+            post_aggregations=posts,
+            having=parse_having(obj.get("having")),
+            limit_spec=parse_limit_spec(obj.get("limitSpec")),
+            subtotals=_parse_subtotals(obj.get("subtotalsSpec"), [d.output_name for d in dims]),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.common_json()
+        out.update(
+            {
+                "dimensions": [d.to_json() for d in self.dimensions],
+                "granularity": self.granularity.to_json(),
+                "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
+                "aggregations": [a.to_json() for a in self.aggregations],
+                "postAggregations": [p.to_json() for p in self.post_aggregations],
+                "having": None if self.having is None else self.having.to_json(),
+                "limitSpec": self.limit_spec.to_json(),
+                "subtotalsSpec": None if self.subtotals is None else [list(s) for s in self.subtotals],
+            }
+        )
+        return out
+
+    def cache_key(self) -> bytes:
+        return digest_key(
+            self.query_type,
+            {
+                "dimensions": [d.to_json() for d in self.dimensions],
+                "granularity": self.granularity.to_json(),
+                "filter": None if self.filter is None else self.filter.to_json(),
+                "virtualColumns": self.virtual_columns.to_json(),
+                "aggregations": [a.to_json() for a in self.aggregations],
+            },
+        )
+
+    @property
+    def plan(self) -> GroupingPlan:
+        return GroupingPlan(
+            self.granularity, self.dimensions, self.aggregations, self.filter, self.virtual_columns
+        )
+
+    # -- merge and finalize (the pass over segment rows: strata.engine) ----------------------------
+    def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
+        return self.plan.merge(connection(), partials)
+
+    def _summary_row_when_empty(self) -> bool:
+        """Druid's summary row: with no dimensions and granularity `all`, zero rows still give one
+        row (count 0, every other aggregator null), unless a limit of 0 or an offset drops it."""
+        limit = self.limit_spec
+        return not self.dimensions and self.granularity.is_all and limit.limit != 0 and limit.offset == 0
+
+    def finalize(self, merged: pa.Table) -> list[Any]:
+        if self.subtotals is not None:
+            return self._finalize_subtotals(merged)
+        plan = self.plan
+        if merged.num_rows == 0 and self._summary_row_when_empty():
+            merged = null_row(plan.schema())
+        env = plan.env(merged)
+        posts = compute_all(self.post_aggregations, env)
+        columns: dict[str, pa.Array] = {}
+        for i, d in enumerate(self.dimensions):
+            columns[d.output_name] = merged.column(dim_col(i)).combine_chunks()
+        for a in self.aggregations:
+            columns[a.name] = env.final[a.name]
+        columns.update(posts)
+        if self.granularity.is_all:
+            start = self.segment_spec.intervals[0].start if self.segment_spec.intervals else 0
+            times = np.full(merged.num_rows, start, dtype=np.int64)
+        else:
+            times = np.asarray(merged.column(BUCKET).to_numpy(), dtype=np.int64)
+        if self.having is not None:
+            keep = self.having.mask({**columns, "__time": pa.array(times)}, merged.num_rows)
+            idx = np.flatnonzero(keep)
+            columns = {k: v.take(pa.array(idx)) for k, v in columns.items()}
+            merged, times = merged.take(pa.array(idx)), times[idx]
+        order = self.limit_spec.order(
+            None if self.granularity.is_all else times,
+            columns,
+            [d.output_name for d in self.dimensions],
+            dims_first=get_bool(self.context.raw, "sortByDimsFirst", False, what="context"),
+        )
+        picked = pa.array(order, pa.int64())
+        merged, times = merged.take(picked), times[order]
+        values: dict[str, list[Any]] = {}
+        for i, d in enumerate(self.dimensions):
+            values[d.output_name] = json_values(merged.column(dim_col(i)))
+        sub_env = plan.env(merged)
+        values.update(plan.aggregator_json(merged, sub_env, self.context.finalize))
+        for name in posts:
+            values[name] = json_values(columns[name].take(picked))
+        return self._rows(times, values)
+
+    def _finalize_subtotals(self, merged: pa.Table) -> list[Any]:
+        """Druid's subtotalsSpec: the merged groups re-aggregated over each listed subset of the
+        dimensions, one after the other, each with the query's having, ordering and limit."""
+        assert self.subtotals is not None
+        out: list[Any] = []
+        positions = {d.output_name: i for i, d in enumerate(self.dimensions)}
+        for subset in self.subtotals:
+            keep = [positions[name] for name in subset]
+            sub = dataclasses.replace(
+                self, dimensions=tuple(self.dimensions[i] for i in keep), subtotals=None
+            )
+            columns: dict[str, Any] = {}
+            for name in merged.column_names:
+                if name.startswith("d") and name[1:].isdigit():
+                    continue  # dimension columns: renumbered below
+                columns[name] = merged.column(name)
+            for j, i in enumerate(keep):
+                columns[dim_col(j)] = merged.column(dim_col(i))
+            out += sub.finalize(sub.merge([pa.table(columns)]))
+        return out
+
+    def _rows(self, times: np.ndarray, values: dict[str, list[Any]]) -> list[Any]:
+        names = list(values)
+        tuples = list(zip(*values.values(), strict=True)) if names else [() for _ in range(len(times))]
+        if self.context.result_as_array:
+            if self.granularity.is_all:
+                return [list(t) for t in tuples]
+            return [[int(ms), *t] for ms, t in zip(times.tolist(), tuples, strict=True)]
+        tz = self.granularity.tz
+        stamps: dict[int, str] = {}
+        out = []
+        for ms, t in zip(times.tolist(), tuples, strict=True):
+            stamp = stamps.get(ms)
+            if stamp is None:
+                stamp = stamps[ms] = format_instant(ms, tz)
+            out.append({"version": "v1", "timestamp": stamp, "event": dict(zip(names, t, strict=True))})
+        return out
+
+
+def _parse_subtotals(value: Any, names: list[str]) -> tuple[tuple[str, ...], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(s, list) for s in value):
+        raise invalid("Field [subtotalsSpec] of groupBy query must be a list of lists of dimension names")
+    out = []
+    for subset in value:
+        for name in subset:
+            if name not in names:
+                raise invalid("Subtotal spec %s refers to [%s], not a dimension of the query", subset, name)
+        out.append(tuple(subset))
+    return tuple(out)

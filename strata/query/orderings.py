@@ -1,0 +1,75 @@
+"""Sort keys as numpy arrays, so result ordering (topN ranks, groupBy limit specs) is vectorised.
+
+Every key is an int or float array where ascending order is the wanted order; callers combine
+keys with `numpy.lexsort`. Strings order by one of Druid's string orderings with nulls first;
+numbers order naturally with nulls first (Druid's natural-nulls-first comparators).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from strata.query.aggregators.base import as_array
+from strata.query.string_comparators import LEXICOGRAPHIC, sort_key
+
+
+def ordinal(values: pa.Array | pa.ChunkedArray, ordering: str = LEXICOGRAPHIC) -> np.ndarray:
+    """Dense ranks (0 = first) of `values`, nulls first; equal values share a rank."""
+    arr = as_array(values)
+    if len(arr) == 0:
+        return np.zeros(0, dtype=np.int64)
+    is_text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+    if not is_text or ordering == LEXICOGRAPHIC:
+        if pa.types.is_floating(arr.type):
+            arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+        ranks = np.asarray(
+            pc.rank(arr, "ascending", tiebreaker="dense").to_numpy(zero_copy_only=False), np.int64
+        )
+        if arr.null_count:
+            ranks[np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = 0  # nulls first
+        return ranks
+    encoded = pc.dictionary_encode(arr)
+    distinct = encoded.dictionary.to_pylist()
+    order = sorted(range(len(distinct)), key=lambda i: sort_key(ordering)(distinct[i]))
+    rank_of = np.empty(len(distinct) + 1, dtype=np.int64)
+    rank_of[np.asarray(order, dtype=np.int64)] = np.arange(1, len(distinct) + 1)
+    rank_of[len(distinct)] = 0  # null
+    # intp: what fancy indexing would convert Arrow's dictionary indices to anyway
+    codes = np.asarray(
+        pc.fill_null(encoded.indices, len(distinct)).to_numpy(zero_copy_only=False), dtype=np.intp
+    )
+    return rank_of[codes]
+
+
+def numeric_key(values: pa.Array | pa.ChunkedArray, descending: bool) -> np.ndarray:
+    """Float key for numbers: ascending puts nulls first, descending puts them last."""
+    arr = pc.cast(as_array(values), pa.float64())
+    out = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64).copy()
+    nulls = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool) | np.isnan(out)
+    if descending:
+        out = -out
+    out[nulls] = np.inf if descending else -np.inf
+    return out
+
+
+def group_positions(sorted_group_keys: list[np.ndarray]) -> np.ndarray:
+    """Position of each row within its group, for rows already sorted by the group keys."""
+    n = len(sorted_group_keys[0]) if sorted_group_keys else 0
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for k in sorted_group_keys:
+        change[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(change)
+    group_of_row: npt.NDArray[np.intp] = np.cumsum(change) - 1
+    group_start = starts[group_of_row]
+    return np.arange(n, dtype=np.int64) - group_start
+
+
+def segment_codes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    encoded = pc.dictionary_encode(as_array(values))
+    return np.asarray(pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)

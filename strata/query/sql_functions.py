@@ -1,0 +1,101 @@
+"""Python scalar functions the engine's SQL may call, installed on every engine connection.
+
+Druid's `alphanumeric` and `version` orderings have no SQL equivalent, so filters compare through
+these. They run on Arrow batches; the Python loop is per distinct-ish value, which is fine for the
+dimension columns they are used on. Expressions floor to calendar or zoned periods through
+`strata_time_floor` (the timeline's vectorised bucketing) and parse ISO text with Druid's rules
+through `strata_time_parse`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from zoneinfo import ZoneInfo
+
+import duckdb
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+from duckdb.func import ARROW, SPECIAL
+
+from strata.query.string_comparators import Comparator, compare_alphanumeric, compare_version
+from timeline import Granularity, parse_granularity, parse_instant
+
+ALPHANUMERIC_CMP = "strata_alphanumeric_cmp"
+VERSION_CMP = "strata_version_cmp"
+
+
+def _arrow_comparator(cmp: Comparator) -> Callable[[pa.Array, pa.Array], pa.Array]:
+    def run(left: pa.Array, right: pa.Array) -> pa.Array:
+        out = [
+            None if a is None or b is None else cmp(a, b)
+            for a, b in zip(left.to_pylist(), right.to_pylist(), strict=True)
+        ]
+        return pa.array(out, pa.int32())
+
+    return run
+
+
+@functools.lru_cache(maxsize=256)
+def _granularity(spec: str) -> Granularity:
+    return parse_granularity(orjson.loads(spec))
+
+
+def _time_floor(times: pa.Array, specs: pa.Array) -> pa.Array:
+    spec = specs[0].as_py() if len(specs) else None
+    if spec is None:
+        return pa.nulls(len(times), pa.int64())
+    values = times.to_numpy(zero_copy_only=False)
+    valid = pc.is_valid(times).to_numpy(zero_copy_only=False)
+    starts = np.zeros(len(values), dtype=np.int64)
+    if valid.any():
+        starts[valid] = _granularity(spec).bucket_starts(np.asarray(values[valid], dtype=np.int64))
+    return pa.array(starts, pa.int64(), mask=~valid)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_one(text: str, zone: str) -> int | None:
+    if len(text) > 10 and text[10] == " ":  # SQL-style timestamps, as Druid accepts them
+        text = text[:10] + "T" + text[11:]
+    try:
+        return parse_instant(text, None if zone == "UTC" else ZoneInfo(zone))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _time_parse(texts: pa.Array, zones: pa.Array) -> pa.Array:
+    zone = (zones[0].as_py() if len(zones) else None) or "UTC"
+    return pa.array([None if t is None else _parse_one(t, zone) for t in texts.to_pylist()], pa.int64())
+
+
+def install(conn: duckdb.DuckDBPyConnection) -> None:
+    conn.create_function(
+        "strata_time_floor",
+        _time_floor,
+        ["BIGINT", "VARCHAR"],
+        "BIGINT",
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=False,
+    )
+    conn.create_function(
+        "strata_time_parse",
+        _time_parse,
+        ["VARCHAR", "VARCHAR"],
+        "BIGINT",
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=False,
+    )
+    for name, cmp in ((ALPHANUMERIC_CMP, compare_alphanumeric), (VERSION_CMP, compare_version)):
+        conn.create_function(
+            name,
+            _arrow_comparator(cmp),
+            ["VARCHAR", "VARCHAR"],
+            "INTEGER",
+            type=ARROW,
+            null_handling=SPECIAL,
+            side_effects=False,
+        )

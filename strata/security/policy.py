@@ -1,0 +1,110 @@
+"""What each route needs, per kind of node: the one table the middleware consults.
+
+Queries and listings are `AUTHENTICATED` here: what they read is only known from their body,
+and the handler asks `security.http.authorize` once it has parsed it (resource extraction).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from strata.security.resources import SECURITY_CONFIG, STATE, Action, Resource, datasource
+
+
+class Need(Enum):
+    OPEN = "open"  # no credentials asked (druid.auth.unsecuredPaths)
+    AUTHENTICATED = "authenticated"  # any known user; the handler authorizes what it reads
+    RESOURCE = "resource"  # a known user holding `action` on the rule's resource
+    INTERNAL = "internal"  # the cluster's own identity only (data nodes)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    need: Need
+    resource: Resource | None = None
+    action: Action = Action.READ
+
+
+@dataclass(frozen=True)
+class Rule:
+    methods: frozenset[str] | None  # None: every method
+    path: re.Pattern[str]
+    decide: Callable[[Mapping[str, str], Mapping[str, str], str], Requirement]
+
+
+def _rule(methods: str | None, pattern: str, decide: Callable[..., Requirement]) -> Rule:
+    return Rule(frozenset(methods.split()) if methods else None, re.compile(pattern), decide)
+
+
+AUTHENTICATED = Requirement(Need.AUTHENTICATED)
+OPEN = Requirement(Need.OPEN)
+INTERNAL = Requirement(Need.INTERNAL)
+STATE_READ = Requirement(Need.RESOURCE, STATE, Action.READ)
+
+
+def _datasource(action: Action) -> Callable[[Mapping[str, str], Mapping[str, str], str], Requirement]:
+    def decide(groups: Mapping[str, str], query: Mapping[str, str], method: str) -> Requirement:
+        return Requirement(Need.RESOURCE, datasource(groups["ds"]), action)
+
+    return decide
+
+
+def _candidates(groups: Mapping[str, str], query: Mapping[str, str], method: str) -> Requirement:
+    name = query.get("datasource")
+    return AUTHENTICATED if not name else Requirement(Need.RESOURCE, datasource(name), Action.READ)
+
+
+def _security_api(groups: Mapping[str, str], query: Mapping[str, str], method: str) -> Requirement:
+    """Druid's basic-security endpoints: READ on the CONFIG resource `security` to look, WRITE to change."""
+    action = Action.READ if method in ("GET", "HEAD") else Action.WRITE
+    return Requirement(Need.RESOURCE, SECURITY_CONFIG, action)
+
+
+def _always(requirement: Requirement) -> Callable[[Mapping[str, str], Mapping[str, str], str], Requirement]:
+    return lambda groups, query, method: requirement
+
+
+_STATUS_RULES = [
+    _rule("GET HEAD", r"/status(?:/.*)?", _always(STATE_READ)),
+    _rule("GET HEAD", r"/metrics", _always(STATE_READ)),
+]
+
+BROKER_RULES: Sequence[Rule] = [
+    _rule("POST", r"/druid/v2/?", _always(AUTHENTICATED)),
+    _rule("POST", r"/druid/v2/sql/?", _always(AUTHENTICATED)),
+    _rule("DELETE", r"/druid/v2/(?:sql/)?[^/]+", _always(AUTHENTICATED)),  # own query or STATE WRITE
+    _rule("GET HEAD", r"/druid/v2/datasources", _always(AUTHENTICATED)),  # listed: what the user may read
+    _rule("GET HEAD", r"/druid/v2/datasources/(?P<ds>[^/]+)(?:/.*)?", _datasource(Action.READ)),
+    _rule("GET HEAD", r"/druid/v2/candidates", _candidates),
+    _rule("POST", r"/druid/v2/candidates", _always(AUTHENTICATED)),
+    _rule(None, r"/druid-ext/basic-security/.*", _security_api),
+    *_STATUS_RULES,
+]
+
+DATA_NODE_RULES: Sequence[Rule] = [
+    _rule("POST", r"/v1/push/(?P<ds>[^/]+)(?:/handoff)?", _datasource(Action.WRITE)),
+    *_STATUS_RULES,
+]
+
+
+def requirement(
+    rules: Sequence[Rule],
+    default: Requirement,
+    unsecured: frozenset[str],
+    method: str,
+    path: str,
+    query: Mapping[str, str],
+) -> Requirement:
+    """The first rule matching the whole path; `default` when none does."""
+    if path in unsecured:
+        return OPEN
+    for rule in rules:
+        if rule.methods is not None and method not in rule.methods:
+            continue
+        m = rule.path.fullmatch(path)
+        if m is not None:
+            return rule.decide(m.groupdict(), query, method)
+    return default

@@ -1,0 +1,44 @@
+"""The JSON responses every Strata server sends: compact by default, `?pretty` indented, numpy
+values and non-string keys allowed (what query results contain)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+def encode_json(body: Any) -> bytes:
+    """An answer's compact JSON body (also what the broker's result-level cache stores)."""
+    return orjson.dumps(body, option=_OPTIONS)
+
+
+def json_response(
+    body: Any, status: int = 200, *, pretty: bool = False, headers: dict[str, str] | None = None
+) -> Response:
+    option = _OPTIONS | orjson.OPT_INDENT_2 if pretty else _OPTIONS
+    return Response(orjson.dumps(body, option=option), status, headers=headers, media_type="application/json")
+
+
+def druid_error_handlers(host: str) -> dict[Any, Any]:
+    """Starlette exception handlers answering unknown routes, wrong methods and anything unexpected
+    with Druid's error body instead of starlette's plain text (clients parse error bodies as JSON)."""
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+
+    from strata.query.errors import HttpRouteError, unknown_exception
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        what = "Not found" if exc.status_code == 404 else exc.detail
+        err = HttpRouteError(exc.status_code, f"{what}: {request.method} {request.url.path}")
+        return json_response(err.to_body(host), err.status, headers=dict(exc.headers or {}))
+
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        err = unknown_exception(exc, host)
+        return json_response(err.to_body(host), err.status)
+
+    return {HTTPException: http_error, Exception: unexpected}

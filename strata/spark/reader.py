@@ -1,0 +1,210 @@
+"""Readers of `spark.read.format("strata")`: a datasource read by segment, or one SQL / native query.
+
+A table read learns the segments and the data nodes serving them from the broker (Druid's
+`candidates` listing) over the query's time window, the option `intervals` narrowed by pushed
+`__time` comparisons, and packs them into Spark partitions: by default one per core, as each Spark
+task costs tens of milliseconds whatever it reads (or `partitions` of them, or
+`segmentsPerPartition` segments each). Each task asks for a native scan of exactly its segments
+(`{"type":"segments"}`, Druid's MultipleSpecificSegmentSpec), with the pushed filters and the asked
+columns: of each data node holding some of them, one request per node (strata.spark.data_nodes),
+or of the broker, read as a streamed Arrow stream. Readers hold only plain values: Spark pickles
+them to its executors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from strata.spark.broker_client import BrokerClient, StrataError
+from strata.spark.data_nodes import DATA_NODE_TYPES, read_from_nodes
+from strata.spark.pushdown import Pushed, push
+from strata.spark.results import conform_batch, native_rows, rows_batch
+from strata.wire import SEGMENT_LABELS
+from timeline import Interval
+
+
+class SegmentsPartition(InputPartition):
+    """Exact segments for one Spark task: Druid descriptors `{"itvl", "ver", "part"}`, and for each
+    the URLs of the data nodes serving it (the broker's `locations`, historicals only) and its size."""
+
+    def __init__(
+        self,
+        segments: list[dict[str, Any]],
+        servers: list[list[str]] | None = None,
+        sizes: list[int] | None = None,
+    ) -> None:
+        super().__init__(segments)
+        self.segments = segments
+        self.servers = servers if servers is not None else [[] for _ in segments]
+        self.sizes = sizes if sizes is not None else [0 for _ in segments]
+
+
+@dataclass(frozen=True)
+class Split:
+    """How a table read becomes Spark partitions: `partitions` of them, or `segments` per one."""
+
+    partitions: int = 1
+    segments: int | None = None
+
+
+def pack(sizes: Sequence[int], parts: int) -> list[list[int]]:
+    """`min(parts, len(sizes))` contiguous runs of indexes, of about equal total size (each >= 1)."""
+    parts = min(parts, len(sizes))
+    if parts <= 0:
+        return []
+    weights = [max(1, s) for s in sizes]
+    total = sum(weights)
+    runs: list[list[int]] = []
+    current: list[int] = []
+    acc = 0
+    for i, w in enumerate(weights):
+        current.append(i)
+        acc += w
+        runs_left = parts - len(runs) - 1
+        if runs_left > 0 and (acc * parts >= total * (len(runs) + 1) or len(weights) - i - 1 == runs_left):
+            runs.append(current)
+            current = []
+    runs.append(current)
+    return runs
+
+
+def node_urls(locations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The historicals of a candidate's `locations`, as query URLs; realtime nodes are left to the
+    broker (their segments change while they run)."""
+    return [
+        f"http://{loc['host']}"
+        for loc in locations
+        if loc.get("host") and str(loc.get("type", "historical")) in DATA_NODE_TYPES
+    ]
+
+
+class TableReader(DataSourceReader):
+    def __init__(
+        self,
+        client: BrokerClient,
+        data_source: str,
+        intervals: Sequence[Interval],
+        schema: StructType,
+        column_types: dict[str, str],
+        split: Split,
+        context: dict[str, Any],
+        data_nodes: bool = True,
+    ) -> None:
+        self.client = client
+        self.data_source = data_source
+        self.intervals = list(intervals)
+        self.schema = schema
+        self.column_types = column_types
+        self.split = split
+        self.context = context
+        self.data_nodes = data_nodes
+        self.pushed = Pushed()
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        return push(filters, self.column_types, self.pushed)
+
+    def window(self) -> list[Interval]:
+        """The option intervals narrowed to the pushed `__time` bounds (empty: nothing to read)."""
+        out = []
+        for interval in self.intervals:
+            start = max(interval.start, self.pushed.start_ms)
+            end = min(interval.end, self.pushed.end_ms)
+            if start < end:
+                out.append(Interval(start, end))
+        return out
+
+    def partitions(self) -> list[InputPartition]:
+        descriptors: list[dict[str, Any]] = []
+        servers: list[list[str]] = []
+        sizes: list[int] = []
+        for interval in self.window():
+            for c in self.client.candidates(self.data_source, [str(interval)]):
+                clipped = Interval.parse(c["itvl"]).overlap(interval)
+                if clipped is not None and not clipped.is_empty:
+                    descriptors.append({"itvl": str(clipped), "ver": c["ver"], "part": c["part"]})
+                    servers.append(node_urls(c.get("locations") or []))
+                    sizes.append(int(c.get("size") or 0))
+        if self.split.segments is not None:
+            n = self.split.segments
+            runs = [list(range(i, min(i + n, len(descriptors)))) for i in range(0, len(descriptors), n)]
+        else:  # segments of one node side by side: a task then asks few nodes
+            order = sorted(range(len(descriptors)), key=lambda i: (servers[i][:1], i))
+            runs = [[order[j] for j in run] for run in pack([sizes[i] for i in order], self.split.partitions)]
+        return [
+            SegmentsPartition(
+                [descriptors[i] for i in run], [servers[i] for i in run], [sizes[i] for i in run]
+            )
+            for run in map(sorted, runs)
+        ]
+
+    def scan_query(self, segments: list[dict[str, Any]]) -> dict[str, Any]:
+        query: dict[str, Any] = {
+            "queryType": "scan",
+            "dataSource": self.data_source,
+            "intervals": {"type": "segments", "segments": segments},
+            "columns": self.schema.fieldNames(),
+            "context": {**self.context, SEGMENT_LABELS: False},  # rows need no segment id each
+        }
+        druid_filter = self.pushed.druid_filter()
+        if druid_filter is not None:
+            query["filter"] = druid_filter
+        return query
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SegmentsPartition) or not partition.segments:
+            return  # no segment in the window: Spark's single empty partition
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        if self.data_nodes and any(partition.servers):
+            batches = read_from_nodes(
+                self.client, partition.segments, partition.servers, partition.sizes, self.scan_query
+            )
+        else:
+            batches = self.client.scan_batches(self.scan_query(partition.segments))
+        for batch in batches:
+            if batch.num_rows:
+                yield conform_batch(batch, target)
+
+
+class SqlReader(DataSourceReader):
+    """One Druid SQL statement, run whole on the broker (aggregations stay there)."""
+
+    def __init__(self, client: BrokerClient, sql: str, schema: StructType, context: dict[str, Any]) -> None:
+        self.client = client
+        self.sql = sql
+        self.schema = schema
+        self.context = context
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        result = self.client.sql(self.sql, self.context)
+        yield rows_batch(self.schema, result.names, result.rows)
+
+
+class NativeReader(DataSourceReader):
+    """One native JSON query, run whole on the broker; its answer flattened to rows."""
+
+    def __init__(self, client: BrokerClient, query: dict[str, Any], schema: StructType) -> None:
+        self.client = client
+        self.query = query
+        self.schema = schema
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        names, rows = native_rows(self.query, self.client.native(self.query))
+        yield rows_batch(self.schema, names, rows)
+
+
+def parse_native(text: str) -> dict[str, Any]:
+    try:
+        query = json.loads(text)
+    except ValueError as e:
+        raise StrataError(f"option query is not valid JSON: {e}") from None
+    if not isinstance(query, dict) or "queryType" not in query:
+        raise StrataError("option query must be a native Druid query object with a queryType")
+    return query

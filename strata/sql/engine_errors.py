@@ -1,0 +1,90 @@
+"""Errors of the engines inside the SQL layer (sqlglot, DuckDB, Python's own limits) as Druid's error
+categories: the client sees a 400 `invalidInput` or a 501 `unsupported` in Druid's words, and a 500
+only for what nobody foresaw - never another engine's exception class or banner as the answer."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+from sqlglot import errors as sqlglot_errors
+
+from strata.query.errors import (
+    QueryError,
+    QueryInterrupted,
+    QueryUnsupported,
+    ResourceLimitExceeded,
+    invalid,
+    unknown_exception,
+)
+from strata.sql.guard import MAX_NESTING
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
+_SQLGLOT_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: .*?>")
+_DUCK_BANNER = re.compile(r"^\s*[A-Z][A-Za-z ]*Error:\s*")
+_DUCK_FUNCTION = re.compile(r"Function with name (\"?)([\w$]+)\1 does not exist", re.IGNORECASE)
+_DUCK_TABLE = re.compile(r"Table with name (\"?)([\w$.]+)\1 does not exist", re.IGNORECASE)
+
+_DUCK_UNSUPPORTED = (duckdb.NotImplementedException, duckdb.NotSupportedError, duckdb.ParserException)
+_DUCK_INVALID = (duckdb.ProgrammingError, duckdb.DataError, duckdb.ConstraintException)
+
+
+def engine_error(exc: BaseException, host: str | None = None) -> QueryError:
+    """The Druid error a failure while planning or running a SQL statement is answered with."""
+    if isinstance(exc, QueryError):
+        return exc
+    if isinstance(exc, RecursionError):
+        return invalid("SQL nests too deeply to plan; keep it within %d levels", MAX_NESTING)
+    if isinstance(exc, MemoryError):
+        return ResourceLimitExceeded("Not enough memory to plan or run the SQL statement")
+    if isinstance(exc, sqlglot_errors.SqlglotError):
+        return _sqlglot_error(exc)
+    if isinstance(exc, duckdb.Error):
+        return _duckdb_error(exc)
+    return unknown_exception(exc, host)
+
+
+def _sqlglot_error(exc: sqlglot_errors.SqlglotError) -> QueryError:
+    if isinstance(exc, sqlglot_errors.UnsupportedError):
+        return QueryUnsupported(f"SQL is not supported: {_plain(str(exc))}")
+    if isinstance(exc, sqlglot_errors.ParseError) and exc.errors:
+        first = exc.errors[0]
+        where = f" at line [{first.get('line')}], column [{first.get('col')}]" if first.get("line") else ""
+        near = _plain(str(first.get("highlight") or ""))
+        return invalid(
+            "SQL parse failed%s: %s%s",
+            where,
+            _plain(str(first.get("description"))),
+            f" near [{near}]" if near else "",
+        )
+    return invalid("SQL parse failed: %s", _plain(str(exc)))
+
+
+def _duckdb_error(exc: duckdb.Error) -> QueryError:
+    message = _plain(_DUCK_BANNER.sub("", str(exc).split("\n")[0]))
+    if isinstance(exc, duckdb.CatalogException):
+        if (fn := _DUCK_FUNCTION.search(message)) is not None:
+            return QueryUnsupported(f"Function [{fn.group(2).upper()}] is not supported")
+        if (table := _DUCK_TABLE.search(message)) is not None:
+            return invalid("Object '%s' not found", table.group(2))
+        return invalid("%s", message)
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return ResourceLimitExceeded("Not enough memory to run the broker's part of the SQL statement")
+    if isinstance(exc, duckdb.InterruptException):
+        return QueryInterrupted("The SQL statement was interrupted")
+    if isinstance(exc, _DUCK_UNSUPPORTED):
+        return QueryUnsupported(f"SQL is not supported: {message}")
+    if isinstance(exc, _DUCK_INVALID):
+        return invalid("%s", message)
+    return QueryError(f"Unexpected failure in the broker's SQL engine ({type(exc).__name__})")
+
+
+def _plain(text: str) -> str:
+    """One line, without terminal escapes or the names of sqlglot's classes."""
+    text = _SQLGLOT_TOKEN.sub(_token, _SQLGLOT_CLASS.sub(r"\1", _ANSI.sub("", text)))
+    return " ".join(text.split())
+
+
+def _token(m: re.Match[str]) -> str:
+    return "the end of the statement" if m.group(1) == "SENTINEL" else f"[{m.group(2)}]"

@@ -1,0 +1,211 @@
+"""Druid's aggregate functions in DuckDB.
+
+EARLIEST/LATEST take the value at the least/greatest `__time` of the rows aggregated (of the
+table the value's columns come from), null or not, as Druid's first/last aggregators; a
+`maxBytesPerValue` truncates strings (counted in characters). ARRAY_AGG/STRING_AGG with DISTINCT
+sort their values, as Druid's sets do; the size limits in bytes are not enforced. COUNT(DISTINCT)
+is exact here (Druid's default is approximate: an HLL sketch); APPROX_COUNT_DISTINCT and the
+sketch aggregates are in `sketches`.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from strata.query.errors import invalid
+from strata.sql.functions.fragments import (
+    TIME,
+    aggregate_filter,
+    arguments,
+    duck,
+    kind,
+    number_value,
+    sql_of,
+    typed,
+)
+from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
+
+
+def _time_of(value: exp.Expr) -> exp.Expr:
+    """`__time` of the table `value` reads (unqualified when it names none)."""
+    column = value.find(exp.Column)
+    table = column.table if column is not None else ""
+    return exp.column(TIME, table=table or None, quoted=True)
+
+
+def _truncated(value: exp.Expr, size: exp.Expr | None) -> str:
+    limit = number_value(size, "EARLIEST/LATEST", "maxBytesPerValue") if size is not None else None
+    if limit is None or kind(value) != "VARCHAR":
+        return sql_of(value)
+    return f"left({sql_of(value)}, {int(limit)})"
+
+
+def _first_last(last: bool, by: bool) -> Rewrite:
+    def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
+        args = arguments(node)
+        if not args:
+            raise invalid("Aggregate needs an argument")
+        value = args[0]
+        size = args[2] if by and len(args) > 2 else (args[1] if not by and len(args) > 1 else None)
+        if not by and not ctx.has_time:  # no timestamp to order by: the first value met, as Druid
+            text = f"{'last' if last else 'first'}({_truncated(value, size)}){aggregate_filter(ctx)}"
+            return typed(duck(text), kind(value) or "VARCHAR")
+        time = args[1] if by else _time_of(value)
+        if kind(time) == "VARCHAR":
+            raise invalid("EARLIEST_BY/LATEST_BY need a TIMESTAMP as their second argument")
+        fn = "arg_max_null" if last else "arg_min_null"
+        text = f"{fn}({_truncated(value, size)}, {sql_of(time)}){aggregate_filter(ctx)}"
+        return typed(duck(text), kind(value) or "VARCHAR")
+
+    return rewrite
+
+
+def _any_value(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = arguments(node)
+    size = args[1] if len(args) > 1 else None
+    return typed(
+        duck(f"any_value({_truncated(args[0], size)}){aggregate_filter(ctx)}"), kind(args[0]) or "VARCHAR"
+    )
+
+
+def _distinct_arg(node: exp.Expr) -> tuple[exp.Expr, bool]:
+    value = node.this
+    if isinstance(value, exp.Distinct):
+        return value.expressions[0], True
+    return value, False
+
+
+def _array_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = arguments(node)
+    value, distinct = _distinct_arg(node) if not isinstance(node, exp.Anonymous) else (args[0], False)
+    if distinct:
+        return typed(
+            duck(f"list_sort(list(DISTINCT {sql_of(value)}){aggregate_filter(ctx)}, 'ASC', 'NULLS FIRST')"),
+            "VARCHAR[]",
+        )
+    return typed(duck(f"list({sql_of(value)}){aggregate_filter(ctx)}"), "VARCHAR[]")
+
+
+def _array_concat_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = arguments(node)
+    value, distinct = (
+        (args[0].expressions[0], True) if isinstance(args[0], exp.Distinct) else (args[0], False)
+    )
+    flat = f"flatten(list({sql_of(value)}){aggregate_filter(ctx)})"
+    if not distinct:
+        return typed(duck(flat), "VARCHAR[]")
+    nulls = f"(CASE WHEN list_count({flat}) < len({flat}) THEN [NULL] ELSE [] END)"
+    return typed(duck(f"list_concat({nulls}, list_sort(list_distinct({flat})))"), "VARCHAR[]")
+
+
+def _string_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
+    # no separator: the values are concatenated without one, as Druid documents
+    if isinstance(node, exp.Anonymous):  # LISTAGG(expr[, separator[, size]])
+        args = list(node.expressions)
+        value, distinct = (
+            (args[0].expressions[0], True) if isinstance(args[0], exp.Distinct) else (args[0], False)
+        )
+        separator = args[1] if len(args) > 1 else exp.Literal.string("")
+    else:
+        value, distinct = _distinct_arg(node)
+        separator = node.args.get("separator") or exp.Literal.string("")
+    text = sql_of(value) if kind(value) == "VARCHAR" else f"CAST({sql_of(value)} AS VARCHAR)"
+    if distinct:
+        return typed(
+            duck(f"string_agg(DISTINCT {text}, {sql_of(separator)} ORDER BY {text}){aggregate_filter(ctx)}"),
+            "VARCHAR",
+        )
+    return typed(duck(f"string_agg({text}, {sql_of(separator)}){aggregate_filter(ctx)}"), "VARCHAR")
+
+
+def _sum(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """A LONG sum stays a BIGINT (DuckDB widens it to HUGEINT)."""
+    value = node.this
+    total = f"sum({sql_of(value)}){aggregate_filter(ctx)}"
+    if kind(value) == "BIGINT" and not isinstance(value, exp.Distinct):
+        return typed(duck(f"CAST({total} AS BIGINT)"), "BIGINT")
+    if ctx.filter is None:
+        return node
+    return typed(duck(f"{node.sql(dialect='duckdb')}{aggregate_filter(ctx)}"), kind(value) or "DOUBLE")
+
+
+def _bits(fn: str) -> Rewrite:
+    def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
+        return typed(
+            duck(f"{fn}(CAST({sql_of(arguments(node)[0])} AS BIGINT)){aggregate_filter(ctx)}"), "BIGINT"
+        )
+
+    return rewrite
+
+
+def _count(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """COUNT(DISTINCT x) is an HLL estimate when the statement asks for approximation."""
+    value = node.this
+    if ctx.approximate_count_distinct and isinstance(value, exp.Distinct) and len(value.expressions) == 1:
+        from strata.sql.functions.sketches import approximate_distinct
+
+        return approximate_distinct(value.expressions[0], ctx)
+    if ctx.filter is None:
+        return node
+    return typed(duck(f"{node.sql(dialect='duckdb')}{aggregate_filter(ctx)}"), "BIGINT")
+
+
+AGGREGATES: dict[str, Rewrite] = {
+    "COUNT": _count,
+    "SUM": _sum,
+    "EARLIEST": _first_last(False, False),
+    "LATEST": _first_last(True, False),
+    "EARLIEST_BY": _first_last(False, True),
+    "LATEST_BY": _first_last(True, True),
+    "ANY_VALUE": _any_value,
+    "ARRAY_AGG": _array_agg,
+    "ARRAY_CONCAT_AGG": _array_concat_agg,
+    "STRING_AGG": _string_agg,
+    "LISTAGG": _string_agg,
+    "BIT_AND": _bits("bit_and"),
+    "BIT_OR": _bits("bit_or"),
+    "BIT_XOR": _bits("bit_xor"),
+}
+
+AGGREGATE_SPECS: list[FunctionSpec] = specs(
+    "aggregate",
+    "aggregation",
+    {
+        "COUNT": "Counts rows, or non-null values; COUNT(DISTINCT) is exact here.",
+        "SUM": "Sum.",
+        "MIN": "Minimum.",
+        "MAX": "Maximum.",
+        "AVG": "Average.",
+        "ANY_VALUE": "Any value of the group (strings truncated to maxBytesPerValue characters).",
+        "EARLIEST": "The value at the earliest __time (strings truncated to maxBytesPerValue).",
+        "LATEST": "The value at the latest __time (strings truncated to maxBytesPerValue).",
+        "EARLIEST_BY": "The value at the earliest of a timestamp expression.",
+        "LATEST_BY": "The value at the latest of a timestamp expression.",
+        "ARRAY_AGG": "The values as an array ([DISTINCT] sorted).",
+        "ARRAY_CONCAT_AGG": "The concatenation of array values ([DISTINCT] sorted).",
+        "STRING_AGG": "The non-null values joined by a separator ([DISTINCT] sorted).",
+        "LISTAGG": "Alias of STRING_AGG.",
+        "BIT_AND": "Bitwise AND of LONG values.",
+        "BIT_OR": "Bitwise OR of LONG values.",
+        "BIT_XOR": "Bitwise XOR of LONG values.",
+        "GROUPING": "Which grouping-set columns a row aggregates over.",
+        "STDDEV": "Alias of STDDEV_SAMP (druid-stats).",
+        "STDDEV_POP": "Population standard deviation (druid-stats).",
+        "STDDEV_SAMP": "Sample standard deviation (druid-stats).",
+        "VARIANCE": "Alias of VAR_SAMP (druid-stats).",
+        "VAR_POP": "Population variance (druid-stats).",
+        "VAR_SAMP": "Sample variance (druid-stats).",
+        "BLOOM_FILTER": "A Bloom filter of the values.",
+        "TDIGEST_GENERATE_SKETCH": "A T-Digest sketch of the values.",
+        "TDIGEST_QUANTILE": "A quantile from a T-Digest sketch of the values.",
+        "APPROX_QUANTILE": "Approximate quantile with the approximate-histogram aggregator.",
+    },
+    native=frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG", "ANY_VALUE", "EARLIEST", "LATEST"}),
+    unsupported={
+        "BLOOM_FILTER": "needs the druid-bloom-filter extension, outside Strata's scope",
+        "TDIGEST_GENERATE_SKETCH": "needs the druid-tdigestsketch extension, outside Strata's scope",
+        "TDIGEST_QUANTILE": "needs the druid-tdigestsketch extension, outside Strata's scope",
+        "APPROX_QUANTILE": "needs the druid-histogram extension, outside Strata's scope "
+        "(use APPROX_QUANTILE_DS)",
+    },
+)

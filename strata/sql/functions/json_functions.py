@@ -1,0 +1,141 @@
+"""Druid's JSON functions over DuckDB JSON values.
+
+Strata's segments hold no nested (COMPLEX<json>) columns, but a statement can still build JSON
+(PARSE_JSON of a string column, JSON_OBJECT) and read it, and DuckDB's JSON type does that. Paths
+are JSONPath as in Druid (`$.a.b`, `$.a[0]`; `$.` is the root). JSON_VALUE yields only literals
+(null for an object or array), as in Druid.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from strata.query.errors import invalid
+from strata.sql.functions.fragments import arguments, duck, kind_of_type, quote, sql_of, string_value, typed
+from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
+from strata.sql.functions.udfs import create, register, rows
+
+
+def _path(node: exp.Expr, function: str) -> str:
+    """A JSONPath argument as DuckDB SQL text."""
+    if isinstance(node, exp.JSONPath):
+        text = node.sql(dialect="duckdb").strip("'")
+    else:
+        text = string_value(node, function, "path") or "$"
+    if not text.startswith("$"):
+        raise invalid("Function [%s]: path [%s] is not a JSONPath", function, text)
+    return quote("$" if text in ("$", "$.") else text)
+
+
+def _json_value(node: exp.Expr, ctx: Context) -> exp.Expr:
+    value = node.this
+    path = _path(node.args["path"], "JSON_VALUE")
+    found = f"json_extract({sql_of(value)}, {path})"
+    literal = f"json_extract_string({sql_of(value)}, {path})"
+    text = f"(CASE WHEN json_type({found}) IN ('OBJECT', 'ARRAY') THEN NULL ELSE {literal} END)"
+    returning = node.args.get("returning")
+    target = kind_of_type(returning) if isinstance(returning, exp.DataType) else None
+    if target in ("BIGINT", "DOUBLE"):
+        return typed(duck(f"TRY_CAST({text} AS {target})"), target)
+    return typed(duck(text), "VARCHAR")
+
+
+def _json_query(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = arguments(node)
+    return typed(duck(f"json_extract({sql_of(args[0])}, {_path(args[1], 'JSON_QUERY')})"), "JSON")
+
+
+def _json_query_array(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = arguments(node)
+    found = f"json_extract({sql_of(args[0])}, {_path(args[1], 'JSON_QUERY_ARRAY')})"
+    text = (
+        f"(CASE WHEN {found} IS NULL THEN NULL"
+        f" WHEN json_type({found}) = 'ARRAY' THEN CAST({found} AS JSON[]) ELSE [{found}] END)"
+    )
+    return typed(duck(text), "JSON[]")
+
+
+def _json_keys(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = arguments(node)
+    found = f"json_extract({sql_of(args[0])}, {_path(args[1], 'JSON_KEYS')})"
+    return typed(duck(f"(CASE WHEN json_type({found}) = 'OBJECT' THEN json_keys({found}) END)"), "VARCHAR[]")
+
+
+def _json_object(node: exp.Expr, ctx: Context) -> exp.Expr:
+    pairs = []
+    for pair in node.expressions:
+        pairs += [sql_of(pair.this), sql_of(pair.expression)]
+    return typed(duck(f"json_object({', '.join(pairs)})"), "JSON")
+
+
+def _json_merge(node: exp.Expr, ctx: Context) -> exp.Expr:
+    args = arguments(node)
+    merged = f"json({sql_of(args[0])})"
+    for other in args[1:]:
+        merged = f"json_merge_patch({merged}, json({sql_of(other)}))"
+    return typed(duck(merged), "JSON")
+
+
+def _call(template: str, result: str) -> Rewrite:
+    def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
+        return typed(duck(template.format(*(sql_of(a) for a in arguments(node)))), result)
+
+    return rewrite
+
+
+JSON_REWRITES: dict[str, Rewrite] = {
+    "PARSE_JSON": _call("json({0})", "JSON"),
+    "TRY_PARSE_JSON": _call("(CASE WHEN json_valid({0}) THEN json({0}) END)", "JSON"),
+    "TO_JSON_STRING": _call("CAST(to_json({0}) AS VARCHAR)", "VARCHAR"),
+    "JSON_VALUE": _json_value,
+    "JSON_QUERY": _json_query,
+    "JSON_QUERY_ARRAY": _json_query_array,
+    "JSON_KEYS": _json_keys,
+    "JSON_OBJECT": _json_object,
+    "JSON_MERGE": _json_merge,
+    "JSON_PATHS": _call("strata_json_paths(CAST(json({0}) AS VARCHAR))", "VARCHAR[]"),
+}
+
+
+def json_paths(text: str) -> list[str]:
+    """The JSONPath of every literal value (arrays count as values), as Druid lists them."""
+    out: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict) and value:
+            for key, inner in value.items():
+                walk(inner, f"{path}.{key}")
+        else:
+            out.append(path)
+
+    walk(json.loads(text), "$")
+    return out
+
+
+def _install(conn: duckdb.DuckDBPyConnection) -> None:
+    create(conn, "strata_json_paths", rows(json_paths, pa.list_(pa.string()), 1), ["VARCHAR"], "VARCHAR[]")
+
+
+register(_install)
+
+JSON_SPECS: list[FunctionSpec] = specs(
+    "scalar",
+    "JSON",
+    {
+        "JSON_KEYS": "Field names of a JSON object at a path.",
+        "JSON_MERGE": "Merges JSON objects, the rightmost value winning.",
+        "JSON_OBJECT": "Builds a JSON object from KEY ... VALUE ... pairs.",
+        "JSON_PATHS": "Paths of the literal values of a JSON value.",
+        "JSON_QUERY": "The JSON value at a path.",
+        "JSON_QUERY_ARRAY": "The JSON values at a path, as an array.",
+        "JSON_VALUE": "The literal at a path [RETURNING type].",
+        "PARSE_JSON": "Parses a string as JSON (invalid JSON is an error).",
+        "TRY_PARSE_JSON": "Parses a string as JSON, null when invalid.",
+        "TO_JSON_STRING": "Serializes a value as JSON text.",
+    },
+)

@@ -1,0 +1,409 @@
+"""One SQL statement: a SELECT over a datasource (planned to native), over INFORMATION_SCHEMA or
+sys (answered from the broker's catalog with DuckDB), or with no FROM at all (`SELECT 1`)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+import pyarrow as pa
+from sqlglot import exp
+
+from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, invalid
+from strata.sql.aggregate_split import split_aggregate
+from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
+from strata.sql.plan import SqlPlan
+from strata.sql.planner import Parsed, parse_statement, plan_select
+from strata.sql.relational import Relational, max_subquery_rows, plan_relational
+from strata.sql.session import current_zone, parse_time_zone, time_zone
+from strata.sql.subqueries import plan_composed
+
+SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
+JDBC_TYPES = {
+    "VARCHAR": 12,
+    "BIGINT": -5,
+    "DOUBLE": 8,
+    "FLOAT": 6,
+    "TIMESTAMP": 93,
+    "BOOLEAN": 16,
+    "INTEGER": 4,
+}
+_DUCK_TO_SQL = {
+    "VARCHAR": "VARCHAR",
+    "BIGINT": "BIGINT",
+    "INTEGER": "INTEGER",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "BOOLEAN": "BOOLEAN",
+    "DECIMAL": "DOUBLE",
+    "TIMESTAMP": "TIMESTAMP",
+}
+_SQL_TO_DRUID = {
+    "VARCHAR": "STRING",
+    "BIGINT": "LONG",
+    "INTEGER": "LONG",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "BOOLEAN": "LONG",
+    "TIMESTAMP": "LONG",
+}
+
+
+class Catalog(Protocol):
+    """What the planner needs to know of the cluster."""
+
+    def tables(self) -> Sequence[str]: ...
+
+    def columns(self, table: str) -> Mapping[str, str] | None:
+        """Column name -> Druid type (STRING, LONG, DOUBLE, FLOAT), `__time` first; None: no such table."""
+
+    def segments(self) -> list[dict[str, Any]]: ...
+
+    def servers(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass
+class PlannedStatement:
+    plan: Plan
+    explain: bool
+    context: Mapping[str, Any] = field(default_factory=dict)  # the request's, with SET statements applied
+
+    @property
+    def names(self) -> list[str]:
+        return [o.name for o in self.plan.outputs]
+
+    @property
+    def types(self) -> list[str]:
+        return [o.druid_type for o in self.plan.outputs]
+
+    @property
+    def sql_types(self) -> list[str]:
+        return [o.sql_type for o in self.plan.outputs]
+
+
+def referenced_tables(sql: str) -> list[str]:
+    """Datasources a statement reads (their columns must be in the catalog before planning)."""
+    try:
+        return tables_read(parse_statement(sql))
+    except QueryError:
+        return []  # planning reports the error
+
+
+def tables_read(parsed: Parsed) -> list[str]:
+    return [t.name for t in parsed.tree.find_all(exp.Table) if (t.db or "druid").lower() == "druid"]
+
+
+def plan_parsed(
+    sql: str, catalog: Catalog, context: Mapping[str, Any]
+) -> tuple[PlannedStatement | None, list[str]]:
+    """The statement's plan and the datasources it reads, from one parse; no plan when one of those
+    datasources has no columns in `catalog` yet (the caller reads them and plans again)."""
+    with _user_input():
+        parsed = parse_statement(sql)
+        tables = tables_read(parsed)
+    if any(t in catalog.tables() and catalog.columns(t) is None for t in tables):
+        return None, tables
+    return plan_statement(sql, catalog, context, parsed=parsed), tables
+
+
+def plan_statement(
+    sql: str, catalog: Catalog, context: Mapping[str, Any], *, parsed: Parsed | None = None
+) -> PlannedStatement:
+    with _user_input():
+        return _plan_statement(parsed or parse_statement(sql), catalog, context)
+
+
+@contextlib.contextmanager
+def _user_input() -> Iterator[None]:
+    """A statement shaped unlike anything planned for is the user's input, never a server error."""
+    try:
+        yield
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
+        raise invalid("Cannot plan the SQL statement: %s: %s", type(e).__name__, e) from None
+
+
+def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
+    context = {**context, **parsed.settings}
+    tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
+    for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
+        hint.pop()
+    zone = parse_time_zone(context.get("sqlTimeZone"))
+    tree = _fix_now(tree, context.get("sqlCurrentTimestamp"), zone)
+    with time_zone(zone):
+        return PlannedStatement(_plan_tree(tree, catalog, context), parsed.explain, context)
+
+
+def _fix_now(tree: exp.Expr, current: Any, zone: str | None) -> exp.Expr:
+    """CURRENT_TIMESTAMP and CURRENT_DATE as the literals of one instant (`sqlCurrentTimestamp`,
+    else now), as Druid's planner reduces them: every use in a statement sees the same time."""
+    if tree.find(exp.CurrentTimestamp, exp.CurrentDate) is None:
+        return tree
+    if current is None:
+        instant = datetime.datetime.now(datetime.UTC)
+    else:
+        try:
+            instant = datetime.datetime.fromisoformat(str(current).replace("Z", "+00:00"))
+        except ValueError:
+            raise invalid(
+                "Context parameter [sqlCurrentTimestamp] is not a timestamp: [%s]", current
+            ) from None
+        if instant.tzinfo is None:
+            instant = instant.replace(tzinfo=datetime.UTC)
+    local = instant.astimezone(ZoneInfo(zone) if zone else datetime.UTC)
+    stamp = local.strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.CurrentTimestamp):
+            return exp.cast(exp.Literal.string(stamp), exp.DType.TIMESTAMP)
+        if isinstance(node, exp.CurrentDate):
+            return exp.cast(exp.Literal.string(stamp[:10]), exp.DType.DATE)
+        return node
+
+    return tree.transform(swap)
+
+
+def _outer_limit(tree: exp.Expr, value: Any) -> exp.Expr:
+    """Druid's `sqlOuterLimit`: at most that many rows, after the statement's own ORDER BY and LIMIT."""
+    if value is None or not isinstance(tree, exp.Query):
+        return tree
+    try:
+        outer = int(value)
+    except (TypeError, ValueError):
+        raise invalid("Context parameter [sqlOuterLimit] must be a number, got [%s]", value) from None
+    if outer < 0:
+        raise invalid("Context parameter [sqlOuterLimit] must not be negative, got [%s]", value)
+    limit = tree.args.get("limit")
+    own = limit.expression if isinstance(limit, exp.Limit) else None
+    if isinstance(own, exp.Literal) and not own.is_string and own.this.isdigit():
+        outer = min(outer, int(own.this))
+    elif own is not None:
+        return exp.select("*").from_(tree.subquery("__outer")).limit(outer)
+    return tree.limit(outer)
+
+
+def _plan_tree(tree: exp.Expr, catalog: Catalog, context: Mapping[str, Any]) -> Plan:
+    """The native plan when the statement's shape is one the native planner takes, else the
+    relational plan (`strata.sql.relational`): native stages and DuckDB on the broker."""
+    if isinstance(tree, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Merge)):
+        raise QueryUnsupported(f"Statement [{type(tree).__name__.upper()}] is not supported; only SELECT")
+    if isinstance(tree, exp.Subquery):
+        tree = tree.unnest()
+    if not isinstance(tree, exp.Query):
+        raise invalid(
+            "SQL parse failed: expected a SELECT statement, got [%s]", tree.sql(dialect="druid")[:200]
+        )
+    try:
+        return _plan_native(tree, catalog, context)
+    except ResourceLimitExceeded:
+        raise
+    except QueryError:
+        pass
+    split = _split_aggregate(tree, catalog, context) if isinstance(tree, exp.Select) else None
+    if split is not None:
+        return split
+    env = Relational(
+        catalog,
+        lambda: system_tables(catalog),
+        lambda select, table, columns: plan_select(select, table, columns, context),
+        context,
+    )
+    plan = plan_relational(tree, env)
+    plan.time_zone = current_zone()
+    return plan
+
+
+def _split_aggregate(tree: exp.Select, catalog: Catalog, context: Mapping[str, Any]) -> ComposedPlan | None:
+    """The grouping of a one-table aggregation as a native query and the rest (windows, what the
+    native layer cannot compute) on the broker (`strata.sql.aggregate_split`); None when that
+    grouping is no native query either."""
+    source = tree.args.get("from_")
+    table = None if source is None else source.this
+    if not isinstance(table, exp.Table) or (table.db or "druid").lower() != "druid":
+        return None
+    name = stage_name()
+    parts = split_aggregate(tree, aliased_table(name, table.alias_or_name))
+    if parts is None:
+        return None
+    inner, outer = parts
+    try:
+        inner_plan = _plan_native(inner, catalog, context)
+    except QueryError:
+        return None
+    if not isinstance(inner_plan, SqlPlan):
+        return None
+    inner_plan.raw_times = True
+    inner_plan.row_bound = max_subquery_rows(context)  # Druid bounds what a subquery hands the broker
+    names = [item.alias_or_name for item in outer.expressions]
+    return ComposedPlan([Stage(name, inner_plan)], outer, names=names, time_zone=current_zone())
+
+
+def _plan_native(tree: exp.Query, catalog: Catalog, context: Mapping[str, Any]) -> Plan:
+    composed = plan_composed(tree, context, lambda inner: _plan_tree(inner, catalog, context))
+    if isinstance(composed, ComposedPlan):
+        stages = {stage.name for stage in composed.stages}
+        if any(t.name not in stages for t in composed.outer.find_all(exp.Table)):
+            raise QueryUnsupported("the outer query reads a table itself: planned relationally")
+        composed.time_zone = current_zone()
+    if composed is not None:
+        return composed
+    if not isinstance(tree, exp.Select):
+        raise QueryUnsupported("not one SELECT: planned relationally")
+    source = tree.args.get("from_") or tree.args.get("from")
+    if tree.args.get("joins") or source is None:
+        raise QueryUnsupported("a join or no table: planned relationally")
+    tree = _single_table(tree)
+    table = source.this
+    if isinstance(table, exp.Subquery):
+        tree = _flatten(tree, table)
+        table = tree.args["from_"].this
+    if not isinstance(table, exp.Table):
+        raise QueryUnsupported(f"FROM [{table.sql(dialect='druid')}]: planned relationally")
+    schema = (table.db or "druid").lower()
+    if schema != "druid":
+        raise QueryUnsupported("a system table: planned relationally")
+    columns = catalog.columns(table.name)
+    if columns is None:
+        raise invalid("Object '%s' not found", table.name)
+    return plan_select(tree, table.name, columns, context)
+
+
+def _single_table(tree: exp.Select) -> exp.Select:
+    """A one-table SELECT in the native planner's terms: `t.col` as `col` where `t` names the
+    table, and `GROUP BY ()` as no grouping (one row of aggregates)."""
+    table = tree.args["from_"].this
+    names = {table.alias_or_name, table.name} if isinstance(table, exp.Table) else set()
+    out = tree.copy()
+    for column in out.find_all(exp.Column):
+        if column.table and column.table in names and not column.args.get("db"):
+            scope_select = column.find_ancestor(exp.Select)
+            if scope_select is out:
+                column.set("table", None)
+    group = out.args.get("group")
+    if group is not None and all(isinstance(e, exp.Tuple) and not e.expressions for e in group.expressions):
+        if out.find(exp.AggFunc) is None:
+            raise QueryUnsupported("GROUP BY () without aggregates: planned relationally")
+        out.set("group", None)
+    return out
+
+
+def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
+    """`SELECT ... FROM (SELECT a, b AS c FROM t WHERE p) AS v WHERE q` as one SELECT over t
+    (Superset wraps virtual datasets that way); only when the inner query just filters and renames."""
+    inner = sub.this
+    source = inner.args.get("from_") if isinstance(inner, exp.Select) else None
+    if source is None or not isinstance(source.this, exp.Table):
+        raise QueryUnsupported("FROM a subquery over no table: planned relationally")
+    plain = isinstance(inner, exp.Select) and not any(
+        inner.args.get(k) for k in ("group", "having", "order", "limit", "offset", "distinct", "joins")
+    )
+    if not plain or inner.find(exp.AggFunc) is not None:
+        raise QueryUnsupported("FROM a subquery is supported only over a plain selection of one table")
+    renames: dict[str, exp.Expr] = {}
+    for e in inner.expressions:
+        if isinstance(e, exp.Alias):
+            renames[e.alias] = e.this
+        elif not isinstance(e, (exp.Column, exp.Star)):
+            raise QueryUnsupported("FROM a subquery is supported only over plain columns")
+    flat = outer.copy()
+    for column in list(flat.find_all(exp.Column)):
+        column.set("table", None)
+        if column.name in renames:
+            column.replace(renames[column.name].copy())
+    flat.set("from_", inner.args.get("from_") or inner.args.get("from"))
+    inner_where = inner.args.get("where")
+    if inner_where is not None:
+        outer_where = flat.args.get("where")
+        condition = inner_where.this if outer_where is None else exp.and_(inner_where.this, outer_where.this)
+        flat.set("where", exp.Where(this=condition))
+    return flat
+
+
+def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
+    tables = list(catalog.tables())
+    schemata = [("druid", s) for s in ("druid", "INFORMATION_SCHEMA", "sys", "lookup", "view")]
+    table_rows = (
+        [("druid", "druid", t, "TABLE", "NO", "NO") for t in tables]
+        + [
+            ("druid", "INFORMATION_SCHEMA", t, "SYSTEM_TABLE", "NO", "NO")
+            for t in ("SCHEMATA", "TABLES", "COLUMNS")
+        ]
+        + [("druid", "sys", t, "SYSTEM_TABLE", "NO", "NO") for t in ("segments", "servers")]
+    )
+    column_rows = []
+    for t in tables:
+        for position, (name, kind) in enumerate((catalog.columns(t) or {}).items(), start=1):
+            sql_type = (
+                "TIMESTAMP" if name == "__time" else {"STRING": "VARCHAR", "LONG": "BIGINT"}.get(kind, kind)
+            )
+            nullable = "NO" if name == "__time" else "YES"
+            column_rows.append(
+                ("druid", "druid", t, name, position, "", nullable, sql_type, JDBC_TYPES.get(sql_type, 12))
+            )
+    names = {
+        "SCHEMATA": ["CATALOG_NAME", "SCHEMA_NAME"],
+        "TABLES": [
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "TABLE_TYPE",
+            "IS_JOINABLE",
+            "IS_BROADCAST",
+        ],
+        "COLUMNS": [
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "COLUMN_NAME",
+            "ORDINAL_POSITION",
+            "COLUMN_DEFAULT",
+            "IS_NULLABLE",
+            "DATA_TYPE",
+            "JDBC_TYPE",
+        ],
+    }
+    out = {
+        f"information_schema__{k.lower()}": pa.table(
+            {n: [r[i] for r in rows] for i, n in enumerate(names[k])}
+        )
+        if rows
+        else pa.table(
+            {
+                n: pa.array([], pa.int64() if n in ("ORDINAL_POSITION", "JDBC_TYPE") else pa.string())
+                for n in names[k]
+            }
+        )
+        for k, rows in (("SCHEMATA", schemata), ("TABLES", table_rows), ("COLUMNS", column_rows))
+    }
+    out["sys__segments"] = _rows_table(
+        catalog.segments(),
+        [
+            "segment_id",
+            "datasource",
+            "start",
+            "end",
+            "size",
+            "version",
+            "partition_num",
+            "num_replicas",
+            "num_rows",
+            "is_published",
+            "is_available",
+            "is_realtime",
+            "is_overshadowed",
+        ],
+    )
+    out["sys__servers"] = _rows_table(
+        catalog.servers(),
+        ["server", "host", "plaintext_port", "tls_port", "server_type", "tier", "curr_size", "max_size"],
+    )
+    return out
+
+
+def _rows_table(rows: list[dict[str, Any]], names: list[str]) -> pa.Table:
+    if not rows:
+        return pa.table({n: pa.array([], pa.string()) for n in names})
+    return pa.table({n: [r.get(n) for r in rows] for n in names})
