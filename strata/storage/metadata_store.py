@@ -20,6 +20,13 @@ if TYPE_CHECKING:
     from strata.storage.schema import Migration
 
 
+TransactionGuard = Callable[[Any], None]
+"""Run first inside a publish's (or delete's) own transaction with its DB-API connection; raising
+aborts the whole change. The coordinator's tasks check there that they still hold their interval
+locks and have not been shut down (strata.storage.task_store), so the check and the change commit
+together or not at all."""
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentRecord:
     segment: DataSegment
@@ -28,9 +35,12 @@ class SegmentRecord:
 
 
 class MetadataStore(Protocol):
-    def publish(self, segments: Sequence[DataSegment], *, overwrite: bool) -> None:
+    def publish(
+        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+    ) -> None:
         """Insert all segments in one transaction; with `overwrite`, mark the used segments of the
-        same data sources that the new ones overshadow unused in that same transaction."""
+        same data sources that the new ones overshadow unused in that same transaction. `guard`
+        runs first in that transaction."""
         ...
 
     def used_segments(self, data_source: str | None = None) -> list[DataSegment]: ...
@@ -43,9 +53,9 @@ class MetadataStore(Protocol):
 
     def mark_used(self, ids: Iterable[str]) -> int: ...
 
-    def delete_unused(self, ids: Iterable[str]) -> int:
-        """Remove the rows of these segments that are unused (`strata segments kill`, after their
-        files went from deep storage); used ones stay. Returns how many rows went."""
+    def delete_unused(self, ids: Iterable[str], *, guard: TransactionGuard | None = None) -> int:
+        """Remove the rows of these segments that are unused (`strata segments kill`, a kill task);
+        used ones stay. `guard` runs first in the same transaction. Returns how many rows went."""
         ...
 
     def data_sources(self) -> list[str]: ...

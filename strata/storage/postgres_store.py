@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import orjson
 import psycopg
 
-from strata.storage.metadata_store import MetadataStoreError, SegmentRecord, plan_publish
+from strata.storage.metadata_store import MetadataStoreError, SegmentRecord, TransactionGuard, plan_publish
 from strata.storage.metadata_url import redact, scrub
 from strata.storage.pg_listener import KEEPALIVES, Listener
 from strata.storage.schema import Migration, migrate
@@ -162,12 +162,16 @@ class PostgresMetadataStore:
                 raise self._error(e, "a transaction") from None
 
     # -- writes ------------------------------------------------------------------------------------
-    def publish(self, segments: Sequence[DataSegment], *, overwrite: bool) -> None:
+    def publish(
+        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+    ) -> None:
         if not segments:
             return
         now = _now()
 
         def work(conn: psycopg.Connection[Any]) -> None:
+            if guard is not None:
+                guard(conn)
             sources = sorted({s.data_source for s in segments})
             for ds in sources:  # in name order, so two multi-source publishers cannot deadlock
                 conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"strata:{ds}",))
@@ -218,10 +222,12 @@ class PostgresMetadataStore:
     def mark_used(self, ids: Iterable[str]) -> int:
         return self._set_used(ids, True)
 
-    def delete_unused(self, ids: Iterable[str]) -> int:
+    def delete_unused(self, ids: Iterable[str], *, guard: TransactionGuard | None = None) -> int:
         wanted = list(ids)
 
         def work(conn: psycopg.Connection[Any]) -> int:
+            if guard is not None:
+                guard(conn)
             cur = conn.execute("DELETE FROM druid_segments WHERE id = ANY(%s) AND NOT used", (wanted,))
             return cur.rowcount
 

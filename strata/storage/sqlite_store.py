@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from strata.storage.metadata_store import MetadataStoreError, SegmentRecord, plan_publish
+from strata.storage.metadata_store import MetadataStoreError, SegmentRecord, TransactionGuard, plan_publish
 from strata.storage.schema import Migration, migrate
 from strata.storage.segments_schema import COMPONENT, MIGRATIONS, SCHEMA_VERSION
 from timeline import DataSegment, format_instant
@@ -88,7 +88,9 @@ class SQLiteMetadataStore:
             self._conn.execute("COMMIT")
 
     # -- writes ------------------------------------------------------------------------------------
-    def publish(self, segments: Sequence[DataSegment], *, overwrite: bool) -> None:
+    def publish(
+        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+    ) -> None:
         if not segments:
             return
         now = _now()
@@ -100,6 +102,8 @@ class SQLiteMetadataStore:
             for s in segments
         ]  # fmt: skip
         with self._transaction() as conn:
+            if guard is not None:
+                guard(conn)
             sources = sorted({s.data_source for s in segments})
             used = [seg for ds in sources for seg in self._used(conn, ds)] if overwrite else []
             plan = plan_publish(segments, used, overwrite=overwrite)
@@ -132,8 +136,10 @@ class SQLiteMetadataStore:
     def mark_used(self, ids: Iterable[str]) -> int:
         return self._set_used(ids, True)
 
-    def delete_unused(self, ids: Iterable[str]) -> int:
+    def delete_unused(self, ids: Iterable[str], *, guard: TransactionGuard | None = None) -> int:
         with self._transaction() as conn:
+            if guard is not None:
+                guard(conn)
             cur = conn.executemany(
                 "DELETE FROM druid_segments WHERE id = ? AND used = 0", [(i,) for i in ids]
             )

@@ -1,0 +1,77 @@
+"""The coordinator's tables in both dialects: Druid's `druid_tasks` and `druid_tasklocks` layout, and
+`druid_rules` for retention rules.
+
+`druid_tasks` keeps Druid's columns (id, created_date, datasource, payload = the task JSON,
+status_payload = Druid's TaskStatus JSON, active, type, group_id) and adds what a restart needs:
+the runner state (WAITING / PENDING / RUNNING / NONE), the attempt number every write of a task's
+process is checked against (a fencing token: a process of an older attempt can change nothing),
+whether its segments are published, its process id and its report. `druid_tasklocks` holds one
+row per interval lock, the lock as Druid's TaskLock JSON. `druid_rules` is Druid's table of
+retention rules (a version per change, the newest per data source in force).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strata.storage.schema import Migration
+
+TASKS_COMPONENT = "tasks"
+RULES_COMPONENT = "rules"
+
+_TASKS = """
+CREATE TABLE IF NOT EXISTS druid_tasks (
+    id TEXT PRIMARY KEY,
+    created_date TEXT NOT NULL,
+    datasource TEXT NOT NULL,
+    payload {blob} NOT NULL,
+    status_payload {blob} NOT NULL,
+    active {boolean} NOT NULL,
+    type TEXT,
+    group_id TEXT,
+    runner_state TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    published {boolean} NOT NULL,
+    pid INTEGER,
+    started_date TEXT,
+    report_payload {blob}
+);
+CREATE INDEX IF NOT EXISTS idx_druid_tasks_active_created_date ON druid_tasks (active, created_date);
+CREATE TABLE IF NOT EXISTS druid_tasklocks (
+    id {serial} PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    lock_payload {blob} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_druid_tasklocks_task_id ON druid_tasklocks (task_id)
+"""
+
+_RULES = """
+CREATE TABLE IF NOT EXISTS druid_rules (
+    id TEXT PRIMARY KEY,
+    dataSource TEXT NOT NULL,
+    version TEXT NOT NULL,
+    payload {blob} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_druid_rules_datasource ON druid_rules (dataSource)
+"""
+
+
+def _postgres(sql: str) -> Any:
+    def step(conn: Any) -> None:
+        for statement in sql.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+
+    return step
+
+
+TASK_MIGRATIONS = (
+    Migration(
+        1,
+        sqlite=_TASKS.format(blob="BLOB", boolean="INTEGER", serial="INTEGER"),
+        postgresql=_postgres(_TASKS.format(blob="BYTEA", boolean="BOOLEAN", serial="BIGSERIAL")),
+    ),
+)
+RULE_MIGRATIONS = (
+    Migration(1, sqlite=_RULES.format(blob="BLOB"), postgresql=_postgres(_RULES.format(blob="BYTEA"))),
+)
