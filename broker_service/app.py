@@ -27,6 +27,7 @@ from broker_service.arrow_scan import arrow_scan_response
 from broker_service.broker import Broker
 from broker_service.cache_status import cache_status
 from broker_service.console_routes import console_routes
+from broker_service.coordinator_link import COORDINATOR_ROUTES, CoordinatorLink
 from broker_service.datasource_info import (
     candidates,
     datasource_columns,
@@ -242,18 +243,26 @@ ROUTES = [
     Route("/status/ready", ready, methods=["GET"]),
     Route("/metrics", prometheus, methods=["GET"]),
     *console_routes(),
+    *COORDINATOR_ROUTES,
 ]
 
 
-def create_app(broker: Broker, guard: Guard | None = None) -> Starlette:
-    """The broker's app; with a `guard`, every request is authenticated and authorized."""
+def create_app(
+    broker: Broker, guard: Guard | None = None, coordinator: CoordinatorLink | None = None
+) -> Starlette:
+    """The broker's app; with a `guard`, every request is authenticated and authorized; with a
+    `coordinator`, the task and data-management APIs are relayed to it."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await broker.start()
+        if coordinator is not None:
+            await coordinator.start()
         try:
             yield
         finally:
+            if coordinator is not None:
+                await coordinator.stop()
             await broker.stop()
 
     handlers = {**druid_error_handlers(broker.settings.host), QueryError: query_error}
@@ -262,6 +271,7 @@ def create_app(broker: Broker, guard: Guard | None = None) -> Starlette:
     app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=handlers, middleware=fast)
     app.state.broker = broker
     app.state.sql_api = SqlApi(broker)
+    app.state.coordinator_link = coordinator
     if guard is not None:
         secure_app(app, guard)
     return app

@@ -25,6 +25,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodes", default=None, help="data nodes HOST:PORT[/TYPE],... to follow (discovery http)"
     )
+    parser.add_argument(
+        "--coordinator", default=None, metavar="HOST:PORT",
+        help="the coordinator-overlord whose task and data-management APIs the broker relays "
+        "(default: found in ZooKeeper with --zk)",
+    )  # fmt: skip
     parser.add_argument("--cache", choices=["none", "lru", "memcached", "hybrid"], default="none")
     parser.add_argument("--cache-size", type=int, default=256 * 1024 * 1024, help="LRU cache bytes")
     parser.add_argument("--memcached", default=None, help="memcached HOST:PORT,...")
@@ -58,6 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from broker_service.app import create_app
     from broker_service.build import build_broker
+    from broker_service.coordinator_link import CoordinatorLink
     from broker_service.errors import BrokerConfigError
     from strata.security.client import internal_headers
     from strata.security.guard import SecurityStartError, start_security
@@ -72,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     except (BrokerConfigError, SecurityStartError) as e:
         log.error("%s", e)
         return 2
-    app = create_app(broker, guard)
+    link = CoordinatorLink(args.coordinator, args.zk, args.zk_base, tls_ca=settings.tls_ca)
+    app = create_app(broker, guard, link if (args.coordinator or args.zk) else None)
     log.info("broker listening on http://%s:%d (%s discovery)", args.bind, args.port, broker_kind(broker))
     return serve(
         app, args.bind, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port, tls=settings.tls

@@ -1,7 +1,9 @@
 // The cluster pages: Datasources (sys.segments through the SQL API), Servers and Ingestion (the
-// broker's /status/cluster), Cache (the broker's /status/cache). Each `refresh` redraws its page.
+// broker's /status/cluster; Ingestion also the tasks of Druid's task API), Cache (the broker's
+// /status/cache). Each `refresh` redraws its page.
 
 import { el, errorBox, formatBytes, formatNumber, getJson, sqlObjects } from "./api.js";
+import { tasksSection } from "./tasks.js";
 import { renderTimeline } from "./timeline.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -194,6 +196,7 @@ export async function refreshCache() {
 }
 
 export async function refreshIngestion() {
+  const tasks = tasksSection();
   const host = $("#ingestion-body");
   try {
     const { now, rate } = await clusterReading();
@@ -219,7 +222,7 @@ export async function refreshIngestion() {
         cell(formatNumber(events.thrownAway), { num: true, key: "thrownAway", raw: events.thrownAway }),
         cell(ing.lastError || "—", { key: "lastError", raw: ing.lastError || "" }));
     });
-    host.replaceChildren(nodes.length
+    host.replaceChildren(el("h3", { text: "Tasks" }), await tasks, el("h3", { text: "Real-time nodes" }), nodes.length
       ? table([["Datasource"], ["Node"], ["Events/s", "num"], ["Events accepted", "num"], ["Rows in memory", "num"],
         ["Bytes in memory", "num"], ["Persists", "num"], ["Pending handoffs", "num"], ["Handoffs", "num"],
         ["Parse errors", "num"], ["Thrown away", "num"], ["Last error"]], rows, { id: "ingestion-table" })

@@ -34,6 +34,7 @@ SUBCOMMANDS: dict[str, str] = {
     "historical": "historical_service.cli",
     "realtime": "strata.realtime.cli",
     "broker": "broker_service.cli",
+    "coordinator": "strata.coordinator.cli",
     "quickstart": "strata.cli.quickstart",
     "sql": "strata.cli.sql_cli",
     "security": "strata.security.cli",

@@ -2,8 +2,9 @@
 
 Ingests the sample into day segments (once; later runs reuse the data), starts ZooKeeper from
 Debian's package when it is installed (otherwise the broker follows the historicals' HTTP change
-feeds and says so), two historicals, a real-time node (`wikipedia_live`, pushed to on port 8100)
-and a broker as child processes logging into the working
+feeds and says so), two historicals, a real-time node (`wikipedia_live`, pushed to on port 8100),
+a coordinator-overlord (Druid's task and data-management APIs on 8081, as Druid's quickstart) and
+a broker as child processes logging into the working
 directory, waits until the broker sees every segment, runs Druid's tutorial "top 10 pages by
 edits" query, prints the table, and serves on 127.0.0.1:8082 until SIGINT or SIGTERM.
 
@@ -11,9 +12,9 @@ The broker caches (`--cache lru`: per-segment partials and whole answers in its 
 new user sees the cache the product is built around; `--cache none` runs it without, which is
 `strata broker`'s own default (as Druid's).
 
-Stopping (either signal, see strata.server.lifecycle) stops the broker, the historicals and ZooKeeper in
-that order and exits 0; the children also exit by themselves if this process dies, even by
-`kill -9`. One quickstart per working directory and ports: a second one says so and exits 1.
+Stopping (either signal, see strata.server.lifecycle) stops the broker, the coordinator, the data
+nodes and ZooKeeper in that order and exits 0; the children also exit by themselves if this process
+dies, even by `kill -9`. One quickstart per working directory and ports: a second one says so and exits 1.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ from typing import Any
 
 from strata.server.lifecycle import Shutdown, add_drain_flag, child_popen_kwargs, raise_on_signals
 
-HELP = "Run a local cluster (ZooKeeper, two historicals, a real-time node, a broker) on the wikipedia sample"
+HELP = (
+    "Run a local cluster (ZooKeeper, two historicals, a real-time node, a coordinator-overlord, a broker) "
+    "on the wikipedia sample"
+)
 
 TOP_PAGES = {
     "queryType": "topN",
@@ -73,6 +77,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8082, help="broker port")
     parser.add_argument("--historical-ports", default="8083,8084", help="two historical ports")
     parser.add_argument("--realtime-port", type=int, default=8100, help="real-time node port (0: none)")
+    parser.add_argument(
+        "--coordinator-port", type=int, default=8081, help="coordinator-overlord port, Druid's (0: none)"
+    )
     parser.add_argument(
         "--cache",
         choices=["lru", "none"],
@@ -248,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     work = Path(args.dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     ports = [args.port, *(int(p) for p in args.historical_ports.split(","))]
-    claimed = [*ports, args.realtime_port] if args.realtime_port else ports
+    claimed = [*ports, *(p for p in (args.realtime_port, args.coordinator_port) if p)]
     try:
         with raise_on_signals() as hold, _claim(work, claimed):
             return _run(args, work, ports[1:], hold)
@@ -304,6 +311,15 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             children.append(_spawn(argv, work / "realtime.log", metadata, secrets))
             nodes += f",127.0.0.1:{args.realtime_port}/realtime"
         broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
+        if args.coordinator_port:
+            argv = [
+                "coordinator", "--port", str(args.coordinator_port), *discovery, *drain,
+                "--deep-storage", str(work / "deep-storage"), "--task-log-dir", str(work / "task-logs"),
+                *secure_flags,
+            ]  # fmt: skip
+            children.append(_spawn(argv, work / "coordinator.log", metadata, secrets))
+            # with ZooKeeper the broker finds the coordinator's announcement, as Druid's nodes do
+            broker_discovery += [] if discovery else ["--coordinator", f"127.0.0.1:{args.coordinator_port}"]
         broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain, "--cache", args.cache,
                        *secure_flags]  # fmt: skip
         # a secured broker keeps its users in the metadata store; an open one needs none
@@ -319,6 +335,9 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             password_file = work / "admin-password"
             print(f"Security on: user admin, its password in {password_file} (mode 600), e.g. "
                   f'curl -u "admin:$(cat {password_file})" {url}/status')  # fmt: skip
+        if args.coordinator_port:
+            print(f"Coordinator-overlord on http://127.0.0.1:{args.coordinator_port}: Druid's task API "
+                  "(/druid/indexer/v1/task), data management (/druid/coordinator/v1/...)")  # fmt: skip
         if args.realtime_port:
             print(f"Real-time node taking pushes for wikipedia_live on "
                   f"http://127.0.0.1:{args.realtime_port}/v1/push/wikipedia_live")  # fmt: skip
@@ -336,7 +355,7 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
         return 1
     finally:
         hold()  # a signal from now on must not interrupt stopping the children
-        print("shutting down: stopping the broker, the data nodes and ZooKeeper", flush=True)
+        print("shutting down: stopping the broker, the coordinator, the data nodes and ZooKeeper", flush=True)
         _stop(children, args.drain_seconds)
         if zk is not None:
             zk.stop()

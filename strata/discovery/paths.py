@@ -34,6 +34,14 @@ class ZkPaths:
     def batch(self, server: str, batch_name: str) -> str:
         return f"{self.server_segments(server)}/{_check_name(batch_name)}"
 
+    def node_role(self, role: str) -> str:
+        """Parent of the ephemeral `<host:port>` znodes of one role's nodes (Druid's node discovery:
+        `internal-discovery/COORDINATOR`, `.../OVERLORD`), each holding a DiscoveryDruidNode."""
+        return f"{self.base}/internal-discovery/{_check_name(role)}"
+
+    def node(self, role: str, server: str) -> str:
+        return f"{self.node_role(role)}/{_check_name(server)}"
+
 
 def _check_name(name: str) -> str:
     if not name or "/" in name or name in (".", ".."):

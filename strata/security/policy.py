@@ -84,6 +84,23 @@ BROKER_RULES: Sequence[Rule] = [
     *_STATUS_RULES,
 ]
 
+_COORDINATOR_V1 = r"/druid/coordinator/v1"
+_COORDINATOR_DS = _COORDINATOR_V1 + r"/datasources/(?P<ds>[^/]+)(?:/.*)?"
+_METADATA_DS = _COORDINATOR_V1 + r"/metadata/datasources/(?P<ds>[^/]+)(?:/.*)?"
+
+# the coordinator-overlord: task handlers authorize the task's data source themselves (WRITE to
+# submit or shut down, READ to look) and listings show readable data sources only
+COORDINATOR_RULES: Sequence[Rule] = [
+    _rule("GET HEAD", r"/druid/(?:indexer|coordinator)/v1/(?:isLeader|leader)", _always(OPEN)),
+    _rule(None, r"/druid/indexer/v1/.*", _always(AUTHENTICATED)),
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/(?:metadata/)?datasources", _always(AUTHENTICATED)),
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/metadata/segments", _always(AUTHENTICATED)),
+    _rule("GET HEAD", _METADATA_DS, _datasource(Action.READ)),
+    _rule("GET HEAD", _COORDINATOR_DS, _datasource(Action.READ)),
+    _rule("POST DELETE", _COORDINATOR_DS, _datasource(Action.WRITE)),
+    *_STATUS_RULES,
+]
+
 DATA_NODE_RULES: Sequence[Rule] = [
     _rule("POST", r"/v1/push/(?P<ds>[^/]+)(?:/handoff)?", _datasource(Action.WRITE)),
     *_STATUS_RULES,

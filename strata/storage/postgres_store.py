@@ -170,11 +170,11 @@ class PostgresMetadataStore:
         now = _now()
 
         def work(conn: psycopg.Connection[Any]) -> None:
-            if guard is not None:
-                guard(conn)
             sources = sorted({s.data_source for s in segments})
             for ds in sources:  # in name order, so two multi-source publishers cannot deadlock
                 conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"strata:{ds}",))
+            if guard is not None:  # after the locks: it sees every earlier publish of these sources
+                guard(conn)
             used = self._read_used(conn, sources) if overwrite else []
             plan = plan_publish(segments, used, overwrite=overwrite)
             if plan.stale:

@@ -6,7 +6,8 @@ status_payload = Druid's TaskStatus JSON, active, type, group_id) and adds what 
 the runner state (WAITING / PENDING / RUNNING / NONE), the attempt number every write of a task's
 process is checked against (a fencing token: a process of an older attempt can change nothing),
 whether its segments are published, its process id and its report. `druid_tasklocks` holds one
-row per interval lock, the lock as Druid's TaskLock JSON. `druid_rules` is Druid's table of
+row per interval lock, the lock as Druid's TaskLock JSON. `strata_coordinator_lead` names the one
+coordinator that runs tasks (its address and last heartbeat). `druid_rules` is Druid's table of
 retention rules (a version per change, the newest per data source in force).
 """
 
@@ -42,7 +43,12 @@ CREATE TABLE IF NOT EXISTS druid_tasklocks (
     task_id TEXT NOT NULL,
     lock_payload {blob} NOT NULL
 );
-CREATE INDEX IF NOT EXISTS idx_druid_tasklocks_task_id ON druid_tasklocks (task_id)
+CREATE INDEX IF NOT EXISTS idx_druid_tasklocks_task_id ON druid_tasklocks (task_id);
+CREATE TABLE IF NOT EXISTS strata_coordinator_lead (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    holder TEXT NOT NULL,
+    heartbeat_ms BIGINT NOT NULL
+)
 """
 
 _RULES = """

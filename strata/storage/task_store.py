@@ -29,7 +29,7 @@ import orjson
 
 from strata.storage.metadata_store import MetadataStore, TransactionGuard
 from strata.storage.task_schema import TASK_MIGRATIONS, TASKS_COMPONENT
-from timeline import Interval, condense_intervals, format_instant
+from timeline import DataSegment, Interval, condense_intervals, format_instant
 
 _COLUMNS = ("id, created_date, datasource, type, group_id, payload, status_payload, active, runner_state,"
             " attempt, published, pid, started_date, report_payload")  # fmt: skip
@@ -244,14 +244,45 @@ class TaskStore:
             cur = conn.execute(self._q("DELETE FROM druid_tasklocks WHERE task_id = ?"), (task_id,))
             return int(cur.rowcount)
 
+    # -- the lead: one coordinator runs the tasks of a database -------------------------------------
+    def claim_lead(self, holder: str, now_ms: int, ttl_ms: int) -> str | None:
+        """Take or keep the lead for `holder` (its address); None when it holds it now, else the
+        other holder, whose heartbeat is younger than `ttl_ms`. The same address takes it back at
+        once (a coordinator restarted where the old one ran, which is gone since the port is free)."""
+        with self._tx() as conn:
+            sql = "SELECT holder, heartbeat_ms FROM strata_coordinator_lead WHERE one = 1"
+            found = conn.execute(sql + (" FOR UPDATE" if self._pg else "")).fetchone()
+            if found is not None and found[0] != holder and now_ms - int(found[1]) < ttl_ms:
+                return str(found[0])
+            upsert = (
+                "INSERT INTO strata_coordinator_lead (one, holder, heartbeat_ms) VALUES (1, ?, ?) ON CONFLICT"
+                " (one) DO UPDATE SET holder = excluded.holder, heartbeat_ms = excluded.heartbeat_ms"
+            )
+            conn.execute(self._q(upsert), (holder, now_ms))
+            return None
+
+    def release_lead(self, holder: str) -> None:
+        with self._tx() as conn:
+            conn.execute(self._q("DELETE FROM strata_coordinator_lead WHERE holder = ?"), (holder,))
+
     # -- what a task's process checks inside its own writes ----------------------------------------
     def guard(
-        self, task_id: str, attempt: int, writes: Sequence[tuple[str, Interval]], *, publishes: bool
+        self,
+        task_id: str,
+        attempt: int,
+        writes: Sequence[tuple[str, Interval]],
+        *,
+        publishes: bool,
+        joins: Sequence[tuple[str, Interval, str]] = (),
     ) -> TransactionGuard:
         """A check for a publish or delete transaction (`MetadataStore.publish(..., guard=)`): the
         task is active at `attempt`, has not published yet (when `publishes`), and holds unrevoked
         locks covering every (data source, interval) it writes; with `publishes` the row is marked
-        published in that same transaction. Raises `Fenced` otherwise, which aborts the write."""
+        published in that same transaction. Raises `Fenced` otherwise, which aborts the write.
+
+        `joins` are the (data source, interval, version) of appended segments: each is refused when
+        a used segment of another version overlaps it by now (an append sharing its lock created or
+        replaced that time chunk meanwhile), so an append never lands under a version that hides it."""
 
         def check(conn: Any) -> None:
             row = self._current(conn, task_id)
@@ -264,11 +295,26 @@ class TaskStore:
             if missing:
                 ds, interval = missing[0]
                 raise Fenced(f"task {task_id} holds no lock on {interval} of {ds}: nothing was written")
+            moved = self._chunks_moved(conn, joins)
+            if moved:
+                raise Fenced(f"task {task_id}: another task wrote {moved} meanwhile; nothing was published")
             if publishes:
                 sql = self._q("UPDATE druid_tasks SET published = ? WHERE id = ?")
                 conn.execute(sql, (self._bool(True), task_id))
 
         return check
+
+    def _chunks_moved(self, conn: Any, joins: Sequence[tuple[str, Interval, str]]) -> str | None:
+        for ds in sorted({ds for ds, _, _ in joins}):
+            sql = self._q("SELECT payload FROM druid_segments WHERE used = ? AND dataSource = ?")
+            rows = conn.execute(sql, (self._bool(True), ds)).fetchall()
+            used = [DataSegment.from_json(orjson.loads(bytes(p))) for (p,) in rows]
+            for _, interval, version in (j for j in joins if j[0] == ds):
+                clash = (s for s in used if s.interval.overlaps(interval) and s.version != version)
+                other = next(clash, None)
+                if other is not None:
+                    return f"{other.interval} of {ds} (version {other.version})"
+        return None
 
 
 def uncovered(locks: Sequence[LockRow], writes: Sequence[tuple[str, Interval]]) -> list[tuple[str, Interval]]:

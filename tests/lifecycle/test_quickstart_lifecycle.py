@@ -62,10 +62,10 @@ def quickstart(
     work: Path, *extra: str, ignore_sigint: bool = False
 ) -> Iterator[tuple[subprocess.Popen[str], list[int], list[int]]]:
     """A running quickstart (past its table), its child pids and its ports; all ended on exit."""
-    ports = [free_port(), free_port(), free_port(), free_port()]
+    ports = [free_port(), free_port(), free_port(), free_port(), free_port()]
     argv = [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(ports[0]),
             "--historical-ports", f"{ports[1]},{ports[2]}", "--realtime-port", str(ports[3]),
-            "--drain-seconds", "5", *extra]  # fmt: skip
+            "--coordinator-port", str(ports[4]), "--drain-seconds", "5", *extra]  # fmt: skip
     with sigint_ignored_by_children(ignore_sigint):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pids: list[int] = []
@@ -119,7 +119,7 @@ def test_a_second_quickstart_says_so_and_exits_1(tmp_path: Path) -> None:
         same_dir = subprocess.run(
             [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(tmp_path), "--port",
              str(free_port()), "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port",
-             str(free_port())],
+             str(free_port()), "--coordinator-port", str(free_port())],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert same_dir.returncode == 1

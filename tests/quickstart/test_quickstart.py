@@ -25,7 +25,7 @@ PUBLISHED = [
 def argv(work: Path, *extra: str) -> list[str]:
     return [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(free_port()),
             "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port", str(free_port()),
-            *extra]  # fmt: skip
+            "--coordinator-port", str(free_port()), *extra]  # fmt: skip
 
 
 def test_quickstart_prints_the_tutorial_answer_and_reuses_data(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ def test_quickstart_secure(tmp_path: Path) -> None:
     work = tmp_path / "qs"
     argv = [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(free_port()),
             "--historical-ports", f"{free_port()},{free_port()}", "--realtime-port", str(free_port()),
-            "--secure", "--exit-after-query"]  # fmt: skip
+            "--coordinator-port", str(free_port()), "--secure", "--exit-after-query"]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     password_file = work / "admin-password"

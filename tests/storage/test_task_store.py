@@ -245,3 +245,39 @@ def test_rules_keep_every_version_and_the_newest_is_in_force(location):
         assert second > first
         assert rules.current()["w"] == [{"type": "dropForever"}] and "_default" in rules.current()
         assert [v for v, _ in rules.history("w")] == [second, first]
+
+
+def test_an_append_refuses_a_chunk_another_version_took_meanwhile(stores):
+    """Two appends sharing a lock both find a day empty and version it each their own way: the one
+    publishing second would be hidden under (or hide) the first, so it publishes nothing."""
+    meta, tasks = stores
+    for t in ("a", "b"):
+        tasks.insert(task(t))
+        tasks.grant(t, "w", lambda held: [lock(DAY, lockType="APPEND")])
+    first, second = seg(DAY, "v1"), seg(DAY, "v2")
+    meta.publish([first], overwrite=False, guard=tasks.guard("a", 0, [("w", first.interval)], publishes=True,
+                                                             joins=[("w", first.interval, "v1")]))  # fmt: skip
+    joins = [("w", second.interval, "v2")]
+    with pytest.raises(Fenced, match="another task wrote"):
+        meta.publish([second], overwrite=False,
+                     guard=tasks.guard("b", 0, [("w", second.interval)], publishes=True, joins=joins))  # fmt: skip
+    # joining the version that is there is what an append does
+    extra = seg(DAY, "v1", part=1)
+    meta.publish([extra], overwrite=False, guard=tasks.guard("b", 0, [("w", DAY_IV)], publishes=True,
+                                                             joins=[("w", DAY_IV, "v1")]))  # fmt: skip
+    assert sorted(s.id for s in meta.used_segments("w")) == sorted([first.id, extra.id])
+
+
+DAY_IV = Interval.parse(DAY)
+
+
+def test_one_coordinator_leads_a_database_and_its_own_address_takes_it_back(stores):
+    _, tasks = stores
+    assert tasks.claim_lead("h1:8081", now_ms=1_000, ttl_ms=15_000) is None
+    assert tasks.claim_lead("h2:8081", now_ms=5_000, ttl_ms=15_000) == "h1:8081"
+    assert tasks.claim_lead("h1:8081", now_ms=6_000, ttl_ms=15_000) is None  # a restart on the same address
+    assert tasks.claim_lead("h2:8081", now_ms=22_000, ttl_ms=15_000) is None  # h1's heartbeat lapsed
+    tasks.release_lead("h1:8081")  # not the holder: nothing changes
+    assert tasks.claim_lead("h1:8081", now_ms=23_000, ttl_ms=15_000) == "h2:8081"
+    tasks.release_lead("h2:8081")
+    assert tasks.claim_lead("h1:8081", now_ms=23_000, ttl_ms=15_000) is None

@@ -1,0 +1,130 @@
+"""Where the coordinator-overlord is, and the broker's pass-through to it.
+
+The broker learns the coordinator's address from `--coordinator HOST:PORT`, or, with `--zk`, from
+the coordinator's announcement (`<base>/internal-discovery/OVERLORD/<host:port>`, as Druid's nodes
+find their overlord). It then relays `/druid/indexer/v1/*` and `/druid/coordinator/v1/*` to it as
+Druid's router does, so a client (the console's Ingestion page, a curl script) needs the broker's
+address only. The request goes on with its credentials; the coordinator authorizes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from strata.discovery import ZkPaths, make_kazoo_client
+from strata.discovery.druid_node import node_address
+from strata.query.errors import QueryError
+
+log = logging.getLogger(__name__)
+
+PASSED_HEADERS = ("authorization", "content-type", "accept")
+TIMEOUT_S = 60.0
+
+
+class CoordinatorUnknown(QueryError):
+    error = "druidException"
+    error_class = "org.apache.druid.error.DruidException"
+    status = 503
+    category = "SERVICE_UNAVAILABLE"
+    persona = "OPERATOR"
+    error_code = "serviceUnavailable"
+
+
+class CoordinatorLink:
+    def __init__(self, fixed: str | None = None, zk: str | None = None, zk_base: str = "/druid",
+                 tls_ca: str | None = None) -> None:  # fmt: skip
+        self._fixed = fixed.removeprefix("http://").removeprefix("https://").rstrip("/") if fixed else None
+        self._zk_hosts = zk if not fixed else None
+        self._paths = ZkPaths(zk_base)
+        self._found: str | None = None
+        self._lock = threading.Lock()
+        self._zk: Any = None
+        self._scheme = "https" if tls_ca else "http"
+        self._client = httpx.AsyncClient(timeout=TIMEOUT_S, verify=tls_ca or True)
+
+    @property
+    def address(self) -> str | None:
+        return self._fixed or self._found
+
+    async def start(self) -> None:
+        if self._zk_hosts:
+            try:
+                await asyncio.to_thread(self._watch)
+            except Exception as e:  # queries go on; the task pages say the coordinator is unknown
+                log.warning("cannot watch ZooKeeper for the coordinator: %s", e)
+
+    def _watch(self) -> None:
+        from kazoo.recipe.watchers import ChildrenWatch
+
+        assert self._zk_hosts is not None
+        zk = self._zk = make_kazoo_client(self._zk_hosts)
+        zk.start(timeout=15)
+        parent = self._paths.node_role("OVERLORD")
+        zk.ensure_path(parent)
+
+        def changed(children: list[str]) -> None:
+            found = None
+            for child in sorted(children):
+                with contextlib.suppress(Exception):
+                    data, _ = zk.get(f"{parent}/{child}")
+                    found = node_address(data) or found
+            with self._lock:
+                if found != self._found:
+                    log.info("coordinator-overlord %s", f"at {found}" if found else "gone from ZooKeeper")
+                self._found = found
+
+        ChildrenWatch(zk, parent, changed)
+
+    async def stop(self) -> None:
+        await self._client.aclose()
+        if self._zk is not None:
+            zk = self._zk
+
+            def close() -> None:
+                with contextlib.suppress(Exception):
+                    zk.stop()
+                    zk.close()
+
+            await asyncio.to_thread(close)
+
+    async def relay(self, request: Request) -> Response:
+        address = self.address
+        if address is None:
+            raise CoordinatorUnknown(
+                "No coordinator-overlord is known to this broker: start it with --coordinator HOST:PORT, "
+                "or --zk where the coordinator announces itself"
+            )
+        url = f"{self._scheme}://{address}{request.url.path}"
+        headers = {k: v for k, v in request.headers.items() if k.lower() in PASSED_HEADERS}
+        try:
+            answer = await self._client.request(
+                request.method, url, params=list(request.query_params.multi_items()),
+                content=await request.body(), headers=headers,
+            )  # fmt: skip
+        except httpx.HTTPError as e:
+            raise CoordinatorUnknown(f"The coordinator-overlord at {address} is unreachable: {e}") from None
+        kept = {k: v for k, v in answer.headers.items() if k.lower() in ("content-type", "www-authenticate")}
+        return Response(answer.content, answer.status_code, headers=kept)
+
+
+async def relay(request: Request) -> Response:
+    link: CoordinatorLink | None = getattr(request.app.state, "coordinator_link", None)
+    if link is None:
+        raise CoordinatorUnknown("No coordinator-overlord is known to this broker")
+    return await link.relay(request)
+
+
+_METHODS = ["GET", "POST", "DELETE"]
+COORDINATOR_ROUTES = [
+    Route("/druid/indexer/v1/{rest:path}", relay, methods=_METHODS),
+    Route("/druid/coordinator/v1/{rest:path}", relay, methods=_METHODS),
+]
