@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from strata.coordinator.task_process import TaskContext, TaskFailed
+from strata.coordinator.task_context import TaskContext, TaskFailed
 from strata.coordinator.task_status import ingestion_report
 from strata.ingestion.errors import IngestionError, TooManyParseExceptions
 from strata.ingestion.summary import IngestionSummary

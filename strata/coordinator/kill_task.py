@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata.coordinator.task_process import TaskContext
+from strata.coordinator.task_context import TaskContext
 from strata.coordinator.task_status import kill_report
 from strata.storage import open_deep_storage
 from timeline import DataSegment, Interval

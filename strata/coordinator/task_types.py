@@ -135,7 +135,8 @@ def accept(body: Any, now_ms: int, letters: str | None = None) -> Submission:
         raise InvalidTask("Missing type id when trying to resolve subtype of task: the task needs a 'type'")
     kind = kind_of(type_name)
     plan = kind.plan(body)
-    context = body.get("context") or {}
+    context = body.get("context")
+    context = {} if context is None else context
     if not isinstance(context, dict):
         raise InvalidTask("context must be a JSON object")
     task_id = check_id(body["id"]) if body.get("id") is not None else new_task_id(kind, plan, now_ms, letters)
