@@ -8,6 +8,7 @@ import os
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pyarrow.parquet as pq
@@ -20,7 +21,9 @@ from tests.spark_kit import SPARK_CONF
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-ROWS = [{"ts": f"2020-03-0{1 + h % 3}T{h % 24:02d}:00:00Z", "k": f"v{h % 7}", "n": h} for h in range(300)]
+ROWS: list[dict[str, Any]] = [
+    {"ts": f"2020-03-0{1 + h % 3}T{h % 24:02d}:00:00Z", "k": f"v{h % 7}", "n": h} for h in range(300)
+]
 
 
 def spark_coordinator(tmp_path: Path, meta: str, hold: Path | None = None) -> StrataProcess:
