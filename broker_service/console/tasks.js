@@ -35,13 +35,13 @@ export async function tasksSection() {
   const rows = tasks.map((t) => {
     const state = taskState(t);
     return el("tr", { "data-task": t.id, "data-state": state },
-      el("td", { "data-key": "id" }, t.id),
-      el("td", { "data-key": "type" }, t.type),
-      el("td", { "data-key": "dataSource" }, t.dataSource),
+      el("td", { "data-key": "id", "data-value": t.id }, t.id),
+      el("td", { "data-key": "type", "data-value": t.type }, t.type),
+      el("td", { "data-key": "dataSource", "data-value": t.dataSource }, t.dataSource),
       el("td", { "data-key": "state", "data-value": state, class: STATE_CLASS[state] || "" }, state),
-      el("td", { "data-key": "createdTime" }, t.createdTime),
+      el("td", { "data-key": "createdTime", "data-value": t.createdTime }, t.createdTime),
       el("td", { class: "num", "data-key": "duration", "data-value": String(t.duration) }, formatMs(t.duration)),
-      el("td", { "data-key": "errorMsg" }, t.errorMsg || ""),
+      el("td", { "data-key": "errorMsg", "data-value": t.errorMsg || "" }, t.errorMsg || ""),
       el("td", {}, taskLink(t.id, "status"), " ", taskLink(t.id, "reports"), " ", taskLink(t.id, "log")));
   });
   return el("table", { class: "grid info", id: "tasks-table" },

@@ -98,7 +98,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
         _wait(settled, 90, "the historicals to load wikipedia_hourly and the real-time segment")
         nodes = f"127.0.0.1:{ports[1]},127.0.0.1:{ports[2]},127.0.0.1:{ports[3]}/realtime"
-        yield {"broker": broker, "realtime": realtime, "nodes": nodes}
+        yield {
+            "broker": broker,
+            "realtime": realtime,
+            "nodes": nodes,
+            "coordinator": f"http://127.0.0.1:{ports[4]}",
+        }
 
 
 @pytest.fixture(scope="module")
@@ -475,6 +480,45 @@ def test_the_ingestion_page_matches_the_realtime_nodes_status(
         "document.querySelector('#ingestion-table td[data-key=eventsPerSecond]').dataset.value !== 'null'"
     )
     snap(page, shots, "ingestion")
+
+
+def _inline_task(data_source: str, data: str) -> dict[str, Any]:
+    return {"type": "index_parallel", "spec": {
+        "dataSchema": {"dataSource": data_source, "timestampSpec": {"column": "time", "format": "iso"},
+                       "dimensionsSpec": {"dimensions": ["page"]}, "granularitySpec": {"segmentGranularity": "day"}},
+        "ioConfig": {"inputSource": {"type": "inline", "data": data}, "inputFormat": {"type": "json"}}}}  # fmt: skip
+
+
+def test_the_ingestion_page_lists_the_tasks_as_the_task_api_does(
+    page: Any, cluster: dict[str, Any], shots: Path
+) -> None:
+    """Two tasks posted to the broker (which relays Druid's task API to the quickstart's coordinator,
+    found in ZooKeeper): one succeeds, one fails on a bad row; the page shows both as the API lists them."""
+    broker, coordinator = cluster["broker"], cluster["coordinator"]
+    good = _inline_task("console_tasks", '{"time": "2015-09-12T01:00:00Z", "page": "a"}')
+    bad = _inline_task("console_tasks_bad", "not json")
+    ids = []
+    for body in (good, bad):
+        resp = httpx.post(f"{broker}/druid/indexer/v1/task", json=body, timeout=30)
+        assert resp.status_code == 200, resp.text
+        ids.append(resp.json()["task"])
+    _wait(lambda: all(httpx.get(f"{coordinator}/druid/indexer/v1/task/{i}/status", timeout=10).json()["status"]
+                      ["statusCode"] != "RUNNING" for i in ids), 120, "both tasks to finish")  # fmt: skip
+    listed = {t["id"]: t for t in httpx.get(f"{coordinator}/druid/indexer/v1/tasks", timeout=10).json()}
+    page.goto(broker + "/console/#ingestion")
+    page.wait_for_selector("#tasks-table tbody tr")
+    shown = _table(page, "#tasks-table", "task")
+    assert set(shown) == set(listed)  # every task the API lists, nothing else
+    for task_id, row in shown.items():
+        assert row["state"] == listed[task_id]["statusCode"]
+        assert (row["type"], row["dataSource"], row["errorMsg"]) == (
+            listed[task_id]["type"], listed[task_id]["dataSource"], listed[task_id]["errorMsg"] or "")  # fmt: skip
+    assert (shown[ids[0]]["state"], shown[ids[1]]["state"]) == ("SUCCESS", "FAILED")
+    assert "maxParseExceptions" in shown[ids[1]]["errorMsg"]
+    log_href = page.get_attribute(f'#tasks-table tr[data-task="{ids[1]}"] a[data-link="log"]', "href")
+    assert httpx.get(log_href, timeout=10).text == httpx.get(
+        f"{coordinator}/druid/indexer/v1/task/{ids[1]}/log", timeout=10).text  # fmt: skip
+    snap(page, shots, "tasks")
 
 
 def test_a_hybrid_brokers_cache_page_shows_both_levels_and_the_memcached_breaker(
