@@ -31,8 +31,9 @@ pytestmark = pytest.mark.integration
 
 MARK = "@@strata-docs-command-done@@"
 # the ports the docs show: broker, historicals, real-time node, ZooKeeper, and the extra nodes the
-# chapters start (a second broker, a third historical, a second real-time node, memcached)
-DOC_PORTS = (8082, 8083, 8084, 8100, 2181, 8090, 8085, 8101, 11211)
+# chapters start (a second broker, a third historical, a second real-time node, memcached), and the
+# coordinator-overlord
+DOC_PORTS = (8082, 8083, 8084, 8100, 2181, 8090, 8085, 8101, 11211, 8081)
 
 
 def reserved_ports(count: int) -> list[int]:
@@ -74,7 +75,8 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     work.mkdir()
     ports = dict(zip(DOC_PORTS, reserved_ports(len(DOC_PORTS)), strict=True))
     argv = [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(ports[8082]),
-            "--historical-ports", f"{ports[8083]},{ports[8084]}", "--realtime-port", str(ports[8100])]  # fmt: skip
+            "--historical-ports", f"{ports[8083]},{ports[8084]}", "--realtime-port", str(ports[8100]),
+            "--coordinator-port", str(ports[8081])]  # fmt: skip
     log = (work / "quickstart.out").open("wb")
     with sigint_ignored_by_children():
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

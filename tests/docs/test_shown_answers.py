@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.docs import coordinator_oracles as coordinator
 from tests.docs.extract import commands, fenced_blocks, python_expected
 from tests.docs.oracles import (
     Oracle,
@@ -180,6 +181,24 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("console.md", "SUM(is_overshadowed)"): [console_segments],
     ("console.md", "/status/cluster"): [expect("['broker', 'historical', 'realtime']")],
     ("security.md", "metadata.db users"): [security_users],  # the users and roles its commands made
+    # coordinator.md: the task's id is the one its spec gives; a finished task's status in Druid's words
+    ("coordinator.md", "-d @pageviews-task.json"): [expect({"task": "pageviews-1"})],
+    ("coordinator.md", 'print(s["statusCode"]'): [expect("SUCCESS NONE index_parallel pageviews None")],
+    ("coordinator.md", 'r["segmentsPublished"]'): [coordinator.report],
+    ("coordinator.md", "TIME_FLOOR(__time, 'P1D')"): [coordinator.per_day],
+    ("coordinator.md", "state=complete"): [expect("[('pageviews-1', 'SUCCESS')]")],
+    ("coordinator.md", "curl -s http://127.0.0.1:8081/druid/coordinator/v1/datasources/pageviews/intervals"): [
+        coordinator.intervals
+    ],
+    ("coordinator.md", "/markUnused -d"): [coordinator.marked({"2015-09-13"})],
+    ("coordinator.md", 'SUM(views) FROM pageviews"'): [coordinator.first_day],
+    ("coordinator.md", "/markUsed -d"): [coordinator.marked({"2015-09-13"})],
+    ("coordinator.md", "-XDELETE http://127.0.0.1:8081/druid/coordinator/v1/datasources/pageviews\n"): [
+        lambda s: {"numChangedSegments": len(coordinator.days())}
+    ],
+    ("coordinator.md", "%{http_code}"): [expect(200)],  # the rule: the kill task is submitted, no body
+    ("coordinator.md", "killUnusedSegments"): [coordinator.killed],
+    ("coordinator.md", "--datasource pageviews --all"): [expect(0)],  # nothing left, used or unused
 }
 
 
