@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from tests.docs.oracles import db, doc_file, rows, scratch
+from tests.docs.oracles import Oracle, db, doc_file, rows, scratch
 
 
 @cache
@@ -41,13 +41,15 @@ def _next(day: str) -> str:
     return str(rows(f"SELECT CAST(DATE '{day}' + INTERVAL 1 DAY AS DATE)")[0][0])
 
 
-def marked(interval_days: set[str]) -> object:
+def marked(interval_days: set[str]) -> Oracle:
     """`numChangedSegments` of a mark over these days: one day segment each."""
     return lambda shown: {"numChangedSegments": len([d for d in days() if d in interval_days])}
 
 
 def first_day(shown: str) -> str:
-    n, v = rows(f"SELECT COUNT(*), SUM(views) FROM {pageviews()} WHERE CAST(ts AS DATE) = DATE '{days()[0]}'")[0]
+    n, v = rows(
+        f"SELECT COUNT(*), SUM(views) FROM {pageviews()} WHERE CAST(ts AS DATE) = DATE '{days()[0]}'"
+    )[0]
     return f"{n},{v}"
 
 

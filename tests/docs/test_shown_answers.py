@@ -187,9 +187,10 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("coordinator.md", 'r["segmentsPublished"]'): [coordinator.report],
     ("coordinator.md", "TIME_FLOOR(__time, 'P1D')"): [coordinator.per_day],
     ("coordinator.md", "state=complete"): [expect("[('pageviews-1', 'SUCCESS')]")],
-    ("coordinator.md", "curl -s http://127.0.0.1:8081/druid/coordinator/v1/datasources/pageviews/intervals"): [
-        coordinator.intervals
-    ],
+    (
+        "coordinator.md",
+        "curl -s http://127.0.0.1:8081/druid/coordinator/v1/datasources/pageviews/intervals",
+    ): [coordinator.intervals],
     ("coordinator.md", "/markUnused -d"): [coordinator.marked({"2015-09-13"})],
     ("coordinator.md", 'SUM(views) FROM pageviews"'): [coordinator.first_day],
     ("coordinator.md", "/markUsed -d"): [coordinator.marked({"2015-09-13"})],
