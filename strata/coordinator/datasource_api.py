@@ -136,10 +136,12 @@ async def intervals(request: Request) -> Response:
     return json_response([str(iv) for iv in ordered], pretty=pretty(request))
 
 
-async def segments(request: Request) -> Response:
+async def segments(request: Request, missing: int = 204) -> Response:
+    """The used segments' ids (`?full`: descriptors); `missing` when there is none (Druid's
+    coordinator says 204, its metadata resource 404)."""
     found = await _used(request, request.path_params["ds"])
     if not found:
-        return Response(status_code=204)
+        return Response(status_code=missing)
     full = "full" in request.query_params
     return json_response([s.to_json() if full else s.id for s in found], pretty=pretty(request))
 
@@ -206,7 +208,7 @@ async def mark_used(request: Request) -> Response:
         return _changed(await _mark(request, segment_marks.used_in(records, interval), used=True))
     chosen, unknown = segment_marks.used_ids(records, ids or [])
     if unknown:
-        return json_response({"message": f"Could not find segment IDs{unknown}"}, 404)
+        return json_response({"message": f"Could not find segment IDs[{', '.join(unknown)}]"}, 404)
     return _changed(await _mark(request, chosen, used=True))
 
 
@@ -258,11 +260,7 @@ async def metadata_datasource(request: Request) -> Response:
 
 
 async def metadata_segments(request: Request) -> Response:
-    found = await _used(request, request.path_params["ds"])
-    if not found:
-        return Response(status_code=404)
-    full = "full" in request.query_params
-    return json_response([s.to_json() if full else s.id for s in found], pretty=pretty(request))
+    return await segments(request, missing=404)
 
 
 async def metadata_segment(request: Request) -> Response:

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from harness.processes import StrataProcess
+from tests.cluster.cluster_kit import synthetic_spec
 
 HOLD_DIR = Path(__file__).parent / "hold_publish"
 TASKS = "/druid/indexer/v1"
@@ -34,30 +35,12 @@ def coordinator(tmp_path: Path, metadata: str, *extra: str, hold: Path | None = 
 
 def rows_spec(data_source: str, rows: Path, *, intervals: Sequence[str] = (), granularity: str = "day",
               append: bool = False, context: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """An index_parallel task over JSON rows `{"ts", "k", "n"}`."""
-    granularity_spec: dict[str, Any] = {"segmentGranularity": granularity, "queryGranularity": "none",
-                                        "rollup": False}  # fmt: skip
+    """An index_parallel task over JSON rows `{"ts", "k", "n"}` (cluster_kit's spec, with the task's
+    `intervals` and `context`)."""
+    spec = synthetic_spec(data_source, rows, granularity, append=append)
     if intervals:
-        granularity_spec["intervals"] = list(intervals)
-    return {
-        "type": "index_parallel",
-        "spec": {
-            "dataSchema": {
-                "dataSource": data_source,
-                "timestampSpec": {"column": "ts", "format": "iso"},
-                "dimensionsSpec": {"dimensions": ["k", {"name": "n", "type": "long"}]},
-                "granularitySpec": granularity_spec,
-            },
-            "ioConfig": {
-                "type": "index_parallel",
-                "inputSource": {"type": "local", "baseDir": str(rows.parent), "filter": rows.name},
-                "inputFormat": {"type": "json"},
-                "appendToExisting": append,
-            },
-            "tuningConfig": {"type": "index_parallel"},
-        },
-        **({"context": context} if context else {}),
-    }
+        spec["spec"]["dataSchema"]["granularitySpec"]["intervals"] = list(intervals)
+    return {**spec, **({"context": context} if context else {})}
 
 
 def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> Path:

@@ -18,7 +18,7 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from harness.processes import running
+from harness.processes import StrataProcess, running
 from strata.storage import open_metadata_store
 from strata.storage.task_store import TaskStore
 from tests.coordinator.kit import (
@@ -117,48 +117,46 @@ def test_a_task_stopped_mid_flight_publishes_nothing(tmp_path: Path, how: str) -
     assert used_totals(meta, "w") == oracle(day_rows(D1, 48))
 
 
-def test_a_coordinator_killed_under_a_task_starts_it_again_and_it_publishes_once(tmp_path: Path) -> None:
+def killed_under_a_task(tmp_path: Path, rows: list[dict[str, Any]], *extra: str) -> tuple[str, StrataProcess]:
+    """A coordinator SIGKILLed while its task is held at its publish (its process dying with it),
+    and a second one started on the same address and store; returns the task id and the second."""
     meta, hold = str(tmp_path / "meta.db"), tmp_path / "hold"
-    rows = write_rows(tmp_path / "rows.json", day_rows(D1, 30))
-    first = coordinator(tmp_path, meta, hold=hold)
+    first = coordinator(tmp_path, meta, *extra, hold=hold)
     (hold / "hold").touch()
     with running([first]):
         first.start()
-        task_id = submit(first, rows_spec("w", rows, intervals=[f"{D1}/{D2}"]))
+        task_id = submit(
+            first, rows_spec("w", write_rows(tmp_path / "rows.json", rows), intervals=[f"{D1}/{D2}"])
+        )
         pid = held_pid(wait_publishing(hold, 1)[0])
         first.kill()  # SIGKILL: no clean stop; the task process dies with it
         assert gone(pid), "the task's process outlived its coordinator"
     (hold / "hold").unlink()
-    second = coordinator(tmp_path, meta, hold=hold, name="coordinator-2", port=first.port)
+    return task_id, coordinator(tmp_path, meta, *extra, hold=hold, name="coordinator-2", port=first.port)
+
+
+def test_a_coordinator_killed_under_a_task_starts_it_again_and_it_publishes_once(tmp_path: Path) -> None:
+    task_id, second = killed_under_a_task(tmp_path, day_rows(D1, 30))
     with running([second]):
         second.start()
         done = wait_for(second, task_id, "SUCCESS")
         assert done["errorMsg"] is None
         log = task_log(second, task_id)
         assert "the coordinator restarted while attempt 1 ran" in log and "attempt 2 started" in log
+    meta = str(tmp_path / "meta.db")
     ids = segment_rows(meta, "w")
     assert len(ids) == 1 and all(used for _, used in ids)  # one day, published once, nothing else
     assert used_totals(meta, "w") == oracle(day_rows(D1, 30))
 
 
 def test_with_no_restarts_left_the_task_fails_saying_why(tmp_path: Path) -> None:
-    meta, hold = str(tmp_path / "meta.db"), tmp_path / "hold"
-    rows = write_rows(tmp_path / "rows.json", day_rows(D1, 10))
-    first = coordinator(tmp_path, meta, "--task-restarts", "0", hold=hold)
-    (hold / "hold").touch()
-    with running([first]):
-        first.start()
-        task_id = submit(first, rows_spec("w", rows, intervals=[f"{D1}/{D2}"]))
-        wait_publishing(hold, 1)
-        first.kill()
-    (hold / "hold").unlink()
-    second = coordinator(tmp_path, meta, "--task-restarts", "0", name="coordinator-2", port=first.port)
+    task_id, second = killed_under_a_task(tmp_path, day_rows(D1, 10), "--task-restarts", "0")
     with running([second]):
         second.start()
         failed = wait_for(second, task_id, "FAILED")
     assert "The coordinator restarted while this task ran (attempt 1)" in failed["errorMsg"]
     assert "nothing of it was published" in failed["errorMsg"]
-    assert segment_rows(meta, "w") == []
+    assert segment_rows(str(tmp_path / "meta.db"), "w") == []
 
 
 def test_overlapping_tasks_wait_for_each_other_and_others_run_beside_them(tmp_path: Path) -> None:
