@@ -27,6 +27,10 @@ from strata.query.errors import QueryError
 log = logging.getLogger(__name__)
 
 PASSED_HEADERS = ("authorization", "content-type", "accept")
+UNKNOWN = (
+    "No coordinator-overlord is known to this broker: start it with --coordinator HOST:PORT, or --zk "
+    "where the coordinator announces itself"
+)
 TIMEOUT_S = 60.0
 
 
@@ -99,10 +103,7 @@ class CoordinatorLink:
     async def relay(self, request: Request) -> Response:
         address = self.address
         if address is None:
-            raise CoordinatorUnknown(
-                "No coordinator-overlord is known to this broker: start it with --coordinator HOST:PORT, "
-                "or --zk where the coordinator announces itself"
-            )
+            raise CoordinatorUnknown(UNKNOWN)
         url = f"{self._scheme}://{address}{request.url.path}"
         headers = {k: v for k, v in request.headers.items() if k.lower() in PASSED_HEADERS}
         try:
@@ -119,7 +120,7 @@ class CoordinatorLink:
 async def relay(request: Request) -> Response:
     link: CoordinatorLink | None = getattr(request.app.state, "coordinator_link", None)
     if link is None:
-        raise CoordinatorUnknown("No coordinator-overlord is known to this broker")
+        raise CoordinatorUnknown(UNKNOWN)
     return await link.relay(request)
 
 
