@@ -96,7 +96,8 @@ def test_signal_stops_every_child_and_frees_the_ports(
     tmp_path: Path, sig: signal.Signals, ignored: bool
 ) -> None:
     with quickstart(tmp_path, ignore_sigint=ignored) as (proc, pids, ports):
-        expected = 5 if ZooKeeperServer.available() else 4  # + 2 historicals, real-time node, broker
+        # ZooKeeper, 2 historicals, the real-time node, the coordinator, the broker
+        expected = 6 if ZooKeeperServer.available() else 5
         assert len(pids) == expected, pids
         proc.send_signal(sig)
         assert proc.wait(60) == 0
