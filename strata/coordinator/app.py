@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -46,6 +47,11 @@ async def health(request: Request) -> Response:
     return json_response(True)
 
 
+async def prometheus(request: Request) -> Response:
+    registry = coordinator(request).queue.metrics.registry
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+
 async def ready(request: Request) -> Response:
     leading = coordinator(request).leading
     return json_response(leading, 200 if leading else 503)
@@ -59,6 +65,7 @@ ROUTES = [
     Route("/status", status, methods=["GET"]),
     Route("/status/health", health, methods=["GET"]),
     Route("/status/ready", ready, methods=["GET"]),
+    Route("/metrics", prometheus, methods=["GET"]),
 ]
 
 

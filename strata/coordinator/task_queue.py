@@ -25,6 +25,7 @@ from typing import Any
 
 from strata.coordinator import task_registry  # noqa: F401  (registers the task types)
 from strata.coordinator.locks import LockRequest, conflicting
+from strata.coordinator.metrics import TaskMetrics
 from strata.coordinator.task_logs import TaskLogs
 from strata.coordinator.task_processes import ProcessLauncher, TaskProcess, kill_orphan
 from strata.coordinator.task_status import elapsed_ms, status_plus, task_status
@@ -64,6 +65,8 @@ class TaskQueue:
         self.logs = logs
         self.location = location
         self.children: dict[str, TaskProcess] = {}
+        self.metrics = TaskMetrics()
+        self._known_active: set[str] | None = None  # the previous pass's active tasks
         self._waiting: dict[str, Waiting] = {}
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -167,6 +170,7 @@ class TaskQueue:
         """Grant locks to waiting tasks; mark as many pending tasks running as slots are free (each
         with a new attempt); returns those to start."""
         active = self.tasks.tasks(active=True)
+        self._count(active)
         self._release_leaked_locks({r.id for r in active})
         ordered = sorted(active, key=lambda r: _order(r, self._request(r).request))
         for row in ordered:
@@ -186,6 +190,16 @@ class TaskQueue:
         active_ids = {r.id for r in active}
         self._waiting = {k: v for k, v in self._waiting.items() if k in active_ids}
         return began
+
+    def _count(self, active: list[TaskRow]) -> None:
+        """Metrics: the tasks that completed since the previous pass, and the active ones now."""
+        now = {r.id for r in active}
+        for task_id in (self._known_active or set()) - now:
+            row = self.tasks.get(task_id)
+            if row is not None and not row.active:
+                self.metrics.completed(row)
+        self._known_active = now
+        self.metrics.active(active)
 
     def _try_lock(self, row: TaskRow) -> None:
         waiting = self._request(row)

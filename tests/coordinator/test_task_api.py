@@ -5,6 +5,7 @@ checked against the rows the test wrote; the kill task against the files and row
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -155,6 +156,26 @@ def test_bad_requests_get_druids_answers(node: StrataProcess, ingested: str) -> 
         "task": ingested
     }  # complete: nothing to do
     assert get(node, f"{TASKS}/task/{ingested}/status").json()["status"]["status"] == "SUCCESS"
+
+
+def test_task_metrics_under_druids_names(node: StrataProcess, ingested: str) -> None:
+    def sample(name: str, **labels: str) -> float | None:
+        wanted = name + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+        for line in get(node, "/metrics").text.splitlines():
+            if line.startswith(wanted + " "):
+                return float(line.split()[-1])
+        return None
+
+    deadline = time.monotonic() + 30  # counted by the queue's next pass after the task completed
+    while sample("druid_task_success_count_total", dataSource="api") is None:
+        assert time.monotonic() < deadline, get(node, "/metrics").text
+        time.sleep(0.2)
+    assert sample("druid_task_success_count_total", dataSource="api") == 1.0
+    assert (
+        sample("druid_task_run_time_count", dataSource="api", taskStatus="SUCCESS", taskType="index_parallel")
+        == 1.0
+    )
+    assert "druid_task_running_count" in get(node, "/metrics").text
 
 
 def test_the_leader_answers_as_druids_does(node: StrataProcess) -> None:
