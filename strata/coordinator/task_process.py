@@ -18,7 +18,9 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +38,21 @@ def _runner(dotted: str) -> TaskRun:
     module, _, name = dotted.partition(":")
     run: TaskRun = getattr(importlib.import_module(module), name)
     return run
+
+
+def watch_parent() -> None:
+    """SIGTERM this process when the coordinator that started it is gone (`STRATA_PARENT_PID` no
+    longer its parent): the parent-death signal's stand-in where setpriv is missing."""
+    parent = os.environ.get("STRATA_PARENT_PID", "")
+    if not parent.isdigit():
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(parent):
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return FENCED_EXIT
     try:
         with raise_on_signals():
+            watch_parent()
             store = open_metadata_store(metadata)
             try:
                 tasks = TaskStore(store)
