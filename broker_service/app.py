@@ -130,8 +130,10 @@ async def _remember(request: Request, query: Query, response: Response, version:
 
 
 async def cancel_query(request: Request) -> Response:
-    QueryOwners.check_cancel(request, request.path_params["query_id"])
-    _broker(request).runner.cancel(request.path_params["query_id"])
+    query_id = request.path_params["query_id"]
+    QueryOwners.check_cancel(request, query_id)
+    _broker(request).runner.cancel(query_id)
+    request.app.state.sql_api.statements.cancel(query_id)  # a SQL statement's id cancels it whole
     return Response(status_code=202)
 
 
