@@ -191,6 +191,9 @@ async def status(request: Request) -> Response:
         "lostSegments": broker.view.lost_segment_count,
         "runningQueries": broker.admission.running,
         "queuedQueries": broker.admission.queued,
+        # SQL statements running (any step), and the relational engine's slots in use of its total
+        "sqlStatements": len(request.app.state.sql_api.statements),
+        "sqlEngine": {"slots": broker.relational.limits.slots, "busy": broker.relational.busy},
         "uptimeSeconds": round(time.time() - broker.started, 3),
     }
     return _json(body, pretty=_pretty(request))

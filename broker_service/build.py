@@ -31,14 +31,18 @@ def engine(args: argparse.Namespace) -> EngineLimits:
     read only the Arrow tables handed to them, so they run without file or network access."""
     if args.default_query_timeout < 0 or args.max_query_timeout < 0:
         raise BrokerConfigError("--default-query-timeout and --max-query-timeout must be >= 0")
-    if 0 < args.max_query_timeout < args.default_query_timeout:
-        raise BrokerConfigError("--default-query-timeout must be within --max-query-timeout")
     if args.max_subquery_rows < 1 or (args.max_subquery_bytes is not None and args.max_subquery_bytes < 1):
         raise BrokerConfigError("--max-subquery-rows and --max-subquery-bytes must be positive")
     try:
         return engine_limits(args, external_access=False)
     except ValueError as e:
         raise BrokerConfigError(str(e)) from None
+
+
+def _within(default_ms: int, max_ms: int) -> int:
+    """The default timeout held to the maximum (a default past it would refuse every query that
+    sets none, as Druid's would)."""
+    return default_ms if max_ms <= 0 or 0 < default_ms <= max_ms else max_ms
 
 
 def build_broker(
@@ -69,7 +73,8 @@ def build_broker(
         query_queue=args.query_queue,
         merge_threads=max(1, args.merge_threads),
         limits=RunnerLimits(
-            default_timeout_ms=args.default_query_timeout, max_timeout_ms=args.max_query_timeout
+            default_timeout_ms=_within(args.default_query_timeout, args.max_query_timeout),
+            max_timeout_ms=args.max_query_timeout,
         ),
         engine=engine(args),
         max_subquery_rows=args.max_subquery_rows,

@@ -53,7 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--max-query-timeout", type=int, default=0, metavar="MS",
         help="the most a query's context `timeout` may ask (Druid's druid.server.http.maxQueryTimeout): more "
-        "is a 400, none (0) is this (default 0: no maximum)",
+        "is a 400, none (0) is this, and so is a larger --default-query-timeout (default 0: no maximum)",
     )  # fmt: skip
     limits.add_argument(
         "--max-subquery-rows", type=int, default=100_000, metavar="N",
