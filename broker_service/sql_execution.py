@@ -108,9 +108,10 @@ class StatementExecution:
             return rows, plan.outputs
         if isinstance(plan, DeferredPlan):
             return await self.rows(await self._built(plan, statement), statement)
+        inputs = await self._inputs(plan, statement)  # before the slot: a stage may need one itself
         slot = await self._acquire(statement)
         try:
-            batches = await self._start(plan, slot, statement)
+            batches = await self._start(plan, inputs, slot, statement)
             rows = await statement.bounded(slot.run(_collect, batches, statement))
         finally:
             self._release(slot, statement)
@@ -132,8 +133,15 @@ class StatementExecution:
         return Response(payload, 200, headers=headers, media_type=media)
 
     async def _built(self, plan: DeferredPlan, statement: RunningStatement) -> Plan:
-        inputs = [await self.rows(stage.plan, statement) for stage in plan.stages]
+        inputs = await self._inputs(plan, statement)
         return plan.build([rows for rows, _ in inputs])
+
+    async def _inputs(
+        self, plan: ComposedPlan | DeferredPlan, statement: RunningStatement
+    ) -> list[tuple[Rows, list[Output]]]:
+        """The stages' rows, one stage after another (a statement holds at most one engine slot
+        at a time, so statements waiting for slots can never hold all of them)."""
+        return [await self.rows(stage.plan, statement) for stage in plan.stages]
 
     async def _acquire(self, statement: RunningStatement) -> EngineSlot:
         """A slot of the broker's engine, waited for within the statement's deadline; known to the
@@ -148,9 +156,12 @@ class StatementExecution:
         self.broker.relational.release(slot)
 
     async def _start(
-        self, plan: ComposedPlan, slot: EngineSlot, statement: RunningStatement
+        self,
+        plan: ComposedPlan,
+        inputs: list[tuple[Rows, list[Output]]],
+        slot: EngineSlot,
+        statement: RunningStatement,
     ) -> ResultBatches:
-        inputs = [await self.rows(stage.plan, statement) for stage in plan.stages]
         batches = await statement.bounded(slot.run(lambda: plan.start(slot.cursor(), inputs)))
         slot.on_release(batches.close)
         return batches
@@ -162,9 +173,10 @@ class StatementExecution:
         encoding: dict[str, Any],
         headers: dict[str, str],
     ) -> Response:
+        inputs = await self._inputs(plan, statement)
         slot = await self._acquire(statement)
         try:
-            batches = await self._start(plan, slot, statement)
+            batches = await self._start(plan, inputs, slot, statement)
             encoder = RowEncoder(*_columns(plan.outputs), **encoding)
             head = encoder.start()  # before any rows: it tells the encoder whether a comma leads them
             first = await statement.bounded(slot.run(_encoded, batches, encoder))
