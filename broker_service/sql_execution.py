@@ -49,10 +49,18 @@ async def _parse_native(native: dict[str, Any]) -> Query:
 
 class StatementResponse(StreamingResponse):
     """A streamed answer that lets go of its statement (registry entry, engine slot) once sent,
-    also when the client leaves before its body is read."""
+    also when the client leaves before its body is read, and at the statement's deadline however
+    slowly the client reads (a client that stops reading would otherwise hold an engine slot)."""
 
-    def __init__(self, body: AsyncIterator[bytes], on_close: Callable[[], None], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        body: AsyncIterator[bytes],
+        statement: RunningStatement,
+        on_close: Callable[[], None],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(body, **kwargs)
+        self._statement = statement
         self._on_close: Callable[[], None] | None = on_close
 
     def close(self) -> None:
@@ -62,7 +70,12 @@ class StatementResponse(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            async with asyncio.timeout_at(self._statement.deadline):
+                await super().__call__(scope, receive, send)
+        except TimeoutError:  # the body is cut short, as for any failure after the status
+            log.info(
+                "SQL query %s: its answer was still being sent at its deadline", self._statement.query_id
+            )
         finally:
             self.close()
 
@@ -261,9 +274,8 @@ class StatementExecution:
             yield encoder.end()
 
         statement.streaming = True
-        return StatementResponse(
-            body(), close, status_code=200, headers=headers, media_type=encoder.media_type
-        )
+        media = encoder.media_type
+        return StatementResponse(body(), statement, close, status_code=200, headers=headers, media_type=media)
 
 
 def _collect(batches: ResultBatches, statement: RunningStatement) -> Rows:

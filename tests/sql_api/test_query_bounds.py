@@ -271,6 +271,19 @@ def test_a_timeout_while_streaming_truncates_the_answer(broker: StrataProcess) -
     engine_idle(broker)
 
 
+def test_a_client_that_stops_reading_lets_go_of_the_engine_at_the_deadline(broker: StrataProcess) -> None:
+    """The answer's sending is bounded too: a client that reads the first bytes of a huge answer and
+    then nothing holds the broker's engine slot only until the statement's deadline."""
+    statement = "SELECT a.page, b.page AS other FROM wikipedia a, wikipedia b"
+    with httpx.stream("POST", f"{broker.url}/druid/v2/sql", timeout=60,
+                      json={"query": statement, "context": {"timeout": 3000}}) as resp:  # fmt: skip
+        chunks = resp.iter_bytes()  # kept: a dropped iterator closes the response
+        assert resp.status_code == 200 and next(chunks).startswith(b"[")
+        status = httpx.get(f"{broker.url}/status", timeout=10).json()
+        assert status["sqlEngine"]["busy"] == 1 and status["sqlStatements"] == 1
+        engine_idle(broker, within=20)  # reading nothing meanwhile
+
+
 SMUGGLED = [
     "SELECT * FROM read_csv('/etc/passwd')",
     "SELECT * FROM read_text('/etc/passwd')",
