@@ -118,21 +118,20 @@ def shapes(ds: Dataset, cold: int, warm: int) -> list[Shape]:
 
 
 def _native(broker: str, body: dict[str, Any]) -> Callable[[httpx.Client, Side], Any]:
-    def send(client: httpx.Client, side: Side) -> Any:
-        process = getattr(side, broker)
-        resp = client.post(f"{process.url}/druid/v2/", json=body)
-        resp.raise_for_status()
-        return resp.json()
-
-    return send
+    return _poster(broker, "/druid/v2/", body)
 
 
 def _sql(broker: str, statement: str) -> Callable[[httpx.Client, Side], Any]:
     body = {"query": statement, "context": {**NO_CACHE, "useApproximateTopN": False}}
+    return _poster(broker, "/druid/v2/sql", body)
+
+
+def _poster(broker: str, path: str, body: dict[str, Any]) -> Callable[[httpx.Client, Side], Any]:
+    """One query to a side's `broker` ("cold" or "warm"); its answer."""
 
     def send(client: httpx.Client, side: Side) -> Any:
         process = getattr(side, broker)
-        resp = client.post(f"{process.url}/druid/v2/sql", json=body)
+        resp = client.post(f"{process.url}{path}", json=body)
         resp.raise_for_status()
         return resp.json()
 

@@ -20,8 +20,7 @@ import pytest
 
 from harness.proc_stats import cpu_used, memory_watchdog, peak_rss_bytes
 from harness.processes import StrataProcess
-from tests.cluster.cluster_kit import ingest_wikipedia_by_hour
-from tests.cluster.test_broker_cluster import HOURS, wait_for_segments
+from tests.cluster.test_broker_cluster import wikipedia_cluster
 from tests.historical_query.wiki_http import RawRows
 
 pytestmark = pytest.mark.integration
@@ -52,30 +51,11 @@ ENGINE_HEAVY = (
 def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path,
             wikipedia_index_spec: Path) -> Iterator[dict[str, Any]]:  # fmt: skip
     root = tmp_path_factory.mktemp("bounds")
-    ingest_wikipedia_by_hour(root, wikipedia_sample, wikipedia_index_spec)
-    base = f"/strata-bounds-{uuid.uuid4().hex[:8]}"
-    common = ["--zk", zk_hosts, "--zk-base", base, "--deep-storage", str(root / "deep"),
-              "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1",
-              "--query-memory", "256MiB", "--engine-memory", "512MiB", "--spill-bytes", "64MiB",
-              "--spill-dir", str(root)]  # fmt: skip
-    historicals = [
-        StrataProcess(
-            "historical", [*common, "--segment-cache", str(root / f"cache{i}")], root / f"hist{i}.log"
-        )
-        for i in range(2)
-    ]
-    started: list[StrataProcess] = []
-    try:
-        for h in historicals:
-            started.append(h.start())
-        flags = ["--zk", zk_hosts, "--zk-base", base, "--spill-dir", str(root), *BROKER_FLAGS]
-        broker = StrataProcess("broker", flags, root / "broker.log").start()
-        started.append(broker)
-        wait_for_segments(broker, HOURS)
-        yield {"broker": broker, "historicals": historicals, "root": root}
-    finally:
-        for p in reversed(started):
-            p.stop()
+    spill = ["--spill-dir", str(root)]
+    nodes = ["--query-memory", "256MiB", "--engine-memory", "512MiB", "--spill-bytes", "64MiB", *spill]
+    with wikipedia_cluster(root, zk_hosts, wikipedia_sample, wikipedia_index_spec, historical_args=nodes,
+                           broker_args=[*spill, *BROKER_FLAGS]) as c:  # fmt: skip
+        yield c
 
 
 @pytest.fixture
