@@ -131,8 +131,10 @@ async def _remember(request: Request, query: Query, response: Response, version:
 
 
 async def cancel_query(request: Request) -> Response:
-    QueryOwners.check_cancel(request, request.path_params["query_id"])
-    _broker(request).runner.cancel(request.path_params["query_id"])
+    query_id = request.path_params["query_id"]
+    QueryOwners.check_cancel(request, query_id)
+    _broker(request).runner.cancel(query_id)
+    request.app.state.sql_api.statements.cancel(query_id)  # a SQL statement's id cancels it whole
     return Response(status_code=202)
 
 
@@ -190,6 +192,9 @@ async def status(request: Request) -> Response:
         "lostSegments": broker.view.lost_segment_count,
         "runningQueries": broker.admission.running,
         "queuedQueries": broker.admission.queued,
+        # SQL statements running (any step), and the relational engine's slots in use of its total
+        "sqlStatements": len(request.app.state.sql_api.statements),
+        "sqlEngine": {"slots": broker.relational.limits.slots, "busy": broker.relational.busy},
         "uptimeSeconds": round(time.time() - broker.started, 3),
     }
     return _json(body, pretty=_pretty(request))

@@ -175,7 +175,7 @@ async def _partials(
 ) -> AsyncGenerator[pa.Table, None]:
     """Partials in segment order, `PREFETCH` fetches ahead; missing segments end the stream."""
     loop = asyncio.get_running_loop()
-    timeout_ms = query.context.timeout_ms
+    timeout_ms = broker.runner.timeout_ms(query)
     deadline = loop.time() + timeout_ms / 1000 if timeout_ms else None
     scatter = Scatter(broker.view, broker.client, on_response=_record(broker))
 

@@ -21,11 +21,14 @@ from broker_service.inventory.base import ServerInventory
 from broker_service.metrics import BrokerMetrics
 from broker_service.query_bodies import ParsedBodies
 from broker_service.query_runner import QueryRunner, RunnerLimits
+from broker_service.relational_engine import RelationalEngine
 from broker_service.result_cache import ResultLevelCache
 from broker_service.scan_types import SegmentColumnTypes
 from broker_service.segment_cache import SegmentCache
 from broker_service.server_view import BrokerServerView
+from strata.query.duck import EngineLimits
 from strata.server.druid_metrics import SegmentCountCollector
+from strata.sql.subquery_limits import DEFAULT_MAX_SUBQUERY_ROWS
 
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
 
@@ -38,6 +41,15 @@ class BrokerSettings:
     max_request_bytes: int = MAX_REQUEST_BYTES
     merge_threads: int = 4
     limits: RunnerLimits = field(default_factory=RunnerLimits)
+    # the relational stage of SQL statements (strata.sql.sandbox): no file, extension or network access
+    engine: EngineLimits = field(default_factory=lambda: EngineLimits(external_access=False))
+    max_subquery_rows: int = DEFAULT_MAX_SUBQUERY_ROWS  # a statement's maxSubqueryRows by default
+    max_subquery_bytes: int | None = None  # the most any statement's subqueries hand it (None: a
+    # quarter of the engine's query memory: JSON decoded to Python values takes several times its size)
+
+    @property
+    def subquery_bytes_ceiling(self) -> int:
+        return self.max_subquery_bytes or self.engine.query_memory // 4
 
 
 class Broker:
@@ -72,6 +84,7 @@ class Broker:
             metrics=self.metrics,
         )
         self.admission = Admission(settings.max_concurrent_queries, settings.query_queue)
+        self.relational = RelationalEngine(settings.engine)
         self.metrics.bind_gauges(
             segments=lambda: view.segment_count,
             servers=lambda: len(view.servers()),
@@ -102,3 +115,4 @@ class Broker:
             await self.inventory.stop()
         await self.client.close()
         self.merge_pool.shutdown(wait=False, cancel_futures=True)
+        self.relational.close()

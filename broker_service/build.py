@@ -10,9 +10,12 @@ from broker_service.errors import BrokerConfigError
 from broker_service.inventory.base import ServerInventory
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.inventory.zk_inventory import ZkInventory
+from broker_service.query_runner import RunnerLimits
 from broker_service.server_view import BrokerServerView
 from strata.discovery.addresses import AddressError
+from strata.query.duck import EngineLimits
 from strata.server.address_flags import node_address
+from strata.server.engine_flags import engine_limits
 
 
 def broker_address(args: argparse.Namespace) -> str:
@@ -21,6 +24,25 @@ def broker_address(args: argparse.Namespace) -> str:
         return str(node_address(args))
     except AddressError as e:
         raise BrokerConfigError(str(e)) from None
+
+
+def engine(args: argparse.Namespace) -> EngineLimits:
+    """The relational engine's limits (and this process's spill directory); the broker's engines
+    read only the Arrow tables handed to them, so they run without file or network access."""
+    if args.default_query_timeout < 0 or args.max_query_timeout < 0:
+        raise BrokerConfigError("--default-query-timeout and --max-query-timeout must be >= 0")
+    if args.max_subquery_rows < 1 or (args.max_subquery_bytes is not None and args.max_subquery_bytes < 1):
+        raise BrokerConfigError("--max-subquery-rows and --max-subquery-bytes must be positive")
+    try:
+        return engine_limits(args, external_access=False)
+    except ValueError as e:
+        raise BrokerConfigError(str(e)) from None
+
+
+def _within(default_ms: int, max_ms: int) -> int:
+    """The default timeout held to the maximum (a default past it would refuse every query that
+    sets none, as Druid's would)."""
+    return default_ms if max_ms <= 0 or 0 < default_ms <= max_ms else max_ms
 
 
 def build_broker(
@@ -50,6 +72,13 @@ def build_broker(
         max_concurrent_queries=args.max_concurrent_queries,
         query_queue=args.query_queue,
         merge_threads=max(1, args.merge_threads),
+        limits=RunnerLimits(
+            default_timeout_ms=_within(args.default_query_timeout, args.max_query_timeout),
+            max_timeout_ms=args.max_query_timeout,
+        ),
+        engine=engine(args),
+        max_subquery_rows=args.max_subquery_rows,
+        max_subquery_bytes=args.max_subquery_bytes,
     )
     cache_policy = result_cache = None
     if args.cache != "none":

@@ -7,6 +7,7 @@ import logging
 
 from strata.security.settings import add_security_flags
 from strata.server.address_flags import add_address_flags
+from strata.server.engine_flags import GiB, MiB, add_engine_flags, size
 from strata.server.lifecycle import add_drain_flag
 
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
@@ -48,6 +49,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="seconds a segment whose every server vanished is still reported missing (0: forget at once)",
     )
     parser.add_argument("--merge-threads", type=int, default=4, help="worker threads merging partials")
+    limits = parser.add_argument_group("query limits")
+    limits.add_argument(
+        "--default-query-timeout", type=int, default=300_000, metavar="MS",
+        help="a query's timeout when its context sets none (Druid's druid.server.http.defaultQueryTimeout; "
+        "default 300000; 0: none)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-query-timeout", type=int, default=0, metavar="MS",
+        help="the most a query's context `timeout` may ask (Druid's druid.server.http.maxQueryTimeout): more "
+        "is a 400, none (0) is this, and so is a larger --default-query-timeout (default 0: no maximum)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-subquery-rows", type=int, default=100_000, metavar="N",
+        help="rows a SQL statement's subqueries may hand the broker in all, when its context's "
+        "maxSubqueryRows says nothing (Druid's druid.server.http.maxSubqueryRows; default 100000)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-subquery-bytes", type=size, default=None, metavar="SIZE",
+        help="bytes a SQL statement's subqueries may hand the broker in all; a context's "
+        "maxSubqueryBytes may lower it, never raise it (default: a quarter of --query-memory)",
+    )  # fmt: skip
+    add_engine_flags(parser, query_memory=512 * MiB, engine_memory=2 * GiB)
     parser.add_argument(
         "--workers",
         type=int,
@@ -78,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     except (BrokerConfigError, SecurityStartError) as e:
         log.error("%s", e)
         return 2
+    from strata.query.duck import configure as configure_engine
+
+    configure_engine(broker.settings.engine)  # the merge threads' DuckDB: the same limits, no file access
     link = CoordinatorLink(args.coordinator, args.zk, args.zk_base, tls_ca=settings.tls_ca)
     app = create_app(broker, guard, link if (args.coordinator or args.zk) else None)
     log.info("broker listening on http://%s:%d (%s discovery)", args.bind, args.port, broker_kind(broker))

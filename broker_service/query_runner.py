@@ -31,6 +31,7 @@ from broker_service.server_view import BrokerServerView
 from strata.discovery.server_metadata import ServerMetadata
 from strata.engine.subquery import answer_over_rows
 from strata.query import Query
+from strata.query.context import DEFAULT_TIMEOUT_MS, timeout_within
 from strata.query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
 from strata.server.json_response import encode_json
 from timeline import format_instant
@@ -62,6 +63,8 @@ class _Running:
 class RunnerLimits:
     max_gathered_rows: int = 10_000_000  # partial rows received from data nodes for one query
     max_result_rows: int = 5_000_000  # rows of the merged result
+    default_timeout_ms: int = DEFAULT_TIMEOUT_MS  # a query's `timeout` when its context has none
+    max_timeout_ms: int = 0  # the most a query's `timeout` may be (0: no maximum)
 
 
 class QueryRunner:
@@ -121,9 +124,13 @@ class QueryRunner:
     def running_query_ids(self) -> list[str]:
         return list(self._running)
 
+    def timeout_ms(self, query: Query) -> int:
+        """The query's timeout under the broker's default and maximum (a 400 past the maximum)."""
+        return timeout_within(query.context.raw, self.limits.default_timeout_ms, self.limits.max_timeout_ms)
+
     # -- internals --------------------------------------------------------------------------------
     async def _run_with_timeout(self, query: Query) -> QueryResult:
-        timeout_ms = query.context.timeout_ms
+        timeout_ms = self.timeout_ms(query)
         if not timeout_ms:
             return await self._run(query, None)
         loop = asyncio.get_running_loop()

@@ -23,7 +23,8 @@ from strata.query import Query
 # context keys that change how a query runs, never what it answers
 _RUN_ONLY_CONTEXT = frozenset({
     "queryId", "sqlQueryId", "timeout", "priority", "lane", "useCache", "populateCache",
-    "useResultLevelCache", "populateResultLevelCache", "numRetriesOnMissingSegments",
+    "useResultLevelCache", "populateResultLevelCache", "numRetriesOnMissingSegments", "maxSubqueryRows",
+    "maxSubqueryBytes",
 })  # fmt: skip
 
 

@@ -1,7 +1,8 @@
 """Druid's SQL API on the broker: POST /druid/v2/sql[/] and DELETE /druid/v2/sql/{sqlQueryId}.
 
-Statements are planned by `strata.sql` and their native queries run through the broker's own
-runner (routing, caching, limits), against the columns `broker_service.sql_catalog` keeps.
+Statements are planned by `strata.sql` against the columns `broker_service.sql_catalog` keeps, and
+run by broker_service.sql_execution within the bounds broker_service.sql_statements keeps (the
+deadline of their `timeout`, their subqueries' allowance); a cancel stops one wherever it is.
 """
 
 from __future__ import annotations
@@ -11,31 +12,30 @@ import logging
 import re
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from broker_service.access import QueryOwners, authorize_sql
 from broker_service.broker import Broker
 from broker_service.sql_catalog import BrokerCatalog, CatalogSnapshot
-from broker_service.sql_planning import LARGE_STATEMENT_CHARS, PlanningPools
-from strata.query.base import Query, parse_query
-from strata.query.errors import InvalidInput, QueryCancelled, QueryError, ResourceLimitExceeded, invalid
+from broker_service.sql_execution import StatementExecution
+from broker_service.sql_planning import PlanningPools
+from broker_service.sql_statements import RunningStatement, Statements
+from strata.query.context import timeout_within
+from strata.query.errors import InvalidInput, QueryError, ResourceLimitExceeded, invalid
 from strata.query.request_body import check_nesting
 from strata.server.json_response import json_response
 from strata.sql import RESULT_FORMATS, PlannedStatement, encode_rows, plan_parsed, plan_statement
-from strata.sql.composed import DeferredPlan, Plan, broker_parts, natives
+from strata.sql.composed import Plan, broker_parts, natives
 from strata.sql.engine_errors import engine_error
-from strata.sql.formats import RowEncoder
 from strata.sql.guard import check_body, check_statement
 from strata.sql.guard import query_id as guarded_query_id
 from strata.sql.parameters import bind
-from strata.sql.plan import Output, SqlPlan
-from strata.sql.scan_chunks import chunk_query, scan_chunks
+from strata.sql.subquery_limits import ROWS_KEY, SubqueryLimits
 
 log = logging.getLogger(__name__)
 
@@ -91,22 +91,29 @@ def _prepare_and_plan(
     return (sql, *plan_parsed(sql, catalog, context))
 
 
-async def _parse_native(native: dict[str, Any]) -> Query:
-    """A large native query (a statement's long IN list) is parsed in a worker thread: a 90,000-value
-    filter takes the best part of a second to parse, which on the event loop would stall every client."""
-    if len(orjson.dumps(native)) > LARGE_STATEMENT_CHARS:
-        return await asyncio.to_thread(parse_query, native)
-    return parse_query(native)
-
-
 class SqlApi:
-    """One broker's SQL state: the planner's catalog and the recently cancelled SQL query ids."""
+    """One broker's SQL state: the planner's catalog, the statements running, how they run."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.catalog = BrokerCatalog(broker)
-        self.cancelled: dict[str, None] = {}  # recently cancelled SQL query ids, oldest first
+        self.statements = Statements()
+        self.execution = StatementExecution(broker, self.catalog)
         self.planning = PlanningPools()  # statements parse and plan off the event loop
+
+    def start(self, query_id: str, context: dict[str, Any]) -> RunningStatement:
+        """A statement registered under its id, its deadline running from now."""
+        return self.statements.start(query_id, *self.bounds(context))
+
+    def bounds(self, context: dict[str, Any]) -> tuple[int, SubqueryLimits]:
+        """A statement's timeout (the context's under the broker's default and maximum) and its
+        subquery allowance (the context's under the broker's limits); Druid's 400 for values it
+        cannot take. The broker's default maxSubqueryRows goes into the context, for the planner."""
+        settings = self.broker.settings
+        runner = settings.limits
+        timeout_ms = timeout_within(context, runner.default_timeout_ms, runner.max_timeout_ms)
+        context.setdefault(ROWS_KEY, settings.max_subquery_rows)
+        return timeout_ms, SubqueryLimits.of(context, settings.subquery_bytes_ceiling)
 
     async def plan(self, body: dict[str, Any], context: dict[str, Any]) -> PlannedStatement:
         """Plan a request's statement off the event loop, bounded in size and time. The catalog is
@@ -127,70 +134,6 @@ class SqlApi:
             statement = await planning.run(plan_statement, sql, snapshot, context)
         return statement
 
-    async def run_native(self, native: dict[str, Any], query_id: str) -> list[Any]:
-        if query_id in self.cancelled:
-            raise QueryCancelled(f"Query [{query_id}] was cancelled")
-        query = await _parse_native(native)
-        async with self.broker.admission.admit():
-            result = await self.broker.runner.run(query)
-        return result.results if result.results is not None else orjson.loads(result.body or b"[]")
-
-    async def stream_scan(
-        self, plan: SqlPlan, query_id: str, encoding: dict[str, Any], headers: dict[str, str]
-    ) -> Response:
-        """A selection answered chunk by chunk (see `strata.sql.scan_chunks`); the first chunk
-        runs before the response starts, so its errors still get their status code."""
-        native = plan.native
-        assert native is not None
-        chunks = scan_chunks(
-            native["intervals"],
-            self.catalog.segment_intervals(native["dataSource"]),
-            descending=native.get("order") == "descending",
-        )
-        encoder = RowEncoder(
-            [o.name for o in plan.outputs],
-            [o.druid_type for o in plan.outputs],
-            [o.sql_type for o in plan.outputs],
-            **encoding,
-        )
-        skip, left = int(native.get("offset") or 0), native.get("limit")
-
-        async def chunk_rows(intervals: list[str]) -> list[list[Any]]:
-            nonlocal skip, left
-            wanted = None if left is None else left + skip
-            rows = plan.rows(await self.run_native(chunk_query(native, intervals, wanted), query_id))
-            if skip:
-                dropped = min(skip, len(rows))
-                rows, skip = rows[dropped:], skip - dropped
-            if left is not None:
-                rows = rows[:left]
-                left -= len(rows)
-            return rows
-
-        first = await chunk_rows(chunks[0]) if chunks else []
-
-        async def body() -> AsyncIterator[bytes]:
-            yield encoder.start() + encoder.rows(first)
-            for intervals in chunks[1:]:
-                if left == 0:
-                    break
-                yield encoder.rows(await chunk_rows(intervals))
-            yield encoder.end()
-
-        return StreamingResponse(body(), 200, headers=headers, media_type=encoder.media_type)
-
-    async def run_plan(self, plan: Plan, query_id: str) -> tuple[list[list[Any]], list[Output]]:
-        """Rows and output columns of a plan: native queries through the broker's runner, the
-        broker-side part of composed plans with DuckDB in a worker thread."""
-        if isinstance(plan, SqlPlan):
-            results = [] if plan.native is None else await self.run_native(plan.native, query_id)
-            return plan.rows(results), plan.outputs
-        inputs = [await self.run_plan(stage.plan, query_id) for stage in plan.stages]
-        if isinstance(plan, DeferredPlan):
-            return await self.run_plan(plan.build([rows for rows, _ in inputs]), query_id)
-        rows = await asyncio.to_thread(plan.finish, inputs)
-        return rows, plan.outputs
-
 
 def _sql(request: Request) -> SqlApi:
     api: SqlApi = request.app.state.sql_api
@@ -202,6 +145,7 @@ async def post_sql(request: Request) -> Response:
     host = api.broker.settings.host
     headers = {"X-Druid-SQL-Query-Id": str(uuid.uuid4())}
     request.state.sql_error_headers = headers  # errors are rendered by sql_error, with these headers
+    statement: RunningStatement | None = None
     try:
         body = await _read_body(request, api.broker.settings.max_request_bytes)
         await authorize_sql(request, body)  # READ on every table it reads (a no-op with security off)
@@ -211,8 +155,9 @@ async def post_sql(request: Request) -> Response:
         fmt = body.get("resultFormat") or "object"
         if fmt not in RESULT_FORMATS:
             raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
-        statement = await api.plan(body, {**context, "queryId": query_id})
-        plan = statement.plan
+        statement = api.start(query_id, context)
+        planned = await statement.bounded(api.plan(body, {**context, "queryId": query_id}))
+        statement.settle(*api.bounds(dict(planned.context)))  # SET statements may have changed them
         encoding: dict[str, Any] = {
             "fmt": fmt,
             "header": bool(body.get("header")),
@@ -221,34 +166,25 @@ async def post_sql(request: Request) -> Response:
         }
         if encoding["header"]:
             headers["X-Druid-SQL-Header-Included"] = "yes"
-        if not statement.explain and _streams(plan):
-            assert isinstance(plan, SqlPlan)
-            return await api.stream_scan(plan, query_id, encoding, dict(headers))
-        if statement.explain:
-            rows = explain_rows(plan)
+        if planned.explain:
             names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
-        else:
-            rows, outputs = await api.run_plan(plan, query_id)
-            names = [o.name for o in outputs]
-            types = [o.druid_type for o in outputs]
-            sql_types = [o.sql_type for o in outputs]
-        payload, media = encode_rows(rows, names, types, sql_types, **encoding)
-        return Response(payload, 200, headers=dict(headers), media_type=media)
+            payload, media = encode_rows(explain_rows(planned.plan), names, types, sql_types, **encoding)
+            return Response(payload, 200, headers=dict(headers), media_type=media)
+        return await api.execution.answer(planned.plan, statement, encoding, dict(headers))
     except QueryError:
         raise
     except Exception as e:  # never a stack trace, nor another engine's error, to the client
         raise engine_error(e, host) from e
+    finally:
+        if statement is not None and not statement.streaming:
+            statement.finish()
 
 
 async def cancel_sql(request: Request) -> Response:
     api = _sql(request)
     query_id = request.path_params["query_id"]
     QueryOwners.check_cancel(request, query_id)
-    found = api.broker.runner.cancel(query_id)
-    if found:  # later stages of a statement planned in several steps must not start
-        api.cancelled[query_id] = None
-        while len(api.cancelled) > 10_000:
-            api.cancelled.pop(next(iter(api.cancelled)))
+    found = api.statements.cancel(query_id)
     return Response(status_code=202 if found else 404)
 
 
@@ -257,11 +193,6 @@ SQL_ROUTES = [
     Route("/druid/v2/sql/", post_sql, methods=["POST"]),
     Route("/druid/v2/sql/{query_id}", cancel_sql, methods=["DELETE"]),
 ]
-
-
-def _streams(plan: Plan) -> bool:
-    """Selections of rows stream; aggregations and composed statements answer at once."""
-    return isinstance(plan, SqlPlan) and plan.native is not None and plan.native["queryType"] == "scan"
 
 
 def explain_rows(plan: Plan) -> list[list[Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from strata.data_node.node_flags import add_announce_flags, add_data_node_flags, advertised
+from strata.data_node.node_flags import add_announce_flags, add_data_node_flags, advertised, configure_engine
 from strata.security.settings import add_security_flags
 from strata.server.lifecycle import add_drain_flag
 
@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         zk_base = ZkPaths(args.zk_base).base
         name = advertised(args)  # refuses an address other hosts cannot reach
         deep_storage_from_args(args)  # a deep storage URL it cannot use fails here, not at start-up
+        configure_engine(args)
     except (ValueError, DeepStorageError) as e:
         print(f"strata historical: error: {e}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ import argparse
 
 from strata.discovery.addresses import AddressError
 from strata.server.address_flags import add_address_flags, node_address
+from strata.server.engine_flags import GiB, add_engine_flags, engine_limits
 from strata.storage.deep_storage_flags import add_deep_storage_flags
 
 
@@ -19,6 +20,16 @@ def add_data_node_flags(parser: argparse.ArgumentParser, port: int) -> None:
     parser.add_argument(
         "--metadata", default="var/metadata.db", help="SQLite file or postgresql://USER@HOST:PORT/DB"
     )
+    # four queries at once, as the four query workers ran before the limits
+    add_engine_flags(parser, query_memory=GiB, engine_memory=4 * GiB)
+
+
+def configure_engine(args: argparse.Namespace) -> None:
+    """The engine's limits for this process, from the flags (a ValueError says which is wrong);
+    segments are files, so the engine keeps its file access."""
+    from strata.query.duck import configure
+
+    configure(engine_limits(args, external_access=True))
 
 
 def add_announce_flags(parser: argparse.ArgumentParser) -> None:
@@ -32,4 +43,4 @@ def advertised(args: argparse.Namespace) -> str:
     return str(node_address(args, announces_to=args.zk or None))
 
 
-__all__ = ["AddressError", "add_announce_flags", "add_data_node_flags", "advertised"]
+__all__ = ["AddressError", "add_announce_flags", "add_data_node_flags", "advertised", "configure_engine"]

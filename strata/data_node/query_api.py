@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import duckdb
 import pyarrow as pa
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,7 +36,7 @@ from strata.engine import (
 )
 from strata.engine.whole_scan import whole_scan_batches, whole_scan_schema
 from strata.query import Query, QueryError, parse_query
-from strata.query.duck import connection
+from strata.query.duck import connection, engine_limits
 from strata.query.errors import QueryCancelled, QueryTimeout, unknown_exception
 from strata.query.request_body import decode_query_body
 from strata.query.segment_spec import SegmentsSpec
@@ -110,7 +111,9 @@ class QueryEndpoint:
     def __init__(self, segments: LocalSegments, host: str, pool: ThreadPoolExecutor | None = None):
         self.segments = segments
         self.host = host
-        self.pool = pool or ThreadPoolExecutor(max_workers=4, thread_name_prefix="query")
+        # one worker per query the engine's memory holds at once (strata.query.duck.EngineLimits)
+        workers = engine_limits().slots
+        self.pool = pool or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="query")
         self.running = RunningQueries()
         self.on_query: Callable[[str, str, float, int], None] | None = None  # (dataSource, type, s, status)
         self.on_segments: Callable[[float, float, int], None] | None = None  # (wait s, run s, segments)
@@ -153,6 +156,8 @@ class QueryEndpoint:
             if arrow:  # a broker: partials it can cache and merge
                 return encode_partials(run_for_broker(query, inputs))
             merged = run_merged(query, inputs)
+        except duckdb.OutOfMemoryException:
+            raise engine_limits().exceeded(f"Query [{entry.query_id}] on data node {self.host}") from None
         finally:
             entry.conn = None
             if self.on_segments is not None and inputs:

@@ -22,6 +22,7 @@ from strata.engine.engine import run_to_json
 from strata.engine.segment_input import SegmentInput
 from strata.query.base import Query
 from strata.query.columns import TIME_COLUMN
+from strata.query.duck import engine_limits
 from strata.query.errors import QueryUnsupported
 from timeline import Interval, SegmentDescriptor, parse_instant
 
@@ -89,7 +90,8 @@ def answer_over_rows(outer: Query, inner_results: Sequence[Any]) -> list[Any]:
     assert outer.inner is not None
     table = rows_table(outer.inner, inner_results)
     plain = dataclasses.replace(outer, inner=None)
-    with tempfile.TemporaryDirectory(prefix="strata-subquery-") as tmp:
+    # the engine's own scratch directory: the only one a broker's engine may read
+    with tempfile.TemporaryDirectory(prefix="strata-subquery-", dir=engine_limits().scratch_dir) as tmp:
         path = Path(tmp) / "index.parquet"
         pq.write_table(table, path)
         inputs: list[SegmentInput] = []

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from strata.server.engine_flags import size
 from strata.storage.deep_storage_flags import add_deep_storage_flags
 
 HELP = "Ingest a batch of data (Druid native batch spec or flags) into segments"
@@ -49,18 +50,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     flags.add_argument("--max-parse-exceptions", type=int, help="unparseable rows allowed (default 0)")
     flags.add_argument("--append", action="store_true", help="add partitions instead of overwriting")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-
-
-def size(text: str) -> int:
-    """`2GiB`, `512MiB`, `100kb`, `1000` -> bytes (a ValueError names the flag's bad value)."""
-    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-             "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}  # fmt: skip
-    t = text.strip().lower()
-    digits = t.rstrip("kmgib")
-    try:
-        return int(float(digits) * units[t[len(digits) :].strip()])
-    except (KeyError, ValueError):
-        raise ValueError(f"not a size: {text!r} (e.g. 512MiB, 2GiB)") from None
 
 
 def spark_conf(items: list[str] | str) -> dict[str, str]:

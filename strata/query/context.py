@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata.query.errors import invalid
 from strata.query.fields import as_object, get_bool, get_int, get_str
 from strata.query.header_values import header_value
 from strata.wire import PER_SEGMENT_PARTIALS, SEGMENT_LABELS
@@ -86,3 +87,17 @@ class QueryContext:
         raw.update(values)
         raw.setdefault("queryId", self.query_id)
         return QueryContext.parse(raw)
+
+
+def timeout_within(raw: Mapping[str, Any], default_ms: int, max_ms: int) -> int:
+    """A query's timeout in ms (0: none) under a server's default (Druid's
+    druid.server.http.defaultQueryTimeout) and maximum (maxQueryTimeout, 0: none). Past the maximum
+    is Druid's 400; no timeout at all, where a maximum is set, is the maximum."""
+    timeout = int(get_int(raw, "timeout", default_ms, what="context", minimum=0))
+    if max_ms <= 0:
+        return timeout
+    if timeout > max_ms:
+        raise invalid(
+            "configured [timeout = %d] is more than enforced limit of maxQueryTimeout [%d].", timeout, max_ms
+        )
+    return timeout or max_ms

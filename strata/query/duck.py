@@ -1,7 +1,10 @@
-"""DuckDB connections for the per-segment engine: one per worker thread, UTC, bounded threads.
+"""DuckDB connections for the per-segment engine: one per worker thread, UTC, bounded threads and
+memory.
 
 DuckDB connections must not be shared between threads; the engine runs in a worker pool so each
-worker keeps its own connection (cheap to reuse, costly to create per query).
+worker keeps its own connection (cheap to reuse, costly to create per query). A worker runs one
+query at a time, so a connection's memory limit is one query's, and the pool's size times it the
+process's (`EngineLimits`, set once at start-up by `configure`).
 """
 
 from __future__ import annotations
@@ -9,18 +12,119 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from strata.query.errors import ResourceLimitExceeded
+
 _local = threading.local()
 THREADS = int(os.environ.get("STRATA_DUCKDB_THREADS", "0")) or (os.cpu_count() or 2)
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """What one process's DuckDB work may use: `query_memory` per query (DuckDB's memory_limit of
+    the connection running it), `engine_memory` for all queries at once (so `slots` run together),
+    and `spill_bytes` of disk per query where DuckDB can spill; past both it refuses. `work_dir` is
+    the process's own directory: spills go under it, scratch files into `scratch_dir`.
+    `external_access=False`: no file (but `scratch_dir`), extension or network access, and settings
+    locked (the broker's engines, which read only what the broker hands them)."""
+
+    query_memory: int = 512 * MiB
+    engine_memory: int = 2 * GiB
+    spill_bytes: int = 1 * GiB
+    work_dir: str | None = None
+    threads: int = THREADS
+    external_access: bool = True
+
+    def __post_init__(self) -> None:
+        if self.query_memory < 16 * MiB or self.engine_memory < self.query_memory:
+            raise ValueError("query memory must be at least 16 MiB and the engine's at least one query's")
+        if self.spill_bytes < 0 or self.threads < 1:
+            raise ValueError("spill bytes must be >= 0 and threads >= 1")
+
+    @property
+    def slots(self) -> int:
+        """Queries whose DuckDB work may run at once in this process."""
+        return max(1, self.engine_memory // self.query_memory)
+
+    @property
+    def spills(self) -> bool:
+        return self.work_dir is not None and self.spill_bytes > 0
+
+    @property
+    def scratch_dir(self) -> str | None:
+        """Where the process's engine may write and read files of its own (None: the system's
+        temporary directory, with file access)."""
+        return None if self.work_dir is None else os.path.join(self.work_dir, "scratch")
+
+    def exceeded(self, work: str) -> ResourceLimitExceeded:
+        """Druid's 400 for `work` that needs more than these limits, naming them and their flags."""
+        disk = f" and {_shown(self.spill_bytes)} of disk to spill to (--spill-bytes)"
+        return ResourceLimitExceeded(
+            f"{work} needs more than the limit of {_shown(self.query_memory)} of memory per query "
+            f"(--query-memory){disk if self.spills else ''}. Narrow it: filters, a shorter interval, "
+            "fewer columns"
+        )
+
+    def connect(self, name: str, *, scratch: bool) -> duckdb.DuckDBPyConnection:
+        """A connection under these limits; `name` is its own spill directory under `work_dir`
+        (DuckDB makes it when it first spills and removes it on close). Without external access
+        its configuration is sealed: call `seal` once it is set up. `scratch`: it may read and
+        write `scratch_dir`."""
+        config: dict[str, Any] = {"threads": self.threads, "memory_limit": f"{self.query_memory}B"}
+        if not self.external_access:
+            config.update(autoload_known_extensions=False, autoinstall_known_extensions=False)
+        if self.spills:
+            assert self.work_dir is not None
+            config["temp_directory"] = os.path.join(self.work_dir, name)
+            config["max_temp_directory_size"] = f"{self.spill_bytes}B"
+        else:
+            config["temp_directory"] = ""  # nowhere to spill: past memory_limit a query is refused
+        conn = duckdb.connect(config=config)
+        if not self.external_access and scratch and self.scratch_dir is not None:
+            conn.execute("SET allowed_directories = [" + quote_str(self.scratch_dir + os.sep) + "]")
+        return conn
+
+    def seal(self, conn: duckdb.DuckDBPyConnection) -> None:
+        """Without external access: no file, extension or network access from now on, and no
+        setting may change again (no SET, RESET or PRAGMA lifts a limit)."""
+        if not self.external_access:
+            conn.execute("SET enable_external_access = false")
+            conn.execute("SET allow_community_extensions = false")
+            conn.execute("SET lock_configuration = true")
+
+
+def _shown(n: int) -> str:
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} bytes"
+
+
+_limits = EngineLimits()
+
+
+def configure(limits: EngineLimits) -> None:
+    """This process's engine limits; connections opened from now on follow them (call at start-up)."""
+    global _limits
+    _limits = limits
+
+
+def engine_limits() -> EngineLimits:
+    return _limits
 
 
 def connection() -> duckdb.DuckDBPyConnection:
     conn: duckdb.DuckDBPyConnection | None = getattr(_local, "conn", None)
     if conn is None:
-        conn = duckdb.connect(config={"threads": THREADS})
+        limits = _limits
+        conn = limits.connect(f"thread-{threading.get_ident()}", scratch=True)
         conn.execute("SET TimeZone='UTC'")
         # segment files never change: keep their parsed footers across queries (DuckDB re-reads a
         # footer whose file changed, and trusts none modified in the last 10 seconds)
@@ -29,6 +133,7 @@ def connection() -> duckdb.DuckDBPyConnection:
 
         sql_functions.install(conn)
         sketch_functions.install(conn)
+        limits.seal(conn)
         _local.conn = conn
     return conn
 

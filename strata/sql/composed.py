@@ -11,25 +11,22 @@ the outer query stays one native query on the data nodes.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from strata.sql.engine_errors import engine_error
+from strata.query.errors import QueryUnsupported
 from strata.sql.plan import Output, SqlPlan
+from strata.sql.sandbox import BATCH_ROWS, ResultBatches, Rows
 from strata.sql.sql_types import unnamed_column
 from strata.sql.typing_rules import integer_division
-from timeline import format_instant, parse_instant
+from timeline import parse_instant
 
-Rows = list[list[Any]]
 _stage_numbers = itertools.count()
 
 
@@ -58,49 +55,33 @@ class ComposedPlan:
 
     stages: list[Stage]
     outer: exp.Expr  # the statement, reading the stages by name
-    outputs: list[Output] = field(default_factory=list)  # known once `finish` ran
+    outputs: list[Output] = field(default_factory=list)  # known once `start` ran
     time_zone: str | None = None  # sqlTimeZone: timestamps print in it
     names: list[str] | None = None  # the output columns' names, when the statement fixed them
     tables: dict[str, pa.Table] = field(default_factory=dict)  # tables known before any stage ran
 
-    def finish(self, inputs: Sequence[tuple[Rows, list[Output]]]) -> Rows:
-        from strata.sql.functions import install, to_duckdb
+    def start(
+        self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[tuple[Rows, list[Output]]]
+    ) -> ResultBatches:
+        """Run the outer statement on `conn` (a cursor of `strata.sql.sandbox.open_database`) over
+        the stages' rows; its answer streams from the batches returned. Blocks: a worker thread's."""
+        from strata.sql.functions import to_duckdb
 
-        conn = duckdb.connect()
-        try:
-            conn.execute("SET TimeZone='UTC'")
-            # Druid orders null below every value: first ascending, last descending
-            conn.execute("SET default_null_order='nulls_first_on_asc_last_on_desc'")
-            install(conn)
-            tables = dict(self.tables)
-            for stage, (rows, outputs) in zip(self.stages, inputs, strict=True):
-                tables[stage.name] = _arrow(rows, outputs)
-            for name, table in tables.items():
-                conn.register(name, table)
-            outer = integer_division(self.outer, {name: table.schema for name, table in tables.items()})
-            try:
-                cur = conn.execute(to_duckdb(outer, self.time_zone).sql(dialect="duckdb"))
-            except duckdb.Error as e:
-                raise engine_error(e) from None
-            description = cur.description or []
-            result = [list(r) for r in cur.fetchall()]
-        finally:
-            conn.close()
-        self.outputs = [_output(i, d, self.outer, self.names) for i, d in enumerate(description)]
-        zone = None if self.time_zone is None else ZoneInfo(self.time_zone)
-        for row in result:
-            for i, value in enumerate(row):
-                if isinstance(value, datetime.datetime):
-                    aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
-                    row[i] = format_instant(round(aware.timestamp() * 1000), zone)
-                elif isinstance(value, datetime.date):  # a DATE prints as its midnight in the zone
-                    midnight = datetime.datetime(
-                        value.year, value.month, value.day, tzinfo=zone or datetime.UTC
-                    )
-                    row[i] = format_instant(round(midnight.timestamp() * 1000), zone)
-                elif isinstance(value, decimal.Decimal):
-                    row[i] = float(value)
-        return result
+        tables = dict(self.tables)
+        for stage, (rows, outputs) in zip(self.stages, inputs, strict=True):
+            tables[stage.name] = _arrow(rows, outputs)
+        for name, table in tables.items():
+            conn.register(name, table)
+        outer = integer_division(self.outer, {name: table.schema for name, table in tables.items()})
+        relation = conn.sql(to_duckdb(outer, self.time_zone).sql(dialect="duckdb"))
+        if relation is None:
+            raise QueryUnsupported("Only a SELECT runs in the broker's engine")
+        kinds = [str(kind) for kind in relation.types]
+        self.outputs = [
+            _output(i, (name, kind), self.outer, self.names)
+            for i, (name, kind) in enumerate(zip(relation.columns, kinds, strict=True))
+        ]
+        return ResultBatches(relation.to_arrow_reader(BATCH_ROWS), kinds, self.time_zone)
 
 
 @dataclass

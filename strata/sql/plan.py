@@ -15,10 +15,11 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from strata.query.errors import QueryUnsupported, ResourceLimitExceeded, invalid
+from strata.query.errors import QueryUnsupported, invalid
 from strata.sql.expressions import ExpressionWriter, expression_kind
 from strata.sql.filters import TIME
 from strata.sql.sql_types import BOOLEAN, DATE, TIMESTAMP, sql_type
+from strata.sql.subquery_limits import rows_exceeded
 from timeline import format_instant, parse_instant
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
@@ -62,11 +63,7 @@ class SqlPlan:
         else:
             rows = list(_native_rows(self, native_results))
             if self.row_bound is not None and len(rows) > self.row_bound:
-                raise ResourceLimitExceeded(
-                    f"Cannot issue the query, subqueries generated results beyond maximum[{self.row_bound}] "
-                    "rows. Narrow the subquery (filters, a shorter interval) or raise the context "
-                    "parameter [maxSubqueryRows]"
-                )
+                raise rows_exceeded(self.row_bound)
             if not rows and self.empty_row:
                 rows = [[0 if o.source in self.zero_sources else None for o in self.outputs]]
         if self.order:

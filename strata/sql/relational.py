@@ -8,7 +8,7 @@ columns the statement names, with the time intervals and typed filters of its bl
 What no native query expresses (joins, windows, VALUES, set operations, expressions over
 results) then runs in DuckDB inside the broker over the stages' rows, with Druid's functions
 translated (`strata.sql.functions`). Scans are bounded by `maxSubqueryRows`, as Druid bounds the
-rows a subquery may hand the broker.
+rows a subquery may hand the broker (`strata.sql.subquery_limits`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from strata.sql.dialect import DIALECT
 from strata.sql.filters import TIME, conjuncts, now_millis, split_time, to_filter
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.sql_types import unnamed_column
+from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.typing_rules import sql_type
 
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
-DEFAULT_MAX_SUBQUERY_ROWS = 100_000  # Druid's maxSubqueryRows
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
 SQL_TYPE_OF = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
 
@@ -52,15 +52,6 @@ class Relational:
     system: Callable[[], dict[str, pa.Table]]  # INFORMATION_SCHEMA and sys tables, by `schema__table`
     plan_select: PlanSelect  # the native planner for one block over one datasource
     context: Mapping[str, Any]
-
-
-def max_subquery_rows(context: Mapping[str, Any]) -> int:
-    value = context.get("maxSubqueryRows", DEFAULT_MAX_SUBQUERY_ROWS)
-    try:
-        rows = int(value)
-    except (TypeError, ValueError):
-        raise invalid("Context parameter [maxSubqueryRows] must be a number, got [%s]", value) from None
-    return rows if rows > 0 else DEFAULT_MAX_SUBQUERY_ROWS
 
 
 def output_names(tree: exp.Expr) -> None:

@@ -16,11 +16,13 @@ from sqlglot import exp
 from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, invalid
 from strata.sql.aggregate_split import split_aggregate
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
+from strata.sql.functions import check_supported, druid_name
 from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
-from strata.sql.relational import Relational, max_subquery_rows, plan_relational
+from strata.sql.relational import Relational, plan_relational
 from strata.sql.session import current_zone, parse_time_zone, time_zone
 from strata.sql.subqueries import plan_composed
+from strata.sql.subquery_limits import max_subquery_rows
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
 JDBC_TYPES = {
@@ -128,13 +130,39 @@ def _user_input() -> Iterator[None]:
 
 def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
     context = {**context, **parsed.settings}
+    _refuse_unplannable(parsed.tree)
     tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()
     zone = parse_time_zone(context.get("sqlTimeZone"))
     tree = _fix_now(tree, context.get("sqlCurrentTimestamp"), zone)
     with time_zone(zone):
-        return PlannedStatement(_plan_tree(tree, catalog, context), parsed.explain, context)
+        plan = _plan_tree(tree, catalog, context)
+    _refuse_unknown_functions(plan)
+    return PlannedStatement(plan, parsed.explain, context)
+
+
+def _refuse_unplannable(tree: exp.Expr) -> None:
+    """Shapes Druid does not plan, refused before any work: a recursive query (DuckDB would run
+    one until its memory or time ran out) and table functions (`FROM read_csv(...)`, `range(...)`):
+    FROM reads datasources, system tables, subqueries, VALUES and UNNEST."""
+    if any(with_.args.get("recursive") for with_ in tree.find_all(exp.With)):
+        raise invalid("Recursive queries (WITH RECURSIVE) are not supported")
+    for table in tree.find_all(exp.Table):
+        if isinstance(table.this, exp.Func):
+            name = druid_name(table.this) or "?"
+            raise QueryUnsupported(f"Table function [{name}] is not supported")
+
+
+def _refuse_unknown_functions(plan: Plan) -> None:
+    """What the broker's engine will run, checked against the function registry now, before any
+    native stage runs (a 501 naming the first function Druid does not have)."""
+    if isinstance(plan, SqlPlan):
+        return
+    if isinstance(plan, ComposedPlan):
+        check_supported(plan.outer)
+    for stage in plan.stages:
+        _refuse_unknown_functions(stage.plan)
 
 
 def _fix_now(tree: exp.Expr, current: Any, zone: str | None) -> exp.Expr:

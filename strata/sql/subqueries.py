@@ -14,8 +14,9 @@ from typing import Any
 from sqlglot import exp
 
 from strata.query.errors import QueryError, QueryUnsupported
-from strata.sql.composed import ComposedPlan, DeferredPlan, Plan, Rows, Stage, aliased_table, stage_name
+from strata.sql.composed import ComposedPlan, DeferredPlan, Plan, Stage, aliased_table, stage_name
 from strata.sql.plan import SqlPlan
+from strata.sql.sandbox import Rows
 from strata.sql.session import current_zone, time_zone
 from strata.sql.sql_types import unnamed_column
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +47,15 @@ def wait_for_segments(broker: StrataProcess, count: int, timeout: float = 60) ->
         time.sleep(0.3)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path,
-            wikipedia_index_spec: Path) -> Iterator[dict[str, Any]]:  # fmt: skip
-    root = tmp_path_factory.mktemp("cluster")
-    ingest_wikipedia_by_hour(root, wikipedia_sample, wikipedia_index_spec)
+@contextmanager
+def wikipedia_cluster(root: Path, zk_hosts: str, sample: Path, spec: Path, *, historical_args: Sequence[str] = (),
+                      broker_args: Sequence[str] = ()) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Two historicals (one replica of each segment) and a broker over the sample in hourly
+    segments, every process stopped whatever happens."""
+    ingest_wikipedia_by_hour(root, sample, spec)
     base = f"/strata-e2e-{uuid.uuid4().hex[:8]}"
     common = ["--zk", zk_hosts, "--zk-base", base, "--deep-storage", str(root / "deep"),
-              "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1"]  # fmt: skip
+              "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1", *historical_args]  # fmt: skip
     historicals = [
         StrataProcess(
             "historical", [*common, "--segment-cache", str(root / f"cache{i}")], root / f"hist{i}.log"
@@ -64,13 +66,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_s
     try:
         for h in historicals:
             started.append(h.start())
-        broker = StrataProcess("broker", ["--zk", zk_hosts, "--zk-base", base], root / "broker.log").start()
+        flags = ["--zk", zk_hosts, "--zk-base", base, *broker_args]
+        broker = StrataProcess("broker", flags, root / "broker.log").start()
         started.append(broker)
         wait_for_segments(broker, HOURS)
         yield {"broker": broker, "historicals": historicals, "root": root, "base": base}
     finally:
         for p in reversed(started):
             p.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path,
+            wikipedia_index_spec: Path) -> Iterator[dict[str, Any]]:  # fmt: skip
+    root = tmp_path_factory.mktemp("cluster")
+    with wikipedia_cluster(root, zk_hosts, wikipedia_sample, wikipedia_index_spec) as c:
+        yield c
 
 
 def test_scan_with_filter_through_the_broker(cluster: dict[str, Any], wikipedia_sample: Path) -> None:

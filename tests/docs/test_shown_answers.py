@@ -126,6 +126,18 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
             501, "UNSUPPORTED", "legacyQueryException", "org.apache.druid.query.QueryUnsupportedException"
         )
     ],
+    # issue 36's bounds: refused before any work, and the three scans' 117,732 rows past maxSubqueryRows
+    ("query-api.md", "WITH RECURSIVE"): [
+        druid_error(400, "INVALID_INPUT", "invalidInput", "org.apache.druid.error.DruidException")
+    ],
+    ("query-api.md", "wikipedia, wikipedia, wikipedia"): [
+        druid_error(
+            400,
+            "CAPACITY_EXCEEDED",
+            "legacyQueryException",
+            "org.apache.druid.query.ResourceLimitExceededException",
+        )
+    ],
     ("query-api.md", '"parameters"'): [fr_over_100],
     ("query-api.md", '"sqlTypesHeader": true'): [channel_array],
     ("query-api.md", "EXPLAIN PLAN FOR"): [explain_topn],

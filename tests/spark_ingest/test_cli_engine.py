@@ -9,7 +9,8 @@ import pytest
 
 from strata.cli.main import main
 from strata.ingestion.api import AUTO_SPARK_BYTES, choose_engine, load_spec
-from strata.ingestion.cli import size, spark_conf
+from strata.ingestion.cli import spark_conf
+from strata.server.engine_flags import size
 
 EVENTS = '{"timestamp": "2020-01-01T00:00:00Z", "d": "a"}\n{"timestamp": "2020-01-02T00:00:00Z", "d": "b"}\n'
 

@@ -1,0 +1,298 @@
+"""Running a planned SQL statement on the broker within its bounds, and answering it.
+
+Native stages go through the broker's runner (routing, caching, admission), each with the time the
+statement has left; what they hand the broker for a join, a window or an outer query counts
+against the statement's subquery allowance (`strata.sql.subquery_limits`) before it is decoded.
+The relational part runs in a slot of the broker's engine (broker_service.relational_engine) and
+its answer streams out one Arrow batch at a time; so do plain selections (`strata.sql.scan_chunks`).
+The first batch is read before the response starts, so its errors still get their status code; a
+failure later (a timeout, a cancel, the engine's memory) ends the body early, without its closing
+bracket or final newline, as Druid truncates a response that fails midway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from broker_service.broker import Broker
+from broker_service.query_runner import QueryResult
+from broker_service.relational_engine import EngineSlot
+from broker_service.sql_catalog import BrokerCatalog
+from broker_service.sql_planning import LARGE_STATEMENT_CHARS
+from broker_service.sql_statements import RunningStatement
+from strata.query.base import Query, parse_query
+from strata.query.errors import QueryCancelled, QueryError
+from strata.sql import encode_rows
+from strata.sql.composed import ComposedPlan, DeferredPlan, Plan
+from strata.sql.formats import RowEncoder
+from strata.sql.plan import Output, SqlPlan
+from strata.sql.sandbox import ResultBatches, Rows
+from strata.sql.scan_chunks import chunk_query, scan_chunks
+
+log = logging.getLogger(__name__)
+
+
+async def _parse_native(native: dict[str, Any]) -> Query:
+    """A large native query (a statement's long IN list) is parsed in a worker thread: a 90,000-value
+    filter takes the best part of a second to parse, which on the event loop would stall every client."""
+    if len(orjson.dumps(native)) > LARGE_STATEMENT_CHARS:
+        return await asyncio.to_thread(parse_query, native)
+    return parse_query(native)
+
+
+class StatementResponse(StreamingResponse):
+    """A streamed answer that lets go of its statement (registry entry, engine slot) once sent,
+    also when the client leaves before its body is read, and at the statement's deadline however
+    slowly the client reads (a client that stops reading would otherwise hold an engine slot)."""
+
+    def __init__(
+        self,
+        body: AsyncIterator[bytes],
+        statement: RunningStatement,
+        on_close: Callable[[], None],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(body, **kwargs)
+        self._statement = statement
+        self._on_close: Callable[[], None] | None = on_close
+
+    def close(self) -> None:
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            async with asyncio.timeout_at(self._statement.deadline):
+                await super().__call__(scope, receive, send)
+        except TimeoutError:  # the body is cut short, as for any failure after the status
+            log.info(
+                "SQL query %s: its answer was still being sent at its deadline", self._statement.query_id
+            )
+        finally:
+            self.close()
+
+
+class StatementExecution:
+    def __init__(self, broker: Broker, catalog: BrokerCatalog) -> None:
+        self.broker = broker
+        self.catalog = catalog
+
+    async def run_native(
+        self, native: dict[str, Any], statement: RunningStatement, *, subquery: bool
+    ) -> list[Any]:
+        """A native stage's results, sent with the time the statement has left; a subquery's are
+        counted in bytes before they are decoded."""
+        left = statement.time_left_ms()
+        if left is not None:
+            native = {**native, "context": {**(native.get("context") or {}), "timeout": left}}
+        query = await _parse_native(native)
+
+        async def admitted() -> QueryResult:
+            async with self.broker.admission.admit():
+                return await self.broker.runner.run(query)
+
+        result = await statement.bounded(admitted())
+        if result.results is not None:
+            if subquery:
+                statement.limits.add_bytes(len(result.body or b""))
+            return result.results
+        body = result.body or b"[]"
+        if subquery:
+            statement.limits.add_bytes(len(body))
+        decoded: list[Any] = orjson.loads(body)
+        return decoded
+
+    async def rows(self, plan: Plan, statement: RunningStatement) -> tuple[Rows, list[Output]]:
+        """The rows of a plan a statement reads as a subquery: counted against its allowance."""
+        if isinstance(plan, SqlPlan):
+            results = (
+                [] if plan.native is None else await self.run_native(plan.native, statement, subquery=True)
+            )
+            rows = plan.rows(results)
+            statement.limits.add(len(rows), 0)
+            return rows, plan.outputs
+        if isinstance(plan, DeferredPlan):
+            return await self.rows(await self._built(plan, statement), statement)
+        inputs = await self._inputs(plan, statement)  # before the slot: a stage may need one itself
+        slot = await self._acquire(statement)
+        try:
+            batches = await self._start(plan, inputs, slot, statement)
+            rows = await statement.bounded(slot.run(_collect, batches, statement))
+        finally:
+            self._release(slot, statement)
+        return rows, plan.outputs
+
+    async def answer(
+        self, plan: Plan, statement: RunningStatement, encoding: dict[str, Any], headers: dict[str, str]
+    ) -> Response:
+        """The statement's response: streamed for selections and relational answers, whole otherwise."""
+        while isinstance(plan, DeferredPlan):
+            plan = await self._built(plan, statement)
+        if isinstance(plan, ComposedPlan):
+            return await self._stream_composed(plan, statement, encoding, headers)
+        if plan.native is not None and plan.native["queryType"] == "scan":
+            return await self._stream_scan(plan, statement, encoding, headers)
+        results = [] if plan.native is None else await self.run_native(plan.native, statement, subquery=False)
+        names, types, sql_types = _columns(plan.outputs)
+        payload, media = encode_rows(plan.rows(results), names, types, sql_types, **encoding)
+        return Response(payload, 200, headers=headers, media_type=media)
+
+    async def _built(self, plan: DeferredPlan, statement: RunningStatement) -> Plan:
+        inputs = await self._inputs(plan, statement)
+        return plan.build([rows for rows, _ in inputs])
+
+    async def _inputs(
+        self, plan: ComposedPlan | DeferredPlan, statement: RunningStatement
+    ) -> list[tuple[Rows, list[Output]]]:
+        """The stages' rows, one stage after another (a statement holds at most one engine slot
+        at a time, so statements waiting for slots can never hold all of them)."""
+        return [await self.rows(stage.plan, statement) for stage in plan.stages]
+
+    async def _acquire(self, statement: RunningStatement) -> EngineSlot:
+        """A slot of the broker's engine, waited for within the statement's deadline; known to the
+        statement while it holds it, so a cancel interrupts its work."""
+        engine = self.broker.relational
+        slot = await statement.bounded(engine.acquire(), lost=engine.release)
+        statement.slot = slot
+        return slot
+
+    def _release(self, slot: EngineSlot, statement: RunningStatement) -> None:
+        statement.slot = None
+        self.broker.relational.release(slot)
+
+    async def _start(
+        self,
+        plan: ComposedPlan,
+        inputs: list[tuple[Rows, list[Output]]],
+        slot: EngineSlot,
+        statement: RunningStatement,
+    ) -> ResultBatches:
+        batches = await statement.bounded(slot.run(lambda: plan.start(slot.cursor(), inputs)))
+        slot.on_release(batches.close)
+        return batches
+
+    async def _stream_composed(
+        self,
+        plan: ComposedPlan,
+        statement: RunningStatement,
+        encoding: dict[str, Any],
+        headers: dict[str, str],
+    ) -> Response:
+        inputs = await self._inputs(plan, statement)
+        slot = await self._acquire(statement)
+        try:
+            batches = await self._start(plan, inputs, slot, statement)
+            encoder = RowEncoder(*_columns(plan.outputs), **encoding)
+            head = encoder.start()  # before any rows: it tells the encoder whether a comma leads them
+            first = await statement.bounded(slot.run(_encoded, batches, encoder))
+        except BaseException:
+            self._release(slot, statement)
+            raise
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield head + (first or b"")
+            if first is None:
+                return
+            while (chunk := await statement.bounded(slot.run(_encoded, batches, encoder))) is not None:
+                yield chunk
+
+        return self._streamed(statement, chunks(), encoder, headers, lambda: self._release(slot, statement))
+
+    async def _stream_scan(
+        self, plan: SqlPlan, statement: RunningStatement, encoding: dict[str, Any], headers: dict[str, str]
+    ) -> Response:
+        """A selection answered chunk by chunk (see `strata.sql.scan_chunks`)."""
+        native = plan.native
+        assert native is not None
+        chunks = scan_chunks(
+            native["intervals"],
+            self.catalog.segment_intervals(native["dataSource"]),
+            descending=native.get("order") == "descending",
+        )
+        encoder = RowEncoder(*_columns(plan.outputs), **encoding)
+        skip, left = int(native.get("offset") or 0), native.get("limit")
+
+        async def chunk_rows(intervals: list[str]) -> list[list[Any]]:
+            nonlocal skip, left
+            wanted = None if left is None else left + skip
+            results = await self.run_native(chunk_query(native, intervals, wanted), statement, subquery=False)
+            rows = plan.rows(results)
+            if skip:
+                dropped = min(skip, len(rows))
+                rows, skip = rows[dropped:], skip - dropped
+            if left is not None:
+                rows = rows[:left]
+                left -= len(rows)
+            return rows
+
+        first = await chunk_rows(chunks[0]) if chunks else []
+
+        async def body() -> AsyncIterator[bytes]:
+            yield encoder.start() + encoder.rows(first)
+            for intervals in chunks[1:]:
+                if left == 0:
+                    break
+                yield encoder.rows(await chunk_rows(intervals))
+
+        return self._streamed(statement, body(), encoder, headers, lambda: None)
+
+    def _streamed(
+        self,
+        statement: RunningStatement,
+        chunks: AsyncIterator[bytes],
+        encoder: RowEncoder,
+        headers: dict[str, str],
+        release: Callable[[], None],
+    ) -> Response:
+        closed = False
+
+        def close() -> None:
+            nonlocal closed
+            if not closed:
+                closed = True
+                release()
+                statement.finish()
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            except QueryError as e:  # the status is sent: the body ends short, as Druid's does
+                level = logging.INFO if isinstance(e, QueryCancelled) else logging.WARNING
+                log.log(level, "SQL query %s stopped mid-answer: %s", statement.query_id, e.error_message)
+                return
+            finally:
+                close()
+            yield encoder.end()
+
+        statement.streaming = True
+        media = encoder.media_type
+        return StatementResponse(body(), statement, close, status_code=200, headers=headers, media_type=media)
+
+
+def _collect(batches: ResultBatches, statement: RunningStatement) -> Rows:
+    """Every row of an inner statement's answer, counted against the allowance batch by batch (a
+    thread's: the statement's steps run one at a time, so its allowance is never shared)."""
+    rows: Rows = []
+    while (batch := batches.next_batch()) is not None:
+        statement.limits.add(batch.num_rows, batch.nbytes)
+        rows.extend(batches.rows(batch))
+    return rows
+
+
+def _encoded(batches: ResultBatches, encoder: RowEncoder) -> bytes | None:
+    """The next batch of the answer in the response's format; None once it is all read."""
+    batch = batches.next_batch()
+    return None if batch is None else encoder.rows(batches.rows(batch))
+
+
+def _columns(outputs: list[Output]) -> tuple[list[str], list[str], list[str]]:
+    return [o.name for o in outputs], [o.druid_type for o in outputs], [o.sql_type for o in outputs]

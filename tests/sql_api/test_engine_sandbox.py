@@ -1,0 +1,170 @@
+"""The broker's relational engine on its own (issue 36): the DuckDB it opens refuses files,
+extensions and settings whatever statement reaches it; its answers come out a batch at a time with
+the values DuckDB's own rows had; its failures are Druid's errors; a slot goes back only once an
+interrupted statement's thread has stopped; the subquery allowance and the timeout rules."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import threading
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from broker_service.relational_engine import RelationalEngine
+from strata.query.context import timeout_within
+from strata.query.duck import EngineLimits, MiB
+from strata.query.errors import InvalidInput, QueryInterrupted, ResourceLimitExceeded
+from strata.sql.sandbox import ResultBatches, engine_failure, open_database
+from strata.sql.subquery_limits import SubqueryLimits
+
+LIMITS = EngineLimits(query_memory=64 * MiB, engine_memory=128 * MiB, threads=1, external_access=False)
+
+
+@pytest.fixture
+def cursor() -> duckdb.DuckDBPyConnection:
+    conn = open_database(LIMITS, "test")
+    cur = conn.cursor()
+    cur.register("t", pa.table({"x": list(range(10))}))
+    return cur
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM '/etc/passwd'",
+        "SELECT * FROM glob('/etc/*')",
+        "COPY t TO '{tmp}/out.csv'",
+        "COPY (SELECT 1) TO '{tmp}/out.parquet' (FORMAT parquet)",
+        "ATTACH '{tmp}/other.db' AS other",
+        "EXPORT DATABASE '{tmp}/export'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SELECT * FROM read_parquet('https://example.com/x.parquet')",
+        "SET memory_limit = '100GB'",
+        "SET GLOBAL threads = 64",
+        "RESET memory_limit",
+        "PRAGMA memory_limit = '100GB'",
+        "SET enable_external_access = true",
+        "SET lock_configuration = false",
+        "SET temp_directory = '/'",
+        "CALL duckdb_secrets()",
+    ],
+)
+def test_the_database_refuses_what_no_statement_should_reach(
+    cursor: duckdb.DuckDBPyConnection, statement: str, tmp_path: Path
+) -> None:
+    with pytest.raises(duckdb.Error):
+        cursor.execute(statement.format(tmp=tmp_path)).fetchall()
+    assert list(tmp_path.iterdir()) == []
+    assert cursor.execute("SELECT current_setting('memory_limit')").fetchone() == ("64.0 MiB",)
+
+
+def test_a_statements_tables_are_its_own_cursors(cursor: duckdb.DuckDBPyConnection) -> None:
+    assert cursor.execute("SELECT COUNT(*) FROM t").fetchone() == (10,)
+    other = open_database(LIMITS, "other").cursor()
+    with pytest.raises(duckdb.CatalogException):
+        other.execute("SELECT COUNT(*) FROM t")
+
+
+def test_batches_carry_the_values_duckdbs_rows_had(cursor: duckdb.DuckDBPyConnection) -> None:
+    statement = (
+        "SELECT 12345678901234567890::HUGEINT AS h, 1.25::DECIMAL(10, 2) AS d, "
+        "TIMESTAMP '2015-09-12 01:02:03.004' AS ts, DATE '2015-09-12' AS day, INTERVAL 2 DAY AS i, "
+        "NULL::TIMESTAMP AS nothing, 'x' AS s"
+    )
+    relation = cursor.sql(statement)
+    kinds = [str(t) for t in relation.types]
+    want = cursor.execute(statement).fetchall()[0]
+    batches = ResultBatches(relation.to_arrow_reader(16), kinds, "America/Los_Angeles")
+    batch = batches.next_batch()
+    assert batch is not None and batches.next_batch() is None
+    (row,) = batches.rows(batch)
+    assert row == [
+        int(want[0]),
+        1.25,
+        "2015-09-11T18:02:03.004-07:00",
+        "2015-09-12T00:00:00.000-07:00",
+        datetime.timedelta(days=2),
+        None,
+        "x",
+    ]
+
+
+def test_failures_are_druids_errors_naming_the_limits() -> None:
+    spilling = EngineLimits(query_memory=64 * MiB, work_dir="/somewhere", spill_bytes=256 * MiB)
+    out_of_memory = engine_failure(
+        duckdb.OutOfMemoryException("Out of Memory Error: could not allocate"), spilling
+    )
+    assert isinstance(out_of_memory, ResourceLimitExceeded) and out_of_memory.status == 400
+    assert "64 MiB" in out_of_memory.error_message and "--query-memory" in out_of_memory.error_message
+    assert "256 MiB" in out_of_memory.error_message and "--spill-bytes" in out_of_memory.error_message
+    mid_stream = engine_failure(OSError("INTERRUPT Error: Interrupted!"), LIMITS)  # as Arrow passes it on
+    assert isinstance(mid_stream, QueryInterrupted)
+
+
+def test_an_interrupted_slot_comes_back_once_its_thread_has_stopped() -> None:
+    async def scenario() -> None:
+        engine = RelationalEngine(LIMITS)
+        assert engine.limits.slots == 2
+        slot = await engine.acquire()
+        started = threading.Event()
+
+        def forever() -> object:
+            cur = slot.cursor()
+            cur.register("n", pa.table({"x": list(range(3000))}))
+            started.set()
+            return cur.execute("SELECT COUNT(*) FROM n a, n b, n c WHERE a.x + b.x + c.x = -1").fetchall()
+
+        work = asyncio.ensure_future(slot.run(forever))
+        await asyncio.to_thread(started.wait, 30)
+        await asyncio.sleep(0.2)
+        work.cancel()  # what a statement's timeout or cancel does
+        with pytest.raises(asyncio.CancelledError):
+            await work
+        engine.release(slot)
+        for _ in range(300):
+            if engine.busy == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert engine.busy == 0
+        again = await asyncio.wait_for(engine.acquire(), 5)
+        assert await again.run(lambda: again.cursor().execute("SELECT 42").fetchone()) == (42,)
+        engine.release(again)
+        engine.close()
+
+    asyncio.run(scenario())
+
+
+def test_subqueries_share_one_allowance() -> None:
+    limits = SubqueryLimits.of({"maxSubqueryRows": 100}, ceiling=1000)
+    limits.add(60, 10)
+    with pytest.raises(ResourceLimitExceeded, match=r"maximum\[100\] rows.*maxSubqueryRows"):
+        limits.add(41, 10)
+    lowered = SubqueryLimits.of({"maxSubqueryBytes": "500"}, ceiling=1000)
+    with pytest.raises(ResourceLimitExceeded, match=r"maximum\[500\] bytes.*\[maxSubqueryBytes\]"):
+        lowered.add_bytes(501)
+    for asked in ("auto", "disabled", 10**12, 0):
+        capped = SubqueryLimits.of({"maxSubqueryBytes": asked}, ceiling=1000)
+        with pytest.raises(ResourceLimitExceeded, match=r"maximum\[1000\] bytes.*--max-subquery-bytes"):
+            capped.add_bytes(1001)
+    assert SubqueryLimits.of({}, ceiling=1000).max_rows == 100_000
+    with pytest.raises(InvalidInput, match="maxSubqueryBytes"):
+        SubqueryLimits.of({"maxSubqueryBytes": "lots"}, ceiling=1000)
+
+
+def test_timeouts_under_the_servers_default_and_maximum() -> None:
+    assert timeout_within({}, 300_000, 0) == 300_000
+    assert timeout_within({"timeout": 5}, 300_000, 0) == 5
+    assert timeout_within({"timeout": 0}, 300_000, 0) == 0  # none, as Druid
+    assert timeout_within({"timeout": 0}, 300_000, 60_000) == 60_000  # none, where a maximum is set
+    assert timeout_within({"timeout": "60000"}, 300_000, 60_000) == 60_000
+    with pytest.raises(InvalidInput, match=r"configured \[timeout = 60001\] is more than enforced limit"):
+        timeout_within({"timeout": 60_001}, 300_000, 60_000)
+    with pytest.raises(InvalidInput):
+        timeout_within({"timeout": -1}, 300_000, 0)
