@@ -39,7 +39,8 @@ from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
 from strata.query import Query, QueryError, parse_query
-from strata.query.errors import invalid, unknown_exception
+from strata.query.engine_errors import query_engine_error, unforeseen
+from strata.query.errors import invalid
 from strata.query.request_body import decode_query_body
 from strata.query.scan import ScanQuery
 from strata.query.segment_spec import parse_segment_spec
@@ -111,10 +112,13 @@ async def post_query(request: Request) -> Response:
         metrics.queries.labels(query_type, str(e.status)).inc()
         status = e.status
         raise
-    except Exception as e:  # never a stack trace to the client
-        log.exception("unexpected failure answering a query")
-        metrics.queries.labels(query_type, "500").inc()
-        raise unknown_exception(e, broker.settings.host) from e
+    except Exception as e:  # never a stack trace, nor an engine's own error, to the client
+        err = query_engine_error(e, broker.settings.host)
+        if unforeseen(err):
+            log.exception("unexpected failure answering a query")
+        metrics.queries.labels(query_type, str(err.status)).inc()
+        status = err.status
+        raise err from e
     finally:
         metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 

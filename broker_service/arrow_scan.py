@@ -13,6 +13,7 @@ the stream with an empty batch whose custom metadata `strata.error` holds Druid'
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -28,9 +29,12 @@ from broker_service.segment_plan import SegmentTask, plan_segments
 from strata.query import QueryError
 from strata.query.columns import TIME_COLUMN
 from strata.query.druid_types import arrow_type
-from strata.query.errors import QueryUnsupported, SegmentsMissing, unknown_exception
+from strata.query.engine_errors import query_engine_error, unforeseen
+from strata.query.errors import QueryUnsupported, SegmentsMissing
 from strata.query.scan import ScanQuery
 from strata.wire import ARROW_STREAM, ERROR_METADATA_KEY
+
+log = logging.getLogger(__name__)
 
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
 SEGMENTS_PER_FETCH = 1  # a fetch holds one segment's rows in memory (per prefetch slot)
@@ -146,7 +150,10 @@ async def _stream(
         yield encoder.error(e.to_body(broker.settings.host))
         return
     except Exception as e:  # never a silent truncation: the client reads the error
-        yield encoder.error(unknown_exception(e, broker.settings.host).to_body(broker.settings.host))
+        err = query_engine_error(e, broker.settings.host)
+        if unforeseen(err):
+            log.exception("unexpected failure streaming a scan")
+        yield encoder.error(err.to_body(broker.settings.host))
         return
     yield encoder.finish()
 

@@ -24,6 +24,7 @@ from broker_service.broker import Broker
 from broker_service.sql_catalog import BrokerCatalog, CatalogSnapshot
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS, PlanningPools
 from strata.query.base import Query, parse_query
+from strata.query.engine_errors import unforeseen
 from strata.query.errors import InvalidInput, QueryCancelled, QueryError, ResourceLimitExceeded, invalid
 from strata.query.request_body import check_nesting
 from strata.server.json_response import json_response
@@ -237,7 +238,10 @@ async def post_sql(request: Request) -> Response:
     except QueryError:
         raise
     except Exception as e:  # never a stack trace, nor another engine's error, to the client
-        raise engine_error(e, host) from e
+        err = engine_error(e, host)
+        if unforeseen(err):
+            log.exception("unexpected failure answering a SQL statement")
+        raise err from e
 
 
 async def cancel_sql(request: Request) -> Response:

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import duckdb
 import pyarrow as pa
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,8 +36,9 @@ from strata.engine import (
 )
 from strata.engine.whole_scan import whole_scan_batches, whole_scan_schema
 from strata.query import Query, QueryError, parse_query
-from strata.query.duck import connection
-from strata.query.errors import QueryCancelled, QueryTimeout, unknown_exception
+from strata.query.duck import connection, discard_connection
+from strata.query.engine_errors import query_engine_error, unforeseen
+from strata.query.errors import QueryCancelled, QueryTimeout
 from strata.query.request_body import decode_query_body
 from strata.query.segment_spec import SegmentsSpec
 from strata.server.json_response import json_response
@@ -153,6 +155,9 @@ class QueryEndpoint:
             if arrow:  # a broker: partials it can cache and merge
                 return encode_partials(run_for_broker(query, inputs))
             merged = run_merged(query, inputs)
+        except (duckdb.InternalException, duckdb.FatalException):
+            discard_connection()  # its database is invalidated: this worker's next query opens another
+            raise
         finally:
             entry.conn = None
             if self.on_segments is not None and inputs:
@@ -212,12 +217,13 @@ class QueryEndpoint:
             if e.status >= 500:
                 log.warning("query %s failed: %s", query_id or "?", e.error_message)
             return json_response(e.to_body(self.host), e.status, pretty=pretty, headers=headers)
-        except Exception as e:  # never a bare 500 with a stack trace
-            if "Interrupt" in type(e).__name__:
+        except Exception as e:  # never a bare 500 with a stack trace, nor an engine's own error
+            if isinstance(e, duckdb.InterruptException):
                 err: QueryError = QueryCancelled(f"Query [{query_id}] was cancelled")
             else:
-                log.exception("query %s failed unexpectedly", query_id or "?")
-                err = unknown_exception(e)
+                err = query_engine_error(e, self.host)
+                if unforeseen(err):
+                    log.exception("query %s failed unexpectedly", query_id or "?")
             self._record(data_source, query_type, started, err.status)
             return json_response(err.to_body(self.host), err.status, pretty=pretty, headers=headers)
 

@@ -16,6 +16,7 @@ from sqlglot import exp
 from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, invalid
 from strata.sql.aggregate_split import split_aggregate
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
+from strata.sql.literals import check_literals
 from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
 from strata.sql.relational import Relational, max_subquery_rows, plan_relational
@@ -128,6 +129,7 @@ def _user_input() -> Iterator[None]:
 
 def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
     context = {**context, **parsed.settings}
+    check_literals(parsed.tree)
     tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()

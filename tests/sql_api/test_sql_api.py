@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.hostile.categories import CATEGORIES, hostile_requests
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
 from tests.differential.generator import gen_filter
 from tests.historical_query.wiki_http import RawRows
-from tests.sql_api.hostile import CATEGORIES, hostile_requests
 
 pytestmark = pytest.mark.integration
 
@@ -164,7 +164,7 @@ def test_malformed_sql_fuzz_never_a_server_error(cluster: dict[str, Any]) -> Non
         if resp.status_code != 200:
             assert {"error", "errorCode", "category", "errorMessage"} <= set(resp.json()), text
     assert rows(broker, "SELECT COUNT(*) AS c FROM wikipedia") == [{"c": 39244}]
-    # hostile categories (tests/sql_api/hostile.py): the status Druid's rules give, never a 5xx or a
+    # hostile categories (bench/hostile/categories.py): the status Druid's rules give, never a 5xx or a
     # dropped connection (httpx would raise), and the broker's health check answering after each
     seen = set()
     for hostile in hostile_requests(rnd, per_category=25):

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from strata.query.errors import QueryUnsupported, invalid
+from strata.query.regex_check import check_regex
 
 MAX_LENGTH = 65_536
 MAX_DEPTH = 200
@@ -211,7 +212,30 @@ def parse_expression(text: str) -> Node:
     node = parser.expression()
     if parser.peek()[0] != "end":
         raise parser.fail("unexpected token")
+    _check_patterns(node)
     return node
+
+
+# functions whose argument at that position is a regular expression: checked where the query is
+# parsed (the broker), as Druid checks them at planning, not first on a data node
+_PATTERN_ARGUMENT = {"regexp_extract": 1, "regexp_like": 1, "regexp_replace": 1}
+
+
+def _check_patterns(node: Node) -> None:
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Unary):
+            stack.append(n.arg)
+        elif isinstance(n, Binary):
+            stack += [n.left, n.right]
+        elif isinstance(n, Call):
+            at = _PATTERN_ARGUMENT.get(n.name)
+            if at is not None and len(n.args) > at:
+                pattern = n.args[at]
+                if isinstance(pattern, Literal) and isinstance(pattern.value, str):
+                    check_regex(pattern.value, f"function [{n.name}]")
+            stack.extend(n.args)
 
 
 def identifiers(node: Node) -> set[str]:
