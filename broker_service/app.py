@@ -35,6 +35,7 @@ from broker_service.datasource_info import (
     default_interval,
 )
 from broker_service.fast_path import WholeAnswerPath, remember
+from broker_service.laning import scheduling_keys
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
@@ -91,7 +92,8 @@ async def post_query(request: Request) -> Response:
             status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
             return await arrow_scan_response(broker, query, dict(headers))
         version = broker.view.version  # before planning: a change meanwhile leaves the offer stale
-        async with broker.admission.admit():
+        priority, lane = scheduling_keys(query.context.raw)
+        async with broker.admission.admit(priority=priority, lane=lane):
             result = await broker.runner.run(query)
         headers[RESPONSE_CONTEXT_HEADER] = encode_response_context(result.response_context)
         if result.etag is not None:
@@ -194,6 +196,7 @@ async def status(request: Request) -> Response:
         "lostSegments": broker.view.lost_segment_count,
         "runningQueries": broker.admission.running,
         "queuedQueries": broker.admission.queued,
+        "lanes": broker.admission.lanes(),
         "uptimeSeconds": round(time.time() - broker.started, 3),
     }
     return _json(body, pretty=_pretty(request))

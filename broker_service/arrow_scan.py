@@ -15,15 +15,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import AsyncExitStack, aclosing
 from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from starlette.responses import StreamingResponse
 
+from broker_service.admission import HeldStream
 from broker_service.broker import Broker
+from broker_service.laning import scheduling_keys
 from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_plan import SegmentTask, plan_segments
 from strata.query import QueryError
@@ -118,16 +119,25 @@ class ArrowEncoder:
         return self._sink.take()
 
 
-async def arrow_scan_response(broker: Broker, query: ScanQuery, headers: dict[str, str]) -> StreamingResponse:
+async def arrow_scan_response(broker: Broker, query: ScanQuery, headers: dict[str, str]) -> HeldStream:
     """Check what can fail with a status (order, types, planning), then stream the rest."""
     if query.order != "none":
         raise QueryUnsupported("Arrow scan results are unordered; drop [order] or ask for JSON")
     tasks = plan_segments(broker.view, query).tasks
     schema = stream_schema(query, await broker.scan_types.for_tasks(broker.runner, query, tasks))
+    priority, lane = scheduling_keys(query.context.raw)
+    slot = AsyncExitStack()  # admitted before the first byte, so a 429 is still a status; held to the end
+    await slot.enter_async_context(broker.admission.admit(priority=priority, lane=lane))
+    try:
+        encoder = ArrowEncoder(schema)
+        stream = _stream(broker, query, tasks, encoder)
+        response = HeldStream(slot, stream, media_type=ARROW_STREAM, headers=headers)
+    except BaseException:
+        await slot.aclose()
+        raise
     broker.metrics.segments_queried.inc(len(tasks))
     broker.metrics.streamed_segments.inc(len(tasks))
-    encoder = ArrowEncoder(schema)
-    return StreamingResponse(_stream(broker, query, tasks, encoder), media_type=ARROW_STREAM, headers=headers)
+    return response
 
 
 async def _stream(
@@ -138,7 +148,7 @@ async def _stream(
     yield encoder.start()
     try:
         partials = _limited(_partials(broker, query, tasks), query.offset, query.limit)
-        async with broker.admission.admit(), aclosing(partials) as tables:
+        async with aclosing(partials) as tables:
             async for table in tables:
                 for start in range(0, table.num_rows, BATCH_ROWS):  # bounded pieces, sent as made
                     piece = table.slice(start, BATCH_ROWS)

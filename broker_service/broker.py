@@ -18,6 +18,7 @@ from broker_service.answer_memo import AnswerMemo
 from broker_service.cache_status import CacheCollector, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.inventory.base import ServerInventory
+from broker_service.laning import Laning
 from broker_service.metrics import BrokerMetrics
 from broker_service.query_bodies import ParsedBodies
 from broker_service.query_runner import QueryRunner, RunnerLimits
@@ -38,6 +39,7 @@ class BrokerSettings:
     max_request_bytes: int = MAX_REQUEST_BYTES
     merge_threads: int = 4
     limits: RunnerLimits = field(default_factory=RunnerLimits)
+    laning: Laning = field(default_factory=Laning)  # Druid's query lanes within the capacity
 
 
 class Broker:
@@ -71,7 +73,7 @@ class Broker:
             limits=settings.limits,
             metrics=self.metrics,
         )
-        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue)
+        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue, settings.laning)
         self.metrics.bind_gauges(
             segments=lambda: view.segment_count,
             servers=lambda: len(view.servers()),

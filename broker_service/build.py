@@ -10,6 +10,7 @@ from broker_service.errors import BrokerConfigError
 from broker_service.inventory.base import ServerInventory
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.inventory.zk_inventory import ZkInventory
+from broker_service.laning import Laning, LaningConfigError, hilo, manual, parse_lane_flag
 from broker_service.server_view import BrokerServerView
 from strata.discovery.addresses import AddressError
 from strata.server.address_flags import node_address
@@ -21,6 +22,24 @@ def broker_address(args: argparse.Namespace) -> str:
         return str(node_address(args))
     except AddressError as e:
         raise BrokerConfigError(str(e)) from None
+
+
+def laning_of(args: argparse.Namespace) -> Laning:
+    """The lanes `--laning` and its flags configure, checked as Druid checks its scheduler's."""
+    total = args.max_concurrent_queries
+    try:
+        if args.laning == "hilo":
+            if args.laning_max_low_percent is None:
+                raise LaningConfigError("--laning hilo needs --laning-max-low-percent")
+            return hilo(total, args.laning_max_low_percent)
+        if args.laning == "manual":
+            lanes = dict(parse_lane_flag(text) for text in args.lane)
+            return manual(total, lanes, args.lane_limits_percent)
+    except LaningConfigError as e:
+        raise BrokerConfigError(str(e)) from None
+    if args.lane:
+        raise BrokerConfigError("--lane needs --laning manual")
+    return Laning()
 
 
 def build_broker(
@@ -50,6 +69,7 @@ def build_broker(
         max_concurrent_queries=args.max_concurrent_queries,
         query_queue=args.query_queue,
         merge_threads=max(1, args.merge_threads),
+        laning=laning_of(args),
     )
     cache_policy = result_cache = None
     if args.cache != "none":

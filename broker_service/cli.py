@@ -39,8 +39,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="on",
         help="with --cache: also keep whole answers, valid while the query reads the same segments",
     )
-    parser.add_argument("--max-concurrent-queries", type=int, default=32)
-    parser.add_argument("--query-queue", type=int, default=64, help="queries waiting beyond the running ones")
+    parser.add_argument(
+        "--max-concurrent-queries",
+        type=int,
+        default=32,
+        help="queries running at once, lanes included (Druid's druid.query.scheduler.numThreads)",
+    )
+    parser.add_argument(
+        "--query-queue",
+        type=int,
+        default=64,
+        help="queries waiting beyond the running ones, the highest context priority served first; "
+        "past it a query is refused with 429",
+    )
+    parser.add_argument(
+        "--laning",
+        choices=["none", "hilo", "manual"],
+        default="none",
+        help="query laning (druid.query.scheduler.laning.strategy): hilo caps queries of negative "
+        "priority in lane 'low'; manual caps the lanes named by --lane, chosen by the context's lane",
+    )
+    parser.add_argument(
+        "--laning-max-low-percent",
+        type=int,
+        default=None,
+        help="with --laning hilo: the percent of --max-concurrent-queries lane 'low' may use, "
+        "rounded up (druid.query.scheduler.laning.maxLowPercent)",
+    )
+    parser.add_argument(
+        "--lane",
+        action="append",
+        default=[],
+        metavar="NAME=LIMIT",
+        help="with --laning manual, repeatable: lane NAME runs at most LIMIT queries at once "
+        "(druid.query.scheduler.laning.lanes.NAME)",
+    )
+    parser.add_argument(
+        "--lane-limits-percent",
+        action="store_true",
+        help="with --laning manual: --lane limits are percents of --max-concurrent-queries "
+        "(druid.query.scheduler.laning.isLimitPercent)",
+    )
     parser.add_argument(
         "--lost-segment-grace",
         type=float,

@@ -12,15 +12,18 @@ import re
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from broker_service.access import QueryOwners, authorize_sql
+from broker_service.admission import HeldStream
 from broker_service.broker import Broker
+from broker_service.laning import scheduling_keys
 from broker_service.sql_catalog import BrokerCatalog, CatalogSnapshot
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS, PlanningPools
 from strata.query.base import Query, parse_query
@@ -129,18 +132,24 @@ class SqlApi:
         return statement
 
     async def run_native(self, native: dict[str, Any], query_id: str) -> list[Any]:
+        """One native query of a statement; the statement holds its admission slot (post_sql)."""
         if query_id in self.cancelled:
             raise QueryCancelled(f"Query [{query_id}] was cancelled")
         query = await _parse_native(native)
-        async with self.broker.admission.admit():
-            result = await self.broker.runner.run(query)
+        result = await self.broker.runner.run(query)
         return result.results if result.results is not None else orjson.loads(result.body or b"[]")
 
     async def stream_scan(
-        self, plan: SqlPlan, query_id: str, encoding: dict[str, Any], headers: dict[str, str]
+        self,
+        plan: SqlPlan,
+        query_id: str,
+        encoding: dict[str, Any],
+        headers: dict[str, str],
+        slot: AsyncExitStack,
     ) -> Response:
         """A selection answered chunk by chunk (see `strata.sql.scan_chunks`); the first chunk
-        runs before the response starts, so its errors still get their status code."""
+        runs before the response starts, so its errors still get their status code. The statement's
+        admission `slot` is held until the last chunk is sent."""
         native = plan.native
         assert native is not None
         chunks = scan_chunks(
@@ -178,7 +187,7 @@ class SqlApi:
                 yield encoder.rows(await chunk_rows(intervals))
             yield encoder.end()
 
-        return StreamingResponse(body(), 200, headers=headers, media_type=encoder.media_type)
+        return HeldStream(slot, body(), status_code=200, headers=headers, media_type=encoder.media_type)
 
     async def run_plan(self, plan: Plan, query_id: str) -> tuple[list[list[Any]], list[Output]]:
         """Rows and output columns of a plan: native queries through the broker's runner, the
@@ -222,14 +231,23 @@ async def post_sql(request: Request) -> Response:
         }
         if encoding["header"]:
             headers["X-Druid-SQL-Header-Included"] = "yes"
+        priority, lane = scheduling_keys(statement.context)
         if not statement.explain and _streams(plan):
             assert isinstance(plan, SqlPlan)
-            return await api.stream_scan(plan, query_id, encoding, dict(headers))
+            slot = AsyncExitStack()  # the whole statement holds one slot, released when the stream ends
+            await slot.enter_async_context(api.broker.admission.admit(priority=priority, lane=lane))
+            try:
+                return await api.stream_scan(plan, query_id, encoding, dict(headers), slot)
+            except BaseException:
+                await slot.aclose()
+                raise
         if statement.explain:
             rows = explain_rows(plan)
             names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
         else:
-            rows, outputs = await api.run_plan(plan, query_id)
+            # one slot for the whole statement: its native queries and the broker's DuckDB stage
+            async with api.broker.admission.admit(priority=priority, lane=lane):
+                rows, outputs = await api.run_plan(plan, query_id)
             names = [o.name for o in outputs]
             types = [o.druid_type for o in outputs]
             sql_types = [o.sql_type for o in outputs]
