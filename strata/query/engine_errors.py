@@ -30,6 +30,7 @@ from strata.query.errors import (
 
 MAX_MESSAGE_CHARS = 1000
 _BANNER = re.compile(r"^\s*[A-Z][A-Za-z ]*Error:\s*")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 _DUCK_INVALID = (
     duckdb.DataError,  # conversion, out of range, type mismatch: a value the query gave or read
@@ -100,5 +101,10 @@ def engine_message(exc: BaseException) -> str:
     or terminal escapes, bounded in length."""
     lines = str(exc).strip().splitlines()
     first = _BANNER.sub("", lines[0] if lines else "") or type(exc).__name__
-    first = " ".join(first.replace("\x1b", "").split())
+    first = printable(first)
     return first if len(first) <= MAX_MESSAGE_CHARS else first[:MAX_MESSAGE_CHARS] + "..."
+
+
+def printable(text: str) -> str:
+    """One line without control characters (a query's own, echoed back, or a terminal's escapes)."""
+    return " ".join(_CONTROL.sub("?", text).split())

@@ -12,7 +12,7 @@ import re
 import duckdb
 from sqlglot import errors as sqlglot_errors
 
-from strata.query.engine_errors import duckdb_error, engine_message, query_engine_error
+from strata.query.engine_errors import duckdb_error, engine_message, printable, query_engine_error
 from strata.query.errors import QueryError, QueryUnsupported, invalid
 from strata.sql.guard import MAX_NESTING
 
@@ -77,9 +77,10 @@ def _duckdb_error(exc: duckdb.Error) -> QueryError:
 
 
 def _plain(text: str) -> str:
-    """One line, without terminal escapes or the names of sqlglot's classes."""
+    """One line, without terminal escapes, control characters (a statement's own, echoed) or the
+    names of sqlglot's classes."""
     text = _SQLGLOT_TOKEN.sub(_token, _SQLGLOT_CLASS.sub(r"\1", _ANSI.sub("", text)))
-    return " ".join(text.split())
+    return printable(text)
 
 
 def _token(m: re.Match[str]) -> str:
