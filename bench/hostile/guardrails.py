@@ -9,11 +9,12 @@ its deadline, a 504; recursion is refused before any work; every malformed input
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from typing import Any
 
-from bench.hostile.request import Hostile, native, sql
+from bench.hostile.request import DEADLINE_MS, NATIVE_PATH, Hostile, native, sql
 
 TABLE = "wikipedia"
 INTERVAL = "2015-09-12/2015-09-13"
@@ -252,34 +253,32 @@ def _ten_megabytes(rnd: random.Random) -> Hostile:
 
 
 def _native_nesting(rnd: random.Random) -> Hostile:
+    """Filters, or query dataSources, nested 200 to 10,000 deep: the JSON is written as text (a
+    client's JSON encoder recurses as deep as a parser would)."""
     depth = rnd.choice([200, 1000, 10_000])
-    inner: dict[str, Any] = {"type": "selector", "dimension": "page", "value": "x"}
-    for _ in range(depth):
-        inner = rnd.choice(
-            [{"type": "not", "field": inner}, {"type": rnd.choice(["and", "or"]), "fields": [inner]}]
-        )
-    query: dict[str, Any] = {
-        "queryType": "timeseries",
-        "dataSource": TABLE,
-        "intervals": [INTERVAL],
-        "granularity": "all",
-        "aggregations": [{"type": "count", "name": "c"}],
-        "filter": inner,
-    }
+    flat = {"queryType": "timeseries", "dataSource": TABLE, "intervals": [INTERVAL], "granularity": "all",
+            "aggregations": [{"type": "count", "name": "c"}],
+            "context": {"timeout": DEADLINE_MS}}  # fmt: skip
+    head = json.dumps(flat)[:-1] + ", "
     if rnd.random() < 0.3:  # the same depth as a query dataSource chain
-        chain: dict[str, Any] = {"type": "table", "name": TABLE}
-        for _ in range(depth):
-            chain = {
-                "type": "query",
-                "query": {
-                    "queryType": "scan",
-                    "dataSource": chain,
-                    "intervals": [INTERVAL],
-                    "columns": ["page"],
-                },
-            }
-        query = {**query, "dataSource": chain, "filter": None}
-    return native("native nesting", query, (400,))
+        head = json.dumps({k: v for k, v in flat.items() if k != "dataSource"})[:-1] + ", "
+        opener = '{"type": "query", "query": {"queryType": "scan", "intervals": ' + json.dumps([INTERVAL])
+        text = (
+            head
+            + '"dataSource": '
+            + (opener + ', "dataSource": ') * depth
+            + json.dumps(TABLE)
+            + "}}" * depth
+            + "}"
+        )
+    else:
+        openers = ['{"type": "not", "field": ', '{"type": "and", "fields": [', '{"type": "or", "fields": [']
+        chosen = [rnd.choice(openers) for _ in range(depth)]
+        closers = ["}" if o.endswith(": ") else "]}" for o in reversed(chosen)]
+        leaf = json.dumps({"type": "selector", "dimension": "page", "value": "x"})
+        text = head + '"filter": ' + "".join(chosen) + leaf + "".join(closers) + "}"
+    kwargs = {"content": text.encode(), "headers": {"Content-Type": "application/json"}}
+    return Hostile("native nesting", kwargs, (400,), path=NATIVE_PATH, deadline_s=DEADLINE_MS / 1000)
 
 
 GUARDRAIL_CATEGORIES: dict[str, Callable[[random.Random], Hostile]] = {
