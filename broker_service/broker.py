@@ -19,6 +19,7 @@ from broker_service.cache_status import CacheCollector, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.inventory.base import ServerInventory
 from broker_service.laning import Laning
+from broker_service.merge_processes import MergeProcesses
 from broker_service.metrics import BrokerMetrics
 from broker_service.query_bodies import ParsedBodies
 from broker_service.query_runner import QueryRunner, RunnerLimits
@@ -38,6 +39,8 @@ class BrokerSettings:
     query_queue: int = 64
     max_request_bytes: int = MAX_REQUEST_BYTES
     merge_threads: int = 4
+    merge_processes: int = 0  # worker processes for large merges (0: in threads here; the CLI starts 1)
+    merge_process_rows: int = 50_000  # partial rows from which a merge goes to a worker process
     limits: RunnerLimits = field(default_factory=RunnerLimits)
     laning: Laning = field(default_factory=Laning)  # Druid's query lanes within the capacity
 
@@ -64,10 +67,16 @@ class Broker:
         self.parsed_bodies = ParsedBodies()
         self.client = DataNodeClient(headers=node_headers, tls_ca=tls_ca)
         self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
+        self.merge_processes = (
+            MergeProcesses(settings.merge_processes, settings.merge_process_rows)
+            if settings.merge_processes
+            else None
+        )
         self.runner = QueryRunner(
             view,
             self.client,
             merge_pool=self.merge_pool,
+            merge_processes=self.merge_processes,
             cache_policy=cache_policy,
             result_cache=result_cache,
             limits=settings.limits,
@@ -98,9 +107,13 @@ class Broker:
     async def start(self) -> None:
         if self.inventory is not None:
             await self.inventory.start()
+        if self.merge_processes is not None:
+            await self.merge_processes.warm()
 
     async def stop(self) -> None:
         if self.inventory is not None:
             await self.inventory.stop()
         await self.client.close()
         self.merge_pool.shutdown(wait=False, cancel_futures=True)
+        if self.merge_processes is not None:
+            self.merge_processes.shutdown()

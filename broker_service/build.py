@@ -69,6 +69,8 @@ def build_broker(
         max_concurrent_queries=args.max_concurrent_queries,
         query_queue=args.query_queue,
         merge_threads=max(1, args.merge_threads),
+        merge_processes=max(0, args.merge_processes),
+        merge_process_rows=max(1, args.merge_process_rows),
         laning=laning_of(args),
     )
     cache_policy = result_cache = None

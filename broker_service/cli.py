@@ -88,6 +88,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--merge-threads", type=int, default=4, help="worker threads merging partials")
     parser.add_argument(
+        "--merge-processes",
+        type=int,
+        default=1,
+        help="worker processes merging large answers (50,000 partial rows and more) off the broker's "
+        "interpreter, so a heavy groupBy does not slow other queries; 0 merges them in threads",
+    )
+    parser.add_argument(
+        "--merge-process-rows",
+        type=int,
+        default=50_000,
+        help="with --merge-processes: the partial rows from which a merge goes to a worker process",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,

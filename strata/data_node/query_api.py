@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strata.data_node.priority_pools import PriorityPools
 from strata.engine import (
     SegmentInput,
     broker_partials_from_footers,
@@ -112,7 +113,11 @@ class QueryEndpoint:
     def __init__(self, segments: LocalSegments, host: str, pool: ThreadPoolExecutor | None = None):
         self.segments = segments
         self.host = host
-        self.pool = pool or ThreadPoolExecutor(max_workers=4, thread_name_prefix="query")
+        # queries of negative context priority run on workers the OS gives the CPU last (priority_pools)
+        self.pools: PriorityPools | None = None
+        if pool is None:
+            self.pools = PriorityPools()
+        self.pool: Executor = pool if pool is not None else self.pools.normal  # type: ignore[union-attr]
         self.running = RunningQueries()
         self.on_query: Callable[[str, str, float, int], None] | None = None  # (dataSource, type, s, status)
         self.on_segments: Callable[[float, float, int], None] | None = None  # (wait s, run s, segments)
@@ -197,7 +202,8 @@ class QueryEndpoint:
             try:
                 loop = asyncio.get_running_loop()
                 submitted = time.monotonic()
-                work = loop.run_in_executor(self.pool, self._execute, query, inputs, entry, arrow, submitted)
+                pool = self.pool if self.pools is None else self.pools.for_priority(query.context.priority)
+                work = loop.run_in_executor(pool, self._execute, query, inputs, entry, arrow, submitted)
                 timeout = query.context.timeout_ms / 1000 if query.context.timeout_ms else None
                 try:
                     result = await asyncio.wait_for(asyncio.shield(work), timeout)

@@ -1,7 +1,8 @@
-"""Admission and Druid's query laning on a real broker (issue 36, item 5): a streamed SQL selection
-its client does not read holds its slot, so the lanes fill for real; a full lane refuses at once
-with Druid's 429 while interactive queries keep running, a full broker refuses everything, and
-every slot comes back when the streams end."""
+"""Overload on a real broker (issue 36, item 5): admission and Druid's query laning - a streamed SQL
+selection its client does not read holds its slot, so the lanes fill for real; a full lane refuses
+at once with Druid's 429 while interactive queries keep running, a full broker refuses everything,
+and every slot comes back when the streams end - and large merges in worker processes, answering
+what the broker's own merge answers."""
 
 from __future__ import annotations
 
@@ -133,3 +134,45 @@ def test_laning_flags_are_checked_at_start(tmp_path: Path) -> None:
             assert says in broker.log_text(), broker.log_text()[-500:]
         finally:
             broker.stop()
+
+
+def test_large_merges_in_worker_processes_answer_as_the_broker_does(
+    cluster: dict[str, Any],  # noqa: F811
+    zk_hosts: str,
+    wikipedia_sample: Path,
+) -> None:
+    """A groupBy of ~30,000 groups merged in a worker process (from 1,000 partial rows here) answers
+    byte for byte what a broker merging in its own threads (--merge-processes 0) answers, and what
+    DuckDB computes over the raw rows; ordered and limited too."""
+    flags = ["--zk", zk_hosts, "--zk-base", cluster["base"], "--merge-processes", "1", "--merge-process-rows",
+             "1000"]  # fmt: skip
+    query = {"queryType": "groupBy", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
+             "granularity": "all", "dimensions": ["page", "user"],
+             "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "a", "fieldName": "added"}]}  # fmt: skip
+    in_threads = StrataProcess(
+        "broker", [*flags[:4], "--merge-processes", "0"], cluster["root"] / "broker-threads.log"
+    )
+    merging = StrataProcess("broker", flags, cluster["root"] / "broker-merging.log")
+    with ExitStack() as stack:
+        for broker in (in_threads, merging):
+            broker.start()
+            stack.callback(broker.stop)
+            wait_for_segments(broker, HOURS)
+        answers = [httpx.post(b.url + "/druid/v2/", json=query, timeout=120) for b in (in_threads, merging)]
+        assert all(a.status_code == 200 for a in answers), [a.text[:300] for a in answers]
+        assert answers[0].content == answers[1].content
+        got = sorted(
+            (e["event"]["page"], e["event"]["user"], e["event"]["c"], e["event"]["a"])
+            for e in answers[1].json()
+        )
+        want = sorted(
+            raw('SELECT page, "user", count(*), sum(added) FROM RAW GROUP BY 1, 2', wikipedia_sample)
+        )
+        assert got == want and len(got) > 1000
+        merged_apart = [m for m in httpx.get(merging.url + "/metrics", timeout=10).text.splitlines()
+                        if m.startswith("strata_broker_process_merges_total")]  # fmt: skip
+        assert merged_apart == ["strata_broker_process_merges_total 1.0"]
+        limited = {**query, "limitSpec": {"type": "default", "limit": 10}}
+        assert httpx.post(merging.url + "/druid/v2/", json=limited, timeout=120).json() == (
+            httpx.post(in_threads.url + "/druid/v2/", json=limited, timeout=120).json()
+        )
