@@ -5,9 +5,7 @@ from deep inside a plan."""
 
 from __future__ import annotations
 
-import datetime
 import math
-import re
 from collections.abc import Iterator
 
 from sqlglot import exp
@@ -21,7 +19,6 @@ MIN_LONG = -(2**63)
 _CALENDAR_TYPES = {exp.DType.TIMESTAMP: "TIMESTAMP", exp.DType.DATE: "DATE"}
 _FORMATS = {"TIMESTAMP": "yyyy-MM-dd HH:mm:ss", "DATE": "yyyy-MM-dd"}
 _CLAUSES: dict[type[exp.Expr], str] = {exp.Limit: "LIMIT", exp.Offset: "OFFSET", exp.Fetch: "FETCH"}
-_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _PATTERN_FUNCTIONS: dict[type[exp.Expr], str] = {
     exp.RegexpExtract: "REGEXP_EXTRACT",
     exp.RegexpLike: "REGEXP_LIKE",
@@ -94,9 +91,6 @@ def _check_calendar(node: exp.Cast) -> None:
         return
     text = str(node.this.this).strip()
     try:
-        day = _DAY.match(text)
-        if day is not None:  # a day the calendar has (the instant parser rolls 02-30 over to 03-02)
-            datetime.date(*(int(part) for part in day.groups()))
         parse_instant(text.replace(" ", "T", 1))
     except ValueError:
         raise invalid(

@@ -81,6 +81,12 @@ def test_sql_input_errors_are_400s_naming_the_input(
     assert says in message, message
 
 
+def test_a_number_past_64_bits_answers_as_a_double(cluster: dict[str, Any]) -> None:  # noqa: F811
+    """Druid holds 9223372036854775808 as a DECIMAL and computes with it as a DOUBLE."""
+    resp = sql(cluster["broker"], "SELECT 9223372036854775808 * 9223372036854775808 AS p")
+    assert resp.status_code == 200 and resp.json() == [{"p": float(2**126)}], resp.text
+
+
 def test_a_java_only_pattern_is_a_501(cluster: dict[str, Any]) -> None:  # noqa: F811
     message = refused(sql(cluster["broker"], "SELECT REGEXP_LIKE(page, '(?<=a)b') FROM wikipedia"), 501)
     assert "RE2" in message
