@@ -36,6 +36,23 @@ def read_memory(pid: int) -> tuple[int, int] | None:
     return values["VmRSS"], values.get("VmHWM", values["VmRSS"])
 
 
+def children(pid: int) -> list[int]:
+    """A process's child processes (a broker's merge workers), from /proc (Linux)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(c) for c in task.read_text().split()]
+        except OSError:
+            continue
+    return sorted(set(found))
+
+
+def server_pids(broker: int, historicals: list[int]) -> dict[str, int]:
+    """Name -> pid for a watchdog: the broker, its worker processes, the historicals."""
+    pids = {"broker": broker, **{f"broker-worker{i}": c for i, c in enumerate(children(broker))}}
+    return {**pids, **{f"historical{i}": pid for i, pid in enumerate(historicals)}}
+
+
 @dataclass
 class MemoryWatchdog:
     """Samples `pids` (name -> pid) every `period_s`; `peak` is each one's highest RSS seen (or its

@@ -32,7 +32,7 @@ from bench.hostile.request import Hostile
 from bench.hostile.run import Outcome, run_requests, tally
 from bench.hostile.sweep import sweep_cases
 from bench.wiki_cluster import WIKIPEDIA_ROWS, wikipedia_cluster
-from harness.memory import MemoryWatchdog
+from harness.memory import MemoryWatchdog, server_pids
 
 SWEEP_SHARE = 0.6  # of the requests; the rest are hostile categories, round-robin
 
@@ -93,7 +93,7 @@ def main() -> int:
     report["skipped"] = sorted(skip)
     with wikipedia_cluster(broker_flags) as c:
         broker = c.brokers[0]
-        pids = {"broker": broker.pid, **{f"historical{i}": h.pid for i, h in enumerate(c.historicals)}}
+        pids = server_pids(broker.pid, [h.pid for h in c.historicals])
         started = time.monotonic()
         done = 0
 
