@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from bench.hostile import native_templates as t
 from bench.hostile.request import DEADLINE_MS, NATIVE_PATH, Hostile, native, sql
 
 TABLE = "wikipedia"
@@ -89,54 +90,16 @@ def _huge_literal(rnd: random.Random) -> Hostile:
         )
         return sql("huge literals", statement, (200, 400))
     number = rnd.choice([2**64, 1e308, -(2**64), 10**40])
-    query: dict[str, Any] = rnd.choice(
+    queries = t.QUERIES
+    query = rnd.choice(
         [
-            {
-                "queryType": "scan",
-                "dataSource": TABLE,
-                "intervals": [INTERVAL],
-                "columns": ["page"],
-                "limit": number,
-            },
-            {
-                "queryType": "scan",
-                "dataSource": TABLE,
-                "intervals": [INTERVAL],
-                "columns": ["page"],
-                "limit": 5,
-                "offset": number,
-            },
-            {
-                "queryType": "topN",
-                "dataSource": TABLE,
-                "intervals": [INTERVAL],
-                "granularity": "all",
-                "dimension": "page",
-                "metric": "c",
-                "threshold": number,
-                "aggregations": [{"type": "count", "name": "c"}],
-            },
-            {
-                "queryType": "timeseries",
-                "dataSource": TABLE,
-                "intervals": [INTERVAL],
-                "granularity": "all",
-                "aggregations": [{"type": "count", "name": "c"}],
-                "filter": {
-                    "type": "bound",
-                    "dimension": "added",
-                    "lower": str(number),
-                    "ordering": "numeric",
-                },
-            },
-            {
-                "queryType": "timeseries",
-                "dataSource": TABLE,
-                "intervals": [INTERVAL],
-                "granularity": "all",
-                "aggregations": [{"type": "count", "name": "c"}],
-                "context": {"timeout": number},
-            },
+            {**queries["scan"], "limit": number},
+            {**queries["scan"], "offset": number},
+            {**queries["topN"], "threshold": number},
+            t.with_filter(
+                {"type": "bound", "dimension": "added", "lower": str(number), "ordering": "numeric"}
+            ),
+            t.timeseries(context={"timeout": number}),
         ]
     )
     return native("huge literals", query, (200, 400))

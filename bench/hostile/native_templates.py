@@ -5,6 +5,7 @@ each example is answered, so a new type cannot be left out of the sweep nor an e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 TABLE = "wikipedia"
@@ -276,3 +277,14 @@ def with_expression(expression: str) -> dict[str, Any]:
         "limit": 3,
         "virtualColumns": [{"type": "expression", "name": "v", "expression": expression}],
     }
+
+
+# each family of templates, with how a template of it becomes a whole query
+FAMILIES: list[tuple[str, dict[str, dict[str, Any]], Callable[[dict[str, Any]], dict[str, Any]]]] = [
+    ("filters", FILTERS, with_filter),
+    ("aggregators", AGGREGATORS, with_aggregator),
+    ("extraction functions", EXTRACTION_FNS, with_extraction),
+    ("post-aggregators", POST_AGGREGATORS, with_post_aggregator),
+    ("having specs", HAVINGS, with_having),
+    ("queries", QUERIES, dict),
+]

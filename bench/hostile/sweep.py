@@ -159,15 +159,7 @@ def expression_function_cases(rnd: random.Random) -> Iterator[Hostile]:
 
 def native_field_cases() -> Iterator[Hostile]:
     """Every field of every template broken with every hostile value (and left out)."""
-    families: list[tuple[str, dict[str, dict[str, Any]], Any]] = [
-        ("filters", t.FILTERS, t.with_filter),
-        ("aggregators", t.AGGREGATORS, t.with_aggregator),
-        ("extraction functions", t.EXTRACTION_FNS, t.with_extraction),
-        ("post-aggregators", t.POST_AGGREGATORS, t.with_post_aggregator),
-        ("having specs", t.HAVINGS, t.with_having),
-        ("queries", t.QUERIES, lambda q: q),
-    ]
-    for family, templates, wrap in families:
+    for family, templates, wrap in t.FAMILIES:
         for template in templates.values():
             for broken in broken_variants(template):
                 yield native(f"sweep: native {family}", wrap(broken), ANSWERED_OR_REFUSED)

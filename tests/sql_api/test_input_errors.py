@@ -189,14 +189,7 @@ def test_every_native_type_has_a_template_that_answers(cluster: dict[str, Any]) 
     assert set(templates.EXTRACTION_FNS) == shipped(EXTRACTION_TYPES)
     assert set(templates.QUERIES) == shipped(query_types())
     broker = cluster["broker"]
-    for family, found, wrap in [
-        ("filter", templates.FILTERS, templates.with_filter),
-        ("aggregator", templates.AGGREGATORS, templates.with_aggregator),
-        ("extractionFn", templates.EXTRACTION_FNS, templates.with_extraction),
-        ("postAggregator", templates.POST_AGGREGATORS, templates.with_post_aggregator),
-        ("having", templates.HAVINGS, templates.with_having),
-        ("query", templates.QUERIES, lambda q: q),
-    ]:
+    for family, found, wrap in templates.FAMILIES:
         for name, template in found.items():
             resp = native(broker, wrap(template))
             assert resp.status_code == 200, (family, name, resp.text[:300])
