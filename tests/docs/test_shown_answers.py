@@ -126,6 +126,10 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
             501, "UNSUPPORTED", "legacyQueryException", "org.apache.druid.query.QueryUnsupportedException"
         )
     ],
+    # the rule: a pattern no engine compiles is the user's input error, refused on the broker
+    ("query-api.md", '"pattern": "((("'): [
+        druid_error(400, "INVALID_INPUT", "invalidInput", "org.apache.druid.error.DruidException")
+    ],
     ("query-api.md", '"parameters"'): [fr_over_100],
     ("query-api.md", '"sqlTypesHeader": true'): [channel_array],
     ("query-api.md", "EXPLAIN PLAN FOR"): [explain_topn],
