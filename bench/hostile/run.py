@@ -9,7 +9,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
@@ -27,13 +26,14 @@ CLIENT_TIMEOUT_S = 180.0  # no answer by then: the request is reported, never wa
 
 @dataclass(frozen=True)
 class Outcome:
-    hostile: Hostile
+    category: str
+    request: str  # the request, shortened (a 10 MB body is not kept for the report)
     status: int  # 0: no HTTP answer
     seconds: float
     problem: str | None  # None: answered as Druid's rules allow
 
     def __str__(self) -> str:
-        return f"[{self.status} in {self.seconds:.1f}s] {self.problem}: {self.hostile}"
+        return f"[{self.status} in {self.seconds:.1f}s] {self.problem}: {self.request}"
 
 
 def judge(hostile: Hostile, resp: httpx.Response, seconds: float) -> str | None:
@@ -63,11 +63,16 @@ def send(client: httpx.Client, url: str, hostile: Hostile) -> Outcome:
     try:
         resp = client.post(url + hostile.path, timeout=CLIENT_TIMEOUT_S, **hostile.kwargs)
     except httpx.TimeoutException:
-        return Outcome(hostile, 0, time.monotonic() - started, f"no answer within {CLIENT_TIMEOUT_S:.0f}s")
+        seconds = time.monotonic() - started
+        return Outcome(
+            hostile.category, str(hostile), 0, seconds, f"no answer within {CLIENT_TIMEOUT_S:.0f}s"
+        )
     except httpx.TransportError as e:
-        return Outcome(hostile, 0, time.monotonic() - started, f"connection failed: {e!r}")
+        return Outcome(
+            hostile.category, str(hostile), 0, time.monotonic() - started, f"connection failed: {e!r}"
+        )
     seconds = time.monotonic() - started
-    return Outcome(hostile, resp.status_code, seconds, judge(hostile, resp, seconds))
+    return Outcome(hostile.category, str(hostile), resp.status_code, seconds, judge(hostile, resp, seconds))
 
 
 def run_requests(
@@ -76,32 +81,41 @@ def run_requests(
     concurrency: int = 4,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Every request sent (`concurrency` at a time, one keep-alive client per thread); the outcomes
+    """Every request sent (`concurrency` at a time, one keep-alive client per thread), made only as
+    a thread is free to send it (a 10 MB body is never held longer than its request); the outcomes
     in the order they finished."""
     outcomes: list[Outcome] = []
+    failures: list[BaseException] = []
     lock = threading.Lock()
-    local = threading.local()
-    clients: list[httpx.Client] = []
+    source = iter(hostiles)
 
-    def one(hostile: Hostile) -> None:
-        client = getattr(local, "client", None)
-        if client is None:
-            client = local.client = httpx.Client()
+    def worker() -> None:
+        with httpx.Client() as client:
+            while True:
+                with lock:
+                    hostile = next(source, None) if not failures else None
+                if hostile is None:
+                    return
+                outcome = send(client, url, hostile)
+                with lock:
+                    outcomes.append(outcome)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+
+    def guarded() -> None:
+        try:
+            worker()
+        except BaseException as e:  # a generator's or a callback's failure ends the run, reported
             with lock:
-                clients.append(client)
-        outcome = send(client, url, hostile)
-        with lock:
-            outcomes.append(outcome)
-        if on_outcome is not None:
-            on_outcome(outcome)
+                failures.append(e)
 
-    try:
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="hostile") as pool:
-            for _ in pool.map(one, hostiles):
-                pass
-    finally:
-        for client in clients:
-            client.close()
+    threads = [threading.Thread(target=guarded, name=f"hostile-{i}") for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[0]
     return outcomes
 
 
@@ -122,5 +136,5 @@ def tally(outcomes: Sequence[Outcome]) -> dict[str, dict[str, int]]:
     """Statuses by category."""
     counts: dict[str, Counter[str]] = {}
     for o in outcomes:
-        counts.setdefault(o.hostile.category, Counter())[str(o.status)] += 1
+        counts.setdefault(o.category, Counter())[str(o.status)] += 1
     return {category: dict(sorted(c.items())) for category, c in sorted(counts.items())}
