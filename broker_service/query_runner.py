@@ -255,6 +255,10 @@ class QueryRunner:
 
     def _handle_missing(self, query: Query, gathered: GatherResult, context: dict[str, Any]) -> None:
         descriptors = [t.descriptor.to_json() for t in gathered.missing]
+        if gathered.node_failures:  # why: the operator's to read (the client is told which segments)
+            reasons = "; ".join(str(f) for f in gathered.node_failures[:5])
+            log.warning("query %s: %d segments unread after %d retries; node failures: %s",
+                        query.context.query_id, len(gathered.missing), gathered.retries, reasons)  # fmt: skip
         if query.context.return_partial_results:
             context["missingSegments"] = descriptors
             return

@@ -21,6 +21,7 @@ import random
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -86,12 +87,13 @@ def main() -> int:
     parser.add_argument("--skip", default="", help="hostile categories left out, comma-separated")
     parser.add_argument("--broker-memory-limit-mb", type=int, default=4096)
     parser.add_argument("--broker-flag", action="append", default=[], help="an extra broker flag (--x=y)")
+    parser.add_argument("--keep", type=Path, default=None, help="run the cluster in DIR and keep it (logs)")
     args = parser.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     broker_flags = [part for flag in args.broker_flag for part in flag.split("=", 1)]
     report: dict[str, Any] = {"requests": args.requests, "concurrency": args.concurrency}
     report["skipped"] = sorted(skip)
-    with wikipedia_cluster(broker_flags) as c:
+    with wikipedia_cluster(broker_flags, keep=args.keep) as c:
         broker = c.brokers[0]
         pids = server_pids(broker.pid, [h.pid for h in c.historicals])
         started = time.monotonic()

@@ -56,6 +56,7 @@ from timeline import SegmentDescriptor
 log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
+LARGE_BODY_BYTES = 65_536  # bodies past this are parsed in a worker thread
 WHOLE_SCAN_BATCH_ROWS = 65_536
 
 
@@ -187,8 +188,10 @@ class QueryEndpoint:
         headers: dict[str, str] = {}
         try:
             body = await request.body()
-            obj = decode_query_body(body, MAX_REQUEST_BYTES)
-            query = parse_query(obj)
+            if len(body) > LARGE_BODY_BYTES:  # seconds of parsing (a million-value IN) must not hold the loop
+                query = await asyncio.to_thread(_parse, body)
+            else:
+                query = _parse(body)
             require_table_source(query)
             query_id, data_source, query_type = query.context.query_id, query.data_source, query.query_type
             headers[QUERY_ID_HEADER] = query_id
@@ -236,6 +239,10 @@ class QueryEndpoint:
     def _record(self, data_source: str, query_type: str, started: float, status: int) -> None:
         if self.on_query is not None:
             self.on_query(data_source, query_type, time.monotonic() - started, status)
+
+
+def _parse(body: bytes) -> Query:
+    return parse_query(decode_query_body(body, MAX_REQUEST_BYTES))
 
 
 def _ipc_stream(schema: pa.Schema, batches: Iterable[pa.RecordBatch], entry: _Running) -> memoryview:

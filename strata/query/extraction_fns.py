@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from strata.query.duck import quote_ident, quote_str
 from strata.query.errors import QueryUnsupported, invalid
@@ -75,6 +76,15 @@ def _check(fn: Mapping[str, Any]) -> None:
     for key in _STRINGS.get(kind, ()):
         if fn.get(key) is not None and not isinstance(fn.get(key), str):
             raise invalid("Field [%s] of %s must be a string", key, what)
+    if kind == "timeFormat":  # checked here, on the broker, not first by a data node's engine
+        zone = fn.get("timeZone")
+        if zone not in (None, "UTC", "Z", "Etc/UTC"):
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise invalid("Unknown timeZone [%s] in %s", zone, what) from None
+        if fn.get("format") is not None:
+            joda_to_strftime(fn["format"])
 
 
 _INTEGERS = {"substring": ("index", "length"), "regex": ("index",)}
