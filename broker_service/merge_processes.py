@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -22,6 +25,7 @@ import pyarrow as pa
 from strata.query import Query
 
 MIN_ROWS = 50_000  # partial rows from which a merge goes to a worker process
+PARENT_POLL_S = 1.0
 Merge = Callable[[Query, list[pa.Table], int], tuple[list[Any], bytes]]
 
 
@@ -29,6 +33,18 @@ def _encoded(merge: Merge, query: Query, partials: list[pa.Table], max_rows: int
     """In the worker: the answer's JSON only (its rows as Python objects would cost as much to send
     back as to make)."""
     return merge(query, partials, max_rows)[1]
+
+
+def _outlive_no_broker(broker: int) -> None:
+    """In each worker: exit as soon as the broker is gone, however it went (kill -9 included); a
+    worker waiting for work would otherwise stay, orphaned, holding its memory."""
+
+    def watch() -> None:
+        while os.getppid() == broker:
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="broker-watch", daemon=True).start()
 
 
 def _ready() -> bool:
@@ -40,8 +56,9 @@ def _ready() -> bool:
 class MergeProcesses:
     def __init__(self, processes: int, min_rows: int = MIN_ROWS):
         self.min_rows = min_rows
+        spawn = multiprocessing.get_context("spawn")
         self._pool = ProcessPoolExecutor(
-            max_workers=processes, mp_context=multiprocessing.get_context("spawn")
+            max_workers=processes, mp_context=spawn, initializer=_outlive_no_broker, initargs=(os.getpid(),)
         )
 
     async def warm(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.memory import children
 from harness.processes import StrataProcess
 from tests.cluster.test_broker_cluster import HOURS, cluster, raw, wait_for_segments  # noqa: F401
 
@@ -176,3 +177,7 @@ def test_large_merges_in_worker_processes_answer_as_the_broker_does(
         assert httpx.post(merging.url + "/druid/v2/", json=limited, timeout=120).json() == (
             httpx.post(in_threads.url + "/druid/v2/", json=limited, timeout=120).json()
         )
+        workers = children(merging.pid)
+        assert workers and not children(in_threads.pid)
+        merging.kill()  # kill -9: its merge workers must not stay behind, orphaned
+        until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), "the merge workers exited")
