@@ -143,10 +143,12 @@ class Cluster:
         if self.zk is None:
             self.zk = ZooKeeperServer(port=free_port(), data_dir=self.root / "zk").start()
 
-    def start_data_nodes(self, count: int = 2, cache_format: str = "arrow", poll_period_s: float = 1) -> None:
+    def start_data_nodes(
+        self, count: int = 2, cache_format: str = "arrow", poll_period_s: float = 1, replicas: int = 1
+    ) -> None:
         self.start_zookeeper()
         common = ["--zk", self.zk_hosts, "--zk-base", self.base, "--deep-storage", str(self.root / "deep"),
-                  "--metadata", str(self.root / "meta.db"), "--replicas", "1",
+                  "--metadata", str(self.root / "meta.db"), "--replicas", str(replicas),
                   "--poll-period", str(poll_period_s), "--segment-cache-format", cache_format]  # fmt: skip
         for i in range(count):
             node = BenchProcess("historical", [*common, "--segment-cache", str(self.root / f"segcache{i}")],

@@ -1,46 +1,129 @@
-"""Admission control: a bounded number of running queries plus a short wait queue.
+"""Admission control: a bounded number of running queries, Druid's lanes within them, and a short
+wait queue served by priority.
 
-Beyond both, a query is refused at once with Druid's 429 "Query capacity exceeded" rather than
-piling up behind slow ones.
+A query first takes a slot of its lane (broker_service.laning): a lane at its cap refuses it at
+once with Druid's 429 "Query capacity exceeded" naming the lane, as Druid's scheduler does, so a
+flood in a capped lane never waits in front of other work. Then a slot of the total: when all are
+taken it waits in a queue of at most `max_queued`, where a higher context `priority` is served
+first (ties in arrival order); past the queue it is refused with the total's 429. A waiting query
+that is cancelled or times out leaves the queue and takes nothing with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
+from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from broker_service.laning import Laning
 from strata.query.errors import QueryCapacityExceeded
 
 
+@dataclass(order=True)
+class _Waiter:
+    rank: tuple[int, int]  # (-priority, arrival): the heap's first is served first
+    ready: asyncio.Future[None] = field(compare=False)
+
+
 class Admission:
-    def __init__(self, max_concurrent: int, max_queued: int):
+    def __init__(self, max_concurrent: int, max_queued: int, laning: Laning | None = None):
         if max_concurrent < 1 or max_queued < 0:
             raise ValueError("max_concurrent must be >= 1 and max_queued >= 0")
         self.max_concurrent = max_concurrent
         self.max_queued = max_queued
-        self._slots = asyncio.Semaphore(max_concurrent)
+        self.laning = laning or Laning()
         self.running = 0
-        self.queued = 0
+        self.lane_running: Counter[str] = Counter()
+        self._waiting: list[_Waiter] = []
+        self._arrivals = itertools.count()
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
 
     @asynccontextmanager
-    async def admit(self) -> AsyncIterator[None]:
-        if self._slots.locked():
-            if self.queued >= self.max_queued:
+    async def admit(self, *, priority: int = 0, lane: str | None = None) -> AsyncIterator[str | None]:
+        """Hold a slot while the body runs; yields the lane the query runs in."""
+        lane = self.laning.lane_of(priority, lane)
+        cap = self.laning.cap(lane)
+        if lane is not None and cap is not None:
+            if self.lane_running[lane] >= cap:
                 raise QueryCapacityExceeded(
-                    f"Too many concurrent queries, total query capacity of {self.max_concurrent} "
-                    f"(plus a queue of {self.max_queued}) exceeded. Please try your query again later."
+                    f"Too many concurrent queries for lane '{lane}', query capacity of {cap} exceeded. "
+                    "Please try your query again later."
                 )
-            self.queued += 1
-            try:
-                await self._slots.acquire()
-            finally:
-                self.queued -= 1
-        else:
-            await self._slots.acquire()
-        self.running += 1
+            self.lane_running[lane] += 1
         try:
-            yield
+            await self._take_slot(priority)
+        except BaseException:
+            self._leave_lane(lane, cap)
+            raise
+        try:
+            yield lane
         finally:
-            self.running -= 1
-            self._slots.release()
+            self._give_slot()
+            self._leave_lane(lane, cap)
+
+    def lanes(self) -> dict[str, dict[str, int]]:
+        """Each capped lane's running queries and cap (for /status)."""
+        return {
+            name: {"running": self.lane_running[name], "limit": cap}
+            for name, cap in self.laning.limits.items()
+        }
+
+    async def _take_slot(self, priority: int) -> None:
+        if self.running < self.max_concurrent and not self._waiting:
+            self.running += 1
+            return
+        if len(self._waiting) >= self.max_queued:
+            raise QueryCapacityExceeded(
+                f"Too many concurrent queries, total query capacity of {self.max_concurrent} exceeded. "
+                "Please try your query again later."
+            )
+        waiter = _Waiter((-priority, next(self._arrivals)), asyncio.get_running_loop().create_future())
+        heapq.heappush(self._waiting, waiter)
+        try:
+            await waiter.ready  # resolved by _give_slot, which counted us as running
+        except BaseException:
+            if waiter.ready.done() and not waiter.ready.cancelled():
+                self._give_slot()  # handed a slot as we were cancelled: pass it on
+            elif waiter in self._waiting:
+                self._waiting.remove(waiter)
+                heapq.heapify(self._waiting)
+            raise
+
+    def _give_slot(self) -> None:
+        while self._waiting:
+            waiter = heapq.heappop(self._waiting)
+            if not waiter.ready.done():
+                waiter.ready.set_result(None)  # the slot passes straight to it: `running` unchanged
+                return
+        self.running -= 1
+
+    def _leave_lane(self, lane: str | None, cap: int | None) -> None:
+        if lane is not None and cap is not None:
+            self.lane_running[lane] -= 1
+
+
+class HeldStream(StreamingResponse):
+    """A streamed answer holding its admission slot (`slot`, entered before the first byte so a
+    refusal is still a 429) until the stream ends, however it ends: finished, failed, or the client
+    gone before the first chunk."""
+
+    def __init__(self, slot: AsyncExitStack, content: Any, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.slot.aclose()

@@ -35,11 +35,13 @@ from broker_service.datasource_info import (
     default_interval,
 )
 from broker_service.fast_path import WholeAnswerPath, remember
+from broker_service.laning import scheduling_keys
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
 from strata.query import Query, QueryError, parse_query
-from strata.query.errors import invalid, unknown_exception
+from strata.query.engine_errors import query_engine_error, unforeseen
+from strata.query.errors import invalid
 from strata.query.request_body import decode_query_body
 from strata.query.scan import ScanQuery
 from strata.query.segment_spec import parse_segment_spec
@@ -90,7 +92,8 @@ async def post_query(request: Request) -> Response:
             status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
             return await arrow_scan_response(broker, query, dict(headers))
         version = broker.view.version  # before planning: a change meanwhile leaves the offer stale
-        async with broker.admission.admit():
+        priority, lane = scheduling_keys(query.context.raw)
+        async with broker.admission.admit(priority=priority, lane=lane):
             result = await broker.runner.run(query)
         headers[RESPONSE_CONTEXT_HEADER] = encode_response_context(result.response_context)
         if result.etag is not None:
@@ -111,10 +114,13 @@ async def post_query(request: Request) -> Response:
         metrics.queries.labels(query_type, str(e.status)).inc()
         status = e.status
         raise
-    except Exception as e:  # never a stack trace to the client
-        log.exception("unexpected failure answering a query")
-        metrics.queries.labels(query_type, "500").inc()
-        raise unknown_exception(e, broker.settings.host) from e
+    except Exception as e:  # never a stack trace, nor an engine's own error, to the client
+        err = query_engine_error(e, broker.settings.host)
+        if unforeseen(err):
+            log.exception("unexpected failure answering a query")
+        metrics.queries.labels(query_type, str(err.status)).inc()
+        status = err.status
+        raise err from e
     finally:
         metrics.on_query(data_source, query_type, time.monotonic() - started, status)
 
@@ -195,6 +201,7 @@ async def status(request: Request) -> Response:
         # SQL statements running (any step), and the relational engine's slots in use of its total
         "sqlStatements": len(request.app.state.sql_api.statements),
         "sqlEngine": {"slots": broker.relational.limits.slots, "busy": broker.relational.busy},
+        "lanes": broker.admission.lanes(),
         "uptimeSeconds": round(time.time() - broker.started, 3),
     }
     return _json(body, pretty=_pretty(request))

@@ -13,24 +13,29 @@ the stream with an empty batch whose custom metadata `strata.error` holds Druid'
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import AsyncExitStack, aclosing
 from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from starlette.responses import StreamingResponse
 
+from broker_service.admission import HeldStream
 from broker_service.broker import Broker
+from broker_service.laning import scheduling_keys
 from broker_service.scatter import GatherResult, Scatter
 from broker_service.segment_plan import SegmentTask, plan_segments
 from strata.query import QueryError
 from strata.query.columns import TIME_COLUMN
 from strata.query.druid_types import arrow_type
-from strata.query.errors import QueryUnsupported, SegmentsMissing, unknown_exception
+from strata.query.engine_errors import query_engine_error, unforeseen
+from strata.query.errors import QueryUnsupported, SegmentsMissing
 from strata.query.scan import ScanQuery
 from strata.wire import ARROW_STREAM, ERROR_METADATA_KEY
+
+log = logging.getLogger(__name__)
 
 TIME_TYPE = pa.timestamp("ms", tz="UTC")
 SEGMENTS_PER_FETCH = 1  # a fetch holds one segment's rows in memory (per prefetch slot)
@@ -114,16 +119,25 @@ class ArrowEncoder:
         return self._sink.take()
 
 
-async def arrow_scan_response(broker: Broker, query: ScanQuery, headers: dict[str, str]) -> StreamingResponse:
+async def arrow_scan_response(broker: Broker, query: ScanQuery, headers: dict[str, str]) -> HeldStream:
     """Check what can fail with a status (order, types, planning), then stream the rest."""
     if query.order != "none":
         raise QueryUnsupported("Arrow scan results are unordered; drop [order] or ask for JSON")
     tasks = plan_segments(broker.view, query).tasks
     schema = stream_schema(query, await broker.scan_types.for_tasks(broker.runner, query, tasks))
+    priority, lane = scheduling_keys(query.context.raw)
+    slot = AsyncExitStack()  # admitted before the first byte, so a 429 is still a status; held to the end
+    await slot.enter_async_context(broker.admission.admit(priority=priority, lane=lane))
+    try:
+        encoder = ArrowEncoder(schema)
+        stream = _stream(broker, query, tasks, encoder)
+        response = HeldStream(slot, stream, media_type=ARROW_STREAM, headers=headers)
+    except BaseException:
+        await slot.aclose()
+        raise
     broker.metrics.segments_queried.inc(len(tasks))
     broker.metrics.streamed_segments.inc(len(tasks))
-    encoder = ArrowEncoder(schema)
-    return StreamingResponse(_stream(broker, query, tasks, encoder), media_type=ARROW_STREAM, headers=headers)
+    return response
 
 
 async def _stream(
@@ -134,7 +148,7 @@ async def _stream(
     yield encoder.start()
     try:
         partials = _limited(_partials(broker, query, tasks), query.offset, query.limit)
-        async with broker.admission.admit(), aclosing(partials) as tables:
+        async with aclosing(partials) as tables:
             async for table in tables:
                 for start in range(0, table.num_rows, BATCH_ROWS):  # bounded pieces, sent as made
                     piece = table.slice(start, BATCH_ROWS)
@@ -146,7 +160,10 @@ async def _stream(
         yield encoder.error(e.to_body(broker.settings.host))
         return
     except Exception as e:  # never a silent truncation: the client reads the error
-        yield encoder.error(unknown_exception(e, broker.settings.host).to_body(broker.settings.host))
+        err = query_engine_error(e, broker.settings.host)
+        if unforeseen(err):
+            log.exception("unexpected failure streaming a scan")
+        yield encoder.error(err.to_body(broker.settings.host))
         return
     yield encoder.finish()
 

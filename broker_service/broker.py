@@ -18,6 +18,8 @@ from broker_service.answer_memo import AnswerMemo
 from broker_service.cache_status import CacheCollector, druid_cache_collector
 from broker_service.data_node_client import DataNodeClient
 from broker_service.inventory.base import ServerInventory
+from broker_service.laning import Laning
+from broker_service.merge_processes import MergeProcesses
 from broker_service.metrics import BrokerMetrics
 from broker_service.query_bodies import ParsedBodies
 from broker_service.query_runner import QueryRunner, RunnerLimits
@@ -40,7 +42,10 @@ class BrokerSettings:
     query_queue: int = 64
     max_request_bytes: int = MAX_REQUEST_BYTES
     merge_threads: int = 4
+    merge_processes: int = 0  # worker processes for large merges (0: in threads here; the CLI starts 1)
+    merge_process_rows: int = 50_000  # partial rows from which a merge goes to a worker process
     limits: RunnerLimits = field(default_factory=RunnerLimits)
+    laning: Laning = field(default_factory=Laning)  # Druid's query lanes within the capacity
     # the relational stage of SQL statements (strata.sql.sandbox): no file, extension or network access
     engine: EngineLimits = field(default_factory=lambda: EngineLimits(external_access=False))
     max_subquery_rows: int = DEFAULT_MAX_SUBQUERY_ROWS  # a statement's maxSubqueryRows by default
@@ -74,17 +79,23 @@ class Broker:
         self.parsed_bodies = ParsedBodies()
         self.client = DataNodeClient(headers=node_headers, tls_ca=tls_ca)
         self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")
+        self.merge_processes = (
+            MergeProcesses(settings.merge_processes, settings.merge_process_rows)
+            if settings.merge_processes
+            else None
+        )
         self.runner = QueryRunner(
             view,
             self.client,
             merge_pool=self.merge_pool,
+            merge_processes=self.merge_processes,
             cache_policy=cache_policy,
             result_cache=result_cache,
             limits=settings.limits,
             metrics=self.metrics,
         )
-        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue)
         self.relational = RelationalEngine(settings.engine)
+        self.admission = Admission(settings.max_concurrent_queries, settings.query_queue, settings.laning)
         self.metrics.bind_gauges(
             segments=lambda: view.segment_count,
             servers=lambda: len(view.servers()),
@@ -109,6 +120,8 @@ class Broker:
     async def start(self) -> None:
         if self.inventory is not None:
             await self.inventory.start()
+        if self.merge_processes is not None:
+            await self.merge_processes.warm()
 
     async def stop(self) -> None:
         if self.inventory is not None:
@@ -116,3 +129,5 @@ class Broker:
         await self.client.close()
         self.merge_pool.shutdown(wait=False, cancel_futures=True)
         self.relational.close()
+        if self.merge_processes is not None:
+            self.merge_processes.shutdown()

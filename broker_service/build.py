@@ -10,6 +10,7 @@ from broker_service.errors import BrokerConfigError
 from broker_service.inventory.base import ServerInventory
 from broker_service.inventory.http_inventory import HttpInventory, parse_node
 from broker_service.inventory.zk_inventory import ZkInventory
+from broker_service.laning import Laning, LaningConfigError, hilo, manual, parse_lane_flag
 from broker_service.query_runner import RunnerLimits
 from broker_service.server_view import BrokerServerView
 from strata.discovery.addresses import AddressError
@@ -43,6 +44,24 @@ def _within(default_ms: int, max_ms: int) -> int:
     """The default timeout held to the maximum (a default past it would refuse every query that
     sets none, as Druid's would)."""
     return default_ms if max_ms <= 0 or 0 < default_ms <= max_ms else max_ms
+
+
+def laning_of(args: argparse.Namespace) -> Laning:
+    """The lanes `--laning` and its flags configure, checked as Druid checks its scheduler's."""
+    total = args.max_concurrent_queries
+    try:
+        if args.laning == "hilo":
+            if args.laning_max_low_percent is None:
+                raise LaningConfigError("--laning hilo needs --laning-max-low-percent")
+            return hilo(total, args.laning_max_low_percent)
+        if args.laning == "manual":
+            lanes = dict(parse_lane_flag(text) for text in args.lane)
+            return manual(total, lanes, args.lane_limits_percent)
+    except LaningConfigError as e:
+        raise BrokerConfigError(str(e)) from None
+    if args.lane:
+        raise BrokerConfigError("--lane needs --laning manual")
+    return Laning()
 
 
 def build_broker(
@@ -79,6 +98,9 @@ def build_broker(
         engine=engine(args),
         max_subquery_rows=args.max_subquery_rows,
         max_subquery_bytes=args.max_subquery_bytes,
+        merge_processes=max(0, args.merge_processes),
+        merge_process_rows=max(1, args.merge_process_rows),
+        laning=laning_of(args),
     )
     cache_policy = result_cache = None
     if args.cache != "none":

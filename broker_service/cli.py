@@ -40,8 +40,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="on",
         help="with --cache: also keep whole answers, valid while the query reads the same segments",
     )
-    parser.add_argument("--max-concurrent-queries", type=int, default=32)
-    parser.add_argument("--query-queue", type=int, default=64, help="queries waiting beyond the running ones")
+    parser.add_argument(
+        "--max-concurrent-queries",
+        type=int,
+        default=32,
+        help="queries running at once, lanes included (Druid's druid.query.scheduler.numThreads)",
+    )
+    parser.add_argument(
+        "--query-queue",
+        type=int,
+        default=64,
+        help="queries waiting beyond the running ones, the highest context priority served first; "
+        "past it a query is refused with 429",
+    )
+    parser.add_argument(
+        "--laning",
+        choices=["none", "hilo", "manual"],
+        default="none",
+        help="query laning (druid.query.scheduler.laning.strategy): hilo caps queries of negative "
+        "priority in lane 'low'; manual caps the lanes named by --lane, chosen by the context's lane",
+    )
+    parser.add_argument(
+        "--laning-max-low-percent",
+        type=int,
+        default=None,
+        help="with --laning hilo: the percent of --max-concurrent-queries lane 'low' may use, "
+        "rounded up (druid.query.scheduler.laning.maxLowPercent)",
+    )
+    parser.add_argument(
+        "--lane",
+        action="append",
+        default=[],
+        metavar="NAME=LIMIT",
+        help="with --laning manual, repeatable: lane NAME runs at most LIMIT queries at once "
+        "(druid.query.scheduler.laning.lanes.NAME)",
+    )
+    parser.add_argument(
+        "--lane-limits-percent",
+        action="store_true",
+        help="with --laning manual: --lane limits are percents of --max-concurrent-queries "
+        "(druid.query.scheduler.laning.isLimitPercent)",
+    )
     parser.add_argument(
         "--lost-segment-grace",
         type=float,
@@ -71,6 +110,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "maxSubqueryBytes may lower it, never raise it (default: a quarter of --query-memory)",
     )  # fmt: skip
     add_engine_flags(parser, query_memory=512 * MiB, engine_memory=2 * GiB)
+    parser.add_argument(
+        "--merge-processes",
+        type=int,
+        default=1,
+        help="worker processes merging large answers (50,000 partial rows and more) off the broker's "
+        "interpreter, so a heavy groupBy does not slow other queries; 0 merges them in threads",
+    )
+    parser.add_argument(
+        "--merge-process-rows",
+        type=int,
+        default=50_000,
+        help="with --merge-processes: the partial rows from which a merge goes to a worker process",
+    )
     parser.add_argument(
         "--workers",
         type=int,

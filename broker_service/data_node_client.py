@@ -123,7 +123,12 @@ class DataNodeClient:
         headers = {"Content-Type": JSON, "Accept": ARROW_STREAM}
         self._in_flight[server.name] += 1
         try:
-            reply = await self._post(url, body, headers, timeout_s)
+            try:
+                reply = await self._post(url, body, headers, timeout_s)
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                # a kept-alive connection the node closed just as it was reused (seen under load):
+                # a query reads only, so it is sent once more, on a fresh connection
+                reply = await self._post(url, body, headers, timeout_s)
         except aiohttp.ConnectionTimeoutError as e:
             raise NodeFailure(server.name, f"connect timeout: {e or 'no connection'}") from None
         except TimeoutError:  # the query's time ran out (aiohttp's read timeouts are TimeoutErrors too)

@@ -76,6 +76,11 @@ class BrokerMetrics:
         )
         self.running_queries = Gauge("strata_broker_running_queries", "Queries running now", registry=r)
         self.queued_queries = Gauge("strata_broker_queued_queries", "Queries waiting for a slot", registry=r)
+        self.process_merges = Counter(
+            "strata_broker_process_merges",
+            "Large merges run in a worker process (--merge-processes)",
+            registry=r,
+        )
         self.native_queries = 0  # run by this broker (SQL statements' too), for /status/cluster's rates
         self.node_requests: Tally[str] = Tally()  # requests to each data node, for /status/cluster
 

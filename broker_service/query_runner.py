@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
+from broker_service.merge_processes import MergeProcesses
 from broker_service.metadata_answers import metadata_answerable, split_by_facts, split_metadata_partials
 from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
@@ -78,11 +79,13 @@ class QueryRunner:
         result_cache: ResultLevelCache | None = None,
         limits: RunnerLimits | None = None,
         metrics: BrokerMetrics | None = None,
+        merge_processes: MergeProcesses | None = None,
     ):
         self.view = view
         self.planner = SegmentPlanner(view)
         self.client = client
         self.merge_pool = merge_pool
+        self.merge_processes = merge_processes  # large merges, off this interpreter
         self.cache_policy: SegmentCachePolicy = cache_policy or NoSegmentCache()
         self.result_cache = result_cache
         self.limits = limits or RunnerLimits()
@@ -241,6 +244,10 @@ class QueryRunner:
         max_rows = self.limits.max_result_rows
         if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
             return merge_and_finalize(query, partials, max_rows)
+        if self.merge_processes is not None and self.merge_processes.takes(rows):
+            if self.metrics is not None:
+                self.metrics.process_merges.inc()
+            return None, await self.merge_processes.merge(merge_and_finalize, query, partials, max_rows)
         return await loop.run_in_executor(self.merge_pool, merge_and_finalize, query, partials, max_rows)
 
     async def _from_fragments(self, query: Query, partials: list[pa.Table]) -> bytes | None:
@@ -255,6 +262,10 @@ class QueryRunner:
 
     def _handle_missing(self, query: Query, gathered: GatherResult, context: dict[str, Any]) -> None:
         descriptors = [t.descriptor.to_json() for t in gathered.missing]
+        if gathered.node_failures:  # why: the operator's to read (the client is told which segments)
+            reasons = "; ".join(str(f) for f in gathered.node_failures[:5])
+            log.warning("query %s: %d segments unread after %d retries; node failures: %s",
+                        query.context.query_id, len(gathered.missing), gathered.retries, reasons)  # fmt: skip
         if query.context.return_partial_results:
             context["missingSegments"] = descriptors
             return

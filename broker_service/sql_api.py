@@ -12,6 +12,7 @@ import logging
 import re
 import urllib.parse
 import uuid
+from contextlib import AsyncExitStack
 from typing import Any
 
 import orjson
@@ -21,11 +22,13 @@ from starlette.routing import Route
 
 from broker_service.access import QueryOwners, authorize_sql
 from broker_service.broker import Broker
+from broker_service.laning import scheduling_keys
 from broker_service.sql_catalog import BrokerCatalog, CatalogSnapshot
-from broker_service.sql_execution import StatementExecution
+from broker_service.sql_execution import StatementExecution, StatementResponse
 from broker_service.sql_planning import PlanningPools
 from broker_service.sql_statements import RunningStatement, Statements
 from strata.query.context import timeout_within
+from strata.query.engine_errors import unforeseen
 from strata.query.errors import InvalidInput, QueryError, ResourceLimitExceeded, invalid
 from strata.query.request_body import check_nesting
 from strata.server.json_response import json_response
@@ -170,14 +173,42 @@ async def post_sql(request: Request) -> Response:
             names, types, sql_types = ["PLAN", "RESOURCES", "ATTRIBUTES"], ["STRING"] * 3, ["VARCHAR"] * 3
             payload, media = encode_rows(explain_rows(planned.plan), names, types, sql_types, **encoding)
             return Response(payload, 200, headers=dict(headers), media_type=media)
-        return await api.execution.answer(planned.plan, statement, encoding, dict(headers))
+        return await _answer_admitted(api, planned, statement, encoding, dict(headers))
     except QueryError:
         raise
     except Exception as e:  # never a stack trace, nor another engine's error, to the client
-        raise engine_error(e, host) from e
+        err = engine_error(e, host)
+        if unforeseen(err):
+            log.exception("unexpected failure answering a SQL statement")
+        raise err from e
     finally:
         if statement is not None and not statement.streaming:
             statement.finish()
+
+
+async def _answer_admitted(
+    api: SqlApi,
+    planned: PlannedStatement,
+    statement: RunningStatement,
+    encoding: dict[str, Any],
+    headers: dict[str, str],
+) -> Response:
+    """The statement's answer under one admission slot for all of it (its native queries and the
+    broker's relational stage), in its context's lane; a streamed answer holds the slot until its
+    last byte is sent."""
+    priority, lane = scheduling_keys(planned.context)
+    admitted = AsyncExitStack()
+    await admitted.enter_async_context(api.broker.admission.admit(priority=priority, lane=lane))
+    try:
+        response = await api.execution.answer(planned.plan, statement, encoding, headers)
+    except BaseException:
+        await admitted.aclose()
+        raise
+    if isinstance(response, StatementResponse):
+        response.hold(admitted)
+    else:
+        await admitted.aclose()
+    return response
 
 
 async def cancel_sql(request: Request) -> Response:

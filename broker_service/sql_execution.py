@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import orjson
@@ -22,7 +23,6 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from broker_service.broker import Broker
-from broker_service.query_runner import QueryResult
 from broker_service.relational_engine import EngineSlot
 from broker_service.sql_catalog import BrokerCatalog
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS
@@ -62,6 +62,11 @@ class StatementResponse(StreamingResponse):
         super().__init__(body, **kwargs)
         self._statement = statement
         self._on_close: Callable[[], None] | None = on_close
+        self._admitted: AsyncExitStack | None = None
+
+    def hold(self, admitted: AsyncExitStack) -> None:
+        """Keep the statement's admission slot until the answer is sent (or cut short)."""
+        self._admitted = admitted
 
     def close(self) -> None:
         on_close, self._on_close = self._on_close, None
@@ -78,6 +83,8 @@ class StatementResponse(StreamingResponse):
             )
         finally:
             self.close()
+            if self._admitted is not None:
+                await self._admitted.aclose()
 
 
 class StatementExecution:
@@ -94,12 +101,8 @@ class StatementExecution:
         if left is not None:
             native = {**native, "context": {**(native.get("context") or {}), "timeout": left}}
         query = await _parse_native(native)
-
-        async def admitted() -> QueryResult:
-            async with self.broker.admission.admit():
-                return await self.broker.runner.run(query)
-
-        result = await statement.bounded(admitted())
+        # no admission here: the statement holds one slot for all its stages (sql_api)
+        result = await statement.bounded(self.broker.runner.run(query))
         if result.results is not None:
             if subquery:
                 statement.limits.add_bytes(len(result.body or b""))

@@ -58,7 +58,16 @@ def _zone_offset_ms(text: str) -> int:
     sign = -1 if text[0] == "-" else 1
     digits = text[1:].replace(":", "")
     hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    if minutes > 59 or hours * 60 + minutes > 18 * 60:  # Joda's offsets: -18:00 to +18:00
+        raise ValueError(f"zone offset out of range: {text!r}")
     return sign * (hours * 3600 + minutes * 60) * 1000
+
+
+def _days_in_month(year: int, month: int) -> int:
+    """In the proleptic Gregorian calendar, as Joda's ISO chronology (February 30 is no day)."""
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
 
 
 def parse_instant(text: str, tz: ZoneInfo | None = None) -> int:
@@ -69,7 +78,8 @@ def parse_instant(text: str, tz: ZoneInfo | None = None) -> int:
     year = int(m["year"])
     month, day = int(m["month"] or 1), int(m["day"] or 1)
     hour, minute, second = int(m["hour"] or 0), int(m["minute"] or 0), int(m["second"] or 0)
-    if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 24 and minute < 60 and second < 60):
+    if not (1 <= month <= 12 and 1 <= day <= _days_in_month(year, month) and hour <= 24 and minute < 60
+            and second < 60):  # fmt: skip
         raise ValueError(f"field out of range in instant {text!r}")
     frac = m["frac"] or ""
     millis = int((frac + "000")[:3]) if frac else 0

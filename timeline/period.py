@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from timeline.instant import MS_PER_DAY, civil_from_days, days_from_civil, local_to_utc, utc_to_local
 
+_JAVA_INT_MAX = 2**31 - 1  # Joda keeps each field of a period in a Java int
 _PERIOD = re.compile(
     r"^P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
     r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+)(?:[.,](?P<frac>\d{1,3}))?S)?)?$",
@@ -37,6 +38,9 @@ class Period:
         if m is None or text.strip().upper() in ("P", "PT") or text.strip().upper().endswith("T"):
             raise ValueError(f"not an ISO-8601 period: {text!r}")
         frac = m["frac"] or ""
+        fields = ("years", "months", "weeks", "days", "hours", "minutes", "seconds")
+        if any(m[name] and int(m[name]) > _JAVA_INT_MAX for name in fields):
+            raise ValueError(f"a field of period {text!r} is past Joda's int range")
         return cls(
             years=int(m["years"] or 0),
             months=int(m["months"] or 0),

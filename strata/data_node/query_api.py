@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strata.data_node.priority_pools import PriorityPools
 from strata.engine import (
     SegmentInput,
     broker_partials_from_footers,
@@ -36,8 +37,9 @@ from strata.engine import (
 )
 from strata.engine.whole_scan import whole_scan_batches, whole_scan_schema
 from strata.query import Query, QueryError, parse_query
-from strata.query.duck import connection, engine_limits
-from strata.query.errors import QueryCancelled, QueryTimeout, unknown_exception
+from strata.query.duck import connection, discard_connection, engine_limits
+from strata.query.engine_errors import query_engine_error, unforeseen
+from strata.query.errors import QueryCancelled, QueryTimeout
 from strata.query.request_body import decode_query_body
 from strata.query.segment_spec import SegmentsSpec
 from strata.server.json_response import json_response
@@ -54,6 +56,7 @@ from timeline import SegmentDescriptor
 log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
+LARGE_BODY_BYTES = 65_536  # bodies past this are parsed in a worker thread
 WHOLE_SCAN_BATCH_ROWS = 65_536
 
 
@@ -111,9 +114,14 @@ class QueryEndpoint:
     def __init__(self, segments: LocalSegments, host: str, pool: ThreadPoolExecutor | None = None):
         self.segments = segments
         self.host = host
-        # one worker per query the engine's memory holds at once (strata.query.duck.EngineLimits)
-        workers = engine_limits().slots
-        self.pool = pool or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="query")
+        # one worker per query the engine's memory holds at once (strata.query.duck.EngineLimits),
+        # some of them for queries of negative context priority, which the OS gives the CPU last
+        self.pools: PriorityPools | None = None
+        if pool is None:
+            slots = engine_limits().slots
+            low = max(1, slots // 4)
+            self.pools = PriorityPools(workers=max(1, slots - low), low_workers=low)
+        self.pool: Executor = pool if pool is not None else self.pools.normal  # type: ignore[union-attr]
         self.running = RunningQueries()
         self.on_query: Callable[[str, str, float, int], None] | None = None  # (dataSource, type, s, status)
         self.on_segments: Callable[[float, float, int], None] | None = None  # (wait s, run s, segments)
@@ -158,6 +166,9 @@ class QueryEndpoint:
             merged = run_merged(query, inputs)
         except duckdb.OutOfMemoryException:
             raise engine_limits().exceeded(f"Query [{entry.query_id}] on data node {self.host}") from None
+        except (duckdb.InternalException, duckdb.FatalException):
+            discard_connection()  # its database is invalidated: this worker's next query opens another
+            raise
         finally:
             entry.conn = None
             if self.on_segments is not None and inputs:
@@ -182,8 +193,10 @@ class QueryEndpoint:
         headers: dict[str, str] = {}
         try:
             body = await request.body()
-            obj = decode_query_body(body, MAX_REQUEST_BYTES)
-            query = parse_query(obj)
+            if len(body) > LARGE_BODY_BYTES:  # seconds of parsing (a million-value IN) must not hold the loop
+                query = await asyncio.to_thread(_parse, body)
+            else:
+                query = _parse(body)
             require_table_source(query)
             query_id, data_source, query_type = query.context.query_id, query.data_source, query.query_type
             headers[QUERY_ID_HEADER] = query_id
@@ -197,7 +210,8 @@ class QueryEndpoint:
             try:
                 loop = asyncio.get_running_loop()
                 submitted = time.monotonic()
-                work = loop.run_in_executor(self.pool, self._execute, query, inputs, entry, arrow, submitted)
+                pool = self.pool if self.pools is None else self.pools.for_priority(query.context.priority)
+                work = loop.run_in_executor(pool, self._execute, query, inputs, entry, arrow, submitted)
                 timeout = query.context.timeout_ms / 1000 if query.context.timeout_ms else None
                 try:
                     result = await asyncio.wait_for(asyncio.shield(work), timeout)
@@ -217,18 +231,23 @@ class QueryEndpoint:
             if e.status >= 500:
                 log.warning("query %s failed: %s", query_id or "?", e.error_message)
             return json_response(e.to_body(self.host), e.status, pretty=pretty, headers=headers)
-        except Exception as e:  # never a bare 500 with a stack trace
-            if "Interrupt" in type(e).__name__:
+        except Exception as e:  # never a bare 500 with a stack trace, nor an engine's own error
+            if isinstance(e, duckdb.InterruptException):
                 err: QueryError = QueryCancelled(f"Query [{query_id}] was cancelled")
             else:
-                log.exception("query %s failed unexpectedly", query_id or "?")
-                err = unknown_exception(e)
+                err = query_engine_error(e, self.host)
+                if unforeseen(err):
+                    log.exception("query %s failed unexpectedly", query_id or "?")
             self._record(data_source, query_type, started, err.status)
             return json_response(err.to_body(self.host), err.status, pretty=pretty, headers=headers)
 
     def _record(self, data_source: str, query_type: str, started: float, status: int) -> None:
         if self.on_query is not None:
             self.on_query(data_source, query_type, time.monotonic() - started, status)
+
+
+def _parse(body: bytes) -> Query:
+    return parse_query(decode_query_body(body, MAX_REQUEST_BYTES))
 
 
 def _ipc_stream(schema: pa.Schema, batches: Iterable[pa.RecordBatch], entry: _Running) -> memoryview:

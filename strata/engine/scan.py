@@ -27,13 +27,17 @@ def segment_columns(inputs: Sequence[SegmentInput]) -> dict[str, list[str]]:
     return out
 
 
+UNNAMED = "__strata_unnamed_column"  # stands for the column "" inside DuckDB (no segment has it)
+
+
 @executes(ScanQuery)
 def run_partials(
     query: ScanQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
     own_columns = segment_columns(inputs) if not query.columns else {}
     if query.columns:
-        wanted = [c for c in query.columns if c != TIME_COLUMN]
+        # "" names no column (SQL cannot spell it): read as one no segment has, null, as Druid answers
+        wanted = [c or UNNAMED for c in query.columns if c != TIME_COLUMN]
     else:
         wanted = list(dict.fromkeys(c for cols in own_columns.values() for c in cols[1:]))
     relation, _ = filtered_relation(inputs, wanted, query.filter, virtual=query.virtual_columns)
@@ -45,4 +49,6 @@ def run_partials(
     if query.row_cap is not None:
         sql += f" LIMIT {query.row_cap}"
     table = conn.sql(sql).to_arrow_table()
+    if UNNAMED in wanted:
+        table = table.rename_columns(["" if name == UNNAMED else name for name in table.column_names])
     return with_columns_metadata(table, own_columns)

@@ -9,6 +9,7 @@ process's (`EngineLimits`, set once at start-up by `configure`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -136,6 +137,16 @@ def connection() -> duckdb.DuckDBPyConnection:
         limits.seal(conn)
         _local.conn = conn
     return conn
+
+
+def discard_connection() -> None:
+    """Drop this thread's connection: a DuckDB internal or fatal error invalidates its database, and
+    every later query on it would fail; the next query here opens a fresh one."""
+    conn = getattr(_local, "conn", None)
+    _local.conn = None
+    if conn is not None:
+        with contextlib.suppress(duckdb.Error):
+            conn.close()
 
 
 # `execute(...).to_arrow_table()` warns of one copy of the result rows; it is the cheaper path here

@@ -64,6 +64,38 @@ class InvalidInput(QueryError):
         return body
 
 
+class DruidFailure(QueryError):
+    """Druid's newer DruidException shape for a failure that is not the user's input: errorCode
+    `general`, a category that says whose problem it is, and no legacy keys in the context."""
+
+    error = "druidException"
+    error_class = "org.apache.druid.error.DruidException"
+    error_code = "general"
+
+    def to_body(self, host: str | None = None) -> dict[str, Any]:
+        body = super().to_body(host)
+        body["context"] = dict(self.context)
+        return body
+
+
+class RuntimeFailure(DruidFailure):
+    """A server-side failure at run time (a segment file unreadable, a disk error): the operator's
+    to look at; the broker reads the segments elsewhere when a data node answers with it."""
+
+    status = 500
+    category = "RUNTIME_FAILURE"
+    persona = "OPERATOR"
+
+
+class Defensive(DruidFailure):
+    """A check that should never fail failed inside an engine (its internal error, a type it did not
+    expect): a bug, named as Druid's DEFENSIVE category names one, for a developer to read."""
+
+    status = 500
+    category = "DEFENSIVE"
+    persona = "DEVELOPER"
+
+
 class BadJson(QueryError):
     """The request body is not parseable JSON."""
 
@@ -160,10 +192,14 @@ def invalid(message: str, *args: object) -> InvalidInput:
     return InvalidInput(message % args if args else message)
 
 
+class UnknownException(QueryError):
+    """Druid's catch-all for what no category names: a bug of Strata's own (logged with its
+    traceback where it is caught), never an engine's error nor the user's input."""
+
+
 def unknown_exception(exc: BaseException, host: str | None = None) -> QueryError:
     """Wrap an unexpected exception so the HTTP layer never leaks a stack trace."""
-    err = QueryError(f"{type(exc).__name__}: {exc}", host=host)
-    return err
+    return UnknownException(f"{type(exc).__name__}: {exc}", host=host)
 
 
 class HttpRouteError(QueryError):

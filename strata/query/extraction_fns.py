@@ -7,13 +7,15 @@ JavaScript body or a search query answer 501 naming themselves.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from strata.query.duck import quote_ident, quote_str
 from strata.query.errors import QueryUnsupported, invalid
+from strata.query.fields import JAVA_INT_MAX, get_int
+from strata.query.regex_check import check_regex
 
 # an extraction function's SQL over `text` (the value so far) and `raw` (the column, of `raw_type`)
 _Apply = Callable[[Mapping[str, Any], str, str, "str | None"], str]
@@ -47,6 +49,8 @@ def parse_extraction_fn(value: Any) -> ExtractionFn:
 
 def _check(fn: Mapping[str, Any]) -> None:
     kind = fn.get("type")
+    if not isinstance(kind, str):
+        raise invalid("extractionFn needs a string [type], got %s", type(kind).__name__)
     if kind in UNSUPPORTED:
         raise QueryUnsupported(f"extractionFn type [{kind}] is not supported")
     if kind not in _KINDS:
@@ -63,12 +67,29 @@ def _check(fn: Mapping[str, Any]) -> None:
         expr = fn.get("expr")
         if not isinstance(expr, str):
             raise invalid("extractionFn [%s] needs a string [expr]", kind)
-        try:
-            re.compile(expr)
-        except re.error as e:
-            raise invalid("extractionFn [%s] has an invalid [expr]: %s", kind, e) from None
+        check_regex(expr, f"extractionFn [{kind}]")
     if kind == "substring" and not isinstance(fn.get("index"), int):
         raise invalid("extractionFn [substring] needs an integer [index]")
+    what = f"extractionFn [{kind}]"
+    for key in _INTEGERS.get(kind, ()):  # Java ints in Druid
+        get_int(fn, key, None, what=what, minimum=0, maximum=JAVA_INT_MAX)
+    for key in _STRINGS.get(kind, ()):
+        if fn.get(key) is not None and not isinstance(fn.get(key), str):
+            raise invalid("Field [%s] of %s must be a string", key, what)
+    if kind == "timeFormat":  # checked here, on the broker, not first by a data node's engine
+        zone = fn.get("timeZone")
+        if zone not in (None, "UTC", "Z", "Etc/UTC"):
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise invalid("Unknown timeZone [%s] in %s", zone, what) from None
+        if fn.get("format") is not None:
+            joda_to_strftime(fn["format"])
+
+
+_INTEGERS = {"substring": ("index", "length"), "regex": ("index",)}
+_STRINGS = {"timeFormat": ("format", "timeZone", "locale"), "stringFormat": ("format", "nullHandling"),
+            "regex": ("replaceMissingValueWith",), "lower": ("locale",), "upper": ("locale",)}  # fmt: skip
 
 
 def _apply(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
@@ -90,7 +111,7 @@ def _substring(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None)
 
 def _regex(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
     expr = quote_str(fn["expr"])
-    index = int(fn.get("index", 1))
+    index = 1 if fn.get("index") is None else int(fn["index"])
     missing = text
     if fn.get("replaceMissingValue"):
         replacement = fn.get("replaceMissingValueWith")

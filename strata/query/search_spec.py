@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from strata.query.duck import connection, quote_str
+from strata.query.duck import quote_str
 from strata.query.errors import invalid
 from strata.query.fields import as_object, get_bool, get_list, get_str
+from strata.query.regex_check import check_regex
 
 
 class SearchSpec(ABC):
@@ -73,15 +74,6 @@ class RegexSpec(SearchSpec):
 
     def to_json(self) -> dict[str, Any]:
         return {"type": "regex", "pattern": self.pattern}
-
-
-def check_regex(pattern: str, what: str) -> str:
-    """Reject a pattern the engine's regex library cannot compile, at parse time (400, not 500)."""
-    try:
-        connection().execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
-    except Exception as e:  # duckdb raises its own error classes for bad patterns
-        raise invalid("Invalid regular expression [%s] in %s: %s", pattern, what, e) from None
-    return pattern
 
 
 def parse_search_spec(value: Any, what: str = "search query spec") -> SearchSpec:

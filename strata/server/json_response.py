@@ -29,7 +29,8 @@ def druid_error_handlers(host: str) -> dict[Any, Any]:
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
 
-    from strata.query.errors import HttpRouteError, unknown_exception
+    from strata.query.engine_errors import query_engine_error
+    from strata.query.errors import HttpRouteError
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -38,7 +39,7 @@ def druid_error_handlers(host: str) -> dict[Any, Any]:
         return json_response(err.to_body(host), err.status, headers=dict(exc.headers or {}))
 
     async def unexpected(request: Request, exc: Exception) -> Response:
-        err = unknown_exception(exc, host)
+        err = query_engine_error(exc, host)  # an engine's error its route did not map; else the catch-all
         return json_response(err.to_body(host), err.status)
 
     return {HTTPException: http_error, Exception: unexpected}

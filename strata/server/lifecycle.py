@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
 from typing import Any
 
+KEEP_ALIVE_S = 75  # seconds an idle HTTP connection stays open on a Strata server
 log = logging.getLogger("strata.server.lifecycle")
 
 DEFAULT_DRAIN_S = 10.0
@@ -102,6 +103,9 @@ def serve(
         ssl_certfile=tls[0] if tls else None,  # `tls`: (certificate, key) files; HTTPS only
         ssl_keyfile=tls[1] if tls else None,
         timeout_graceful_shutdown=max(drain_s, 0.0),  # type: ignore[arg-type]  # a float works (wait_for)
+        # longer than clients keep idle connections (the broker's data node client: 60 s), so a
+        # client closes an idle connection first rather than reusing one the server is closing
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     server = _Server(config)
     sockets = [_reuse_port_socket(host, port)] if reuse_port else None

@@ -141,8 +141,15 @@ def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
         elif out.sql_type == "BOOLEAN":
             columns[out.name] = pa.array([None if v is None else bool(v) for v in values], pa.bool_())
         else:
-            columns[out.name] = pa.array(values, _ARROW.get(out.druid_type, pa.string()))
+            columns[out.name] = pa.array(values, _arrow_type(out.druid_type))
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})
+
+
+def _arrow_type(druid_type: str) -> pa.DataType:
+    """An output's Arrow type; `ARRAY<LONG>` (ARRAY_AGG over numbers, say) a list of its elements."""
+    if druid_type.startswith("ARRAY<") and druid_type.endswith(">"):
+        return pa.list_(_arrow_type(druid_type[len("ARRAY<") : -1]))
+    return _ARROW.get(druid_type, pa.string())
 
 
 _DUCK_TO_DRUID = {
@@ -175,4 +182,12 @@ def _output(i: int, description: Any, outer: exp.Expr, names: list[str] | None) 
         return Output(name, name, "LONG", sql_type_name="DATE")
     if kind == "BOOLEAN":
         return Output(name, name, "LONG", sql_type_name="BOOLEAN")
+    if kind.endswith("[]"):  # a list: Druid's ARRAY of its element type
+        return Output(name, name, _array_type(kind), sql_type_name="ARRAY")
     return Output(name, name, _DUCK_TO_DRUID.get(kind, "STRING"))
+
+
+def _array_type(kind: str) -> str:
+    element = kind[: -len("[]")]
+    inner = _array_type(element) if element.endswith("[]") else _DUCK_TO_DRUID.get(element, "STRING")
+    return f"ARRAY<{inner}>"

@@ -1,6 +1,9 @@
-"""Errors of the engines inside the SQL layer (sqlglot, DuckDB, Python's own limits) as Druid's error
-categories: the client sees a 400 `invalidInput` or a 501 `unsupported` in Druid's words, and a 500
-only for what nobody foresaw - never another engine's exception class or banner as the answer."""
+"""Errors of the engines inside the SQL layer (sqlglot, the broker's DuckDB, Python's own limits) as
+Druid's error categories: the client sees a 400 `invalidInput` or a 501 `unsupported` in Druid's
+words, and a 500 only for what nobody foresaw - never another engine's exception class or banner as
+the answer. What the SQL layer says differently from a native query's engine (a statement DuckDB
+cannot parse is one Strata does not support; an unknown function or table is named) is here; the
+rest is `strata.query.engine_errors`'s."""
 
 from __future__ import annotations
 
@@ -9,25 +12,15 @@ import re
 import duckdb
 from sqlglot import errors as sqlglot_errors
 
-from strata.query.errors import (
-    QueryError,
-    QueryInterrupted,
-    QueryUnsupported,
-    ResourceLimitExceeded,
-    invalid,
-    unknown_exception,
-)
+from strata.query.engine_errors import duckdb_error, engine_message, printable, query_engine_error
+from strata.query.errors import QueryError, QueryUnsupported, invalid
 from strata.sql.guard import MAX_NESTING
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
 _SQLGLOT_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: .*?>")
-_DUCK_BANNER = re.compile(r"^\s*[A-Z][A-Za-z ]*Error:\s*")
 _DUCK_FUNCTION = re.compile(r"Function with name (\"?)([\w$]+)\1 does not exist", re.IGNORECASE)
 _DUCK_TABLE = re.compile(r"Table with name (\"?)([\w$.]+)\1 does not exist", re.IGNORECASE)
-
-_DUCK_UNSUPPORTED = (duckdb.NotImplementedException, duckdb.NotSupportedError, duckdb.ParserException)
-_DUCK_INVALID = (duckdb.ProgrammingError, duckdb.DataError, duckdb.ConstraintException)
 
 
 def engine_error(exc: BaseException, host: str | None = None) -> QueryError:
@@ -36,13 +29,23 @@ def engine_error(exc: BaseException, host: str | None = None) -> QueryError:
         return exc
     if isinstance(exc, RecursionError):
         return invalid("SQL nests too deeply to plan; keep it within %d levels", MAX_NESTING)
-    if isinstance(exc, MemoryError):
-        return ResourceLimitExceeded("Not enough memory to plan or run the SQL statement")
     if isinstance(exc, sqlglot_errors.SqlglotError):
         return _sqlglot_error(exc)
     if isinstance(exc, duckdb.Error):
         return _duckdb_error(exc)
-    return unknown_exception(exc, host)
+    if _raised_in_sqlglot(exc):  # its generator or optimizer met a tree it cannot take: the statement's
+        return invalid("Cannot plan the SQL statement: %s", _plain(f"{type(exc).__name__}: {exc}"))
+    return query_engine_error(exc, host)
+
+
+def _raised_in_sqlglot(exc: BaseException) -> bool:
+    """Whether a Python error (AttributeError, say) was raised inside sqlglot's own code."""
+    tb = exc.__traceback__
+    if tb is None or not isinstance(exc, (AttributeError, TypeError, ValueError, IndexError, KeyError)):
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", "")).startswith("sqlglot.")
 
 
 def _sqlglot_error(exc: sqlglot_errors.SqlglotError) -> QueryError:
@@ -62,28 +65,22 @@ def _sqlglot_error(exc: sqlglot_errors.SqlglotError) -> QueryError:
 
 
 def _duckdb_error(exc: duckdb.Error) -> QueryError:
-    message = _plain(_DUCK_BANNER.sub("", str(exc).split("\n")[0]))
+    message = _plain(engine_message(exc))
     if isinstance(exc, duckdb.CatalogException):
         if (fn := _DUCK_FUNCTION.search(message)) is not None:
             return QueryUnsupported(f"Function [{fn.group(2).upper()}] is not supported")
         if (table := _DUCK_TABLE.search(message)) is not None:
             return invalid("Object '%s' not found", table.group(2))
-        return invalid("%s", message)
-    if isinstance(exc, duckdb.OutOfMemoryException):
-        return ResourceLimitExceeded("Not enough memory to run the broker's part of the SQL statement")
-    if isinstance(exc, duckdb.InterruptException):
-        return QueryInterrupted("The SQL statement was interrupted")
-    if isinstance(exc, _DUCK_UNSUPPORTED):
+    if isinstance(exc, duckdb.ParserException):  # sqlglot wrote what DuckDB does not read
         return QueryUnsupported(f"SQL is not supported: {message}")
-    if isinstance(exc, _DUCK_INVALID):
-        return invalid("%s", message)
-    return QueryError(f"Unexpected failure in the broker's SQL engine ({type(exc).__name__})")
+    return duckdb_error(exc)
 
 
 def _plain(text: str) -> str:
-    """One line, without terminal escapes or the names of sqlglot's classes."""
+    """One line, without terminal escapes, control characters (a statement's own, echoed) or the
+    names of sqlglot's classes."""
     text = _SQLGLOT_TOKEN.sub(_token, _SQLGLOT_CLASS.sub(r"\1", _ANSI.sub("", text)))
-    return " ".join(text.split())
+    return printable(text)
 
 
 def _token(m: re.Match[str]) -> str:

@@ -63,12 +63,10 @@ class RowEncoder:
             for r in rows:
                 writer.writerow(["" if v is None else _text(v) for v in r])
             return out.getvalue().encode()
-        dumps = orjson.dumps
-        if self.fmt in ("object", "objectLines"):
-            names = self.names
-            encoded = [dumps(dict(zip(names, r, strict=True))) for r in rows]
-        else:
-            encoded = [dumps(list(r)) for r in rows]
+        try:
+            encoded = self._encoded(rows)
+        except TypeError:  # an integer past 64 bits (DuckDB's HUGEINT): a DOUBLE, as Druid's DECIMALs are
+            encoded = self._encoded([[_json_number(v) for v in r] for r in rows])
         if self.fmt in ("objectLines", "arrayLines"):
             return b"".join(line + b"\n" for line in encoded)
         body = b",".join(encoded)
@@ -76,6 +74,13 @@ class RowEncoder:
             self._first = False
             return body
         return b"," + body
+
+    def _encoded(self, rows: Sequence[Sequence[Any]]) -> list[bytes]:
+        dumps = orjson.dumps
+        if self.fmt in ("object", "objectLines"):
+            names = self.names
+            return [dumps(dict(zip(names, r, strict=True))) for r in rows]
+        return [dumps(list(r)) for r in rows]
 
     def end(self) -> bytes:
         return b"]" if self.fmt in ("object", "array") else b"\n"
@@ -136,3 +141,9 @@ def _text(v: Any) -> str:
     if isinstance(v, (list, dict)):
         return orjson.dumps(v).decode()
     return str(v)
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        return float(value)
+    return value

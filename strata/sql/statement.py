@@ -17,6 +17,7 @@ from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExcee
 from strata.sql.aggregate_split import split_aggregate
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata.sql.functions import check_supported, druid_name
+from strata.sql.literals import check_literals
 from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
 from strata.sql.relational import Relational, plan_relational
@@ -131,6 +132,7 @@ def _user_input() -> Iterator[None]:
 def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]) -> PlannedStatement:
     context = {**context, **parsed.settings}
     _refuse_unplannable(parsed.tree)
+    check_literals(parsed.tree)
     tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()

@@ -205,3 +205,52 @@ def test_node_errors_keep_the_nodes_body_and_status() -> None:
         )
     with pytest.raises(NodeFailure, match="HTTP 502"):  # a proxy's HTML page, not Druid JSON
         run(canned(response(502, b"<html>bad gateway</html>", {"Content-Type": "text/html"})))
+
+
+class _ResetOnce(DataNodeClient):
+    """The first post fails as a kept-alive connection closed under it does; the next one answers."""
+
+    def __init__(self, failure: BaseException):
+        super().__init__()
+        self.failure = failure
+        self.posts = 0
+
+    async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float | None) -> _Reply:
+        self.posts += 1
+        if self.posts == 1:
+            raise self.failure
+        return await super()._post(url, body, headers, timeout_s)
+
+
+@pytest.mark.parametrize(
+    "failure", [aiohttp.ServerDisconnectedError(), aiohttp.ClientOSError(104, "connection reset by peer")]
+)
+def test_a_connection_lost_before_the_answer_is_tried_once_more(failure: Exception) -> None:
+    """A node closing an idle kept-alive connection as the broker reuses it is no node failure."""
+
+    async def handler(head: bytes, body: bytes) -> bytes:
+        return response(200, arrow_bytes(PARTIAL), {"Content-Type": ARROW_STREAM})
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")
+        )
+        writer.write(await handler(head, await reader.readexactly(length)))
+        await writer.drain()
+        writer.close()
+
+    async def go() -> tuple[object, int]:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = _ResetOnce(failure)
+        try:
+            node = ServerMetadata(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
+            answer = await asyncio.wait_for(client.run(node, QUERY, [SEGMENT], timeout_s=5.0), 30)
+            return answer, client.posts
+        finally:
+            await client.close()
+            server.close()
+
+    answer, posts = asyncio.run(go())
+    assert posts == 2 and answer.table.equals(PARTIAL)  # type: ignore[attr-defined]

@@ -138,6 +138,10 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
             "org.apache.druid.query.ResourceLimitExceededException",
         )
     ],
+    # the rule: a pattern no engine compiles is the user's input error, refused on the broker
+    ("query-api.md", '"pattern": "((("'): [
+        druid_error(400, "INVALID_INPUT", "invalidInput", "org.apache.druid.error.DruidException")
+    ],
     ("query-api.md", '"parameters"'): [fr_over_100],
     ("query-api.md", '"sqlTypesHeader": true'): [channel_array],
     ("query-api.md", "EXPLAIN PLAN FOR"): [explain_topn],

@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.hostile.categories import nested
 from bench.sql_hostile import health_while_planning, in_list_statement
 from strata.sql.guard import MAX_NESTING, MAX_STATEMENT_CHARS
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
 from tests.historical_query.wiki_http import RawRows
-from tests.sql_api.hostile import nested
 
 pytestmark = pytest.mark.integration
 

@@ -11,13 +11,19 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.hostile.categories import CATEGORIES, hostile_requests
+from bench.hostile.guardrails import GUARDRAIL_CATEGORIES
+from bench.hostile.run import category_requests, run_requests
+from harness.memory import MemoryWatchdog
 from tests.cluster.test_broker_cluster import cluster  # noqa: F401 - the module's cluster fixture
 from tests.differential.generator import gen_filter
 from tests.historical_query.wiki_http import RawRows
-from tests.sql_api.hostile import CATEGORIES, hostile_requests
 
 pytestmark = pytest.mark.integration
 
+BROKER_MEMORY_LIMIT = (
+    3 * 1024**3
+)  # the broker killed (and the test failed) past it: the host keeps its memory
 DAY = "\"__time\" >= TIMESTAMP '2015-09-12 00:00:00' AND \"__time\" < TIMESTAMP '2015-09-13 00:00:00'"
 
 
@@ -136,11 +142,23 @@ def test_explain_errors_and_cancel(cluster: dict[str, Any]) -> None:  # noqa: F8
     assert rows(broker, "SELECT 1 AS one") == [{"one": 1}]
 
 
+@pytest.mark.timeout(900)
 def test_malformed_sql_fuzz_never_a_server_error(cluster: dict[str, Any]) -> None:  # noqa: F811
     """Valid statements cut, spliced and garbled at random, then hostile requests of every category
     (deep nesting, NOT chains, huge IN lists, control characters in ids, wrong JSON types, garbage
-    bytes): always 200, 400 or 501 with Druid's SQL error body, and the broker keeps serving."""
+    bytes, and issue 36's: cross joins, recursion, huge literals, bad regexes and timestamps, 10 MB
+    statements, native nesting): the status Druid's rules give with Druid's error body, none past
+    its deadline, the broker's memory bounded throughout (a watchdog reads its VmRSS), and the broker
+    serving right afterwards."""
     broker = cluster["broker"]
+    with MemoryWatchdog({"broker": broker.pid}, limit_bytes=BROKER_MEMORY_LIMIT,
+                        on_over=lambda _name: broker.kill()) as watchdog:  # fmt: skip
+        _fuzz(broker)
+    print("broker memory during the fuzz:", watchdog.summary())
+    assert not watchdog.over(BROKER_MEMORY_LIMIT), watchdog.summary()
+
+
+def _fuzz(broker: Any) -> None:
     seeds = [
         "SELECT channel, COUNT(*) AS c FROM wikipedia WHERE countryName IS NULL GROUP BY channel ORDER BY c DESC LIMIT 3",
         "SELECT FLOOR(__time TO HOUR), SUM(added) FILTER (WHERE isRobot = 'true') FROM wikipedia GROUP BY 1",
@@ -164,7 +182,7 @@ def test_malformed_sql_fuzz_never_a_server_error(cluster: dict[str, Any]) -> Non
         if resp.status_code != 200:
             assert {"error", "errorCode", "category", "errorMessage"} <= set(resp.json()), text
     assert rows(broker, "SELECT COUNT(*) AS c FROM wikipedia") == [{"c": 39244}]
-    # hostile categories (tests/sql_api/hostile.py): the status Druid's rules give, never a 5xx or a
+    # hostile categories (bench/hostile/categories.py): the status Druid's rules give, never a 5xx or a
     # dropped connection (httpx would raise), and the broker's health check answering after each
     seen = set()
     for hostile in hostile_requests(rnd, per_category=25):
@@ -175,4 +193,11 @@ def test_malformed_sql_fuzz_never_a_server_error(cluster: dict[str, Any]) -> Non
         assert httpx.get(broker.url + "/status/health", timeout=5).status_code == 200, str(hostile)
         seen.add(hostile.category)
     assert seen == set(CATEGORIES)
+    assert rows(broker, "SELECT COUNT(*) AS c FROM wikipedia") == [{"c": 39244}]
+    # issue 36's categories (bench/hostile/guardrails.py), three at a time, each judged with its deadline
+    outcomes = run_requests(broker.url, category_requests(rnd, 4, list(GUARDRAIL_CATEGORIES)), concurrency=3)
+    problems = [str(o) for o in outcomes if o.problem]
+    assert not problems, "\n".join(problems[:10])
+    assert {o.category for o in outcomes} == set(GUARDRAIL_CATEGORIES)
+    assert httpx.get(broker.url + "/status/health", timeout=5).status_code == 200
     assert rows(broker, "SELECT COUNT(*) AS c FROM wikipedia") == [{"c": 39244}]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from timeline import ETERNITY, Granularity, Interval, format_instant, parse_instant
+from timeline import ETERNITY, Granularity, Interval, Period, format_instant, parse_instant
 
 LA = ZoneInfo("America/Los_Angeles")
 KOLKATA = ZoneInfo("Asia/Kolkata")
@@ -295,3 +295,26 @@ def test_vectorised_bucketing_equals_scalar(period, zone, origin, start, span_da
         assert all(a.end == b.start for a, b in pairwise(buckets))
         for b in buckets[:: max(1, len(buckets) // 40)]:
             assert g.bucket_start(b.start) == b.start and g.bucket_start(b.end - 1) == b.start
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2015-02-30", "2015-02-29", "1900-02-29", "2015-04-31", "2015-09-12T00:00:00+99:00", "2015-09-12T00:00+18:01",
+     "2015-09-12T00:00:00+05:60"],
+)  # fmt: skip
+def test_a_day_or_an_offset_no_calendar_has_is_refused_as_joda_refuses_it(text: str) -> None:
+    """Not rolled over (February 30 read as March 2): Joda's ISO parser refuses these."""
+    with pytest.raises(ValueError):
+        parse_instant(text)
+
+
+def test_days_and_offsets_the_calendar_has_still_parse() -> None:
+    assert parse_instant("2016-02-29") == 1456704000000 and parse_instant("2000-02-29") == 951782400000
+    assert parse_instant("2015-09-12T00:00:00+18:00") == 1441951200000
+    assert parse_instant("2015-09-12T00:00:00-05:30") == 1442035800000
+
+
+def test_a_period_field_past_jodas_int_range_is_refused() -> None:
+    assert str(Period.parse(f"P{2**31 - 1}D")) == f"P{2**31 - 1}D"
+    with pytest.raises(ValueError, match="int range"):
+        Period.parse("P99999999999999999999D")

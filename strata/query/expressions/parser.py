@@ -10,9 +10,11 @@ with a clear error naming the position.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from strata.query.errors import QueryUnsupported, invalid
+from strata.query.regex_check import check_regex
 
 MAX_LENGTH = 65_536
 MAX_DEPTH = 200
@@ -211,21 +213,37 @@ def parse_expression(text: str) -> Node:
     node = parser.expression()
     if parser.peek()[0] != "end":
         raise parser.fail("unexpected token")
+    _check_patterns(node)
     return node
 
 
-def identifiers(node: Node) -> set[str]:
-    """Every column an expression reads."""
-    out: set[str] = set()
+# functions whose argument at that position is a regular expression: checked where the query is
+# parsed (the broker), as Druid checks them at planning, not first on a data node
+_PATTERN_ARGUMENT = {"regexp_extract": 1, "regexp_like": 1, "regexp_replace": 1}
+
+
+def _check_patterns(node: Node) -> None:
+    for n in walk(node):
+        if isinstance(n, Call) and (at := _PATTERN_ARGUMENT.get(n.name)) is not None and len(n.args) > at:
+            pattern = n.args[at]
+            if isinstance(pattern, Literal) and isinstance(pattern.value, str):
+                check_regex(pattern.value, f"function [{n.name}]")
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of an expression's tree, without recursion."""
     stack: list[Node] = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, Identifier):
-            out.add(n.name)
-        elif isinstance(n, Unary):
+        yield n
+        if isinstance(n, Unary):
             stack.append(n.arg)
         elif isinstance(n, Binary):
             stack += [n.left, n.right]
         elif isinstance(n, Call):
             stack.extend(n.args)
-    return out
+
+
+def identifiers(node: Node) -> set[str]:
+    """Every column an expression reads."""
+    return {n.name for n in walk(node) if isinstance(n, Identifier)}

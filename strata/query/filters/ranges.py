@@ -147,7 +147,8 @@ class RangeFilter(Filter):
     def to_json(self) -> dict[str, Any]:
         def plain(v: Any) -> Any:
             if isinstance(v, Decimal):
-                return int(v) if v == v.to_integral_value() else float(v)
+                whole = v == v.to_integral_value() and -(2**63) <= v < 2**63
+                return int(v) if whole else float(v)  # past a LONG: JSON's double (beyond every row too)
             return v
 
         return {

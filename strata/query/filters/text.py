@@ -11,7 +11,8 @@ from strata.query.errors import invalid
 from strata.query.fields import get_str
 from strata.query.filters.base import Filter, column_of, filter_type
 from strata.query.filters.sql import as_text
-from strata.query.search_spec import SearchSpec, check_regex, parse_search_spec
+from strata.query.regex_check import check_regex
+from strata.query.search_spec import SearchSpec, parse_search_spec
 
 
 def like_to_duckdb(pattern: str, escape: str | None) -> str:

@@ -8,6 +8,7 @@ annotation), then the node itself by its Druid function name.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 
 from sqlglot import exp
@@ -15,11 +16,13 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from strata.query.errors import QueryUnsupported
+from strata.query.errors import QueryUnsupported, invalid
 from strata.sql.dialect import DIALECT
-from strata.sql.functions.fragments import TIME, kind, typed, zone_name
+from strata.sql.functions.fragments import TIME, arguments, kind, typed, zone_name
 from strata.sql.functions.registry import FILTERED_BY_REWRITE, OPERATOR_KEYS, REGISTRY, REWRITES
-from strata.sql.functions.spec import Context
+from strata.sql.functions.spec import Context, Rewrite
+
+log = logging.getLogger(__name__)
 
 # sqlglot classes whose SQL name differs from Druid's
 _NAMES: dict[type[exp.Expr], str] = {
@@ -147,8 +150,27 @@ def _rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
     if isinstance(node, exp.Window):
         return _window(node, ctx)
     _rewrite_arguments(node, ctx)
-    rewrite = REWRITES.get(OPERATOR_KEYS.get(type(node)) or druid_name(node) or "")
-    return node if rewrite is None else rewrite(node, ctx)
+    name = OPERATOR_KEYS.get(type(node)) or druid_name(node) or ""
+    rewrite = REWRITES.get(name)
+    return node if rewrite is None else _apply(rewrite, name, node, ctx)
+
+
+def _apply(rewrite: Rewrite, name: str, node: exp.Expr, ctx: Context) -> exp.Expr:
+    """A function's rewrite; one that cannot read its arguments (too few, too many, of a shape it
+    does not take) is the statement's error, as Druid's validator says so before planning."""
+    try:
+        return rewrite(node, ctx)
+    except (IndexError, ValueError, TypeError, KeyError, AttributeError) as e:
+        log.debug("rewrite of %s failed", name, exc_info=True)
+        given = len(arguments(node))
+        raise invalid("Invalid arguments to function [%s] (%d given): %s", name, given, _reason(e)) from None
+
+
+def _reason(e: Exception) -> str:
+    """What a rewrite's own failure says about the arguments, in the user's terms."""
+    if isinstance(e, (IndexError, KeyError)) or "unpack" in str(e):
+        return "the number of arguments is not one the function takes"
+    return "an argument is not of a type or shape the function takes"
 
 
 def _rewrite_arguments(node: exp.Expr, ctx: Context, skip: str | None = None) -> None:
@@ -167,9 +189,10 @@ def _window(node: exp.Expr, ctx: Context) -> exp.Expr:
     _rewrite_arguments(node, ctx, skip="this")
     function = node.this
     _rewrite_arguments(function, ctx)
-    rewrite = REWRITES.get(druid_name(function) or "")
+    name = druid_name(function) or ""
+    rewrite = REWRITES.get(name)
     if rewrite is not None and not isinstance(function, exp.Sum):
-        rewritten = rewrite(function, ctx)
+        rewritten = _apply(rewrite, name, function, ctx)
         if isinstance(rewritten, (exp.AggFunc, exp.Anonymous)):
             node.set("this", rewritten)
     if isinstance(function, exp.Sum) and kind(function.this) == "BIGINT":

@@ -1,14 +1,13 @@
-"""Hostile SQL requests by category, for the fuzz tests: each is what a client could send, with the
-status Druid's rules give it (400 for anything malformed, whatever it is)."""
+"""Hostile SQL requests by category, as fuzzing found them (issue 26): each is what a client could
+send, with the status Druid's rules give it (400 for anything malformed, whatever it is)."""
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
+from bench.hostile.request import Hostile
 from strata.sql.guard import MAX_NESTING
 
 PREDICATE = "added > 100"
@@ -21,20 +20,6 @@ FIELDS_OF_TYPE: dict[str, list[Any]] = {
     "typesHeader": ["no", 7, [True]],
     "sqlTypesHeader": [{}, 3.5],
 }
-
-
-@dataclass
-class Hostile:
-    """One request: its category, httpx.post's keyword arguments, and the statuses it may get."""
-
-    category: str
-    kwargs: dict[str, Any]
-    statuses: tuple[int, ...] = (400,)
-    note: str = field(default="")
-
-    def __str__(self) -> str:
-        shown = json.dumps(self.kwargs, default=repr)[:200]
-        return f"{self.category}: {shown}"
 
 
 def nested(rnd: random.Random, depth: int) -> str:

@@ -1,0 +1,1 @@
+"""Hostile requests, the error sweep and the runner that judges their answers (issue 36)."""

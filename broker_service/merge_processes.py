@@ -1,0 +1,80 @@
+"""Large merges in worker processes, off the broker's interpreter.
+
+Merging and finalizing a groupBy of 100,000 groups is a second and more of Python in one thread: in
+the broker's process it holds the interpreter lock against the event loop and every other query,
+so one heavy statement slows every cheap one. A merge of at least `min_rows` partial rows runs
+instead in one of `--merge-processes` worker processes (started with `spawn`: the broker has
+threads): the partials go there as Arrow, the answer comes back as its JSON bytes. Cheap merges
+stay in the broker (a process hop would cost more than they do), and at most that many cores
+merge heavy answers at once, whatever arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+
+from strata.query import Query
+
+MIN_ROWS = 50_000  # partial rows from which a merge goes to a worker process
+PARENT_POLL_S = 1.0
+Merge = Callable[[Query, list[pa.Table], int], tuple[list[Any], bytes]]
+
+
+def _encoded(merge: Merge, query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
+    """In the worker: the answer's JSON only (its rows as Python objects would cost as much to send
+    back as to make)."""
+    return merge(query, partials, max_rows)[1]
+
+
+def _outlive_no_broker(broker: int) -> None:
+    """In each worker: exit as soon as the broker is gone, however it went (kill -9 included); a
+    worker waiting for work would otherwise stay, orphaned, holding its memory."""
+
+    def watch() -> None:
+        while os.getppid() == broker:
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="broker-watch", daemon=True).start()
+
+
+def _ready() -> bool:
+    import strata.query.all_types  # noqa: F401 - the query language every merge uses
+
+    return True
+
+
+class MergeProcesses:
+    def __init__(self, processes: int, min_rows: int = MIN_ROWS):
+        self.min_rows = min_rows
+        spawn = multiprocessing.get_context("spawn")
+        self._pool = ProcessPoolExecutor(
+            max_workers=processes, mp_context=spawn, initializer=_outlive_no_broker, initargs=(os.getpid(),)
+        )
+
+    async def warm(self) -> None:
+        """Start the workers now (a spawned interpreter takes a second or two to import the engine),
+        not under the first heavy query."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, _ready)
+
+    def takes(self, rows: int) -> bool:
+        return rows >= self.min_rows
+
+    async def merge(self, merge: Merge, query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
+        """`merge` (a module-level function, sent by name) run in a worker: the finalized answer's
+        JSON; the merge's error (a limit crossed) is raised here."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, _encoded, merge, query, partials, max_rows)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,173 @@
+"""Admission control and Druid's query laning (broker_service.admission, broker_service.laning):
+caps, lanes refusing at once, the queue served by priority, and slots given back whatever happens."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from broker_service.admission import Admission
+from broker_service.laning import (
+    LOW,
+    Laning,
+    LaningConfigError,
+    hilo,
+    manual,
+    parse_lane_flag,
+    scheduling_keys,
+)
+from strata.query.errors import InvalidInput, QueryCapacityExceeded
+
+
+def run(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(asyncio.wait_for(fn(), timeout=10))
+
+
+async def hold(admission: Admission, release: asyncio.Event, **keys: Any) -> str | None:
+    async with admission.admit(**keys) as lane:
+        await release.wait()
+        return lane
+
+
+def test_hilo_caps_negative_priorities_in_the_low_lane_at_its_rounded_up_share() -> None:
+    laning = hilo(total=10, max_low_percent=25)
+    assert laning.limits == {LOW: 3}  # 2.5 rounded up, as Druid rounds
+    assert (
+        laning.lane_of(-1, None) == LOW and laning.lane_of(0, None) is None and laning.lane_of(5, "x") == "x"
+    )
+    assert hilo(total=1, max_low_percent=1).limits == {LOW: 1}
+    with pytest.raises(LaningConfigError):
+        hilo(10, 0)
+
+
+def test_manual_lanes_take_counts_or_percents_and_refuse_druids_reserved_names() -> None:
+    assert manual(20, {"bi": 2, "etl": 5}).limits == {"bi": 2, "etl": 5}
+    assert manual(20, {"bi": 10}, limits_are_percent=True).limits == {"bi": 2}
+    for lanes, percent in [({}, False), ({"total": 1}, False), ({"default": 1}, False), ({"x": 0}, False),
+                           ({"x": 101}, True)]:  # fmt: skip
+        with pytest.raises(LaningConfigError):
+            manual(20, lanes, percent)
+    assert parse_lane_flag("bi=3") == ("bi", 3)
+    with pytest.raises(LaningConfigError):
+        parse_lane_flag("bi")
+
+
+def test_context_priority_and_lane_are_checked_as_druid_checks_them() -> None:
+    assert scheduling_keys({"priority": -5, "lane": "bi"}) == (-5, "bi")
+    assert scheduling_keys({"priority": "7"}) == (7, None) and scheduling_keys(None) == (0, None)
+    wrong: list[dict[str, Any]] = [{"priority": "high"}, {"priority": 1.5}, {"priority": True},
+                                   {"priority": 2**40}, {"lane": 3}]  # fmt: skip
+    for bad in wrong:
+        with pytest.raises(InvalidInput):
+            scheduling_keys(bad)
+
+
+def test_a_full_lane_refuses_at_once_with_druids_message_while_other_work_runs() -> None:
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=4, max_queued=10, laning=hilo(4, 25))
+        release = asyncio.Event()
+        low = asyncio.create_task(hold(admission, release, priority=-1))
+        await asyncio.sleep(0)
+        assert admission.lane_running[LOW] == 1
+        with pytest.raises(QueryCapacityExceeded) as refused:
+            async with admission.admit(priority=-3):
+                pass
+        assert refused.value.status == 429 and refused.value.error_message == (
+            "Too many concurrent queries for lane 'low', query capacity of 1 exceeded. "
+            "Please try your query again later."
+        )
+        async with admission.admit(priority=0) as lane:  # interactive work is not held up
+            assert lane is None and admission.running == 2
+        release.set()
+        assert await low == LOW
+        assert admission.running == 0 and admission.lane_running[LOW] == 0
+
+    run(scenario)
+
+
+def test_the_queue_serves_the_highest_priority_first_and_refuses_past_its_length() -> None:
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=1, max_queued=3)
+        release = asyncio.Event()
+        first = asyncio.create_task(hold(admission, release))
+        await asyncio.sleep(0)
+        order: list[int] = []
+
+        async def queued(priority: int) -> None:
+            async with admission.admit(priority=priority):
+                order.append(priority)
+
+        waiting = [asyncio.create_task(queued(p)) for p in (0, 10, -5)]
+        await asyncio.sleep(0.01)
+        assert admission.queued == 3
+        with pytest.raises(QueryCapacityExceeded, match="total query capacity of 1 exceeded"):
+            async with admission.admit(priority=100):
+                pass
+        release.set()
+        await first
+        await asyncio.gather(*waiting)
+        assert order == [10, 0, -5]
+        assert admission.running == 0 and admission.queued == 0
+
+    run(scenario)
+
+
+def test_a_waiter_cancelled_in_the_queue_takes_no_slot_with_it() -> None:
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=1, max_queued=5, laning=Laning("manual", {"bi": 2}))
+        release = asyncio.Event()
+        first = asyncio.create_task(hold(admission, release))
+        await asyncio.sleep(0)
+        gone = asyncio.create_task(hold(admission, asyncio.Event(), lane="bi"))
+        await asyncio.sleep(0.01)
+        assert admission.queued == 1 and admission.lane_running["bi"] == 1
+        gone.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        assert admission.queued == 0 and admission.lane_running["bi"] == 0
+        release.set()
+        await first
+        assert admission.running == 0
+        async with admission.admit(lane="bi"):  # the capacity is all there
+            assert admission.running == 1
+
+    run(scenario)
+
+
+def test_a_slot_handed_to_a_waiter_cancelled_at_that_moment_passes_on() -> None:
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=1, max_queued=5)
+        release = asyncio.Event()
+        first = asyncio.create_task(hold(admission, release))
+        await asyncio.sleep(0)
+        unlucky = asyncio.create_task(hold(admission, asyncio.Event()))
+        await asyncio.sleep(0.01)
+        later_release = asyncio.Event()
+        later = asyncio.create_task(hold(admission, later_release))
+        await asyncio.sleep(0.01)
+        release.set()
+        await asyncio.sleep(0)  # the slot is handed to `unlucky`, which has not resumed yet
+        unlucky.cancel()
+        await first
+        with pytest.raises(asyncio.CancelledError):
+            await unlucky
+        later_release.set()
+        await later
+        assert admission.running == 0 and admission.queued == 0
+
+    run(scenario)
+
+
+def test_a_failing_query_gives_its_slots_back() -> None:
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=2, max_queued=0, laning=Laning("manual", {"bi": 1}))
+        with pytest.raises(RuntimeError):
+            async with admission.admit(lane="bi"):
+                raise RuntimeError("the query failed")
+        assert admission.running == 0 and admission.lane_running["bi"] == 0
+        assert admission.lanes() == {"bi": {"running": 0, "limit": 1}}
+
+    run(scenario)
