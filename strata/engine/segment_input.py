@@ -25,6 +25,7 @@ from strata.engine.mapped_source import ORDINAL, MappedRows, mapped, view
 from strata.engine.memory_source import MemoryRows, always_within, is_memory, lookup, source_sql
 from strata.query.columns import SEGMENT_INDEX, TIME_COLUMN
 from strata.query.duck import duck_type, quote_ident, quote_str
+from strata.storage.segment_layout import column_types, dimension_entries, hidden_columns
 from timeline import Interval, SegmentDescriptor
 
 WINDOW_START = "__window_start"
@@ -48,7 +49,11 @@ class SegmentInput:
 
 @dataclass(frozen=True)
 class SegmentSchema:
-    """Columns of one segment file and the ingestion facts stored in its footer."""
+    """Columns of one segment file and the ingestion facts stored in its footer.
+
+    `columns` are the data source's columns (the typed path columns of nested values are not:
+    `hidden`); `druid_types` Druid's type of each (`strata.storage.segment_layout`).
+    """
 
     columns: Mapping[str, pa.DataType]
     num_rows: int
@@ -58,6 +63,12 @@ class SegmentSchema:
     query_granularity: Any = None
     rollup: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    hidden: Mapping[str, pa.DataType] = field(default_factory=dict)
+
+    @functools.cached_property
+    def druid_types(self) -> dict[str, str]:
+        """Druid's type of each column: the footer's, else from the Arrow type."""
+        return column_types(self.extra, [pa.field(n, t) for n, t in self.columns.items()])
 
     @functools.cached_property
     def duck_types(self) -> dict[str, str]:
@@ -72,16 +83,17 @@ def _read_schema(path: str, mtime_ns: int) -> SegmentSchema:
     facts: dict[str, Any] = {}
     if schema.metadata and METADATA_KEY in schema.metadata:
         facts = orjson.loads(schema.metadata[METADATA_KEY])
-    dims = facts.get("dimensions", [])
+    hidden = hidden_columns(facts)
     return SegmentSchema(
-        columns={f.name: f.type for f in schema},
+        columns={f.name: f.type for f in schema if f.name not in hidden},
         num_rows=footer.num_rows,
         size=footer.size,
-        dimensions=tuple(d["name"] if isinstance(d, dict) else d for d in dims),
+        dimensions=tuple(d["name"] for d in dimension_entries(facts)),
         metrics=tuple(facts.get("metrics", [])),
         query_granularity=facts.get("queryGranularity"),
         rollup=bool(facts.get("rollup", False)),
         extra=facts,
+        hidden={f.name: f.type for f in schema if f.name in hidden},
     )
 
 
@@ -98,12 +110,12 @@ def _file_schema(path: str) -> SegmentSchema:
 
 def _memory_schema(rows: MemoryRows) -> SegmentSchema:
     facts = rows.facts
-    dims = facts.get("dimensions", [])
+    hidden = hidden_columns(facts)
     return SegmentSchema(
-        columns=rows.columns,
+        columns={n: t for n, t in rows.columns.items() if n not in hidden},
         num_rows=rows.num_rows,
         size=sum(rows.part_bytes.values()),
-        dimensions=tuple(d["name"] if isinstance(d, dict) else d for d in dims),
+        dimensions=tuple(d["name"] for d in dimension_entries(facts)),
         metrics=tuple(facts.get("metrics", [])),
         query_granularity=facts.get("queryGranularity"),
         rollup=bool(facts.get("rollup", False)),
@@ -112,7 +124,9 @@ def _memory_schema(rows: MemoryRows) -> SegmentSchema:
 
 
 def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> dict[str, str]:
-    """DuckDB type per column across segments: numeric types widen, anything else mixed -> VARCHAR."""
+    """DuckDB type per column across segments: numeric types widen, a multi-value string stored as
+    lists in some segments and as strings in others is read as lists everywhere, anything else
+    mixed -> VARCHAR."""
     rank = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}
     out: dict[str, str] = {}
     schemas = list(schemas)
@@ -124,9 +138,18 @@ def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> d
             out[col] = seen.pop()
         elif seen <= rank.keys():
             out[col] = max(seen, key=rank.__getitem__)
+        elif seen == {"VARCHAR", "VARCHAR[]"}:
+            out[col] = "VARCHAR[]"
         else:
             out[col] = "VARCHAR"
     return out
+
+
+def _converted(expr: str, source: str, target: str) -> str:
+    """`expr` of DuckDB type `source` read as `target` (a string as a one-value list)."""
+    if target.endswith("[]") and not source.endswith("[]"):
+        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE [CAST({expr} AS {target[:-2]})] END"
+    return f"CAST({expr} AS {target})"
 
 
 def scan_relation(
@@ -186,7 +209,7 @@ def scan_relation(
             if col in schema.columns:
                 expr = quote_ident(col)
                 if schema.duck_types[col] != types[col]:
-                    expr = f"CAST({expr} AS {types[col]})"
+                    expr = _converted(expr, schema.duck_types[col], types[col])
             else:
                 expr = f"CAST(NULL AS {types[col]})"
             projections.append(f"{expr} AS {quote_ident(col)}")

@@ -46,7 +46,7 @@ def prepare_block(
 ) -> PreparedBlock:
     dims = list(dims)
     if spec.dimensions.discover:
-        dims = discover_dimensions(block.table.schema, spec, dims)
+        dims = discover_dimensions(block.table, spec, dims)
     norm = normalize_block(block, spec, dims)
     out = PreparedBlock(norm.table, dims, block.table.num_rows + len(block.problems))
     out.problems = sorted(block.problems + norm.problems, key=lambda p: p.line)

@@ -6,8 +6,15 @@ import pyarrow as pa
 
 
 def druid_type(t: pa.DataType) -> str:
+    """Druid's type of a column from its Arrow type alone (a segment's footer can say more: a list
+    of strings there may be a multi-value STRING, see `strata.storage.segment_layout`)."""
     if pa.types.is_dictionary(t):
         return druid_type(t.value_type)
+    if isinstance(t, pa.JsonType):
+        return "COMPLEX<json>"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element = druid_type(t.value_type)
+        return f"ARRAY<{'DOUBLE' if element == 'FLOAT' else element}>"
     if pa.types.is_timestamp(t) or pa.types.is_integer(t):
         return "LONG"
     if pa.types.is_float32(t):

@@ -65,6 +65,10 @@ def duck_type(t: pa.DataType) -> str:
         return "BIGINT"  # __time is exposed as epoch millis
     if pa.types.is_dictionary(t):
         return duck_type(t.value_type)
+    if isinstance(t, pa.JsonType):
+        return "JSON"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"{duck_type(t.value_type)}[]"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "VARCHAR"
     if pa.types.is_integer(t):

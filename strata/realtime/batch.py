@@ -82,7 +82,7 @@ def build_batch(
     ingestion = spec.as_ingestion_spec()
     dims = list(known)
     if spec.dimensions.discover:
-        dims = discover_dimensions(block.table.schema, ingestion, dims)
+        dims = discover_dimensions(block.table, ingestion, dims)
     norm = normalize_block(block, ingestion, dims)
     problems = sorted(block.problems + norm.problems, key=lambda p: p.line)
     reasons = [f"event {p.line}: {p.message}" for p in problems]
