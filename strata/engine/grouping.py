@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from strata.engine.data_window import cursor_window
 from strata.engine.memory_source import is_memory
+from strata.engine.multi_value import explode
 from strata.engine.relation import filtered_relation
 from strata.engine.segment_input import WINDOW_START, SegmentInput, reads_whole, segment_labels
 from strata.query.aggregation_engine import BUCKET, GroupingPlan, agg_col, dim_col
@@ -65,7 +66,8 @@ def group_rows(
     relation, types = filtered_relation(
         inputs, plan.input_columns(), plan.filter, starts, plan.virtual_columns, labelled=per_segment
     )
-    dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(plan.dimensions)]
+    relation, types, dimensions = explode(relation, types, plan.dimensions, plan.multi_value_unnesting)
+    dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(dimensions)]
     aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
     # per segment, group by the segment's small integer index, not its long id string
     segment = SEGMENT_INDEX if per_segment else f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}"

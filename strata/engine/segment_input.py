@@ -24,8 +24,8 @@ from strata.engine.footer import file_version, per_request, read_footer, time_sp
 from strata.engine.mapped_source import ORDINAL, MappedRows, mapped, view
 from strata.engine.memory_source import MemoryRows, always_within, is_memory, lookup, source_sql
 from strata.query.columns import SEGMENT_INDEX, TIME_COLUMN
-from strata.query.duck import duck_type, quote_ident, quote_str
-from strata.storage.segment_layout import column_types, dimension_entries, hidden_columns
+from strata.query.duck import MULTI_VALUE, duck_type, element_type, is_list, quote_ident, quote_str
+from strata.storage.segment_layout import column_types, dimension_entries, hidden_columns, multi_value_columns
 from timeline import Interval, SegmentDescriptor
 
 WINDOW_START = "__window_start"
@@ -72,8 +72,10 @@ class SegmentSchema:
 
     @functools.cached_property
     def duck_types(self) -> dict[str, str]:
-        """DuckDB type of each column, worked out once per file (requests read it per segment)."""
-        return {name: duck_type(t) for name, t in self.columns.items()}
+        """DuckDB type of each column, worked out once per file (requests read it per segment); a
+        multi-value STRING stored as lists is `MULTI_VALUE`."""
+        multi = multi_value_columns(self.extra)
+        return {name: MULTI_VALUE if name in multi else duck_type(t) for name, t in self.columns.items()}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -123,32 +125,43 @@ def _memory_schema(rows: MemoryRows) -> SegmentSchema:
     )
 
 
+_RANK = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}
+
+
 def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> dict[str, str]:
-    """DuckDB type per column across segments: numeric types widen, a multi-value string stored as
-    lists in some segments and as strings in others is read as lists everywhere, anything else
-    mixed -> VARCHAR."""
-    rank = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}
+    """DuckDB type per column across segments, as Druid's broker unifies a column typed differently
+    by segments: numbers widen; a multi-value string stored as lists in some segments and as strings
+    in others is read as lists everywhere; a scalar beside arrays of its kind reads as a one-element
+    array; COMPLEX<json> beside anything is COMPLEX<json>; any other mix is VARCHAR."""
     out: dict[str, str] = {}
     schemas = list(schemas)
     for col in columns:
         seen = {s.duck_types[col] for s in schemas if col in s.columns}
-        if not seen:
-            out[col] = "VARCHAR"  # a column no segment has: all-null strings, as Druid
-        elif len(seen) == 1:
-            out[col] = seen.pop()
-        elif seen <= rank.keys():
-            out[col] = max(seen, key=rank.__getitem__)
-        elif seen == {"VARCHAR", "VARCHAR[]"}:
-            out[col] = "VARCHAR[]"
-        else:
-            out[col] = "VARCHAR"
+        out[col] = _unify(seen) if seen else "VARCHAR"  # a column no segment has: all-null strings
     return out
 
 
+def _unify(seen: set[str]) -> str:
+    if len(seen) == 1:
+        return next(iter(seen))
+    if "JSON" in seen:
+        return "JSON"
+    if seen <= _RANK.keys():
+        return max(seen, key=_RANK.__getitem__)
+    if seen == {"VARCHAR", MULTI_VALUE}:
+        return MULTI_VALUE
+    if any(is_list(t) for t in seen) and MULTI_VALUE not in seen:
+        elements = {element_type(t) if is_list(t) else t for t in seen}
+        return f"{_unify(elements)}[]"
+    return "VARCHAR"
+
+
 def _converted(expr: str, source: str, target: str) -> str:
-    """`expr` of DuckDB type `source` read as `target` (a string as a one-value list)."""
-    if target.endswith("[]") and not source.endswith("[]"):
-        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE [CAST({expr} AS {target[:-2]})] END"
+    """`expr` of DuckDB type `source` read as `target` (a scalar as a one-element list)."""
+    if target == "JSON":
+        return f"CAST(to_json({expr}) AS JSON)"
+    if is_list(target) and not is_list(source):
+        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE [CAST({expr} AS {element_type(target)})] END"
     return f"CAST({expr} AS {target})"
 
 

@@ -16,7 +16,7 @@ from strata.engine.registry import executes
 from strata.engine.segment_input import SegmentInput, read_schema, scan_relation
 from strata.query.base import SEGMENT_COLUMN
 from strata.query.columns import TIME_COLUMN
-from strata.query.duck import quote_ident
+from strata.query.duck import MULTI_VALUE, quote_ident
 from strata.query.segment_metadata import ANALYSIS_COLUMN, SegmentMetadataQuery, combining_aggregator
 from strata.storage.segment_layout import multi_value_columns
 
@@ -88,7 +88,7 @@ def column_stats(
     for i, c in enumerate(columns):
         ident = quote_ident(c)
         selects.append(f"bool_or({ident} IS NULL) AS n{i}")
-        if types[c] in ("VARCHAR", "VARCHAR[]"):
+        if types[c] in ("VARCHAR", MULTI_VALUE):
             if types[c] == "VARCHAR":
                 selects += [
                     f"count(DISTINCT {ident}) AS d{i}",
@@ -105,7 +105,7 @@ def column_stats(
     for row in result:
         for i, c in enumerate(columns):
             stat = {"hasNulls": bool(row[f"n{i}"])}
-            if types[c] in ("VARCHAR", "VARCHAR[]"):
+            if types[c] in ("VARCHAR", MULTI_VALUE):
                 stat.update(distinct=row[f"d{i}"], min=row[f"lo{i}"], max=row[f"hi{i}"])
             out[(row[SEGMENT_COLUMN], c)] = stat
     return out

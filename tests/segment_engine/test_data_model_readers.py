@@ -78,7 +78,10 @@ def _expected_rows() -> list[dict[str, Any]]:
         rows = [r for r in ROWS if r["ts"].startswith(day)]
         tags = mv_column([r["tags"] for r in rows], "SORTED_ARRAY")
         for r, t in zip(rows, tags, strict=True):
-            doc = auto_value("COMPLEX<json>", r["doc"])
+            stored = auto_value("COMPLEX<json>", r["doc"])
+            doc = None if stored is None else json.loads(stored)  # a scan answers the JSON value itself
+            if isinstance(t, list) and len(t) == 1:  # a row of one value prints as that value
+                t = t[0]
             out.append({"tags": t, "nums": auto_value("ARRAY<LONG>", r["nums"]), "doc": doc, "count": 1})
     return out
 
@@ -100,10 +103,10 @@ def test_scan_returns_the_stored_values(served: str, inputs: list[SegmentInput])
     each = [e for inp in inputs for part in run_to_json(query, [inp]) for e in part["events"]]
     assert each == _expected_rows()
     # read together, a multi-value string stored as lists in one segment and as strings in the
-    # other is read as lists in both (one relation); the rest is unchanged
+    # other is read as lists in both (one relation), and answered as Druid prints a multi-value
+    # row: its one value as a string, several as a list
     both = [e for part in run_to_json(query, inputs) for e in part["events"]]
-    as_lists = [{**e, "tags": [e["tags"]] if isinstance(e["tags"], str) else e["tags"]} for e in each]
-    assert both == as_lists
+    assert both == each
 
 
 def test_segment_metadata_reports_the_types(served: str, inputs: list[SegmentInput]) -> None:
