@@ -66,10 +66,15 @@ def values_or_null(values: str) -> str:
 
 
 def any_value(column: str, element: str) -> str:
-    """Whether `element` (a predicate over `VALUE`) holds for some value of the row, in three-valued
-    logic: true when one value matches, unknown when none does but one is unknown, else false."""
+    """Whether `element` (a predicate over `VALUE`) holds for some value of the row."""
+    return any_of(row_values(column), element)
+
+
+def any_of(values: str, element: str) -> str:
+    """Whether `element` (a predicate over `VALUE`) holds for some element of the list `values`, in
+    three-valued logic: true when one does, unknown when none does but one is unknown, else false."""
     mark = f"coalesce(CAST(({element}) AS INTEGER) * 2, 1)"  # 2 true, 1 unknown, 0 false
-    marks = f"list_transform({row_values(column)}, lambda {quote_ident(VALUE)}: {mark})"
+    marks = f"list_transform({values}, lambda {quote_ident(VALUE)}: {mark})"
     return f"(CASE list_max({marks}) WHEN 2 THEN TRUE WHEN 1 THEN NULL ELSE FALSE END)"
 
 
