@@ -25,6 +25,7 @@ from strata.ingestion.dimension_values import (
 from strata.ingestion.errors import ParseProblem
 from strata.ingestion.readers import Block
 from strata.ingestion.spec import DimensionSpec, IngestionSpec, MetricSpec
+from strata.ingestion.transform import apply_transforms
 from strata.storage.segment_layout import is_json
 
 TIME = "__time"
@@ -82,6 +83,7 @@ class Normalized:
     table: pa.Table
     problems: list[ParseProblem]
     bad_rows: int
+    filtered: int = 0  # rows the transformSpec's filter threw away
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray | None:
@@ -98,6 +100,12 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
     reasons: dict[str, tuple[str, np.ndarray]] = {}  # source column -> (what failed, rows)
     if bad.any():
         reasons[spec.timestamp.column] = ("unparseable or missing timestamp", bad.copy())
+    rejected = np.zeros(n, dtype=bool)  # rows the transformSpec's filter throws away
+    if spec.transform is not None:
+        done = apply_transforms(raw, times, spec.transform)
+        raw, times = done.table, done.times
+        if done.keep is not None:
+            rejected = ~done.keep & ~bad
     columns: dict[str, pa.Array] = {TIME: pa.array(times, pa.int64())}
     wanted = [(d.name, d.name, d.type) for d in dimensions]
     wanted += [(metric_input(m), m.field_name, metric_input_kind(m)) for m in spec.metrics if m.field_name]
@@ -124,8 +132,8 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
     table = pa.table(columns)
     problems: list[ParseProblem] = []
     bad_count = int(bad.sum())
-    if bad_count:
-        table = table.filter(pa.array(~bad))
+    if bad_count or rejected.any():
+        table = table.filter(pa.array(~(bad | rejected)))
         rows = np.flatnonzero(bad)[:MAX_KEPT_PROBLEMS]
         lines = block.lines(rows)
         for row, line in zip(rows, lines, strict=True):
@@ -135,7 +143,7 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
                 if mask[row]
             )
             problems.append(ParseProblem(block.source, int(line), why))
-    return Normalized(table, problems, bad_count)
+    return Normalized(table, problems, bad_count, int(rejected.sum()))
 
 
 def _value(raw: pa.Table, column: str, row: int) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
@@ -287,7 +288,18 @@ def read_delimited_block(
                 source, int(nonblank[idx]), f"expected {len(names)} columns, got: {text[:200]!r}"
             ))  # fmt: skip
         lines = np.delete(nonblank, bad)
-    return Block(table, source, first_line, lines, problems)
+    return Block(_split_lists(table, fmt.list_delimiter), source, first_line, lines, problems)
+
+
+def _split_lists(table: pa.Table, delimiter: str | None) -> pa.Table:
+    """Columns where some value holds `listDelimiter` as lists of the values between them."""
+    if not delimiter:
+        return table
+    for i, name in enumerate(table.column_names):
+        column = table.column(i)
+        if pc.any(pc.match_substring(column, delimiter)).as_py():
+            table = table.set_column(i, name, pc.split_pattern(column, delimiter))
+    return table
 
 
 def _header(f: InputFile, fmt: InputFormat) -> tuple[list[str], int]:

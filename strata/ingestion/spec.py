@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strata.ingestion.errors import SpecError
+from strata.ingestion.flatten import FlattenSpec, parse_flatten_spec
+from strata.ingestion.transform import TransformSpec, parse_transform_spec
 from timeline import Granularity, Interval, parse_instant
 
 DEFAULT_MAX_PARSE_EXCEPTIONS = 0
@@ -110,6 +112,8 @@ class InputFormat:
     find_columns_from_header: bool = False
     skip_header_rows: int = 0
     delimiter: str = ","
+    list_delimiter: str | None = None  # csv / tsv: splits a value into a multi-value list
+    flatten: FlattenSpec | None = None
     exact_columns: frozenset[str] | None = frozenset()
     """JSON columns that type `auto` / `json` dimensions (None: every column, as with
     useSchemaDiscovery): read value by value where Arrow's reader would unify their numbers (`1`
@@ -162,6 +166,7 @@ class IngestionSpec:
     input_format: InputFormat
     append: bool = False
     tuning: TuningConfig = field(default_factory=TuningConfig)
+    transform: TransformSpec | None = None
 
 
 # -- parsing --------------------------------------------------------------------------------------
@@ -305,9 +310,7 @@ def parse_input_format(obj: Mapping[str, Any]) -> InputFormat:
     kind = obj.get("type")
     if kind not in ("json", "csv", "tsv", "parquet"):
         raise SpecError(f"inputFormat type {kind!r} is not supported (json, csv, tsv, parquet)")
-    flatten = obj.get("flattenSpec")
-    if flatten and flatten.get("fields"):
-        raise SpecError("inputFormat.flattenSpec fields are not supported yet")
+    flatten = parse_flatten_spec(obj.get("flattenSpec"), str(kind))
     columns = tuple(str(c) for c in obj.get("columns") or ())
     from_header = bool(obj.get("findColumnsFromHeader", False))
     if kind in ("csv", "tsv") and not columns and not from_header:
@@ -315,9 +318,15 @@ def parse_input_format(obj: Mapping[str, Any]) -> InputFormat:
     delimiter = str(obj.get("delimiter", "\t" if kind == "tsv" else ","))
     if kind in ("csv", "tsv") and len(delimiter) != 1:
         raise SpecError(f"{kind} delimiter must be one character, got {delimiter!r}")
+    list_delimiter = obj.get("listDelimiter", "\x01") if kind in ("csv", "tsv") else None
+    if list_delimiter is not None and (not isinstance(list_delimiter, str) or not list_delimiter):
+        raise SpecError(f"{kind} listDelimiter must be a non-empty string, got {list_delimiter!r}")
+    if list_delimiter == delimiter:
+        raise SpecError(f"{kind} listDelimiter cannot be the column delimiter {delimiter!r}")
     return InputFormat(
-        str(kind), columns, from_header, _int(obj.get("skipHeaderRows", 0), "skipHeaderRows"), delimiter
-    )
+        str(kind), columns, from_header, _int(obj.get("skipHeaderRows", 0), "skipHeaderRows"), delimiter,
+        list_delimiter=list_delimiter, flatten=flatten,
+    )  # fmt: skip
 
 
 def parse_partitions(tuning: Mapping[str, Any]) -> PartitionsSpec:
@@ -369,9 +378,6 @@ def parse_data_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
         raise SpecError("dataSchema.dataSource must be a non-empty string")
     if "/" in data_source or data_source.startswith("."):
         raise SpecError(f"dataSource {data_source!r} may not contain '/' or start with '.'")
-    transform = _obj(schema.get("transformSpec"), "transformSpec")
-    if transform.get("filter") or transform.get("transforms"):
-        raise SpecError("dataSchema.transformSpec is not supported yet")
     metrics = tuple(parse_metric(m) for m in schema.get("metricsSpec") or ())
     dims = parse_dimensions_spec(_obj(schema.get("dimensionsSpec"), "dimensionsSpec"))
     names = [m.name for m in metrics]
@@ -384,6 +390,7 @@ def parse_data_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
         "dimensions": dims,
         "metrics": metrics,
         "granularity": parse_granularity_spec(_obj(schema.get("granularitySpec"), "granularitySpec")),
+        "transform": parse_transform_spec(_obj(schema.get("transformSpec"), "transformSpec")),
     }
 
 
