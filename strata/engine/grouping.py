@@ -64,7 +64,13 @@ def group_rows(
         if plan.filter is None and all(reads_whole(i) for i in inputs):
             bucket, starts = f"CAST({min(starts.values(), default=0)} AS BIGINT)", None
     relation, types = filtered_relation(
-        inputs, plan.input_columns(), plan.filter, starts, plan.virtual_columns, labelled=per_segment
+        inputs,
+        plan.input_columns(),
+        plan.filter,
+        starts,
+        plan.virtual_columns,
+        labelled=per_segment,
+        source=plan.source,
     )
     relation, types, dimensions = explode(relation, types, plan.dimensions, plan.multi_value_unnesting)
     dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(dimensions)]

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from strata.query.aggregators import Aggregator
 from strata.query.base import SEGMENT_COLUMN
+from strata.query.data_source import DataSource
 from strata.query.dimensions import DimensionSpec
 from strata.query.duck import query_arrow, quote_ident
 from strata.query.filters import Filter
@@ -73,6 +74,8 @@ class GroupingPlan:
     # grouping explodes multi-value dimensions into one group per value (Druid's
     # groupByEnableMultiValueUnnesting: when False, such a dimension is an error)
     multi_value_unnesting: bool = True
+    # the rows are a datasource's over the segment's (an unnest, a join): None for the table itself
+    source: DataSource | None = None
 
     # -- per segment -------------------------------------------------------------------------------
     def input_columns(self) -> list[str]:

@@ -119,6 +119,7 @@ class GroupByQuery(Query):
             self.filter,
             self.virtual_columns,
             multi_value_unnesting=self.context.multi_value_unnesting,
+            source=self.source,
         )
 
     # -- merge and finalize (the pass over segment rows: strata.engine) ----------------------------
