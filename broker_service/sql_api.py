@@ -24,6 +24,7 @@ from broker_service.broker import Broker
 from broker_service.sql_catalog import BrokerCatalog, CatalogSnapshot
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS, PlanningPools
 from strata.query.base import Query, parse_query
+from strata.query.data_source import parse_data_source, routing_table, tables_read
 from strata.query.errors import InvalidInput, QueryCancelled, QueryError, ResourceLimitExceeded, invalid
 from strata.query.request_body import check_nesting
 from strata.server.json_response import json_response
@@ -142,10 +143,15 @@ class SqlApi:
         runs before the response starts, so its errors still get their status code."""
         native = plan.native
         assert native is not None
-        chunks = scan_chunks(
-            native["intervals"],
-            self.catalog.segment_intervals(native["dataSource"]),
-            descending=native.get("order") == "descending",
+        table = routing_table(parse_data_source(native["dataSource"], parse_query))
+        chunks = (
+            scan_chunks(
+                native["intervals"],
+                self.catalog.segment_intervals(table),
+                descending=native.get("order") == "descending",
+            )
+            if table
+            else [native["intervals"]]  # an inline or union dataSource: one piece
         )
         encoder = RowEncoder(
             [o.name for o in plan.outputs],
@@ -277,7 +283,9 @@ def explain_rows(plan: Plan) -> list[list[Any]]:
         for native in queries
     ]
     explained += [{"broker": part} for part in broker_parts(plan)]
-    resources = sorted({str(q.get("dataSource")) for q in queries})
+    resources = sorted(
+        {t for q in queries for t in tables_read(parse_data_source(q["dataSource"], parse_query))}
+    )
     return [
         [
             orjson.dumps(explained).decode(),

@@ -20,9 +20,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import duckdb
+import orjson
 import pyarrow as pa
 from sqlglot import exp
 
+from strata.query.druid_types import MULTI_VALUE_STRING
+from strata.sql.column_types import relational_arrow_type
 from strata.sql.engine_errors import engine_error
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.sql_types import unnamed_column
@@ -88,7 +91,11 @@ class ComposedPlan:
             conn.close()
         self.outputs = [_output(i, d, self.outer, self.names) for i, d in enumerate(description)]
         zone = None if self.time_zone is None else ZoneInfo(self.time_zone)
+        nested = [i for i, o in enumerate(self.outputs) if o.druid_type == "COMPLEX<json>"]
         for row in result:
+            for i in nested:  # a JSON value answers as the JSON it holds
+                if isinstance(row[i], str):
+                    row[i] = orjson.loads(row[i])
             for i, value in enumerate(row):
                 if isinstance(value, datetime.datetime):
                     aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
@@ -100,6 +107,8 @@ class ComposedPlan:
                     row[i] = format_instant(round(midnight.timestamp() * 1000), zone)
                 elif isinstance(value, decimal.Decimal):
                     row[i] = float(value)
+                elif isinstance(value, list) and any(isinstance(v, decimal.Decimal) for v in value):
+                    row[i] = [float(v) if isinstance(v, decimal.Decimal) else v for v in value]
         return result
 
 
@@ -143,9 +152,6 @@ def broker_parts(plan: Plan) -> list[dict[str, Any]]:
     ]
 
 
-_ARROW = {"STRING": pa.string(), "LONG": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
-
-
 def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
     columns: dict[str, pa.Array] = {}
     for i, out in enumerate(outputs):
@@ -160,8 +166,27 @@ def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
         elif out.sql_type == "BOOLEAN":
             columns[out.name] = pa.array([None if v is None else bool(v) for v in values], pa.bool_())
         else:
-            columns[out.name] = pa.array(values, _ARROW.get(out.druid_type, pa.string()))
+            columns[out.name] = _values_array(values, out.druid_type)
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})
+
+
+def _values_array(values: list[Any], druid_type: str) -> pa.Array:
+    """A stage's column for DuckDB: arrays as lists, a multi-value string as lists of its values
+    (one value, printed as a string by the native answer, is a list of one), nested values as
+    JSON text."""
+    kind = druid_type
+    if kind == "STRING" and any(isinstance(v, list) for v in values):
+        kind = MULTI_VALUE_STRING  # a scan stage's multi-value column
+    target = relational_arrow_type(kind)
+    if pa.types.is_list(target):
+        values = [v if v is None or isinstance(v, list) else [v] for v in values]
+    elif isinstance(target, pa.JsonType):
+        texts = [None if v is None else v if isinstance(v, str) else orjson.dumps(v).decode() for v in values]
+        return pa.ExtensionArray.from_storage(target, pa.array(texts, pa.string()))
+    try:
+        return pa.array(values, target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds: compare as text, as Druid would
+        return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
 _DUCK_TO_DRUID = {
@@ -178,8 +203,18 @@ _DUCK_TO_DRUID = {
 }
 
 
+def _druid_of(duck: str) -> str:
+    """The Druid type of a DuckDB result column type (`BIGINT[]` is ARRAY<LONG>)."""
+    if duck.endswith("[]"):
+        element = _druid_of(duck[:-2])
+        return f"ARRAY<{'DOUBLE' if element == 'FLOAT' else element}>"
+    if duck == "JSON":
+        return "COMPLEX<json>"
+    return _DUCK_TO_DRUID.get(duck.split("(")[0], "STRING")
+
+
 def _output(i: int, description: Any, outer: exp.Expr, names: list[str] | None) -> Output:
-    name, kind = description[0], str(description[1]).split("(")[0].upper()
+    name, kind = description[0], str(description[1]).upper()
     if names is not None and i < len(names):
         name = names[i]
     else:
@@ -194,4 +229,4 @@ def _output(i: int, description: Any, outer: exp.Expr, names: list[str] | None) 
         return Output(name, name, "LONG", sql_type_name="DATE")
     if kind == "BOOLEAN":
         return Output(name, name, "LONG", sql_type_name="BOOLEAN")
-    return Output(name, name, _DUCK_TO_DRUID.get(kind, "STRING"))
+    return Output(name, name, _druid_of(kind))

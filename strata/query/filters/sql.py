@@ -187,10 +187,14 @@ def equals_sql(types: Mapping[str, str], column: str, value: Any, value_type: st
             return f"({ident} = {number_literal(number)})"
         return f"({ident} = {number_literal(number, ctype)})"
     if value_type in ("LONG", "DOUBLE", "FLOAT"):
+        # Druid's EqualityFilter reads the string as a number; one that is no number is no match
+        # (false, not unknown), so `not` matches it
         number = to_number(value)
         if number is None:
             return never(column)
-        return f"({as_number(types, column)} = {number_literal(number)})"
+        text = as_text(types, column)
+        matched = f"{as_number(types, column)} = {number_literal(number)}"
+        return f"(CASE WHEN {text} IS NULL THEN NULL WHEN {text_is_number(text)} THEN {matched} ELSE FALSE END)"
     return f"({as_text(types, column)} = {quote_str(java_string(value))})"
 
 

@@ -96,6 +96,10 @@ JSON_REWRITES: dict[str, Rewrite] = {
 }
 
 
+_NATIVE = frozenset({
+    "JSON_KEYS", "JSON_MERGE", "JSON_OBJECT", "JSON_PATHS", "JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_VALUE",
+    "PARSE_JSON", "TRY_PARSE_JSON", "TO_JSON_STRING",
+})  # fmt: skip
 JSON_SPECS: list[FunctionSpec] = specs(
     "scalar",
     "JSON",
@@ -111,4 +115,5 @@ JSON_SPECS: list[FunctionSpec] = specs(
         "TRY_PARSE_JSON": "Parses a string as JSON, null when invalid.",
         "TO_JSON_STRING": "Serializes a value as JSON text.",
     },
+    native=_NATIVE,
 )
