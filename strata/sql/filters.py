@@ -229,8 +229,10 @@ def _truth_test(
     null: (the filter of p, the column, whether it tests TRUE); None for anything else."""
     if not isinstance(node, exp.Is) or not isinstance(node.expression, exp.Boolean):
         return None
-    inner = node.this.unnest()
-    if not isinstance(inner, (exp.In, *_FLIP)) or (isinstance(inner, exp.In) and inner.args.get("query")):
+    inner: exp.Expr = node.this.unnest()
+    if isinstance(inner, exp.In) and inner.args.get("query"):
+        return None
+    if not isinstance(inner, exp.In) and type(inner) not in _FLIP:
         return None
     try:
         leaf = _leaf_filter(inner, types, now_ms)
