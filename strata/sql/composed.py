@@ -20,6 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import duckdb
+import orjson
 import pyarrow as pa
 from sqlglot import exp
 
@@ -160,8 +161,28 @@ def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
         elif out.sql_type == "BOOLEAN":
             columns[out.name] = pa.array([None if v is None else bool(v) for v in values], pa.bool_())
         else:
-            columns[out.name] = pa.array(values, _ARROW.get(out.druid_type, pa.string()))
+            columns[out.name] = _column(values, out.druid_type)
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})
+
+
+_ELEMENTS = {"ARRAY<STRING>": pa.string(), "ARRAY<LONG>": pa.int64(), "ARRAY<DOUBLE>": pa.float64()}
+
+
+def _column(values: list[object], druid_type: str) -> pa.Array:
+    """A subquery's values of one column: arrays as lists, a multi-value string's rows as lists
+    of strings (a single value as a one-element list) so MV functions and UNNEST still read them,
+    nested values as their JSON text."""
+    if druid_type in _ELEMENTS:
+        return pa.array(values, pa.list_(_ELEMENTS[druid_type]))
+    if druid_type == "STRING" and any(isinstance(v, list) for v in values):
+        return pa.array(
+            [v if v is None or isinstance(v, list) else [v] for v in values], pa.list_(pa.string())
+        )
+    if druid_type == "COMPLEX<json>" and any(isinstance(v, (list, dict)) for v in values):
+        return pa.array(
+            [orjson.dumps(v).decode() if isinstance(v, (list, dict)) else v for v in values], pa.string()
+        )
+    return pa.array(values, _ARROW.get(druid_type, pa.string()))
 
 
 _DUCK_TO_DRUID = {
