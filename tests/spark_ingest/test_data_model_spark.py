@@ -20,8 +20,8 @@ import strata.spark
 from harness.processes import StrataProcess
 from strata.storage import open_metadata_store
 from strata.storage.segment_file import read_segment_facts
-from tests.cluster.cluster_kit import wait_settled
 from tests.ingestion.data_model_oracle import mv_row
+from tests.sql_corpus.cluster import serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -96,24 +96,8 @@ def test_the_writer_types_columns_from_the_dataframe(written: Path) -> None:
 
 @pytest.fixture(scope="module")
 def broker(written: Path) -> Iterator[StrataProcess]:
-    historical = StrataProcess(
-        "historical",
-        ["--deep-storage", str(written / "deep"), "--metadata", str(written / "meta.db"),
-         "--segment-cache", str(written / "cache"), "--poll-period", "1"],
-        written / "historical.log",
-    )  # fmt: skip
-    broker = StrataProcess(
-        "broker", ["--discovery", "http", "--nodes", historical.address], written / "broker.log"
-    )
-    started: list[StrataProcess] = []
-    try:
-        started.append(historical.start(timeout=60))
-        started.append(broker.start(timeout=60))
-        wait_settled(broker, written / "meta.db", [historical], 60)
-        yield broker
-    finally:
-        for process in reversed(started):
-            process.stop()
+    with serving(written) as process:
+        yield process
 
 
 def test_the_reader_gives_arrays_and_json_text(spark: Any, broker: StrataProcess) -> None:

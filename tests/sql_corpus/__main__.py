@@ -20,7 +20,7 @@ from pathlib import Path
 from tests.sql_corpus.cluster import corpus_cluster
 from tests.sql_corpus.qa import QA_RATES, folder_table, qa_cases, run_qa, write_rates
 from tests.sql_corpus.ratchet import KNOWN_FAILURES, ratchet_problems, read_known, write_known
-from tests.sql_corpus.runner import corpus_cases, failure_categories, run_cases, summary_table
+from tests.sql_corpus.runner import Outcome, corpus_cases, failure_categories, run_cases, summary_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,15 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = corpus_cases()
     with tempfile.TemporaryDirectory(prefix="sql-corpus-") as tmp, corpus_cluster(Path(tmp)) as broker:
         outcomes = run_cases(broker.url, cases, time_bound=args.time_bound)
-    print(summary_table(outcomes))
-    print("\nfailures by category:")
-    for category, n in failure_categories(outcomes):
-        print(f"{n:5}  {category}")
-    if args.failures:
-        print()
-        for o in outcomes:
-            if o.status == "failed":
-                print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
+    report(outcomes, failures=args.failures)
     if args.write_known_failures:
         write_known(outcomes)
         print(f"\nwrote {KNOWN_FAILURES}")
@@ -60,20 +52,25 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if problems else 0
 
 
+def report(outcomes: list[Outcome], *, failures: bool) -> None:
+    """The per-file table, the failure categories and, with `failures`, each failing case."""
+    print(summary_table(outcomes))
+    print("\nfailures by category:")
+    for category, n in failure_categories(outcomes):
+        print(f"{n:5}  {category}")
+    if failures:
+        print()
+        for o in outcomes:
+            if o.status == "failed":
+                print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
+
+
 def _qa(args: argparse.Namespace) -> int:
     cases = qa_cases()
     with tempfile.TemporaryDirectory(prefix="sql-qa-") as tmp:
         outcomes = run_qa(Path(tmp), cases, workers=args.workers)
-    print(summary_table(outcomes))
-    print()
-    print(folder_table(outcomes))
-    print("\nfailures by category:")
-    for category, n in failure_categories(outcomes):
-        print(f"{n:5}  {category}")
-    if args.failures:
-        for o in outcomes:
-            if o.status == "failed":
-                print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
+    report(outcomes, failures=args.failures)
+    print("\n" + folder_table(outcomes))
     if args.write_qa_rates:
         write_rates(outcomes)
         print(f"\nwrote {QA_RATES}")

@@ -24,7 +24,7 @@ import httpx
 
 from harness.processes import StrataProcess
 from strata.ingestion.api import ingest
-from tests.cluster.cluster_kit import wait_settled
+from tests.sql_corpus.cluster import serving
 from tests.sql_corpus.quidem import Case, parse_cases
 from tests.sql_corpus.runner import Outcome, run_case
 
@@ -71,24 +71,8 @@ def dataset_cluster(work: Path, dataset: str, timeout: float = 60) -> Iterator[S
     """A historical and a broker serving `dataset`, ingested by `strata.ingestion` from its specs."""
     for spec in dataset_specs(dataset):
         ingest(spec, deep_storage=work / "deep", metadata=work / "meta.db", engine="local")
-    historical = StrataProcess(
-        "historical",
-        ["--deep-storage", str(work / "deep"), "--metadata", str(work / "meta.db"),
-         "--segment-cache", str(work / "cache"), "--poll-period", "1"],
-        work / "historical.log",
-    )  # fmt: skip
-    broker = StrataProcess(
-        "broker", ["--discovery", "http", "--nodes", historical.address], work / "broker.log"
-    )
-    started: list[StrataProcess] = []
-    try:
-        started.append(historical.start(timeout=timeout))
-        started.append(broker.start(timeout=timeout))
-        wait_settled(broker, work / "meta.db", [historical], timeout)
+    with serving(work, timeout) as broker:
         yield broker
-    finally:
-        for process in reversed(started):
-            process.stop()
 
 
 def run_qa(work: Path, cases: Sequence[Case], *, workers: int = 4) -> list[Outcome]:
