@@ -16,8 +16,6 @@ inputs are walked value by value in Python, as Druid converts them (`java_string
 
 from __future__ import annotations
 
-import decimal
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.query.java_text import java_double
 from strata.storage.segment_layout import JSON_TYPE, is_json
 
 STRING_LIST = pa.list_(pa.string())
@@ -48,24 +47,6 @@ def java_string(value: Any) -> str | None:
             "{" + ", ".join(f"{k}={'null' if v is None else java_string(v)}" for k, v in value.items()) + "}"
         )
     return str(value)
-
-
-def java_double(x: float) -> str:
-    """Java's `Double.toString`: `1.0`, `0.1`, `1.0E20`, `1.0E-5`."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    if 1e-3 <= abs(x) < 1e7:
-        text = repr(x)
-        return text if "." in text else text + ".0"
-    sign, digits, exponent = decimal.Decimal(repr(x)).as_tuple()
-    assert isinstance(exponent, int)
-    mantissa = "".join(map(str, digits)).rstrip("0") or "0"
-    power = len(digits) - 1 + exponent
-    return f"{'-' if sign else ''}{mantissa[0]}.{mantissa[1:] or '0'}E{power}"
 
 
 def is_nested(value: Any) -> bool:

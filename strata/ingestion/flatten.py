@@ -119,11 +119,12 @@ def parse_flatten_spec(obj: Any, input_type: str) -> FlattenSpec | None:
     return FlattenSpec(fields, discovery)
 
 
-def _walk(value: Any, steps: tuple[Step, ...]) -> Any:
+def walk(value: Any, steps: tuple[Step, ...]) -> Any:
+    """What `steps` find in a parsed JSON value (None: nothing; a wildcard: the list of what it found)."""
     for i, step in enumerate(steps):
         if step == WILDCARD:
             children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-            found = [_walk(child, steps[i + 1 :]) for child in children]
+            found = [walk(child, steps[i + 1 :]) for child in children]
             return [f for f in found if f is not None]
         if isinstance(step, int):
             if not isinstance(value, list) or not -len(value) <= step < len(value):
@@ -138,7 +139,8 @@ def _walk(value: Any, steps: tuple[Step, ...]) -> Any:
     return value
 
 
-def _python_values(column: pa.ChunkedArray) -> list[Any]:
+def python_values(column: pa.ChunkedArray) -> list[Any]:
+    """A column's values as parsed JSON values (JSON text decoded)."""
     return json_values(column) if is_json(column.type) else column.to_pylist()
 
 
@@ -156,8 +158,8 @@ def flatten_table(table: pa.Table, spec: FlattenSpec) -> pa.Table:
             columns[field.name] = table.column(root)
             continue
         if root not in roots:
-            roots[root] = _python_values(table.column(root))
-        columns[field.name] = values_column([_walk(v, field.steps[1:]) for v in roots[root]])
+            roots[root] = python_values(table.column(root))
+        columns[field.name] = values_column([walk(v, field.steps[1:]) for v in roots[root]])
     if spec.use_field_discovery:
         kept = {n: table.column(n) for n in table.column_names if n not in columns}
         columns = {**kept, **columns}

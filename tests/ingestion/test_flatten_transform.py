@@ -14,6 +14,7 @@ import pytest
 from strata.ingestion.api import ingest
 from strata.ingestion.errors import SpecError
 from strata.ingestion.flatten import parse_path
+from strata.storage.segment_file import read_segment_facts
 from tests.ingestion.conftest import inline_spec
 from tests.ingestion.data_model_oracle import mv_column
 
@@ -169,3 +170,33 @@ def test_list_delimiter_makes_multi_value_strings(
     got = _rows(ingest(inline_spec("\n".join(lines), fmt, dimensionsSpec={"dimensions": dims}), **stores))
     assert got["tags"] == [None if v is None else sorted(set(v)) for v in values]
     assert got["nums"] == [["1", "2"]] * 4  # CSV values are strings: an ARRAY<STRING>
+
+
+def test_json_value_transforms_keep_each_values_type(stores: dict[str, Any]) -> None:
+    rows: list[dict[str, Any]] = [
+        {"ts": "2020-01-01T00:00:00Z", "a_int": [1, 2, None], "a_mixed": [True, 1, 0.1, "S1"], "doc": {"x": {"y": 1.5}}},
+        {"ts": "2020-01-01T01:00:00Z", "a_int": [None, 2, 1], "a_mixed": ["S1", None], "doc": {"x": [1, 2]}},
+    ]  # fmt: skip
+    transforms = [
+        {"type": "expression", "name": "first_int", "expression": "json_value(a_int, '$[0]')"},
+        {"type": "expression", "name": "first_mixed", "expression": "json_value(a_mixed, '$[0]')"},
+        {"type": "expression", "name": "y", "expression": "json_value(doc, '$.x.y')"},
+        {"type": "expression", "name": "y_text", "expression": "json_value(doc, '$.x.y', 'STRING')"},
+        {"type": "expression", "name": "x", "expression": "json_query(doc, '$.x')"},
+    ]
+    dims = [{"name": n, "type": "auto"} for n in ("first_int", "first_mixed", "y", "y_text", "x")]
+    spec = inline_spec(
+        _lines(rows), transformSpec={"transforms": transforms}, dimensionsSpec={"dimensions": dims}
+    )
+    summary = ingest(spec, **stores)
+    got = _rows(summary)
+    entries = {
+        d["name"]: d["columnType"]
+        for d in read_segment_facts(summary.segments[0].segment.load_spec["path"])["dimensions"]
+    }
+    # oracle: the literal each path finds, typed by auto's rules over the segment's values
+    assert (entries["first_int"], got["first_int"]) == ("LONG", [1, None])
+    assert (entries["first_mixed"], got["first_mixed"]) == ("STRING", ["true", "S1"])
+    assert (entries["y"], got["y"]) == ("DOUBLE", [1.5, None])  # row 2's `$.x` is an array: no `$.x.y`
+    assert (entries["y_text"], got["y_text"]) == ("STRING", ["1.5", None])
+    assert entries["x"] == "COMPLEX<json>" and [json.loads(v) for v in got["x"]] == [{"y": 1.5}, [1, 2]]
