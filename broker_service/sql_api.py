@@ -198,6 +198,13 @@ class SqlApi:
         return rows, plan.outputs
 
 
+def _flag(value: Any, *, default: bool) -> bool:
+    """A boolean context parameter given as a boolean or a string."""
+    if value is None:
+        return default
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
 def _sql(request: Request) -> SqlApi:
     api: SqlApi = request.app.state.sql_api
     return api
@@ -224,6 +231,7 @@ async def post_sql(request: Request) -> Response:
             "header": bool(body.get("header")),
             "types_header": bool(body.get("typesHeader")),
             "sql_types_header": bool(body.get("sqlTypesHeader")),
+            "stringify_arrays": _flag(context.get("sqlStringifyArrays"), default=True),
         }
         if encoding["header"]:
             headers["X-Druid-SQL-Header-Included"] = "yes"

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 from sqlglot import exp
 
-from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, invalid
+from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, TypeMismatch, invalid
 from strata.sql.aggregate_split import split_aggregate
 from strata.sql.column_types import jdbc_type, sql_type_name
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
@@ -173,7 +173,7 @@ def _plan_tree(tree: exp.Expr, catalog: Catalog, context: Mapping[str, Any]) -> 
         )
     try:
         return _plan_native(tree, catalog, context)
-    except ResourceLimitExceeded:
+    except (ResourceLimitExceeded, TypeMismatch):
         raise
     except QueryError:
         pass

@@ -43,6 +43,10 @@ def sql_type(kind: pa.DataType) -> str:
         return "DATE"
     if pa.types.is_boolean(kind):
         return "BOOLEAN"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return f"ARRAY<{sql_type(kind.value_type)}>"
+    if isinstance(kind, pa.JsonType):
+        return "JSON"
     return "VARCHAR"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from strata.query.errors import QueryUnsupported, invalid
+from strata.query.errors import QueryUnsupported, TypeMismatch, invalid
 from strata.sql.array_expressions import function_name
 from strata.sql.column_types import is_array_type, planner_type
 from strata.sql.expressions import ExpressionWriter, expression_kind
@@ -90,7 +90,7 @@ def _check_array(node: exp.Expr, types: Mapping[str, str]) -> None:
             raise invalid("Column '%s' not found in any table", col)
         if not is_array_type(kind):
             shown = "COMPLEX<JSON>" if kind == "COMPLEX<json>" else _SQL_TYPES.get(kind, "TIMESTAMP(3)")
-            raise invalid("Cannot apply 'UNNEST' to arguments of type 'UNNEST(<%s>)'", shown)
+            raise TypeMismatch(f"Cannot apply 'UNNEST' to arguments of type 'UNNEST(<{shown}>)'")
         return
     name = function_name(node)
     if (
@@ -101,7 +101,7 @@ def _check_array(node: exp.Expr, types: Mapping[str, str]) -> None:
         return
     if isinstance(node, exp.Cast) and node.to.is_type("array"):
         return
-    raise invalid("Cannot apply 'UNNEST' to arguments of type 'UNNEST(<%s>)'", node.sql(dialect="druid"))
+    raise TypeMismatch(f"Cannot apply 'UNNEST' to arguments of type 'UNNEST(<{node.sql(dialect='druid')}>)'")
 
 
 def _returns_array(node: exp.JSONValue) -> bool:

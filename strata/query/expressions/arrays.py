@@ -207,8 +207,11 @@ def _to_mv(scope: Scope, args: tuple[Node, ...]) -> Typed:
 
 
 def _mv_to_array(scope: Scope, args: tuple[Node, ...]) -> Typed:
+    """A multi-value string's values as an array; a row with no value is the array of one null
+    (Druid's empty multi-value row is null)."""
     _arity("mv_to_array", args, 1)
-    return as_array(_array(scope, args[0]), ARRAY_STRING)
+    values = as_array(_array(scope, args[0]), ARRAY_STRING).sql
+    return Typed(f"(CASE WHEN len({values}) > 0 THEN {values} ELSE [NULL::VARCHAR] END)", ARRAY_STRING)
 
 
 # -- apply functions -------------------------------------------------------------------------------

@@ -194,7 +194,9 @@ def equals_sql(types: Mapping[str, str], column: str, value: Any, value_type: st
             return never(column)
         text = as_text(types, column)
         matched = f"{as_number(types, column)} = {number_literal(number)}"
-        return f"(CASE WHEN {text} IS NULL THEN NULL WHEN {text_is_number(text)} THEN {matched} ELSE FALSE END)"
+        return (
+            f"(CASE WHEN {text} IS NULL THEN NULL WHEN {text_is_number(text)} THEN {matched} ELSE FALSE END)"
+        )
     return f"({as_text(types, column)} = {quote_str(java_string(value))})"
 
 
