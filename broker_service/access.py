@@ -14,6 +14,7 @@ from typing import Any
 from starlette.requests import Request
 
 from strata.query import Query
+from strata.query.data_source import tables_read
 from strata.security.guard import Guard
 from strata.security.http import CURRENT_USER, GUARD_KEY, authorize, user_of
 from strata.security.http import readable as _readable
@@ -24,12 +25,9 @@ REMEMBERED_OWNERS = 100_000
 
 
 def datasources_of(query: Query) -> Iterator[str]:
-    """Every datasource a native query reads, down its `query` dataSources to any depth (union and
-    join dataSources are refused by the parser before any of them is read)."""
-    q: Query | None = query
-    while q is not None:
-        yield q.data_source
-        q = q.inner
+    """Every table a native query reads: its dataSource's, a union's, both sides of a join, down
+    `query` dataSources to any depth."""
+    yield from dict.fromkeys(tables_read(query.data_source_spec))
 
 
 class QueryOwners:

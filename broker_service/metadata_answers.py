@@ -39,7 +39,7 @@ Answered = TimeseriesQuery | TimeBoundaryQuery | DataSourceMetadataQuery
 
 def metadata_answerable(query: Query) -> TypeGuard[Answered]:
     """Whether the query's shape lets announced facts answer it (segments aside)."""
-    if query.inner is not None or query.context.by_segment:
+    if not query.plain_table or query.context.by_segment:
         return False
     if type(query) is DataSourceMetadataQuery:
         return True

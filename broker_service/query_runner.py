@@ -9,6 +9,7 @@ response context's `missingSegments`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -30,9 +31,22 @@ from broker_service.segment_cache import split_by_segment
 from broker_service.segment_plan import SegmentPlanner, SegmentTask
 from broker_service.server_view import BrokerServerView
 from strata.discovery.server_metadata import ServerMetadata
-from strata.engine.subquery import answer_over_rows
+from strata.engine.subquery import answer_over_inline, answer_over_rows, inline_of
 from strata.query import Query
 from strata.query.context import DEFAULT_TIMEOUT_MS, timeout_within
+from strata.query.data_source import (
+    InlineSource,
+    JoinSource,
+    LookupSource,
+    QuerySource,
+    TableSource,
+    UnionSource,
+    leaf,
+    lookup_unsupported,
+    replace_right,
+    with_leaf,
+    wrappers,
+)
 from strata.query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
 from strata.server.json_response import encode_json
 from timeline import format_instant
@@ -66,6 +80,20 @@ class RunnerLimits:
     max_result_rows: int = 5_000_000  # rows of the merged result
     default_timeout_ms: int = DEFAULT_TIMEOUT_MS  # a query's `timeout` when its context has none
     max_timeout_ms: int = 0  # the most a query's `timeout` may be (0: no maximum)
+    max_join_rows: int = 100_000  # rows of a join's right-side query (Druid's maxSubqueryRows)
+
+
+@dataclass
+class _Gathered:
+    """A query's partials before the merge (or, `cached_answer`, its whole answer)."""
+
+    partials: list[pa.Table]
+    rows: int
+    fetched: Sequence[SegmentTask]
+    all_cached: bool
+    context: dict[str, Any]
+    etag: str | None
+    cached_answer: bytes | None = None
 
 
 class QueryRunner:
@@ -149,11 +177,38 @@ class QueryRunner:
 
     async def _run(self, query: Query, deadline: float | None) -> QueryResult:
         loop = asyncio.get_running_loop()
+        if query.source is not None:
+            query = await self._resolved_joins(query, deadline)
         if query.inner is not None:  # a query dataSource: the inner query first, then ours over it
             inner = await self._run(query.inner, deadline)
             rows = inner.results if inner.results is not None else orjson.loads(inner.body or b"[]")
             results = await loop.run_in_executor(self.merge_pool, answer_over_rows, query, rows)
             return QueryResult(results, dict(inner.response_context), body=encode_json(results))
+        base = leaf(query.data_source_spec)
+        if isinstance(base, InlineSource):  # answered here, as Druid's broker answers inline rows
+            results = await loop.run_in_executor(self.merge_pool, answer_over_inline, query, base)
+            return QueryResult(results, {}, body=encode_json(results))
+        if isinstance(base, LookupSource):
+            raise lookup_unsupported(base.name)
+        if isinstance(base, UnionSource):
+            return await self._union(query, base, deadline)
+        gathered = await self._gathered(query, deadline)
+        if gathered.cached_answer is not None:
+            return QueryResult(None, gathered.context, body=gathered.cached_answer, etag=gathered.etag)
+        answer, body = await self._merge(
+            query, gathered.partials, gathered.rows, gathered.fetched, gathered.all_cached
+        )
+        etag, context = gathered.etag, gathered.context
+        if etag is not None and "missingSegments" in context:
+            etag = None  # a partial answer is neither cached nor tagged
+        if etag is not None and self.result_cache is not None and query.context.populate_result_level_cache:
+            await self.result_cache.put(query, etag, body)
+        return QueryResult(answer, context, body=body, etag=etag)
+
+    async def _gathered(self, query: Query, deadline: float | None) -> _Gathered:
+        """Every partial of the query's segments: from announced facts, the caches and the data
+        nodes (or the whole answer from the result-level cache)."""
+        loop = asyncio.get_running_loop()
         plan = self.planner.plan(query)
         context: dict[str, Any] = {}
         if query.context.uncovered_intervals_limit > 0:
@@ -165,7 +220,7 @@ class QueryRunner:
             if etag is not None and query.context.use_result_level_cache:
                 cached = await self.result_cache.get(query, etag)
                 if cached is not None:
-                    return QueryResult(None, context, body=cached, etag=etag)
+                    return _Gathered([], 0, [], False, context, etag, cached)
         by_segment = query.context.by_segment
         tasks: Sequence[SegmentTask] = plan.tasks
         from_metadata: list[pa.Table] = []
@@ -218,12 +273,42 @@ class QueryRunner:
             )
         partials = [*hits, *gathered.tables, *from_metadata]
         all_cached = bool(hits) and not gathered.tables and not from_metadata and not by_segment
-        answer, body = await self._merge(query, partials, rows, gathered.fetched, all_cached)
-        if etag is not None and "missingSegments" in context:
-            etag = None  # a partial answer is neither cached nor tagged
-        if etag is not None and self.result_cache is not None and query.context.populate_result_level_cache:
-            await self.result_cache.put(query, etag, body)
-        return QueryResult(answer, context, body=body, etag=etag)
+        return _Gathered(partials, rows, gathered.fetched, all_cached, context, etag)
+
+    async def _resolved_joins(self, query: Query, deadline: float | None) -> Query:
+        """`query` with each join's right-side query run and replaced by its rows (inline), as
+        Druid's broker runs a join's subqueries before the data nodes see the join."""
+        source = query.data_source_spec
+        changed = False
+        for w in wrappers(source):
+            if isinstance(w, JoinSource) and isinstance(w.right, QuerySource):
+                inner = await self._run(w.right.query, deadline)
+                rows = inner.results if inner.results is not None else orjson.loads(inner.body or b"[]")
+                inline = inline_of(w.right.query, rows)
+                if len(inline.rows) > self.limits.max_join_rows:
+                    raise ResourceLimitExceeded(
+                        f"The right side of a join gave {len(inline.rows)} rows, over the limit of "
+                        f"{self.limits.max_join_rows}"
+                    )
+                source = replace_right(source, w, inline)
+                changed = True
+        return dataclasses.replace(query, source=source) if changed else query
+
+    async def _union(self, query: Query, union: UnionSource, deadline: float | None) -> QueryResult:
+        """One query per table of a union, their partials merged as one table's would be."""
+        partials: list[pa.Table] = []
+        context: dict[str, Any] = {}
+        for name in union.names:
+            source = with_leaf(query.data_source_spec, TableSource(name))
+            part = dataclasses.replace(
+                query, data_source=name, source=None if source == TableSource(name) else source
+            )
+            gathered = await self._gathered(part, deadline)
+            partials += gathered.partials
+            context.update(gathered.context)
+        rows = sum(t.num_rows for t in partials)
+        answer, body = await self._merge(query, partials, rows, [], all_cached=False)
+        return QueryResult(answer, context, body=body)
 
     async def _merge(
         self,

@@ -65,7 +65,7 @@ class _KeyMemo:
     version: int | None = None  # the server view's version when `served` was last found current
 
 
-_cache_keys = PerQuery(lambda query: query.cache_key())  # a repeated body's parse asks every time
+_cache_keys = PerQuery(lambda query: query.cache_key() + query.source_key())  # a body parsed again asks again
 
 
 def _query_key(query: Query) -> bytes | None:

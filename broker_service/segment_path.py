@@ -118,7 +118,7 @@ class SegmentPath:
 
 def _covered(query: Query, result_cache: bool) -> bool:
     """A shape whose answer from cached partials this path gives exactly as the full path does."""
-    if type(query) is not TimeseriesQuery or query.inner is not None:
+    if type(query) is not TimeseriesQuery or not query.plain_table:
         return False
     context = query.context
     if context.by_segment or not context.use_cache or metadata_answerable(query):

@@ -27,7 +27,9 @@ from broker_service.sql_catalog import BrokerCatalog, CatalogSnapshot
 from broker_service.sql_execution import StatementExecution, StatementResponse
 from broker_service.sql_planning import PlanningPools
 from broker_service.sql_statements import RunningStatement, Statements
+from strata.query.base import parse_query
 from strata.query.context import timeout_within
+from strata.query.data_source import parse_data_source, tables_read
 from strata.query.engine_errors import unforeseen
 from strata.query.errors import InvalidInput, QueryError, ResourceLimitExceeded, invalid
 from strata.query.request_body import check_nesting
@@ -138,6 +140,13 @@ class SqlApi:
         return statement
 
 
+def _flag(value: Any, *, default: bool) -> bool:
+    """A boolean context parameter given as a boolean or a string."""
+    if value is None:
+        return default
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
 def _sql(request: Request) -> SqlApi:
     api: SqlApi = request.app.state.sql_api
     return api
@@ -166,6 +175,7 @@ async def post_sql(request: Request) -> Response:
             "header": bool(body.get("header")),
             "types_header": bool(body.get("typesHeader")),
             "sql_types_header": bool(body.get("sqlTypesHeader")),
+            "stringify_arrays": _flag(context.get("sqlStringifyArrays"), default=True),
         }
         if encoding["header"]:
             headers["X-Druid-SQL-Header-Included"] = "yes"
@@ -239,7 +249,9 @@ def explain_rows(plan: Plan) -> list[list[Any]]:
         for native in queries
     ]
     explained += [{"broker": part} for part in broker_parts(plan)]
-    resources = sorted({str(q.get("dataSource")) for q in queries})
+    resources = sorted(
+        {t for q in queries for t in tables_read(parse_data_source(q["dataSource"], parse_query))}
+    )
     return [
         [
             orjson.dumps(explained).decode(),

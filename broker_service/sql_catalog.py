@@ -20,6 +20,7 @@ import orjson
 
 from broker_service.broker import Broker
 from strata.query.base import parse_query
+from strata.sql.column_types import catalog_type
 from timeline import Interval
 
 CATALOG_TTL = 10.0
@@ -81,7 +82,7 @@ class BrokerCatalog:
         types: dict[str, str] = {}
         for row in rows:
             for name, info in sorted(row.get("columns", {}).items()):
-                types.setdefault(name, str(info.get("type") or "STRING"))
+                types.setdefault(name, catalog_type(info))
         columns = {"__time": "LONG"}
         for name in [*self._column_order(table), *types]:
             if name in types and name not in columns:

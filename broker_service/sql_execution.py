@@ -28,6 +28,7 @@ from broker_service.sql_catalog import BrokerCatalog
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS
 from broker_service.sql_statements import RunningStatement
 from strata.query.base import Query, parse_query
+from strata.query.data_source import parse_data_source, routing_table
 from strata.query.errors import QueryCancelled, QueryError
 from strata.sql import encode_rows
 from strata.sql.composed import ComposedPlan, DeferredPlan, Plan
@@ -215,10 +216,15 @@ class StatementExecution:
         """A selection answered chunk by chunk (see `strata.sql.scan_chunks`)."""
         native = plan.native
         assert native is not None
-        chunks = scan_chunks(
-            native["intervals"],
-            self.catalog.segment_intervals(native["dataSource"]),
-            descending=native.get("order") == "descending",
+        table = routing_table(parse_data_source(native["dataSource"], parse_query))
+        chunks = (
+            scan_chunks(
+                native["intervals"],
+                self.catalog.segment_intervals(table),
+                descending=native.get("order") == "descending",
+            )
+            if table
+            else [native["intervals"]]  # an inline or union dataSource: one piece
         )
         encoder = RowEncoder(*_columns(plan.outputs), **encoding)
         skip, left = int(native.get("offset") or 0), native.get("limit")

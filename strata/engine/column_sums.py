@@ -49,7 +49,7 @@ SUMMED = Counted()
 def summable(plan: GroupingPlan) -> bool:
     """Whether the query shape can be summed per segment: unfiltered, no dimensions, count and
     long/double sums (long min/max beside them)."""
-    if plan.filter is not None or plan.dimensions or plan.granularity.is_none:
+    if plan.filter is not None or plan.dimensions or plan.granularity.is_none or plan.source is not None:
         return False
     if plan.virtual_columns.needed(plan.input_columns()):
         return False

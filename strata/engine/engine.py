@@ -16,6 +16,7 @@ from strata.engine.mapped_source import request_views
 from strata.engine.registry import merged, partials
 from strata.engine.segment_input import SegmentInput
 from strata.engine.timeseries import footer_partials
+from strata.engine.wrapped_source import registered_inline
 from strata.query.base import Query
 from strata.query.duck import connection
 from strata.query.errors import QueryUnsupported
@@ -31,15 +32,17 @@ def require_table_source(query: Query) -> None:
 def run_partials(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Per-segment partial results, labelled by `__segment` (what the broker caches and merges)."""
     require_table_source(query)
-    with one_look_per_file(), request_views():
-        return partials(query, connection(), inputs)
+    conn = connection()
+    with one_look_per_file(), request_views(), registered_inline(conn, query.source):
+        return partials(query, conn, inputs)
 
 
 def run_merged(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """The merged partial of `inputs` (`__segment` null), in one pass where the type can."""
     require_table_source(query)
-    with one_look_per_file(), request_views():
-        return merged(query, connection(), inputs)
+    conn = connection()
+    with one_look_per_file(), request_views(), registered_inline(conn, query.source):
+        return merged(query, conn, inputs)
 
 
 def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
@@ -57,7 +60,7 @@ def broker_partials_from_footers(query: Query, inputs: Sequence[SegmentInput]) -
     (an unfiltered count, min or max); None otherwise. Safe to call on an event loop: no file is
     opened, so a data node answers the commonest dashboard query without a thread hop.
     """
-    if type(query) is not TimeseriesQuery or query.inner is not None:
+    if type(query) is not TimeseriesQuery or not query.plain_table:
         return None
     return footer_partials(query, inputs)
 

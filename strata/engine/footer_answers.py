@@ -49,7 +49,7 @@ SegmentAnswer = tuple[int | None, list[Any]]  # (bucket, intermediates); bucket 
 
 def answerable(plan: GroupingPlan) -> bool:
     """Whether the query shape can come from footers: unfiltered, no dimensions, count/min/max."""
-    if plan.filter is not None or plan.dimensions or plan.granularity.is_none:
+    if plan.filter is not None or plan.dimensions or plan.granularity.is_none or plan.source is not None:
         return False
     if plan.virtual_columns.needed(plan.input_columns()):
         return False  # an aggregator reads an expression, not a stored column

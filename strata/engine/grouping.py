@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from strata.engine.data_window import cursor_window
 from strata.engine.memory_source import is_memory
+from strata.engine.multi_value import explode
 from strata.engine.relation import filtered_relation
 from strata.engine.segment_input import WINDOW_START, SegmentInput, reads_whole, segment_labels
 from strata.query.aggregation_engine import BUCKET, GroupingPlan, agg_col, dim_col
@@ -63,9 +64,16 @@ def group_rows(
         if plan.filter is None and all(reads_whole(i) for i in inputs):
             bucket, starts = f"CAST({min(starts.values(), default=0)} AS BIGINT)", None
     relation, types = filtered_relation(
-        inputs, plan.input_columns(), plan.filter, starts, plan.virtual_columns, labelled=per_segment
+        inputs,
+        plan.input_columns(),
+        plan.filter,
+        starts,
+        plan.virtual_columns,
+        labelled=per_segment,
+        source=plan.source,
     )
-    dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(plan.dimensions)]
+    relation, types, dimensions = explode(relation, types, plan.dimensions, plan.multi_value_unnesting)
+    dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(dimensions)]
     aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
     # per segment, group by the segment's small integer index, not its long id string
     segment = SEGMENT_INDEX if per_segment else f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}"

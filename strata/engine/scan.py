@@ -10,8 +10,10 @@ import pyarrow as pa
 from strata.engine.registry import executes
 from strata.engine.relation import filtered_relation
 from strata.engine.segment_input import SegmentInput, read_schema
+from strata.engine.wrapped_source import produced_columns
 from strata.query.base import SEGMENT_COLUMN
 from strata.query.columns import TIME_COLUMN
+from strata.query.druid_types import mark_types
 from strata.query.duck import quote_ident
 from strata.query.scan import ScanQuery, with_columns_metadata
 
@@ -40,7 +42,13 @@ def run_partials(
         wanted = [c or UNNAMED for c in query.columns if c != TIME_COLUMN]
     else:
         wanted = list(dict.fromkeys(c for cols in own_columns.values() for c in cols[1:]))
-    relation, _ = filtered_relation(inputs, wanted, query.filter, virtual=query.virtual_columns)
+        wanted += sorted(produced_columns(query.source) - set(wanted))
+        own_columns = {
+            s: [*cols, *sorted(produced_columns(query.source) - set(cols))] for s, cols in own_columns.items()
+        }
+    relation, types = filtered_relation(
+        inputs, wanted, query.filter, virtual=query.virtual_columns, source=query.source
+    )
     labels = [SEGMENT_COLUMN] if query.context.segment_labels else []  # ~80 bytes a row otherwise
     projection = ", ".join([*labels, TIME_COLUMN, *map(quote_ident, wanted)])
     sql = f"SELECT {projection} FROM ({relation})"
@@ -48,7 +56,7 @@ def run_partials(
         sql += f" ORDER BY {TIME_COLUMN} {'DESC' if query.order == 'descending' else 'ASC'}"
     if query.row_cap is not None:
         sql += f" LIMIT {query.row_cap}"
-    table = conn.sql(sql).to_arrow_table()
+    table = mark_types(conn.sql(sql).to_arrow_table(), types)
     if UNNAMED in wanted:
         table = table.rename_columns(["" if name == UNNAMED else name for name in table.column_names])
     return with_columns_metadata(table, own_columns)

@@ -35,7 +35,7 @@ def run_partials(
     dims = searched_dimensions(query, inputs)
     if not inputs or not dims:
         return PARTIAL_SCHEMA.empty_table()
-    relation, types = filtered_relation(inputs, [d.column for d in dims], query.filter)
+    relation, types = filtered_relation(inputs, [d.column for d in dims], query.filter, source=query.source)
     if query.granularity.is_all:
         starts = " ".join(f"WHEN {quote_str(i.segment_id)} THEN {i.interval.start}" for i in inputs)
         time_key = f"CASE {SEGMENT_COLUMN} {starts} END"

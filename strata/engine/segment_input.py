@@ -24,7 +24,8 @@ from strata.engine.footer import file_version, per_request, read_footer, time_sp
 from strata.engine.mapped_source import ORDINAL, MappedRows, mapped, view
 from strata.engine.memory_source import MemoryRows, always_within, is_memory, lookup, source_sql
 from strata.query.columns import SEGMENT_INDEX, TIME_COLUMN
-from strata.query.duck import duck_type, quote_ident, quote_str
+from strata.query.duck import MULTI_VALUE, duck_type, element_type, is_list, quote_ident, quote_str
+from strata.storage.segment_layout import column_types, dimension_entries, hidden_columns, multi_value_columns
 from timeline import Interval, SegmentDescriptor
 
 WINDOW_START = "__window_start"
@@ -48,7 +49,11 @@ class SegmentInput:
 
 @dataclass(frozen=True)
 class SegmentSchema:
-    """Columns of one segment file and the ingestion facts stored in its footer."""
+    """Columns of one segment file and the ingestion facts stored in its footer.
+
+    `columns` are the data source's columns (the typed path columns of nested values are not:
+    `hidden`); `druid_types` Druid's type of each (`strata.storage.segment_layout`).
+    """
 
     columns: Mapping[str, pa.DataType]
     num_rows: int
@@ -58,11 +63,19 @@ class SegmentSchema:
     query_granularity: Any = None
     rollup: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    hidden: Mapping[str, pa.DataType] = field(default_factory=dict)
+
+    @functools.cached_property
+    def druid_types(self) -> dict[str, str]:
+        """Druid's type of each column: the footer's, else from the Arrow type."""
+        return column_types(self.extra, [pa.field(n, t) for n, t in self.columns.items()])
 
     @functools.cached_property
     def duck_types(self) -> dict[str, str]:
-        """DuckDB type of each column, worked out once per file (requests read it per segment)."""
-        return {name: duck_type(t) for name, t in self.columns.items()}
+        """DuckDB type of each column, worked out once per file (requests read it per segment); a
+        multi-value STRING stored as lists is `MULTI_VALUE`."""
+        multi = multi_value_columns(self.extra)
+        return {name: MULTI_VALUE if name in multi else duck_type(t) for name, t in self.columns.items()}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -72,16 +85,17 @@ def _read_schema(path: str, mtime_ns: int) -> SegmentSchema:
     facts: dict[str, Any] = {}
     if schema.metadata and METADATA_KEY in schema.metadata:
         facts = orjson.loads(schema.metadata[METADATA_KEY])
-    dims = facts.get("dimensions", [])
+    hidden = hidden_columns(facts)
     return SegmentSchema(
-        columns={f.name: f.type for f in schema},
+        columns={f.name: f.type for f in schema if f.name not in hidden},
         num_rows=footer.num_rows,
         size=footer.size,
-        dimensions=tuple(d["name"] if isinstance(d, dict) else d for d in dims),
+        dimensions=tuple(d["name"] for d in dimension_entries(facts)),
         metrics=tuple(facts.get("metrics", [])),
         query_granularity=facts.get("queryGranularity"),
         rollup=bool(facts.get("rollup", False)),
         extra=facts,
+        hidden={f.name: f.type for f in schema if f.name in hidden},
     )
 
 
@@ -98,12 +112,12 @@ def _file_schema(path: str) -> SegmentSchema:
 
 def _memory_schema(rows: MemoryRows) -> SegmentSchema:
     facts = rows.facts
-    dims = facts.get("dimensions", [])
+    hidden = hidden_columns(facts)
     return SegmentSchema(
-        columns=rows.columns,
+        columns={n: t for n, t in rows.columns.items() if n not in hidden},
         num_rows=rows.num_rows,
         size=sum(rows.part_bytes.values()),
-        dimensions=tuple(d["name"] if isinstance(d, dict) else d for d in dims),
+        dimensions=tuple(d["name"] for d in dimension_entries(facts)),
         metrics=tuple(facts.get("metrics", [])),
         query_granularity=facts.get("queryGranularity"),
         rollup=bool(facts.get("rollup", False)),
@@ -111,22 +125,44 @@ def _memory_schema(rows: MemoryRows) -> SegmentSchema:
     )
 
 
+_RANK = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}
+
+
 def unified_types(schemas: Iterable[SegmentSchema], columns: Iterable[str]) -> dict[str, str]:
-    """DuckDB type per column across segments: numeric types widen, anything else mixed -> VARCHAR."""
-    rank = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3}
+    """DuckDB type per column across segments, as Druid's broker unifies a column typed differently
+    by segments: numbers widen; a multi-value string stored as lists in some segments and as strings
+    in others is read as lists everywhere; a scalar beside arrays of its kind reads as a one-element
+    array; COMPLEX<json> beside anything is COMPLEX<json>; any other mix is VARCHAR."""
     out: dict[str, str] = {}
     schemas = list(schemas)
     for col in columns:
         seen = {s.duck_types[col] for s in schemas if col in s.columns}
-        if not seen:
-            out[col] = "VARCHAR"  # a column no segment has: all-null strings, as Druid
-        elif len(seen) == 1:
-            out[col] = seen.pop()
-        elif seen <= rank.keys():
-            out[col] = max(seen, key=rank.__getitem__)
-        else:
-            out[col] = "VARCHAR"
+        out[col] = _unify(seen) if seen else "VARCHAR"  # a column no segment has: all-null strings
     return out
+
+
+def _unify(seen: set[str]) -> str:
+    if len(seen) == 1:
+        return next(iter(seen))
+    if "JSON" in seen:
+        return "JSON"
+    if seen <= _RANK.keys():
+        return max(seen, key=_RANK.__getitem__)
+    if seen == {"VARCHAR", MULTI_VALUE}:
+        return MULTI_VALUE
+    if any(is_list(t) for t in seen) and MULTI_VALUE not in seen:
+        elements = {element_type(t) if is_list(t) else t for t in seen}
+        return f"{_unify(elements)}[]"
+    return "VARCHAR"
+
+
+def _converted(expr: str, source: str, target: str) -> str:
+    """`expr` of DuckDB type `source` read as `target` (a scalar as a one-element list)."""
+    if target == "JSON":
+        return f"CAST(to_json({expr}) AS JSON)"
+    if is_list(target) and not is_list(source):
+        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE [CAST({expr} AS {element_type(target)})] END"
+    return f"CAST({expr} AS {target})"
 
 
 def scan_relation(
@@ -186,7 +222,7 @@ def scan_relation(
             if col in schema.columns:
                 expr = quote_ident(col)
                 if schema.duck_types[col] != types[col]:
-                    expr = f"CAST({expr} AS {types[col]})"
+                    expr = _converted(expr, schema.duck_types[col], types[col])
             else:
                 expr = f"CAST(NULL AS {types[col]})"
             projections.append(f"{expr} AS {quote_ident(col)}")

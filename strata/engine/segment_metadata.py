@@ -16,8 +16,9 @@ from strata.engine.registry import executes
 from strata.engine.segment_input import SegmentInput, read_schema, scan_relation
 from strata.query.base import SEGMENT_COLUMN
 from strata.query.columns import TIME_COLUMN
-from strata.query.duck import quote_ident
+from strata.query.duck import MULTI_VALUE, quote_ident
 from strata.query.segment_metadata import ANALYSIS_COLUMN, SegmentMetadataQuery, combining_aggregator
+from strata.storage.segment_layout import multi_value_columns
 
 
 @executes(SegmentMetadataQuery)
@@ -34,9 +35,15 @@ def run_partials(
     for inp in inputs:
         schema = schemas[inp.segment_id]
         sizes = column_sizes_of(inp.path) if query.wants("size") else {}
+        multi_value = multi_value_columns(schema.extra)
         columns = {
             c: query.column_analysis(
-                c, schema.columns[c], stats.get((inp.segment_id, c), {}), sizes.get(c, 0)
+                c,
+                schema.columns[c],
+                stats.get((inp.segment_id, c), {}),
+                sizes.get(c, 0),
+                schema.druid_types.get(c),
+                c in multi_value,
             )
             for c in included[inp.segment_id]
         }
@@ -81,19 +88,24 @@ def column_stats(
     for i, c in enumerate(columns):
         ident = quote_ident(c)
         selects.append(f"bool_or({ident} IS NULL) AS n{i}")
-        if types[c] == "VARCHAR":
-            selects += [
-                f"count(DISTINCT {ident}) AS d{i}",
-                f"min({ident}) AS lo{i}",
-                f"max({ident}) AS hi{i}",
-            ]
+        if types[c] in ("VARCHAR", MULTI_VALUE):
+            if types[c] == "VARCHAR":
+                selects += [
+                    f"count(DISTINCT {ident}) AS d{i}",
+                    f"min({ident}) AS lo{i}",
+                    f"max({ident}) AS hi{i}",
+                ]
+            else:  # a multi-value string: over its values
+                values = f"flatten(list({ident}))"
+                selects += [f"len(list_distinct({values})) AS d{i}", f"list_min({values}) AS lo{i}",
+                            f"list_max({values}) AS hi{i}"]  # fmt: skip
     sql = f"SELECT {', '.join(selects)} FROM ({relation}) GROUP BY {SEGMENT_COLUMN}"
     result = conn.sql(sql).to_arrow_table().to_pylist()
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for row in result:
         for i, c in enumerate(columns):
             stat = {"hasNulls": bool(row[f"n{i}"])}
-            if types[c] == "VARCHAR":
+            if types[c] in ("VARCHAR", MULTI_VALUE):
                 stat.update(distinct=row[f"d{i}"], min=row[f"lo{i}"], max=row[f"hi{i}"])
             out[(row[SEGMENT_COLUMN], c)] = stat
     return out

@@ -20,8 +20,11 @@ import pyarrow.parquet as pq
 
 from strata.engine.engine import run_to_json
 from strata.engine.segment_input import SegmentInput
+from strata.engine.wrapped_source import inline_table
 from strata.query.base import Query
 from strata.query.columns import TIME_COLUMN
+from strata.query.data_source import INLINE_TYPES, InlineSource
+from strata.query.druid_types import druid_type
 from strata.query.duck import engine_limits
 from strata.query.errors import QueryUnsupported
 from timeline import Interval, SegmentDescriptor, parse_instant
@@ -88,8 +91,34 @@ def rows_table(inner: Query, results: Sequence[Any]) -> pa.Table:
 def answer_over_rows(outer: Query, inner_results: Sequence[Any]) -> list[Any]:
     """The outer query's Druid answer over the inner query's rows (blocking: run off the loop)."""
     assert outer.inner is not None
-    table = rows_table(outer.inner, inner_results)
-    plain = dataclasses.replace(outer, inner=None)
+    return answer_over_table(dataclasses.replace(outer, inner=None), rows_table(outer.inner, inner_results))
+
+
+def inline_of(inner: Query, results: Sequence[Any]) -> InlineSource:
+    """A query's answer as inline rows (a join's right side, sent on to the data nodes)."""
+    table = rows_table(inner, results)
+    columns = [c for c in table.column_names if c != TIME_COLUMN]
+    kinds = [druid_type(table.schema.field(c).type) for c in columns]
+    types = tuple(k if k in INLINE_TYPES else None for k in kinds)
+    values = [table.column(c).to_pylist() for c in columns]
+    return InlineSource(tuple(columns), types, tuple(zip(*values, strict=True)) if values else ())
+
+
+def answer_over_inline(query: Query, inline: InlineSource) -> list[Any]:
+    """A query's answer over inline rows (its dataSource's leaf): `__time` from a column of that
+    name, else 0, as Druid reads an inline datasource."""
+    table = inline_table(inline)
+    if TIME_COLUMN in table.column_names:
+        times = table.column(TIME_COLUMN).cast(pa.int64())
+        table = table.drop_columns([TIME_COLUMN])
+    else:
+        times = pa.array([0] * table.num_rows, pa.int64())
+    table = table.add_column(0, TIME_COLUMN, pa.chunked_array([times]).cast(pa.timestamp("ms", tz="UTC")))
+    return answer_over_table(query, table.sort_by(TIME_COLUMN))
+
+
+def answer_over_table(plain: Query, table: pa.Table) -> list[Any]:
+    """`plain`'s answer over `table` (`__time` and the columns), written as one temporary segment."""
     # the engine's own scratch directory: the only one a broker's engine may read
     with tempfile.TemporaryDirectory(prefix="strata-subquery-", dir=engine_limits().scratch_dir) as tmp:
         path = Path(tmp) / "index.parquet"
@@ -99,7 +128,7 @@ def answer_over_rows(outer: Query, inner_results: Sequence[Any]) -> list[Any]:
             times = table.column(TIME_COLUMN).cast(pa.int64())
             span = Interval(pc.min(times).as_py(), pc.max(times).as_py() + 1)  # the segment's own interval
             descriptor = SegmentDescriptor(span, "subquery", 0)
-            for wanted in outer.segment_spec.intervals:
+            for wanted in plain.segment_spec.intervals:
                 part = wanted.overlap(span)
                 if part is not None:
                     inputs.append(SegmentInput("subquery", descriptor, str(path), part))

@@ -124,6 +124,8 @@ def _coded_source(
     plan, dim = query.plan, query.dimension
     if dim.extraction_fn is not None or dim.output_type != "STRING" or not plan.granularity.is_all:
         return None
+    if not query.plain_table or dim.value_filter is not None:
+        return None
     wanted = list(
         dict.fromkeys([*plan.input_columns(), *(sorted(plan.filter.columns()) if plan.filter else [])])
     )

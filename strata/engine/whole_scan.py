@@ -32,7 +32,7 @@ def whole_scan_schema(query: Query, inputs: Sequence[SegmentInput]) -> pa.Schema
     """The answer's schema when `query` reads every row of every input as stored, else None."""
     if not isinstance(query, ScanQuery) or not inputs or not query.columns:
         return None
-    if query.filter is not None or query.virtual_columns or query.order != "none":
+    if query.filter is not None or query.virtual_columns or query.order != "none" or not query.plain_table:
         return None
     if query.limit is not None or query.offset or query.context.segment_labels:
         return None

@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.storage.segment_layout import is_json
 from timeline import parse_instant
 
 ARROW_TYPES: dict[str, pa.DataType] = {
@@ -91,6 +93,9 @@ def convert_column(
         return arr, _no_bad(n)
     if pa.types.is_null(t):
         return pa.nulls(n, target), _no_bad(n)
+    if is_json(t):  # mixed or nested input: each distinct JSON text read, then converted
+        convert = {"string": _text, "long": _to_int}.get(kind, _to_float)
+        return _by_distinct(arr.storage, lambda text: convert(orjson.loads(text)), target)
     if pa.types.is_timestamp(t):
         arr, t = pc.cast(arr, pa.timestamp("ms")).cast(pa.int64()), pa.int64()
     if kind == "string":

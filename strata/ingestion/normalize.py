@@ -12,11 +12,21 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from strata.ingestion.convert import convert_column, parse_timestamps
+from strata.ingestion.dimension_values import (
+    is_nested,
+    json_storage,
+    json_values,
+    stage_json,
+    stage_multi_value,
+)
 from strata.ingestion.errors import ParseProblem
 from strata.ingestion.readers import Block
 from strata.ingestion.spec import DimensionSpec, IngestionSpec, MetricSpec
+from strata.ingestion.transform import apply_transforms
+from strata.storage.segment_layout import is_json
 
 TIME = "__time"
 MAX_KEPT_PROBLEMS = 100
@@ -34,10 +44,22 @@ def metric_input_kind(metric: MetricSpec) -> str:
     return "float" if metric.type.startswith("float") else "double"
 
 
+def _nested_values(column: pa.ChunkedArray) -> bool:
+    """Objects, or lists holding lists or objects: what string-based discovery leaves out."""
+    t = column.type
+    if is_json(t):  # mixed values: nested when one of them is
+        return any(is_nested(v) for v in json_values(pc.unique(json_storage(column))))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return bool(pa.types.is_nested(t.value_type))
+    return bool(pa.types.is_nested(t))
+
+
 def discover_dimensions(
-    schema: pa.Schema, spec: IngestionSpec, known: Sequence[DimensionSpec]
+    table: pa.Table, spec: IngestionSpec, known: Sequence[DimensionSpec]
 ) -> list[DimensionSpec]:
-    """Schemaless: `known` plus this block's new flat columns.
+    """`known` plus this block's new columns: with `useSchemaDiscovery` each one as an `auto`
+    dimension, else (schemaless) each one without nested values as a string dimension (a list of
+    literals makes it multi-value), as Druid's type-aware and string-based discovery do.
 
     Never the timestamp column, dimensionExclusions, or metric names and inputs (as Druid).
     """
@@ -45,12 +67,13 @@ def discover_dimensions(
     excluded |= {m.field_name for m in spec.metrics if m.field_name} | {m.name for m in spec.metrics}
     names = {d.name for d in known}
     out = list(known)
-    for f in schema:
+    typed = spec.dimensions.use_schema_discovery
+    for f in table.schema:
         if f.name in excluded or f.name in names:
             continue
-        if pa.types.is_nested(f.type):
-            continue  # multi-value / nested columns are not discovered
-        out.append(DimensionSpec(f.name, "string"))
+        if not typed and _nested_values(table.column(f.name)):
+            continue
+        out.append(DimensionSpec(f.name, "auto" if typed else "string"))
         names.add(f.name)
     return out
 
@@ -60,6 +83,7 @@ class Normalized:
     table: pa.Table
     problems: list[ParseProblem]
     bad_rows: int
+    filtered: int = 0  # rows the transformSpec's filter threw away
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray | None:
@@ -76,13 +100,29 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
     reasons: dict[str, tuple[str, np.ndarray]] = {}  # source column -> (what failed, rows)
     if bad.any():
         reasons[spec.timestamp.column] = ("unparseable or missing timestamp", bad.copy())
+    rejected = np.zeros(n, dtype=bool)  # rows the transformSpec's filter throws away
+    if spec.transform is not None:
+        done = apply_transforms(raw, times, spec.transform)
+        raw, times = done.table, done.times
+        if done.keep is not None:
+            rejected = ~done.keep & ~bad
     columns: dict[str, pa.Array] = {TIME: pa.array(times, pa.int64())}
     wanted = [(d.name, d.name, d.type) for d in dimensions]
     wanted += [(metric_input(m), m.field_name, metric_input_kind(m)) for m in spec.metrics if m.field_name]
+    handling = {d.name: d.multi_value_handling for d in dimensions}
     for out_name, src, kind in wanted:
         col = _column(raw, src)
+        if kind in ("auto", "json"):
+            columns[out_name] = stage_json(pa.nulls(n) if col is None else col)
+            continue
         if col is None:
             columns[out_name] = pa.nulls(n, convert_column(pa.nulls(0), kind)[0].type)
+            continue
+        staged = (
+            stage_multi_value(col, handling[out_name]) if kind == "string" and out_name in handling else None
+        )
+        if staged is not None:
+            columns[out_name] = staged
             continue
         values, col_bad = convert_column(col, kind)
         columns[out_name] = values
@@ -92,8 +132,8 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
     table = pa.table(columns)
     problems: list[ParseProblem] = []
     bad_count = int(bad.sum())
-    if bad_count:
-        table = table.filter(pa.array(~bad))
+    if bad_count or rejected.any():
+        table = table.filter(pa.array(~(bad | rejected)))
         rows = np.flatnonzero(bad)[:MAX_KEPT_PROBLEMS]
         lines = block.lines(rows)
         for row, line in zip(rows, lines, strict=True):
@@ -103,7 +143,7 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
                 if mask[row]
             )
             problems.append(ParseProblem(block.source, int(line), why))
-    return Normalized(table, problems, bad_count)
+    return Normalized(table, problems, bad_count, int(rejected.sum()))
 
 
 def _value(raw: pa.Table, column: str, row: int) -> str:

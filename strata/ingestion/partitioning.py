@@ -24,7 +24,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.ingestion.dimension_values import json_storage, stage_json
 from strata.ingestion.spec import DynamicPartitions, HashedPartitions, PartitionsSpec, RangePartitions
+from strata.storage.segment_layout import is_json
 from timeline import ShardSpec
 
 
@@ -122,6 +124,8 @@ def murmur3_32(data: bytes, seed: int = 0) -> int:
 
 
 def _as_dimension_value(v: Any) -> list[str]:
+    if isinstance(v, list):  # a multi-value row: its values
+        return [str(e) for e in v]
     return [] if v is None else [str(v)]
 
 
@@ -129,7 +133,13 @@ def _key_codes(table: pa.Table, columns: Sequence[str]) -> tuple[list[tuple[Any,
     """Distinct value tuples of `columns` and, per row, the index of its tuple."""
     codes, dictionaries = [], []
     for name in columns:
-        enc = pc.dictionary_encode(table.column(name).combine_chunks())
+        column = table.column(name).combine_chunks()
+        if is_json(column.type) or pa.types.is_list(column.type):  # keyed by their JSON text
+            enc = pc.dictionary_encode(json_storage(stage_json(column)))
+            dictionaries.append([*(orjson.loads(t) for t in enc.dictionary.to_pylist()), None])
+            codes.append(enc.indices.fill_null(len(enc.dictionary)).to_numpy(zero_copy_only=False))
+            continue
+        enc = pc.dictionary_encode(column)
         dictionaries.append([*enc.dictionary.to_pylist(), None])
         codes.append(enc.indices.fill_null(len(enc.dictionary)).to_numpy(zero_copy_only=False))
     stacked = np.stack(codes, axis=1) if codes else np.zeros((table.num_rows, 0), dtype=np.int64)

@@ -7,6 +7,7 @@ rows the same way.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from strata.ingestion.errors import ParseProblem
+from strata.ingestion.flatten import flatten_table
 from strata.ingestion.normalize import TIME, discover_dimensions, normalize_block
 from strata.ingestion.readers import Block
 from strata.ingestion.rollup import CHUNK
@@ -45,19 +47,22 @@ def prepare_block(
     block: Block, spec: IngestionSpec, dims: Sequence[DimensionSpec], allowed: np.ndarray | None
 ) -> PreparedBlock:
     dims = list(dims)
+    if spec.input_format.flatten is not None:
+        block = dataclasses.replace(block, table=flatten_table(block.table, spec.input_format.flatten))
     if spec.dimensions.discover:
-        dims = discover_dimensions(block.table.schema, spec, dims)
+        dims = discover_dimensions(block.table, spec, dims)
     norm = normalize_block(block, spec, dims)
     out = PreparedBlock(norm.table, dims, block.table.num_rows + len(block.problems))
     out.problems = sorted(block.problems + norm.problems, key=lambda p: p.line)
     out.parse_errors = len(block.problems) + norm.bad_rows
+    out.thrown_away = norm.filtered
     table = norm.table
     times = table.column(TIME).to_numpy()
     chunks = spec.granularity.segment.bucket_starts(times)
     if allowed is not None:
         keep = np.isin(chunks, allowed)
         if not keep.all():
-            out.thrown_away = int((~keep).sum())
+            out.thrown_away += int((~keep).sum())
             table, times, chunks = table.filter(pa.array(keep)), times[keep], chunks[keep]
     table = table.set_column(0, TIME, pa.array(spec.granularity.query.bucket_starts(times), pa.int64()))
     out.table = table.append_column(CHUNK, pa.array(chunks, pa.int64()))

@@ -21,9 +21,11 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
+from strata.ingestion.dimension_values import values_column
 from strata.ingestion.errors import IngestionError, ParseProblem
 from strata.ingestion.memory_pool import INGEST_POOL
 from strata.ingestion.spec import InlineInputSource, InputFormat, InputSource, LocalInputSource
@@ -180,40 +182,52 @@ def _has_blank_lines(data: bytes) -> bool:
 
 
 # -- JSON -----------------------------------------------------------------------------------------
-def _as_text(v: Any) -> str | None:
-    if v is None or isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return str(v)
-    return orjson.dumps(v).decode()
-
-
 def table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows of mixed types -> a table; a column whose values disagree in type becomes text."""
+    """Parsed rows -> a table: a column of scalars of one type (or lists of them) typed, any other
+    (mixed types, objects) as JSON text, so nothing of a value is lost (`values_column`)."""
     names: dict[str, None] = {}
     for r in rows:
         names.update(dict.fromkeys(r))
-    columns = {}
-    for name in names:
-        values = [r.get(name) for r in rows]
-        try:
-            columns[name] = pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            columns[name] = pa.array([_as_text(v) for v in values], pa.string())
+    columns = {name: values_column([r.get(name) for r in rows]) for name in names}
     return pa.table(columns) if columns else pa.table({"__empty": pa.nulls(len(rows))}).drop(["__empty"])
 
 
-def read_json_block(data: bytes, source: str, first_line: int, *, use_threads: bool = True) -> Block:
-    """`use_threads=False` for small blocks (a pushed batch): Arrow's threads cost ~9 ms to start."""
+def _unified_by_reader(f: pa.Field, exact: frozenset[str] | None) -> bool:
+    """Arrow's JSON reader turns objects into structs, dropping which keys a row lacked, and
+    unifies numbers across rows (`1` beside `2.5` becomes `1.0`): such columns are read again
+    value by value, the numbers only where they type an `auto` / `json` dimension (`exact`)."""
+    t = f.type
+    element = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
+    if pa.types.is_struct(t) or pa.types.is_nested(element):
+        return True
+    return (exact is None or f.name in exact) and bool(pa.types.is_floating(element))
+
+
+def _objects_as_json(table: pa.Table, data: bytes, exact: frozenset[str] | None = frozenset()) -> pa.Table:
+    """`table` with the columns Arrow's reader changed replaced by each line's own values."""
+    nested = [f.name for f in table.schema if _unified_by_reader(f, exact)]
+    if not nested:
+        return table
+    rows = [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
+    for name in nested:
+        column = values_column([r.get(name) for r in rows])
+        table = table.set_column(table.column_names.index(name), name, column)
+    return table
+
+
+def read_json_block(
+    data: bytes, source: str, first_line: int, *, use_threads: bool = True,
+    exact: frozenset[str] | None = frozenset(),
+) -> Block:  # fmt: skip
+    """`use_threads=False` for small blocks (a pushed batch): Arrow's threads cost ~9 ms to start.
+    `exact`: see `InputFormat.exact_columns`."""
     try:
         options = pa_json.ReadOptions(block_size=4 << 20, use_threads=use_threads)
         table = pa_json.read_json(io.BytesIO(data), read_options=options, memory_pool=INGEST_POOL)
         lines = _nonblank_lines(data, first_line) if _has_blank_lines(data) else None
         if lines is not None and len(lines) != table.num_rows:
             raise pa.ArrowInvalid("line count mismatch")
-        return Block(table, source, first_line, lines)
+        return Block(_objects_as_json(table, data, exact), source, first_line, lines)
     except pa.ArrowInvalid:
         pass
     rows: list[dict[str, Any]] = []
@@ -274,7 +288,18 @@ def read_delimited_block(
                 source, int(nonblank[idx]), f"expected {len(names)} columns, got: {text[:200]!r}"
             ))  # fmt: skip
         lines = np.delete(nonblank, bad)
-    return Block(table, source, first_line, lines, problems)
+    return Block(_split_lists(table, fmt.list_delimiter), source, first_line, lines, problems)
+
+
+def _split_lists(table: pa.Table, delimiter: str | None) -> pa.Table:
+    """Columns where some value holds `listDelimiter` as lists of the values between them."""
+    if not delimiter:
+        return table
+    for i, name in enumerate(table.column_names):
+        column = table.column(i)
+        if pc.any(pc.match_substring(column, delimiter)).as_py():
+            table = table.set_column(i, name, pc.split_pattern(column, delimiter))
+    return table
 
 
 def _header(f: InputFile, fmt: InputFormat) -> tuple[list[str], int]:
@@ -353,7 +378,7 @@ def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | No
         return
     if fmt.type == "json":
         for chunk, line, consumed, newlines in _line_chunks(f, byte_range):
-            block = read_json_block(chunk, f.name, line)
+            block = read_json_block(chunk, f.name, line, exact=fmt.exact_columns)
             block.progress_bytes, block.end_line = consumed, line + newlines
             yield block
         return

@@ -17,7 +17,9 @@ import pyarrow.compute as pc
 
 from strata.ingestion.memory_pool import INGEST_POOL
 from strata.ingestion.normalize import TIME, metric_input
+from strata.ingestion.segment_columns import sort_keys
 from strata.ingestion.spec import DimensionSpec, MetricSpec
+from strata.storage.segment_layout import JSON_TYPE, is_json
 
 CHUNK = "__chunk"
 _SQL_TYPE = {"long": "BIGINT", "double": "DOUBLE", "float": "FLOAT"}
@@ -88,6 +90,7 @@ def segment_order(rows: pa.Table, dimensions: Sequence[DimensionSpec]) -> pa.UIn
     It reads chunked columns as fast as contiguous ones.
     """
     keys = _sort_keys(dimensions)
+    rows = sort_keys(rows.select(keys), keys)
     order = pc.sort_indices(
         rows, sort_keys=[(k, "ascending", "at_start") for k in keys[1:]], memory_pool=INGEST_POOL
     )
@@ -106,9 +109,14 @@ def _group(table: pa.Table, keys: list[str], metrics: Sequence[MetricSpec]) -> p
     try:
         con.execute("SET enable_progress_bar = false")
         con.register("rows", table)
-        return con.sql(sql).to_arrow_table()
+        out = con.sql(sql).to_arrow_table()
     finally:
         con.close()
+    for i, name in enumerate(out.column_names):  # JSON keys come back as plain text
+        if name in table.column_names and is_json(table.schema.field(name).type):
+            storage = out.column(i).combine_chunks().cast(pa.string())
+            out = out.set_column(i, name, pa.ExtensionArray.from_storage(JSON_TYPE, storage))
+    return out
 
 
 def sketch_column(values: pa.ChunkedArray, metric: MetricSpec, rollup: bool) -> pa.Array:

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,7 @@ from strata.ingestion.memory_pool import INGEST_POOL
 from strata.ingestion.normalize import TIME
 from strata.ingestion.partitioning import plan_partitions
 from strata.ingestion.rollup import CHUNK, segment_order, segment_rows
+from strata.ingestion.segment_columns import harmonized, stored_columns
 from strata.ingestion.spec import (
     DimensionSpec,
     HashedPartitions,
@@ -97,15 +99,21 @@ def chunk_targets(
 
 
 def segment_facts(
-    spec: IngestionSpec, seg: DataSegment, dims: Sequence[DimensionSpec], num_rows: int, *, final: bool = True
+    spec: IngestionSpec,
+    seg: DataSegment,
+    dims: Sequence[dict[str, Any]],
+    num_rows: int,
+    *,
+    final: bool = True,
 ) -> dict[str, object]:
     """The segment file's footer facts; without version and partition number when not `final`
-    (a Spark writer task cannot know them: its driver numbers partitions at commit)."""
+    (a Spark writer task cannot know them: its driver numbers partitions at commit). `dims` are the
+    dimension entries `stored_columns` made (`strata.storage.segment_layout`)."""
     facts: dict[str, object] = {"dataSource": seg.data_source, "interval": str(seg.interval)}
     if final:
         facts |= {"version": seg.version, "partitionNum": seg.partition_num}
     return facts | {
-        "dimensions": [{"name": d.name, "type": d.type} for d in dims],
+        "dimensions": list(dims),
         "metrics": [m.to_json() for m in spec.metrics],
         "queryGranularity": spec.granularity.query.to_json(),
         "rollup": spec.granularity.rollup,
@@ -130,7 +138,7 @@ def build_segments(
     """
     progress = progress or NoProgress()
     progress.phase("rollup" if spec.granularity.rollup else "sort")
-    table = pa.concat_tables(parts, promote_options="default")
+    table = pa.concat_tables(harmonized(parts, dims), promote_options="default")
     parts.clear()
     rows = segment_rows(table, dims, spec.metrics, spec.granularity.rollup)
     del table
@@ -164,10 +172,9 @@ def build_segments(
         seg_dir = staging / str(i)
         seg_dir.mkdir()
         idx = order_np[plans[i].rows]
-        # gathered one row group at a time: small buffers the allocator reuses, not fresh pages
-        pieces = (_take(rows, idx[lo : lo + ROW_GROUP_ROWS]) for lo in range(0, idx.size, ROW_GROUP_ROWS))
-        facts = segment_facts(spec, segments[i], dims, idx.size, final=final)
-        write_segment_pieces(rows.schema, pieces, seg_dir / SEGMENT_FILE, facts)
+        schema, pieces, entries = _segment_pieces(rows, idx, dims)
+        facts = segment_facts(spec, segments[i], entries, idx.size, final=final)
+        write_segment_pieces(schema, pieces, seg_dir / SEGMENT_FILE, facts)
         return StagedSegment(segments[i], str(seg_dir), int(idx.size))
 
     # gathering rows and Parquet encoding release the GIL: build segments side by side
@@ -223,6 +230,27 @@ def discard(deep: DeepStorage, segments: Sequence[DataSegment]) -> None:
             deep.delete(seg)
         except Exception as e:
             log.warning("could not delete unpublished segment %s from deep storage: %s", seg.id, e)
+
+
+def _segment_pieces(
+    rows: pa.Table, idx: np.ndarray, dims: Sequence[DimensionSpec]
+) -> tuple[pa.Schema, Iterable[pa.Table], list[dict[str, Any]]]:
+    """A segment's schema, its rows in row groups, and its dimension entries.
+
+    Plain columns are gathered one row group at a time (small buffers the allocator reuses, not
+    fresh pages); a segment with lists or values typed by their values is gathered whole first,
+    since its columns' stored form depends on all of its rows (`segment_columns.stored_columns`).
+    """
+    if not any(d.typed_by_values or pa.types.is_list(rows.schema.field(d.name).type) for d in dims):
+        entries = stored_columns(rows.slice(0, 0), dims)[1]
+        pieces = (_take(rows, idx[lo : lo + ROW_GROUP_ROWS]) for lo in range(0, idx.size, ROW_GROUP_ROWS))
+        return rows.schema, pieces, entries
+    table, entries = stored_columns(_take(rows, idx), dims)
+    return (
+        table.schema,
+        (table.slice(lo, ROW_GROUP_ROWS) for lo in range(0, idx.size, ROW_GROUP_ROWS)),
+        entries,
+    )
 
 
 def _combined_and_ordered(rows: pa.Table, dims: list[DimensionSpec]) -> tuple[pa.Table, pa.UInt64Array]:

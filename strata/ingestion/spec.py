@@ -7,10 +7,12 @@ Strata cannot honour are refused with a clear message rather than silently ignor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strata.ingestion.errors import SpecError
+from strata.ingestion.flatten import FlattenSpec, parse_flatten_spec
+from strata.ingestion.transform import TransformSpec, parse_transform_spec
 from timeline import Granularity, Interval, parse_instant
 
 DEFAULT_MAX_PARSE_EXCEPTIONS = 0
@@ -23,7 +25,8 @@ Druid's default is unlimited (Integer.MAX_VALUE: bad rows are skipped and counte
 UNLIMITED = 2**31 - 1  # Druid's Integer.MAX_VALUE
 DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000  # Druid's dynamic partitionsSpec default
 
-DIMENSION_TYPES = ("string", "long", "float", "double")
+DIMENSION_TYPES = ("string", "long", "float", "double", "auto", "json")
+MULTI_VALUE_HANDLING = ("SORTED_ARRAY", "SORTED_SET", "ARRAY")
 TIMESTAMP_FORMATS = ("iso", "millis", "posix", "micro", "nano", "auto")
 METRIC_TYPES = (
     "count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax",
@@ -43,17 +46,25 @@ class TimestampSpec:
 class DimensionSpec:
     name: str
     type: str = "string"
+    multi_value_handling: str = "SORTED_ARRAY"  # string dimensions: how a row's list of values is kept
+
+    @property
+    def typed_by_values(self) -> bool:
+        """`auto` and `json` dimensions: the column's type comes from its values (per segment)."""
+        return self.type in ("auto", "json")
 
 
 @dataclass(frozen=True)
 class DimensionsSpec:
     dimensions: tuple[DimensionSpec, ...] = ()
     exclusions: tuple[str, ...] = ()
+    use_schema_discovery: bool = False
 
     @property
     def discover(self) -> bool:
-        """Schemaless: an empty dimension list means every other input column becomes a string dimension."""
-        return not self.dimensions
+        """Whether input columns not listed become dimensions too: always with `useSchemaDiscovery`
+        (as `auto` dimensions), else when the list is empty (as string dimensions)."""
+        return self.use_schema_discovery or not self.dimensions
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,19 @@ class InputFormat:
     find_columns_from_header: bool = False
     skip_header_rows: int = 0
     delimiter: str = ","
+    list_delimiter: str | None = None  # csv / tsv: splits a value into a multi-value list
+    flatten: FlattenSpec | None = None
+    exact_columns: frozenset[str] | None = frozenset()
+    """JSON columns that type `auto` / `json` dimensions (None: every column, as with
+    useSchemaDiscovery): read value by value where Arrow's reader would unify their numbers (`1`
+    beside `2.5` read as `1.0`), so each segment types them from the values as written."""
+
+
+def exact_columns(dims: DimensionsSpec) -> frozenset[str] | None:
+    """The input columns whose values must reach `auto` / `json` dimensions as written."""
+    if dims.use_schema_discovery:
+        return None
+    return frozenset(d.name for d in dims.dimensions if d.typed_by_values)
 
 
 @dataclass(frozen=True)
@@ -142,6 +166,7 @@ class IngestionSpec:
     input_format: InputFormat
     append: bool = False
     tuning: TuningConfig = field(default_factory=TuningConfig)
+    transform: TransformSpec | None = None
 
 
 # -- parsing --------------------------------------------------------------------------------------
@@ -188,18 +213,30 @@ def parse_timestamp_spec(obj: Mapping[str, Any]) -> TimestampSpec:
     return TimestampSpec(str(obj.get("column", "timestamp")), fmt, missing_ms)
 
 
+def _dimension(d: Mapping[str, Any]) -> DimensionSpec:
+    kind = str(d.get("type", "string"))
+    if kind not in DIMENSION_TYPES:
+        raise SpecError(
+            f"dimension {d['name']!r}: type {kind!r} is not supported ({', '.join(DIMENSION_TYPES)})"
+        )
+    handling = str(d.get("multiValueHandling") or "SORTED_ARRAY").upper()
+    if handling not in MULTI_VALUE_HANDLING:
+        choices = ", ".join(MULTI_VALUE_HANDLING)
+        raise SpecError(f"dimension {d['name']!r}: multiValueHandling {handling!r} is not one of {choices}")
+    if d.get("castToType") is not None:
+        raise SpecError(
+            f"dimension {d['name']!r}: 'castToType' is not supported yet; declare a typed dimension"
+        )
+    return DimensionSpec(d["name"], kind, handling)
+
+
 def parse_dimensions_spec(obj: Mapping[str, Any]) -> DimensionsSpec:
     dims: list[DimensionSpec] = []
     for d in obj.get("dimensions") or []:
         if isinstance(d, str):
             dims.append(DimensionSpec(d))
         elif isinstance(d, Mapping) and isinstance(d.get("name"), str):
-            kind = str(d.get("type", "string"))
-            if kind not in DIMENSION_TYPES:
-                raise SpecError(
-                    f"dimension {d['name']!r}: type {kind!r} is not supported ({', '.join(DIMENSION_TYPES)})"
-                )
-            dims.append(DimensionSpec(d["name"], kind))
+            dims.append(_dimension(d))
         else:
             raise SpecError(f"dimensionsSpec.dimensions: expected a name or {{'name','type'}}, got {d!r}")
     names = [d.name for d in dims]
@@ -208,7 +245,13 @@ def parse_dimensions_spec(obj: Mapping[str, Any]) -> DimensionsSpec:
         raise SpecError(f"dimensionsSpec lists dimensions more than once: {', '.join(dupes)}")
     if "__time" in names:
         raise SpecError("'__time' is reserved for the timestamp and cannot be a dimension")
-    return DimensionsSpec(tuple(dims), tuple(str(x) for x in obj.get("dimensionExclusions") or ()))
+    if obj.get("includeAllDimensions"):
+        raise SpecError("dimensionsSpec.includeAllDimensions is not supported yet; use useSchemaDiscovery")
+    return DimensionsSpec(
+        tuple(dims),
+        tuple(str(x) for x in obj.get("dimensionExclusions") or ()),
+        use_schema_discovery=bool(obj.get("useSchemaDiscovery", False)),
+    )
 
 
 def parse_metric(obj: Any) -> MetricSpec:
@@ -267,9 +310,7 @@ def parse_input_format(obj: Mapping[str, Any]) -> InputFormat:
     kind = obj.get("type")
     if kind not in ("json", "csv", "tsv", "parquet"):
         raise SpecError(f"inputFormat type {kind!r} is not supported (json, csv, tsv, parquet)")
-    flatten = obj.get("flattenSpec")
-    if flatten and flatten.get("fields"):
-        raise SpecError("inputFormat.flattenSpec fields are not supported yet")
+    flatten = parse_flatten_spec(obj.get("flattenSpec"), str(kind))
     columns = tuple(str(c) for c in obj.get("columns") or ())
     from_header = bool(obj.get("findColumnsFromHeader", False))
     if kind in ("csv", "tsv") and not columns and not from_header:
@@ -277,9 +318,15 @@ def parse_input_format(obj: Mapping[str, Any]) -> InputFormat:
     delimiter = str(obj.get("delimiter", "\t" if kind == "tsv" else ","))
     if kind in ("csv", "tsv") and len(delimiter) != 1:
         raise SpecError(f"{kind} delimiter must be one character, got {delimiter!r}")
+    list_delimiter = obj.get("listDelimiter", "\x01") if kind in ("csv", "tsv") else None
+    if list_delimiter is not None and (not isinstance(list_delimiter, str) or not list_delimiter):
+        raise SpecError(f"{kind} listDelimiter must be a non-empty string, got {list_delimiter!r}")
+    if list_delimiter == delimiter:
+        raise SpecError(f"{kind} listDelimiter cannot be the column delimiter {delimiter!r}")
     return InputFormat(
-        str(kind), columns, from_header, _int(obj.get("skipHeaderRows", 0), "skipHeaderRows"), delimiter
-    )
+        str(kind), columns, from_header, _int(obj.get("skipHeaderRows", 0), "skipHeaderRows"), delimiter,
+        list_delimiter=list_delimiter, flatten=flatten,
+    )  # fmt: skip
 
 
 def parse_partitions(tuning: Mapping[str, Any]) -> PartitionsSpec:
@@ -331,9 +378,6 @@ def parse_data_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
         raise SpecError("dataSchema.dataSource must be a non-empty string")
     if "/" in data_source or data_source.startswith("."):
         raise SpecError(f"dataSource {data_source!r} may not contain '/' or start with '.'")
-    transform = _obj(schema.get("transformSpec"), "transformSpec")
-    if transform.get("filter") or transform.get("transforms"):
-        raise SpecError("dataSchema.transformSpec is not supported yet")
     metrics = tuple(parse_metric(m) for m in schema.get("metricsSpec") or ())
     dims = parse_dimensions_spec(_obj(schema.get("dimensionsSpec"), "dimensionsSpec"))
     names = [m.name for m in metrics]
@@ -346,6 +390,7 @@ def parse_data_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
         "dimensions": dims,
         "metrics": metrics,
         "granularity": parse_granularity_spec(_obj(schema.get("granularitySpec"), "granularitySpec")),
+        "transform": parse_transform_spec(_obj(schema.get("transformSpec"), "transformSpec")),
     }
 
 
@@ -368,10 +413,11 @@ def parse_spec(obj: Any) -> IngestionSpec:
         max_parse = DEFAULT_MAX_PARSE_EXCEPTIONS
     elif _int(max_parse, "maxParseExceptions", -1) < 0:  # Druid accepts -1 for unlimited
         max_parse = UNLIMITED
+    input_format = parse_input_format(_obj(io["inputFormat"], "inputFormat"))
     return IngestionSpec(
         **schema,
         input_source=parse_input_source(_obj(io["inputSource"], "inputSource")),
-        input_format=parse_input_format(_obj(io["inputFormat"], "inputFormat")),
+        input_format=replace(input_format, exact_columns=exact_columns(schema["dimensions"])),
         append=bool(io.get("appendToExisting", False)),
         tuning=TuningConfig(
             partitions=parse_partitions(tuning),

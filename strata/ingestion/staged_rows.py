@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from strata.ingestion.normalize import TIME
 from strata.ingestion.rollup import CHUNK
+from strata.ingestion.segment_columns import staged_type
 from strata.ingestion.spec import DimensionSpec
 
 
@@ -99,6 +100,6 @@ def conform(table: pa.Table, dims: Sequence[DimensionSpec]) -> pa.Table:
     fill them), every part's columns in one order."""
     for d in dims:
         if d.name not in table.column_names:
-            table = table.append_column(d.name, pa.nulls(table.num_rows, pa.string()))
+            table = table.append_column(d.name, pa.nulls(table.num_rows, staged_type(d)))
     first = [TIME, *(d.name for d in dims)]
     return table.select(first + [c for c in table.column_names if c not in set(first)])

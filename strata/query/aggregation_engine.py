@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from strata.query.aggregators import Aggregator
 from strata.query.base import SEGMENT_COLUMN
+from strata.query.data_source import DataSource
 from strata.query.dimensions import DimensionSpec
 from strata.query.duck import query_arrow, quote_ident
 from strata.query.filters import Filter
@@ -41,7 +42,15 @@ from strata.query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns
 from timeline import Granularity
 
 BUCKET = "__bucket"
-_DUCK_TO_ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
+_DUCK_TO_ARROW = {
+    "VARCHAR": pa.string(),
+    "BIGINT": pa.int64(),
+    "DOUBLE": pa.float64(),
+    "FLOAT": pa.float32(),
+    "VARCHAR[]": pa.list_(pa.string()),
+    "BIGINT[]": pa.list_(pa.int64()),
+    "DOUBLE[]": pa.list_(pa.float64()),
+}
 
 
 def agg_col(i: int) -> str:
@@ -62,6 +71,11 @@ class GroupingPlan:
     aggregators: tuple[Aggregator, ...]
     filter: Filter | None
     virtual_columns: VirtualColumns = NO_VIRTUAL_COLUMNS
+    # grouping explodes multi-value dimensions into one group per value (Druid's
+    # groupByEnableMultiValueUnnesting: when False, such a dimension is an error)
+    multi_value_unnesting: bool = True
+    # the rows are a datasource's over the segment's (an unnest, a join): None for the table itself
+    source: DataSource | None = None
 
     # -- per segment -------------------------------------------------------------------------------
     def input_columns(self) -> list[str]:
@@ -147,6 +161,8 @@ class GroupingPlan:
         merges = self._arrow_merges()
         if merges is None:
             return None
+        if any(pa.types.is_nested(combined.schema.field(k).type) for k in keys):
+            return None  # Arrow groups on no list: array dimensions merge in DuckDB
         for c, _ in merges:  # NaN orders differently in DuckDB's min/max and sum: leave those to it
             column = combined.column(c)
             if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
@@ -201,7 +217,9 @@ class GroupingPlan:
 
 
 def _sql_type(output_type: str) -> str:
-    return {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}[output_type]
+    from strata.query.dimensions import output_sql_type
+
+    return output_sql_type(output_type)
 
 
 def rank_value_sql(aggregators: Sequence[Aggregator], name: str) -> str | None:

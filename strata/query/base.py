@@ -17,8 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from strata.query.cache_key import to_json_bytes
 from strata.query.context import QueryContext
-from strata.query.data_source import parse_data_source
+from strata.query.data_source import (
+    DataSource,
+    QuerySource,
+    TableSource,
+    leaf,
+    parse_data_source,
+    routing_table,
+)
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.fields import as_object
 from strata.query.segment_spec import QuerySegmentSpec, parse_segment_spec
@@ -40,11 +48,13 @@ class Query(ABC):
     # timeBoundary, segmentMetadata and dataSourceMetadata default to eternity in Druid.
     intervals_required: ClassVar[bool] = True
 
-    data_source: str
+    data_source: str  # the table whose segments are read ("" for an inline or union dataSource)
     segment_spec: QuerySegmentSpec
     context: QueryContext
-    # a `query` dataSource: the broker runs `inner` first, then this query over its rows
+    # a `query` dataSource (under any unnest or join): the broker runs `inner` first, then this
+    # query over its rows
     inner: Query | None = None
+    source: DataSource | None = None  # the whole dataSource (None: the table `data_source`)
 
     @classmethod
     @abstractmethod
@@ -68,15 +78,25 @@ class Query(ABC):
         raise NotImplementedError(f"{self.query_type} has no cache key")
 
     # -- helpers shared by every type --------------------------------------------------------------
+    @property
+    def data_source_spec(self) -> DataSource:
+        return self.source if self.source is not None else TableSource(self.data_source)
+
+    @property
+    def plain_table(self) -> bool:
+        """The rows are a table's own, unwrapped: what answers from footers and announced facts need."""
+        return self.source is None and self.inner is None
+
+    def source_key(self) -> bytes:
+        """What a per-segment cache key adds for a dataSource other than a table: the datasource
+        changes each segment's partial (an unnest, a join's right rows)."""
+        source = self.data_source_spec
+        return b"" if isinstance(source, TableSource) else b"|" + to_json_bytes(source.to_json())
+
     def common_json(self) -> dict[str, Any]:
-        source: dict[str, Any] = (
-            {"type": "table", "name": self.data_source}
-            if self.inner is None
-            else {"type": "query", "query": self.inner.to_json()}
-        )
         return {
             "queryType": self.query_type,
-            "dataSource": source,
+            "dataSource": self.data_source_spec.to_json(),
             "intervals": self.segment_spec.to_json(),
             "context": self.context.to_json(),
         }
@@ -94,6 +114,7 @@ class CommonFields:
     segment_spec: QuerySegmentSpec
     context: QueryContext
     inner: Query | None = None
+    source: DataSource | None = None
 
     def as_kwargs(self) -> dict[str, Any]:
         return {
@@ -101,6 +122,7 @@ class CommonFields:
             "segment_spec": self.segment_spec,
             "context": self.context,
             "inner": self.inner,
+            "source": self.source,
         }
 
 
@@ -137,17 +159,17 @@ def parse_query(obj: Any) -> Query:
         spec: QuerySegmentSpec = IntervalsSpec((ETERNITY,))
     else:
         spec = parse_segment_spec(intervals)
-    source = obj.get("dataSource")
-    inner = None
-    if isinstance(source, Mapping) and source.get("type") == "query":
-        inner = parse_query(as_object(source.get("query"), "query of the query dataSource"))
-        if cls.query_type not in QUERY_DATASOURCE_TYPES:
-            raise QueryUnsupported(f"A query dataSource under a [{cls.query_type}] query is not supported")
+    source = parse_data_source(obj.get("dataSource"), parse_query)
+    base = leaf(source)
+    inner = base.query if isinstance(base, QuerySource) else None
+    if inner is not None and cls.query_type not in QUERY_DATASOURCE_TYPES:
+        raise QueryUnsupported(f"A query dataSource under a [{cls.query_type}] query is not supported")
     common = CommonFields(
-        data_source=inner.data_source if inner is not None else parse_data_source(source),
+        data_source=routing_table(source),
         segment_spec=spec,
         context=QueryContext.parse(obj.get("context")),
         inner=inner,
+        source=None if isinstance(source, TableSource) else source,
     )
     return cls.from_json(obj, common)
 

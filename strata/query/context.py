@@ -38,6 +38,8 @@ class QueryContext:
     uncovered_intervals_limit: int = 0
     serialize_date_time_as_long: bool = False
     result_as_array: bool = False
+    # groupBy explodes multi-value dimensions; False makes one an error (Druid's key)
+    multi_value_unnesting: bool = True
     # broker -> data node: False when the broker caches none of the segments it asks for, so the
     # node may send one partial merged over them (Druid's historicals merge unless bySegment)
     per_segment_partials: bool = True
@@ -72,6 +74,7 @@ class QueryContext:
             uncovered_intervals_limit=get_int(raw, "uncoveredIntervalsLimit", 0, what="context", minimum=0),
             serialize_date_time_as_long=get_bool(raw, "serializeDateTimeAsLong", False, what="context"),
             result_as_array=get_bool(raw, "resultAsArray", False, what="context"),
+            multi_value_unnesting=get_bool(raw, "groupByEnableMultiValueUnnesting", True, what="context"),
             per_segment_partials=get_bool(raw, PER_SEGMENT_PARTIALS, True, what="context"),
             segment_labels=get_bool(raw, SEGMENT_LABELS, True, what="context"),
         )

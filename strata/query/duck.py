@@ -159,6 +159,31 @@ def run_arrow(conn: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     return conn.execute(sql).to_arrow_table()
 
 
+MULTI_VALUE = "TEXT[]"
+"""The DuckDB type of a multi-value STRING column: DuckDB reads it as VARCHAR[], the spelling tells
+the query layer it is not an ARRAY<STRING> (which is `VARCHAR[]`). Filters match any of its values,
+grouping explodes them, expressions map over them."""
+
+
+def is_multi_value(duck: str | None) -> bool:
+    return duck == MULTI_VALUE
+
+
+def is_list(duck: str | None) -> bool:
+    """An ARRAY or a multi-value STRING column."""
+    return duck is not None and duck.endswith("[]")
+
+
+def is_array(duck: str | None) -> bool:
+    """An ARRAY<...> column (grouped and compared as whole values)."""
+    return is_list(duck) and duck != MULTI_VALUE
+
+
+def element_type(duck: str) -> str:
+    """The DuckDB type of one value of a list column."""
+    return "VARCHAR" if duck == MULTI_VALUE else duck[:-2]
+
+
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -181,6 +206,10 @@ def duck_type(t: pa.DataType) -> str:
         return "BIGINT"  # __time is exposed as epoch millis
     if pa.types.is_dictionary(t):
         return duck_type(t.value_type)
+    if isinstance(t, pa.JsonType):
+        return "JSON"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"{duck_type(t.value_type)}[]"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "VARCHAR"
     if pa.types.is_integer(t):

@@ -187,6 +187,11 @@ class QueryNotFound(QueryError):
     error_code = "notFound"
 
 
+class TypeMismatch(InvalidInput):
+    """A statement whose operand types Druid's validator refuses (`Cannot apply 'F' to arguments
+    of type ...`): final, whichever way the statement would be planned."""
+
+
 def invalid(message: str, *args: object) -> InvalidInput:
     """Shorthand used by parsers: `raise invalid("Unknown queryType [%s]", t)`."""
     return InvalidInput(message % args if args else message)

@@ -113,7 +113,13 @@ class GroupByQuery(Query):
     @property
     def plan(self) -> GroupingPlan:
         return GroupingPlan(
-            self.granularity, self.dimensions, self.aggregations, self.filter, self.virtual_columns
+            self.granularity,
+            self.dimensions,
+            self.aggregations,
+            self.filter,
+            self.virtual_columns,
+            multi_value_unnesting=self.context.multi_value_unnesting,
+            source=self.source,
         )
 
     # -- merge and finalize (the pass over segment rows: strata.engine) ----------------------------

@@ -21,6 +21,8 @@ def ordinal(values: pa.Array | pa.ChunkedArray, ordering: str = LEXICOGRAPHIC) -
     arr = as_array(values)
     if len(arr) == 0:
         return np.zeros(0, dtype=np.int64)
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        return _array_ordinal(arr)
     is_text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
     if not is_text or ordering == LEXICOGRAPHIC:
         if pa.types.is_floating(arr.type):
@@ -42,6 +44,19 @@ def ordinal(values: pa.Array | pa.ChunkedArray, ordering: str = LEXICOGRAPHIC) -
         pc.fill_null(encoded.indices, len(distinct)).to_numpy(zero_copy_only=False), dtype=np.intp
     )
     return rank_of[codes]
+
+
+def _array_ordinal(arr: pa.Array) -> np.ndarray:
+    """Dense ranks of whole arrays as Druid orders them: element by element, a null element first,
+    a prefix before the longer array; a null array first of all."""
+    rows = [None if v is None else tuple(v) for v in arr.to_pylist()]
+
+    def key(row: tuple[object, ...]) -> tuple[tuple[int, object], ...]:
+        return tuple((0, 0) if v is None else (1, v) for v in row)
+
+    distinct = sorted({r for r in rows if r is not None}, key=key)
+    rank = {r: i + 1 for i, r in enumerate(distinct)}
+    return np.asarray([0 if r is None else rank[r] for r in rows], dtype=np.int64)
 
 
 def numeric_key(values: pa.Array | pa.ChunkedArray, descending: bool) -> np.ndarray:

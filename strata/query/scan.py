@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from strata.query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from strata.query.columns import TIME_COLUMN
-from strata.query.druid_types import druid_type
+from strata.query.druid_types import COMPLEX_JSON, MULTI_VALUE_STRING, field_druid_type, json_value, reported
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.fields import get_bool, get_int, get_list, get_str
 from strata.query.filters import Filter, parse_filter
@@ -129,8 +129,9 @@ class ScanQuery(Query):
         if rows.num_rows == 0:
             return []
         own_columns = _columns_metadata(merged)
-        values = {name: _json_values(rows.column(name)) for name in rows.column_names}
-        types = {name: druid_type(rows.schema.field(name).type) for name in rows.column_names}
+        kinds = {f.name: field_druid_type(f) for f in rows.schema}
+        values = {name: _json_values(rows.column(name), kinds[name]) for name in rows.column_names}
+        types = {name: reported(kind) for name, kind in kinds.items()}
         segments = values.get(SEGMENT_COLUMN) or [None] * rows.num_rows  # none asked (segmentLabels)
         out: list[Any] = []
         start = 0
@@ -198,10 +199,12 @@ def _parse_order(obj: Mapping[str, Any]) -> str:
     return order
 
 
-def _json_values(column: pa.ChunkedArray) -> list[Any]:
+def _json_values(column: pa.ChunkedArray, kind: str) -> list[Any]:
     values: list[Any] = column.to_pylist()
     if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
         return [None if v is None else base64.b64encode(v).decode() for v in values]
+    if kind in (MULTI_VALUE_STRING, COMPLEX_JSON):
+        return [json_value(kind, v) for v in values]
     return values
 
 

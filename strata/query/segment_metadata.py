@@ -117,9 +117,12 @@ class SegmentMetadataQuery(Query):
 
     # -- one column's analysis, from the stats the engine (strata.engine.segment_metadata) reads
     def column_analysis(
-        self, name: str, arrow_type: pa.DataType, stat: Mapping[str, Any], size: int
-    ) -> dict[str, Any]:
-        signature = druid_type(arrow_type)
+        self, name: str, arrow_type: pa.DataType, stat: Mapping[str, Any], size: int,
+        signature: str | None = None, multi_value: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        """`signature`: the column's Druid type when the segment says it (else from `arrow_type`);
+        `multi_value`: a STRING column stored as lists in this segment."""
+        signature = signature or druid_type(arrow_type)
         is_string = signature == "STRING"
         has_nulls = bool(stat.get("hasNulls", False)) and name != TIME_COLUMN
         cardinality = None
@@ -133,7 +136,7 @@ class SegmentMetadataQuery(Query):
         return {
             "typeSignature": signature,
             "type": type_name,
-            "hasMultipleValues": False,
+            "hasMultipleValues": multi_value,
             "hasNulls": has_nulls,
             "size": size,
             "cardinality": cardinality,

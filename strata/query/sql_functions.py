@@ -70,7 +70,31 @@ def _time_parse(texts: pa.Array, zones: pa.Array) -> pa.Array:
     return pa.array([None if t is None else _parse_one(t, zone) for t in texts.to_pylist()], pa.int64())
 
 
+def json_paths(text: str) -> list[str]:
+    """The JSONPath of every literal value of a JSON document (an array counts as a value), as
+    Druid's `json_paths` lists them."""
+    out: list[str] = []
+
+    def walk(value: object, path: str) -> None:
+        if isinstance(value, dict) and value:
+            for key, inner in value.items():
+                walk(inner, f"{path}.{key}")
+        else:
+            out.append(path)
+
+    walk(orjson.loads(text), "$")
+    return out
+
+
+def _json_paths(texts: pa.Array) -> pa.Array:
+    return pa.array([None if t is None else json_paths(t) for t in texts.to_pylist()], pa.list_(pa.string()))
+
+
 def install(conn: duckdb.DuckDBPyConnection) -> None:
+    conn.create_function(
+        "strata_json_paths", _json_paths, ["VARCHAR"], "VARCHAR[]", type=ARROW, null_handling=SPECIAL,
+        side_effects=False,
+    )  # fmt: skip
     conn.create_function(
         "strata_time_floor",
         _time_floor,

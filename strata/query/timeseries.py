@@ -99,7 +99,9 @@ class TimeseriesQuery(Query):
 
     @property
     def plan(self) -> GroupingPlan:
-        return GroupingPlan(self.granularity, (), self.aggregations, self.filter, self.virtual_columns)
+        return GroupingPlan(
+            self.granularity, (), self.aggregations, self.filter, self.virtual_columns, source=self.source
+        )
 
     # -- merge and finalize (the pass over segment rows: strata.engine) ----------------------------
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:

@@ -144,7 +144,9 @@ class TopNQuery(Query):
     def plan(self) -> GroupingPlan:
         # a hidden row count, last, tells real groups (>= 1) from empty-bucket markers (null)
         aggs = (*self.aggregations, CountAggregator(ROWS))
-        return GroupingPlan(self.granularity, (self.dimension,), aggs, self.filter, self.virtual_columns)
+        return GroupingPlan(
+            self.granularity, (self.dimension,), aggs, self.filter, self.virtual_columns, source=self.source
+        )
 
     @property
     def _rows_col(self) -> str:

@@ -1,9 +1,16 @@
 """A query's `virtualColumns`: named expressions every other part of the query reads as columns.
 
-Druid's `expression` virtual column (name, expression, outputType) is computed per row before
-filters, dimensions and aggregators see it, and shadows a physical column of the same name. Here
-the engine adds them as one projection over the segment relation; a virtual column may read
-another (cycles are an error, as in Druid).
+Druid's virtual columns are computed per row before filters, dimensions and aggregators see them,
+and shadow a physical column of the same name. Here the engine adds them as one projection over
+the segment relation; a virtual column may read another (cycles are an error, as in Druid).
+
+- `expression` (name, expression, outputType): an expression; an array result declared STRING is
+  a multi-value STRING, as Druid coerces it;
+- `nested-field` (columnName, outputName, path or pathParts, expectedType, processFromRaw): a
+  path of a COMPLEX<json> column, `json_value` of it (`json_query` with processFromRaw or an
+  expected COMPLEX<json>);
+- `mv-filtered` (name, delegate, values, isAllowList): the values of a multi-value column that
+  are (or are not) listed; a row left with none is null.
 """
 
 from __future__ import annotations
@@ -16,27 +23,71 @@ from strata.query.columns import TIME_COLUMN
 from strata.query.duck import quote_ident
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.expressions.duck import compile_expression
-from strata.query.expressions.parser import Node, identifiers, parse_expression
-from strata.query.expressions.typed import DOUBLE, LONG, STRING, Typed, cast_to
-from strata.query.fields import as_object, get_list, get_str
+from strata.query.expressions.json_functions import canonical_path, path_parts
+from strata.query.expressions.parser import (
+    ArrayLiteral,
+    Call,
+    Identifier,
+    Lambda,
+    Literal,
+    Node,
+    identifiers,
+    parse_expression,
+)
+from strata.query.expressions.typed import (
+    ARRAY_DOUBLE,
+    ARRAY_LONG,
+    ARRAY_STRING,
+    DOUBLE,
+    JSON,
+    LONG,
+    STRING,
+    Typed,
+    as_array,
+    cast_to,
+    is_array_kind,
+)
+from strata.query.fields import as_object, get_bool, get_list, get_str
 
-_OUTPUT_TYPES = {"LONG": LONG, "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "STRING": STRING}
+_OUTPUT_TYPES = {
+    "LONG": LONG,
+    "DOUBLE": DOUBLE,
+    "FLOAT": DOUBLE,
+    "STRING": STRING,
+    "ARRAY<LONG>": ARRAY_LONG,
+    "ARRAY<DOUBLE>": ARRAY_DOUBLE,
+    "ARRAY<STRING>": ARRAY_STRING,
+    "COMPLEX<JSON>": JSON,
+}
 
 
 @dataclass(frozen=True, slots=True)
 class VirtualColumn:
     name: str
     expression: str
-    output_type: str | None  # as given (LONG, FLOAT, DOUBLE, STRING), None to infer
+    output_type: str | None  # as given (LONG, FLOAT, DOUBLE, STRING, ARRAY<...>), None to infer
     tree: Node
+    spec: Any = None  # a nested-field or mv-filtered column's own JSON (None: an expression)
 
     def to_json(self) -> dict[str, Any]:
+        if self.spec is not None:
+            return dict(self.spec)
         return {
             "type": "expression",
             "name": self.name,
             "expression": self.expression,
             "outputType": self.output_type,
         }
+
+    def compile(self, scope: Mapping[str, str]) -> Typed:
+        typed = compile_expression(self.tree, scope)
+        kind = None if self.output_type is None else _OUTPUT_TYPES[self.output_type]
+        if (typed.multi and (kind is None or not is_array_kind(kind))) or (
+            kind == STRING and is_array_kind(typed.kind)
+        ):
+            # mapped values, or an array declared STRING: a multi-value STRING, as Druid reads them
+            return Typed(as_array(typed, ARRAY_STRING).sql, ARRAY_STRING, multi=True)
+        return typed if kind is None else cast_to(typed, kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +159,7 @@ class VirtualColumns:
                 layers.append([])
             layers[depth[column.name]].append(column)
         for layer in layers:  # one projection per layer: a column reads the layers below it
-            compiled: dict[str, Typed] = {}
-            for column in layer:
-                typed = compile_expression(column.tree, scope)
-                if column.output_type is not None:
-                    typed = cast_to(typed, _OUTPUT_TYPES[column.output_type])
-                compiled[column.name] = typed
+            compiled = {column.name: column.compile(scope) for column in layer}
             shadowed = [n for n in compiled if n in scope]
             star = "*" if not shadowed else f"* EXCLUDE ({', '.join(map(quote_ident, shadowed))})"
             extra = ", ".join(f"{t.sql} AS {quote_ident(n)}" for n, t in compiled.items())
@@ -140,27 +186,106 @@ def parse_virtual_columns(obj: Mapping[str, Any], what: str) -> VirtualColumns:
         where = f"virtualColumns[{i}]"
         spec = as_object(spec, where)
         kind = spec.get("type", "expression")
-        if kind != "expression":
+        parser = _PARSERS.get(kind)
+        if parser is None:
             raise QueryUnsupported(f"Virtual column type [{kind}] is not supported")
-        name = get_str(spec, "name", what=where)
-        if not name:
+        column = parser(spec, where)
+        if not column.name:
             raise invalid("Field [name] of %s must not be empty", where)
-        if name == TIME_COLUMN:
-            raise invalid("Virtual column name [%s] is reserved", name)
-        if name in seen:
-            raise invalid("Duplicate virtual column name [%s]", name)
-        seen.add(name)
-        expression = get_str(spec, "expression", what=where)
-        if expression is None:
-            raise invalid("Missing field [expression] of %s", where)
-        output = spec.get("outputType")
-        if output is not None:
-            if not isinstance(output, str) or output.upper() not in _OUTPUT_TYPES:
-                raise invalid("Field [outputType] of %s must be one of LONG, FLOAT, DOUBLE, STRING", where)
-            output = output.upper()
-        tree = parse_expression(expression)
-        compile_expression(tree, {})  # functions and their literal arguments checked up front
-        out.append(VirtualColumn(name, expression, output, tree))
+        if column.name == TIME_COLUMN:
+            raise invalid("Virtual column name [%s] is reserved", column.name)
+        if column.name in seen:
+            raise invalid("Duplicate virtual column name [%s]", column.name)
+        seen.add(column.name)
+        compile_expression(column.tree, {})  # functions and their literal arguments checked up front
+        out.append(column)
     columns = VirtualColumns(tuple(out))
     columns.needed(seen)  # a cycle is an error even when nothing reads it
     return columns
+
+
+def _output_type(spec: Mapping[str, Any], key: str, where: str, default: str | None) -> str | None:
+    output = spec.get(key, default)
+    if output is None:
+        return None
+    if not isinstance(output, str) or output.upper() not in _OUTPUT_TYPES:
+        raise invalid("Field [%s] of %s must be one of %s", key, where, ", ".join(_OUTPUT_TYPES))
+    return output.upper()
+
+
+def _expression_column(spec: Mapping[str, Any], where: str) -> VirtualColumn:
+    name = get_str(spec, "name", what=where) or ""
+    expression = get_str(spec, "expression", what=where)
+    if expression is None:
+        raise invalid("Missing field [expression] of %s", where)
+    output = _output_type(spec, "outputType", where, None)
+    return VirtualColumn(name, expression, output, parse_expression(expression))
+
+
+def _nested_column(spec: Mapping[str, Any], where: str) -> VirtualColumn:
+    """`nested-field`: json_value of a path (json_query when processing raw JSON or asked for
+    COMPLEX<json>)."""
+    name = get_str(spec, "outputName", what=where) or get_str(spec, "name", what=where) or ""
+    column = get_str(spec, "columnName", what=where)
+    if not column:
+        raise invalid("Missing field [columnName] of %s", where)
+    if get_bool(spec, "useJqSyntax", False, what=where):
+        raise QueryUnsupported("Nested field virtual columns with [useJqSyntax] are not supported")
+    parts = _nested_parts(spec, where)
+    path = canonical_path(parts)
+    expected = _output_type(spec, "expectedType", where, "STRING") or "STRING"
+    raw = get_bool(spec, "processFromRaw", False, what=where)
+    if raw or expected == "COMPLEX<JSON>":
+        tree: Node = Call("json_query", (Identifier(column), Literal(path)))
+        output = "COMPLEX<JSON>"
+    else:
+        tree = Call("json_value", (Identifier(column), Literal(path), Literal(expected)))
+        output = expected
+    canonical = {"type": "nested-field", "columnName": column, "outputName": name, "expectedType": output,
+                 "path": path, "processFromRaw": raw}  # fmt: skip
+    return VirtualColumn(name, "", output, tree, canonical)
+
+
+def _nested_parts(spec: Mapping[str, Any], where: str) -> list[str | int]:
+    path = spec.get("path")
+    if isinstance(path, str):
+        return path_parts(path)
+    parts: list[str | int] = []
+    for part in get_list(spec, "pathParts", what=where):
+        part = as_object(part, f"pathParts of {where}")
+        if part.get("type") == "field" and isinstance(part.get("field"), str):
+            parts.append(part["field"])
+        elif part.get("type") == "arrayElement" and isinstance(part.get("index"), int):
+            parts.append(part["index"])
+        else:
+            raise invalid("Path parts of %s are {type: field, field} or {type: arrayElement, index}", where)
+    return parts
+
+
+def _mv_filtered_column(spec: Mapping[str, Any], where: str) -> VirtualColumn:
+    """`mv-filtered`: the listed values (or the others) of a multi-value column."""
+    name = get_str(spec, "name", what=where) or ""
+    delegate = get_str(spec, "delegate", what=where)
+    if not delegate:
+        raise invalid("Missing field [delegate] of %s", where)
+    values = get_list(spec, "values", what=where)
+    if not all(isinstance(v, str) or v is None for v in values):
+        raise invalid("Field [values] of %s must hold strings", where)
+    allow = get_bool(spec, "isAllowList", True, what=where)
+    listed = ArrayLiteral(tuple(Literal(v) for v in values), "STRING")
+    x = Identifier("__v")
+    has_null = Literal(1 if None in values else 0)
+    test: Node = Call("case_searched", (Call("isnull", (x,)), has_null, Call("scalar_in_array", (x, listed))))
+    keep = test if allow else Call("case_searched", (test, Literal(0), Literal(1)))
+    tree = Call("array_to_mv", (Call("filter", (Lambda(("__v",), keep), Identifier(delegate))),))
+    canonical = {"type": "mv-filtered", "name": name, "delegate": delegate, "values": list(values),
+                 "isAllowList": allow}  # fmt: skip
+    return VirtualColumn(name, "", "STRING", tree, canonical)
+
+
+_PARSERS = {
+    "expression": _expression_column,
+    "nested-field": _nested_column,
+    "nested": _nested_column,
+    "mv-filtered": _mv_filtered_column,
+}

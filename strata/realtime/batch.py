@@ -9,6 +9,7 @@ Pure and CPU-bound: the node runs it in a worker thread.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from strata.ingestion.flatten import flatten_table
 from strata.ingestion.normalize import TIME, discover_dimensions, normalize_block
 from strata.ingestion.readers import Block, read_json_block
 from strata.ingestion.rollup import CHUNK, segment_rows
@@ -49,7 +51,7 @@ class ParsedBatch:
         }
 
 
-def read_body(body: bytes) -> Block:
+def read_body(body: bytes, exact: frozenset[str] | None = frozenset()) -> Block:
     """The events of a body as the batch ingestion reads a JSON file: Arrow's JSON reader in one
     pass, or line by line when some lines are bad (each reported by its number: the line, or the
     element of a JSON array)."""
@@ -66,7 +68,7 @@ def read_body(body: bytes) -> Block:
         body = b"\n".join(orjson.dumps(item) for item in items)
     elif text[:1] != b"{":
         raise BadBody("the body must be a JSON array of events or newline-delimited JSON objects")
-    return read_json_block(body, "push", 1, use_threads=False)
+    return read_json_block(body, "push", 1, use_threads=False, exact=exact)
 
 
 def build_batch(
@@ -78,22 +80,24 @@ def build_batch(
 ) -> ParsedBatch:
     """Rows to keep; events before `min_time` or after `max_time_allowed` are outside the window
     (None: unbounded on that side)."""
-    block = read_body(body)
     ingestion = spec.as_ingestion_spec()
+    block = read_body(body, ingestion.input_format.exact_columns)
+    if ingestion.input_format.flatten is not None:
+        block = dataclasses.replace(block, table=flatten_table(block.table, ingestion.input_format.flatten))
     dims = list(known)
     if spec.dimensions.discover:
-        dims = discover_dimensions(block.table.schema, ingestion, dims)
+        dims = discover_dimensions(block.table, ingestion, dims)
     norm = normalize_block(block, ingestion, dims)
     problems = sorted(block.problems + norm.problems, key=lambda p: p.line)
     reasons = [f"event {p.line}: {p.message}" for p in problems]
     kept = norm.table
     times = kept.column(TIME).to_numpy()
-    thrown_away = 0
+    thrown_away = norm.filtered
     if times.size and (min_time is not None or max_time_allowed is not None):
         early = times < min_time if min_time is not None else np.zeros(times.size, dtype=bool)
         late = times > max_time_allowed if max_time_allowed is not None else np.zeros(times.size, dtype=bool)
         inside = ~(early | late)
-        thrown_away = int((~inside).sum())
+        thrown_away += int((~inside).sum())
         if thrown_away:
             kept, times = kept.filter(pa.array(inside)), times[inside]
         if early.any():

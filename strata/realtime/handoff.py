@@ -16,6 +16,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from strata.discovery import ServerMetadata, ServerType, ZkPaths, parse_batch
+from strata.ingestion.segment_columns import stored_columns
 from strata.ingestion.spec import DimensionSpec, MetricSpec
 from strata.realtime.persist import read_part
 from strata.realtime.sink import combined
@@ -43,6 +44,7 @@ def publish_final(
     tables = [read_part(f) for f in files]
     table = combined(tables, dimensions, metrics, rollup) if tables else pa.table({})
     dims = [d for d in dimensions if d.name in table.column_names]
+    table, entries = stored_columns(table, dims)
     final = DataSegment(
         data_source=segment.data_source,
         interval=segment.interval,
@@ -60,7 +62,7 @@ def publish_final(
             "interval": str(segment.interval),
             "version": segment.version,
             "partitionNum": segment.partition_num,
-            "dimensions": [{"name": d.name, "type": d.type} for d in dims],
+            "dimensions": entries,
             "numRows": table.num_rows,
         }
         write_segment_file(table, staging / "0" / SEGMENT_FILE, footer)

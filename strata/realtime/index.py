@@ -67,7 +67,12 @@ class LiveIndex:
         )
 
     def facts(self) -> dict[str, Any]:
-        return self.spec.facts([{"name": d.name, "type": d.type} for d in self.dimensions])
+        return self.spec.facts(
+            [
+                {"name": d.name, "type": d.type, "multiValueHandling": d.multi_value_handling}
+                for d in self.dimensions
+            ]
+        )
 
     def sink_for(self, start: int, version: str) -> tuple[Sink, bool]:
         sink = self.sinks.get(start)
@@ -109,7 +114,11 @@ class LiveIndex:
         known = {d.name for d in self.dimensions}
         for d in names:
             dim = (
-                DimensionSpec(d["name"], d.get("type", "string")) if isinstance(d, dict) else DimensionSpec(d)
+                DimensionSpec(
+                    d["name"], d.get("type", "string"), d.get("multiValueHandling") or "SORTED_ARRAY"
+                )
+                if isinstance(d, dict)
+                else DimensionSpec(d)
             )
             if dim.name not in known:
                 self.dimensions.append(dim)

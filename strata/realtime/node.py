@@ -257,7 +257,10 @@ class RealtimeNode:
             "producers": producers,
             "handedOff": idx.handed_off,
             "sinks": sinks,
-            "dimensions": [{"name": d.name, "type": d.type} for d in idx.dimensions],
+            "dimensions": [
+                {"name": d.name, "type": d.type, "multiValueHandling": d.multi_value_handling}
+                for d in idx.dimensions
+            ],
             "maxTime": idx.max_event_time,
         }
 

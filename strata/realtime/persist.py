@@ -58,12 +58,16 @@ def write_part(
 
 def _typed_as(table: pa.Table, inputs: Sequence[pa.Table]) -> pa.Table:
     """`table` with each column of the type the batches gave it (a roll-up may return `__time`
-    in microseconds): parts and batches then concatenate into one live table."""
-    types: dict[str, pa.DataType] = {}
+    in microseconds): parts and batches then concatenate into one live table. A column the
+    batches gave different types (strings beside lists) keeps the one they were lined up to."""
+    types: dict[str, set[pa.DataType]] = {}
     for t in inputs:
         for f in t.schema:
-            types.setdefault(f.name, f.type)
-    fields = [pa.field(f.name, types.get(f.name, f.type)) for f in table.schema]
+            types.setdefault(f.name, set()).add(f.type)
+    fields = [
+        pa.field(f.name, next(iter(types[f.name])) if len(types.get(f.name, ())) == 1 else f.type)
+        for f in table.schema
+    ]
     return table.cast(pa.schema(fields))
 
 

@@ -223,7 +223,11 @@ class PushEndpoint:
             "counts": counts,
             "maxTime": batch.max_time,
             "buckets": {str(int(c)): idx.version_for(int(c)) for c in chunks},
-            "dimensions": [{"name": d.name, "type": d.type} for d in batch.dimensions if d.name not in known],
+            "dimensions": [
+                {"name": d.name, "type": d.type, "multiValueHandling": d.multi_value_handling}
+                for d in batch.dimensions
+                if d.name not in known
+            ],
         }
         payload = encode_rows(batch.rows) if batch.rows.num_rows else b""
         try:

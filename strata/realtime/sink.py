@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 from strata.engine.memory_source import MemoryRows, memory_key, register, unregister
 from strata.ingestion.normalize import metric_input
 from strata.ingestion.rollup import CHUNK, segment_order, segment_rows
+from strata.ingestion.segment_columns import harmonized, stored_columns
 from strata.ingestion.spec import DimensionSpec, MetricSpec
+from strata.storage.segment_layout import dimension_entries
 from timeline import DataSegment, Interval
 
 TIME = "__time"
@@ -55,16 +57,16 @@ class _View:
     @functools.cached_property
     def rows(self) -> MemoryRows:
         schema = pa.schema([pa.field(n, t) for n, t in self.columns.items()])
-        table = (
-            pa.concat_tables(self.tables, promote_options="default") if self.tables else schema.empty_table()
-        )
+        dims = fact_dimensions(self.facts)
+        table = concatenated(self.tables, dims) if self.tables else schema.empty_table()
+        table, facts = stored_view(table, dims, self.facts)
         return MemoryRows(
             table=table,
-            columns=self.columns,
+            columns={f.name: f.type for f in table.schema},
             num_rows=table.num_rows,
             interval=self.interval,
             time_range=self.time_range,
-            facts=self.facts,
+            facts=facts,
             part_bytes={name: table.column(name).nbytes for name in table.column_names},
         )
 
@@ -115,7 +117,7 @@ class Sink:
         """Join the latest small batches into one contiguous table: a scan over thousands of
         tiny chunks costs DuckDB several times a scan over the same rows in a few large ones."""
         tail = self.batches[-self._fresh :]
-        joined = pa.concat_tables(tail, promote_options="default").combine_chunks()
+        joined = concatenated(tail, fact_dimensions(self.facts)).combine_chunks()
         self.bytes_in_memory += joined.nbytes - sum(t.nbytes for t in tail)
         self.batches[-self._fresh :] = [joined]
         self._fresh = 0
@@ -176,7 +178,7 @@ def combined(
     Rolling up already rolled-up rows combines each metric with itself (a count becomes a sum of
     counts), which is what Druid's combining aggregators do.
     """
-    table = pa.concat_tables(tables, promote_options="default")
+    table = concatenated(tables, dimensions)
     dims = [d for d in dimensions if d.name in table.column_names]
     chunk = pa.array(np.zeros(table.num_rows, np.int64))
     if rollup and table.num_rows:
@@ -189,6 +191,33 @@ def combined(
         table = table.append_column(CHUNK, chunk)
     table = table.take(segment_order(table, dims))
     return table.drop_columns([CHUNK])
+
+
+def fact_dimensions(facts: dict[str, Any]) -> list[DimensionSpec]:
+    """The dimensions a sink's facts list (what its batches were normalized with)."""
+    return [
+        DimensionSpec(d["name"], d.get("type", "string"), d.get("multiValueHandling") or "SORTED_ARRAY")
+        for d in dimension_entries(facts)
+    ]
+
+
+def concatenated(tables: Sequence[pa.Table], dims: Sequence[DimensionSpec]) -> pa.Table:
+    """Batches and parts as one table, their dimension columns first lined up (`harmonized`): a
+    batch with lists beside one without, a column one batch lacks."""
+    present = [d for d in dims if any(d.name in t.column_names for t in tables)]
+    return pa.concat_tables(harmonized(tables, present), promote_options="default")
+
+
+def stored_view(
+    table: pa.Table, dims: Sequence[DimensionSpec], facts: dict[str, Any]
+) -> tuple[pa.Table, dict[str, Any]]:
+    """Live rows in the form their segment will store them (`segment_columns.stored_columns`), and
+    the facts that say so, when some dimension's form depends on the rows; else as they are."""
+    present = [d for d in dims if d.name in table.column_names]
+    if not any(d.typed_by_values or pa.types.is_list(table.schema.field(d.name).type) for d in present):
+        return table, facts
+    stored, entries = stored_columns(table, present)
+    return stored, {**facts, "dimensions": entries}
 
 
 def _by_name(table: pa.Table, metrics: Sequence[MetricSpec]) -> list[tuple[str, MetricSpec]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from strata.ingestion.api import read_spec_file
 from strata.ingestion.errors import SpecError
+from strata.ingestion.flatten import FlattenSpec
 from strata.ingestion.spec import (
     DimensionsSpec,
     GranularitySpec,
@@ -22,8 +23,11 @@ from strata.ingestion.spec import (
     InputFormat,
     MetricSpec,
     TimestampSpec,
+    exact_columns,
     parse_data_schema,
+    parse_input_format,
 )
+from strata.ingestion.transform import TransformSpec
 from timeline import Period
 
 REJECTION_POLICIES = ("serverTime", "messageTime", "none")
@@ -43,6 +47,8 @@ class RealtimeSpec:
     max_rows_in_memory: int = DEFAULT_MAX_ROWS_IN_MEMORY
     max_bytes_in_memory: int = DEFAULT_MAX_BYTES_IN_MEMORY
     rejection_policy: str = "serverTime"
+    transform: TransformSpec | None = None
+    flatten: FlattenSpec | None = None  # ioConfig.inputFormat.flattenSpec (pushed events are JSON)
 
     def as_ingestion_spec(self) -> IngestionSpec:
         """The batch spec shape, so the batch row normalizer and rollup apply unchanged."""
@@ -53,7 +59,10 @@ class RealtimeSpec:
             metrics=self.metrics,
             granularity=self.granularity,
             input_source=InlineInputSource(""),
-            input_format=InputFormat("json"),
+            input_format=InputFormat(
+                "json", flatten=self.flatten, exact_columns=exact_columns(self.dimensions)
+            ),
+            transform=self.transform,
         )
 
     def facts(self, dimensions: list[dict[str, str]]) -> dict[str, Any]:
@@ -102,6 +111,16 @@ def parse_realtime_spec(obj: Any) -> RealtimeSpec:
             raise SpecError(f"metric {m.name!r}: {m.type} is not supported by the real-time node yet")
     if schema["granularity"].segment.is_none:
         raise SpecError("segmentGranularity 'none' would make a segment per millisecond; choose e.g. 'hour'")
+    input_format = (
+        (obj.get("ioConfig") or {}).get("inputFormat") if isinstance(obj.get("ioConfig"), Mapping) else None
+    )
+    flatten = None
+    if input_format is not None:
+        if not isinstance(input_format, Mapping) or input_format.get("type", "json") != "json":
+            raise SpecError(
+                "ioConfig.inputFormat of the real-time node must be json (pushed events are JSON)"
+            )
+        flatten = parse_input_format({**input_format, "type": "json"}).flatten
     tuning = obj.get("tuningConfig") or {}
     if not isinstance(tuning, Mapping):
         raise SpecError("tuningConfig must be a JSON object")
@@ -124,6 +143,7 @@ def parse_realtime_spec(obj: Any) -> RealtimeSpec:
             tuning.get("maxBytesInMemory"), "maxBytesInMemory", DEFAULT_MAX_BYTES_IN_MEMORY
         ),
         rejection_policy=str(kind),
+        flatten=flatten,
     )
 
 

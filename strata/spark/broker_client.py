@@ -60,6 +60,24 @@ def druid_error_message(body: Any, fallback: str) -> str:
     return f"{kind}: {' '.join(message.split())}"
 
 
+_NUMBERS = ("LONG", "FLOAT", "DOUBLE")
+
+
+def least_restrictive(a: str, b: str) -> str:
+    """The type both segments' values fit (Druid's rules): numbers widen to DOUBLE, a scalar and
+    an array make an array, nested data wins, anything else is STRING."""
+    if a == b:
+        return a
+    if "COMPLEX<json>" in (a, b):
+        return "COMPLEX<json>"
+    if a.startswith("ARRAY<") or b.startswith("ARRAY<"):
+        inner = [t[len("ARRAY<") : -1] if t.startswith("ARRAY<") else t for t in (a, b)]
+        return f"ARRAY<{least_restrictive(*inner)}>"
+    if a in _NUMBERS and b in _NUMBERS:
+        return "DOUBLE"
+    return "STRING"
+
+
 class BrokerClient:
     """Druid's HTTP API of one server: the broker, or (`role="data node"`) a historical."""
 
@@ -131,21 +149,27 @@ class BrokerClient:
             )
 
     def column_types(self, data_source: str, intervals: Sequence[str]) -> dict[str, str]:
-        """Druid type per column over the intervals (a merged segmentMetadata), `__time` first."""
+        """Druid type per column over the intervals, `__time` first: each segment's type (from
+        segmentMetadata), the least restrictive where segments differ, and a multi-value STRING
+        as ARRAY<STRING>."""
         rows = self.native(
             {
                 "queryType": "segmentMetadata",
                 "dataSource": data_source,
                 "intervals": list(intervals) or [ETERNITY],
-                "merge": True,
+                "merge": False,
                 "analysisTypes": [],
             }
         )
         out: dict[str, str] = {"__time": "LONG"}
         for row in rows:
             for name, info in (row.get("columns") or {}).items():
-                if name != "__time":
-                    out[name] = str((info or {}).get("type") or "STRING")
+                if name == "__time":
+                    continue
+                kind = str((info or {}).get("typeSignature") or (info or {}).get("type") or "STRING")
+                if kind == "STRING" and (info or {}).get("hasMultipleValues"):
+                    kind = "ARRAY<STRING>"
+                out[name] = least_restrictive(out[name], kind) if name in out else kind
         return out
 
     def candidates(self, data_source: str, intervals: Sequence[str]) -> list[dict[str, Any]]:

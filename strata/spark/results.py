@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DataType,
     DateType,
@@ -51,7 +52,19 @@ _SQL_TYPES: dict[str, DataType] = {
 }
 
 
+_ELEMENTS: dict[str, DataType] = {"ARRAY<LONG>": LongType(), "ARRAY<DOUBLE>": DoubleType(),
+                                   "ARRAY<STRING>": StringType()}  # fmt: skip
+
+
 def spark_type(druid_type: str) -> DataType:
+    """The Spark type of a Druid column: ARRAY<...> an ArrayType (a multi-value STRING is read as
+    ARRAY<STRING>), COMPLEX<json> its JSON text as a string (a nested column has no one struct
+    type: a path may hold a number in one row and text in the next), others by `arrow_type`."""
+    kind = druid_type.upper()
+    if kind in _ELEMENTS:
+        return ArrayType(_ELEMENTS[kind], True)
+    if kind in ("JSON", "COMPLEX<JSON>"):
+        return StringType()
     return from_arrow_type(arrow_type(druid_type))
 
 
@@ -146,8 +159,13 @@ def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
             arrays.append(pa.nulls(batch.num_rows, f.type))
             continue
         column = batch.column(index)
+        if isinstance(column, pa.ExtensionArray):  # COMPLEX<json>: its JSON text
+            column = column.storage
         if pa.types.is_integer(column.type) and pa.types.is_timestamp(f.type):
             column = column.cast(pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+        if pa.types.is_list(f.type) and not pa.types.is_list(column.type):  # a single-value segment
+            offsets = pa.array(range(len(column) + 1), pa.int32())
+            column = pa.ListArray.from_arrays(offsets, column, mask=column.is_null())
         arrays.append(column if column.type == f.type else column.cast(f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 

@@ -6,12 +6,19 @@
 | `timestampColumn`, `timestampFormat` | `timestamp`, `auto` | the row time (a timestamp, epoch ms, or text) |
 | `segmentGranularity`, `queryGranularity` | `day`, `none` | time chunks, `__time` truncation |
 | `rollup` | `false` | combine equal rows (adds a `count` metric when `metrics` is not given) |
-| `dimensions` | the other columns | JSON list of names / `{"name","type"}`, or comma-separated names |
+| `dimensions` | other columns (typed: see below) | JSON list of names / `{"name","type"}`, or names "a,b" |
 | `metrics` | `[]` | JSON metricsSpec, e.g. `[{"type":"longSum","name":"added","fieldName":"added"}]` |
 | `maxRowsPerSegment` | 5,000,000 | dynamic partitioning within each Spark task |
 | `maxParseExceptions` | 0 | unparseable rows allowed (-1: unlimited) |
 | `deepStorage`, `metadata` | `var/deep-storage`, `var/metadata.db` | where to publish (as `strata ingest`) |
 | `s3Endpoint`, `s3Region` | AWS | an S3-compatible store for `deepStorage` `s3://BUCKET/PREFIX` |
+
+Without `dimensions`, each other column is a dimension typed from the DataFrame: strings, booleans,
+dates and timestamps `string`; integers `long`; floats `float`; doubles and decimals `double`; an
+array of strings a multi-value `string` (as Druid's Spark connectors write them); an array of
+numbers or booleans an `auto` column (ARRAY<LONG> / ARRAY<DOUBLE>); a struct, a map or an array of
+them a `json` column (COMPLEX<json>). Name a column `{"name": "tags", "type": "auto"}` in
+`dimensions` to store an array of strings as ARRAY<STRING> instead.
 """
 
 from __future__ import annotations
@@ -55,8 +62,20 @@ def _bool(text: str | None, name: str) -> bool:
     raise SpecError(f"option {name!r} must be true or false, got {text!r}")
 
 
+def dimension_type(kind: T.DataType) -> str:
+    """The dimension type a column of Spark type `kind` becomes (see the module's docstring)."""
+    if isinstance(kind, T.ArrayType):
+        element = kind.elementType
+        if isinstance(element, (T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType)):
+            return "string"
+        return "auto" if isinstance(element, _FLAT) else "json"
+    if isinstance(kind, (T.StructType, T.MapType)):
+        return "json"
+    return _TYPES.get(type(kind), "string")
+
+
 def _dimensions(text: str | None, schema: T.StructType, exclude: set[str]) -> list[Any]:
-    """Named dimensions, or every other flat column typed from the DataFrame's schema."""
+    """Named dimensions, or every other column typed from the DataFrame's schema."""
     if text is not None:
         if text.strip().startswith("["):
             dims = _json(text, "dimensions")
@@ -65,9 +84,9 @@ def _dimensions(text: str | None, schema: T.StructType, exclude: set[str]) -> li
             return dims
         return [d.strip() for d in text.split(",") if d.strip()]
     return [
-        {"name": f.name, "type": _TYPES.get(type(f.dataType), "string")}
+        {"name": f.name, "type": dimension_type(f.dataType)}
         for f in schema.fields
-        if f.name not in exclude and isinstance(f.dataType, _FLAT)
+        if f.name not in exclude and isinstance(f.dataType, (*_FLAT, T.ArrayType, T.StructType, T.MapType))
     ]
 
 

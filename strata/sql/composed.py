@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 from sqlglot import exp
 
+from strata.query.druid_types import MULTI_VALUE_STRING
 from strata.query.errors import QueryUnsupported
+from strata.sql.column_types import relational_arrow_type
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.sandbox import BATCH_ROWS, ResultBatches, Rows
 from strata.sql.sql_types import unnamed_column
@@ -124,9 +127,6 @@ def broker_parts(plan: Plan) -> list[dict[str, Any]]:
     ]
 
 
-_ARROW = {"STRING": pa.string(), "LONG": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float32()}
-
-
 def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
     columns: dict[str, pa.Array] = {}
     for i, out in enumerate(outputs):
@@ -141,15 +141,27 @@ def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
         elif out.sql_type == "BOOLEAN":
             columns[out.name] = pa.array([None if v is None else bool(v) for v in values], pa.bool_())
         else:
-            columns[out.name] = pa.array(values, _arrow_type(out.druid_type))
+            columns[out.name] = _values_array(values, out.druid_type)
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})
 
 
-def _arrow_type(druid_type: str) -> pa.DataType:
-    """An output's Arrow type; `ARRAY<LONG>` (ARRAY_AGG over numbers, say) a list of its elements."""
-    if druid_type.startswith("ARRAY<") and druid_type.endswith(">"):
-        return pa.list_(_arrow_type(druid_type[len("ARRAY<") : -1]))
-    return _ARROW.get(druid_type, pa.string())
+def _values_array(values: list[Any], druid_type: str) -> pa.Array:
+    """A stage's column for DuckDB: arrays as lists, a multi-value string as lists of its values
+    (one value, printed as a string by the native answer, is a list of one), nested values as
+    JSON text."""
+    kind = druid_type
+    if kind == "STRING" and any(isinstance(v, list) for v in values):
+        kind = MULTI_VALUE_STRING  # a scan stage's multi-value column
+    target = relational_arrow_type(kind)
+    if pa.types.is_list(target):
+        values = [v if v is None or isinstance(v, list) else [v] for v in values]
+    elif isinstance(target, pa.JsonType):
+        texts = [None if v is None else v if isinstance(v, str) else orjson.dumps(v).decode() for v in values]
+        return pa.ExtensionArray.from_storage(target, pa.array(texts, pa.string()))
+    try:
+        return pa.array(values, target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds: compare as text, as Druid would
+        return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
 _DUCK_TO_DRUID = {
@@ -166,8 +178,18 @@ _DUCK_TO_DRUID = {
 }
 
 
+def _druid_of(duck: str) -> str:
+    """The Druid type of a DuckDB result column type (`BIGINT[]` is ARRAY<LONG>)."""
+    if duck.endswith("[]"):
+        element = _druid_of(duck[:-2])
+        return f"ARRAY<{'DOUBLE' if element == 'FLOAT' else element}>"
+    if duck == "JSON":
+        return "COMPLEX<json>"
+    return _DUCK_TO_DRUID.get(duck.split("(")[0], "STRING")
+
+
 def _output(i: int, description: Any, outer: exp.Expr, names: list[str] | None) -> Output:
-    name, kind = description[0], str(description[1]).split("(")[0].upper()
+    name, kind = description[0], str(description[1]).upper()
     if names is not None and i < len(names):
         name = names[i]
     else:
@@ -182,12 +204,4 @@ def _output(i: int, description: Any, outer: exp.Expr, names: list[str] | None) 
         return Output(name, name, "LONG", sql_type_name="DATE")
     if kind == "BOOLEAN":
         return Output(name, name, "LONG", sql_type_name="BOOLEAN")
-    if kind.endswith("[]"):  # a list: Druid's ARRAY of its element type
-        return Output(name, name, _array_type(kind), sql_type_name="ARRAY")
-    return Output(name, name, _DUCK_TO_DRUID.get(kind, "STRING"))
-
-
-def _array_type(kind: str) -> str:
-    element = kind[: -len("[]")]
-    inner = _array_type(element) if element.endswith("[]") else _DUCK_TO_DRUID.get(element, "STRING")
-    return f"ARRAY<{inner}>"
+    return Output(name, name, _druid_of(kind))

@@ -12,6 +12,9 @@ extended here too, so every module reads statements the same way:
 - `PI` is Calcite's niladic function, not a column.
 - `ANY_VALUE(expr, maxBytes[, aggregateMultipleValues])` and `DIV(x, y)` keep all their arguments
   (as `Anonymous` calls, which the native planner reads by name).
+- `ARRAY_AGG([DISTINCT] expr, size)` keeps its size in bytes (a literal, in the node's
+  `meta["size"]`), which sqlglot dropped; `STRING_AGG`'s third argument is its size too (sqlglot
+  files it as `on_overflow`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,17 @@ def _pi(parser: Any) -> exp.Expr:
     return exp.Anonymous(this="PI", expressions=[])
 
 
+def _array_agg(args: list[exp.Expr]) -> exp.Expr:
+    first = args[0]
+    size = args[1] if len(args) > 1 else None
+    if isinstance(first, exp.Distinct) and len(first.expressions) > 1:  # DISTINCT x, size
+        first, size = exp.Distinct(expressions=[first.expressions[0]]), first.expressions[1]
+    node = exp.ArrayAgg(this=first)
+    if size is not None:
+        node.meta["size"] = size  # sqlglot's ArrayAgg has no argument for it
+    return node
+
+
 def _any_value(args: list[exp.Expr]) -> exp.Expr:
     if len(args) == 1:
         return exp.AnyValue(this=args[0])
@@ -83,6 +97,7 @@ class DruidSQL(Druid):
         FUNCTIONS = {
             **DruidParser.FUNCTIONS,
             "ANY_VALUE": _any_value,
+            "ARRAY_AGG": _array_agg,
             "DIV": lambda args: exp.Anonymous(this="DIV", expressions=args),
         }
         FUNCTION_PARSERS = {

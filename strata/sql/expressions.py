@@ -20,11 +20,21 @@ from sqlglot import exp
 from strata.query.errors import QueryUnsupported
 from strata.query.expressions.duck import compile_expression
 from strata.query.expressions.parser import parse_expression
+from strata.sql.array_expressions import function_name, write_function
 from strata.sql.filters import TIME, column_name, interval_ms, literal, timestamp_ms
 from strata.sql.session import current_zone, current_zone_info
 from strata.sql.sql_types import DATE, TIMESTAMP, sql_type
 
-_DUCK = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
+_DUCK = {
+    "STRING": "VARCHAR",
+    "LONG": "BIGINT",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "ARRAY<STRING>": "VARCHAR[]",
+    "ARRAY<LONG>": "BIGINT[]",
+    "ARRAY<DOUBLE>": "DOUBLE[]",
+    "COMPLEX<json>": "JSON",
+}
 FLOOR_UNITS = {
     "SECOND": "PT1S",
     "MINUTE": "PT1M",
@@ -126,6 +136,8 @@ class ExpressionWriter:
     def _handler(self, node: exp.Expr) -> Callable[[Any], str]:
         if isinstance(node, exp.Paren):
             return lambda n: self.write(n.this)
+        if function_name(node) is not None:  # ARRAY_, MV_ and JSON_ functions
+            return lambda n: write_function(n, self._argument)
         if column_name(node) is not None and not isinstance(node, exp.Cast):
             return lambda n: quote(n.name)
         if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
@@ -194,9 +206,9 @@ class ExpressionWriter:
     def _is(self, node: exp.Is) -> str:
         if isinstance(node.expression, exp.Null):
             return f"isnull({self.write(node.this)})"
-        if isinstance(node.expression, exp.Boolean):
+        if isinstance(node.expression, exp.Boolean):  # never unknown: `null IS TRUE` is false
             truth = self.write(node.this)
-            return f"({truth} == {1 if node.expression.this else 0})"
+            return f"nvl(({truth} == {1 if node.expression.this else 0}), 0)"
         raise QueryUnsupported(f"[{node.sql(dialect='druid')}] is not supported")
 
     def _case(self, node: exp.Case) -> str:
@@ -390,8 +402,11 @@ def is_time_expression(text: str) -> bool:
 
 
 def expression_kind(text: str, types: Mapping[str, str]) -> str:
-    """The Druid type (LONG, DOUBLE, STRING) of an expression over columns of Druid `types`."""
+    """The Druid type (LONG, DOUBLE, STRING, an ARRAY, COMPLEX<json>) of an expression over
+    columns of Druid `types`; a multi-value result is a STRING, as Druid SQL types it."""
     duck = {name: _DUCK.get(kind, "VARCHAR") for name, kind in types.items()}
     duck[TIME] = "BIGINT"
-    kind = compile_expression(parse_expression(text), duck).kind
-    return "STRING" if kind == "NULL" else kind
+    typed = compile_expression(parse_expression(text), duck)
+    if typed.kind == "NULL" or typed.multi:
+        return "STRING"
+    return "COMPLEX<json>" if typed.kind == "COMPLEX<json>" else typed.kind

@@ -207,13 +207,62 @@ def to_filter(
         inner = node.this.unnest()
         if isinstance(inner, exp.In) and any(isinstance(v, exp.Null) for v in inner.expressions):
             return {"type": "false"}  # `x NOT IN (..., NULL)`: false or unknown, never true
+        truth = _truth_test(inner, types, now_ms)
+        if truth is not None:  # NOT (p IS TRUE): p false or unknown
+            return _negated_truth(truth)
         return {"type": "not", "field": to_filter(node.this, types, now_ms, fallback)}
+    truth = _truth_test(node, types, now_ms)
+    if truth is not None:
+        return _truth_filter(truth)
     try:
         return _leaf_filter(node, types, now_ms)
     except QueryUnsupported:
         if fallback is None:
             raise
         return fallback(node)
+
+
+def _truth_test(
+    node: exp.Expr, types: dict[str, str], now_ms: int
+) -> tuple[dict[str, Any], str, bool] | None:
+    """`p IS TRUE` / `p IS FALSE` over a column filter `p` that is unknown only where its column is
+    null: (the filter of p, the column, whether it tests TRUE); None for anything else."""
+    if not isinstance(node, exp.Is) or not isinstance(node.expression, exp.Boolean):
+        return None
+    inner: exp.Expr = node.this.unnest()
+    if isinstance(inner, exp.In) and inner.args.get("query"):
+        return None
+    if not isinstance(inner, exp.In) and type(inner) not in _FLIP:
+        return None
+    try:
+        leaf = _leaf_filter(inner, types, now_ms)
+    except QueryUnsupported:
+        return None
+    column = leaf.get("column")
+    if not isinstance(column, str) or leaf.get("type") not in ("equals", "in", "range", "not"):
+        return None
+    return leaf, column, bool(node.expression.this)
+
+
+def _truth_filter(test: tuple[dict[str, Any], str, bool]) -> dict[str, Any]:
+    """`p IS TRUE` is p; `p IS FALSE` is p false on a non-null value."""
+    leaf, column, true = test
+    if true:
+        return leaf
+    return {
+        "type": "and",
+        "fields": [{"type": "not", "field": leaf}, {"type": "not", "field": _null(column)}],
+    }
+
+
+def _negated_truth(test: tuple[dict[str, Any], str, bool]) -> dict[str, Any]:
+    """`p IS NOT TRUE` holds where p is false or unknown (its column null); `IS NOT FALSE` alike."""
+    leaf, column, true = test
+    return {"type": "or", "fields": [{"type": "not", "field": leaf} if true else leaf, _null(column)]}
+
+
+def _null(column: str) -> dict[str, Any]:
+    return {"type": "null", "column": column}
 
 
 def _leaf_filter(node: exp.Expr, types: dict[str, str], now_ms: int) -> dict[str, Any]:

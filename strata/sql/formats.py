@@ -1,7 +1,9 @@
 """Druid SQL result formats: object, array, objectLines, arrayLines, csv, with Druid's header rows.
 
 `RowEncoder` writes a body piece by piece (opening, rows in any number of batches, closing), so a
-large result streams with bounded memory; `encode_rows` is the whole body at once.
+large result streams with bounded memory; `encode_rows` is the whole body at once. As Druid's
+default (`sqlStringifyArrays`), an ARRAY or multi-value value is answered as the JSON text of the
+array; `stringify_arrays=False` answers JSON arrays.
 """
 
 from __future__ import annotations
@@ -36,9 +38,16 @@ class RowEncoder:
         header: bool = False,
         types_header: bool = False,
         sql_types_header: bool = False,
+        stringify_arrays: bool = True,
     ) -> None:
         if fmt not in RESULT_FORMATS:
             raise ValueError(fmt)
+        # columns that may hold arrays: ARRAY ones, and strings (a multi-value one's rows)
+        self._array_columns = (
+            [i for i, t in enumerate(types) if t.startswith("ARRAY<") or t == "STRING"]
+            if stringify_arrays
+            else []
+        )
         self.names, self.types, self.sql_types = list(names), list(types), list(sql_types)
         self.fmt = fmt
         self.header, self.types_header, self.sql_types_header = header, types_header, sql_types_header
@@ -57,6 +66,8 @@ class RowEncoder:
     def rows(self, rows: Sequence[Sequence[Any]]) -> bytes:
         if not rows:
             return b""
+        if self._array_columns:
+            rows = [_stringified(r, self._array_columns) for r in rows]
         if self.fmt == "csv":
             out = io.StringIO()
             writer = csv.writer(out, lineterminator="\n")
@@ -121,6 +132,7 @@ def encode_rows(
     header: bool = False,
     types_header: bool = False,
     sql_types_header: bool = False,
+    stringify_arrays: bool = True,
 ) -> tuple[bytes, str]:
     """The whole body and its content type."""
     enc = RowEncoder(
@@ -131,8 +143,19 @@ def encode_rows(
         header=header,
         types_header=types_header,
         sql_types_header=sql_types_header,
+        stringify_arrays=stringify_arrays,
     )
     return enc.start() + enc.rows(rows) + enc.end(), enc.media_type
+
+
+def _stringified(row: Sequence[Any], columns: list[int]) -> Sequence[Any]:
+    if not any(type(row[i]) is list for i in columns):
+        return row
+    out = list(row)
+    for i in columns:
+        if type(out[i]) is list:
+            out[i] = orjson.dumps(out[i]).decode()
+    return out
 
 
 def _text(v: Any) -> str:

@@ -16,13 +16,12 @@ from zoneinfo import ZoneInfo
 from sqlglot import exp
 
 from strata.query.errors import QueryUnsupported, invalid
+from strata.sql.column_types import sql_type_name
 from strata.sql.expressions import ExpressionWriter, expression_kind
 from strata.sql.filters import TIME
 from strata.sql.sql_types import BOOLEAN, DATE, TIMESTAMP, sql_type
 from strata.sql.subquery_limits import rows_exceeded
 from timeline import format_instant, parse_instant
-
-SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
 
 
 @dataclass
@@ -39,7 +38,7 @@ class Output:
             return self.sql_type_name
         if self.source == TIME or self.timestamp:
             return "TIMESTAMP"
-        return SQL_TYPES.get(self.druid_type, "VARCHAR")
+        return sql_type_name(self.druid_type)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from strata.query.errors import QueryError, invalid
+from strata.sql.column_types import relational_type
 from strata.sql.composed import ComposedPlan, Stage, aliased_table, stage_name
 from strata.sql.dialect import DIALECT
 from strata.sql.filters import TIME, conjuncts, now_millis, split_time, to_filter
@@ -34,7 +35,6 @@ from strata.sql.typing_rules import sql_type
 
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
-SQL_TYPE_OF = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT"}
 
 
 class TableCatalog(Protocol):
@@ -156,8 +156,7 @@ def _schema(tree: exp.Expr, env: Relational) -> tuple[dict[str, Any], dict[str, 
         if columns is not None:
             druid = schema.setdefault("druid", druid)
             druid[table.name] = {
-                name: "TIMESTAMP" if name == TIME else SQL_TYPE_OF.get(kind, "VARCHAR")
-                for name, kind in columns.items()
+                name: "TIMESTAMP" if name == TIME else relational_type(kind) for name, kind in columns.items()
             }
     return schema, system
 

@@ -19,6 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import duckdb
+import orjson
 import pyarrow as pa
 
 from strata.query.duck import EngineLimits
@@ -80,7 +81,14 @@ class ResultBatches:
 
 
 def _converter(kind: str, zone: ZoneInfo | None) -> Callable[[Any], Any] | None:
+    if kind.endswith("[]"):  # a list: each element as its type's
+        element = _converter(kind[:-2], zone)
+        if element is None:
+            return None
+        return lambda v: [None if e is None else element(e) for e in v]
     base = kind.split("(")[0].upper()
+    if base == "JSON":  # a nested value answers as the JSON it holds
+        return lambda v: orjson.loads(v) if isinstance(v, str) else v
     if base.startswith("TIMESTAMP"):
         return lambda v: _instant(v, zone)
     if base == "DATE":  # a DATE prints as its midnight in the zone

@@ -13,8 +13,9 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 from sqlglot import exp
 
-from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, invalid
+from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, TypeMismatch, invalid
 from strata.sql.aggregate_split import split_aggregate
+from strata.sql.column_types import jdbc_type, sql_type_name
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata.sql.functions import check_supported, druid_name
 from strata.sql.literals import check_literals
@@ -24,36 +25,9 @@ from strata.sql.relational import Relational, plan_relational
 from strata.sql.session import current_zone, parse_time_zone, time_zone
 from strata.sql.subqueries import plan_composed
 from strata.sql.subquery_limits import max_subquery_rows
+from strata.sql.unnest import plan_unnest, unnest_joins
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
-JDBC_TYPES = {
-    "VARCHAR": 12,
-    "BIGINT": -5,
-    "DOUBLE": 8,
-    "FLOAT": 6,
-    "TIMESTAMP": 93,
-    "BOOLEAN": 16,
-    "INTEGER": 4,
-}
-_DUCK_TO_SQL = {
-    "VARCHAR": "VARCHAR",
-    "BIGINT": "BIGINT",
-    "INTEGER": "INTEGER",
-    "DOUBLE": "DOUBLE",
-    "FLOAT": "FLOAT",
-    "BOOLEAN": "BOOLEAN",
-    "DECIMAL": "DOUBLE",
-    "TIMESTAMP": "TIMESTAMP",
-}
-_SQL_TO_DRUID = {
-    "VARCHAR": "STRING",
-    "BIGINT": "LONG",
-    "INTEGER": "LONG",
-    "DOUBLE": "DOUBLE",
-    "FLOAT": "FLOAT",
-    "BOOLEAN": "LONG",
-    "TIMESTAMP": "LONG",
-}
 
 
 class Catalog(Protocol):
@@ -62,7 +36,8 @@ class Catalog(Protocol):
     def tables(self) -> Sequence[str]: ...
 
     def columns(self, table: str) -> Mapping[str, str] | None:
-        """Column name -> Druid type (STRING, LONG, DOUBLE, FLOAT), `__time` first; None: no such table."""
+        """Column name -> Druid type (STRING, LONG, DOUBLE, FLOAT, ARRAY<...>, COMPLEX<json>,
+        MULTI_VALUE_STRING), `__time` first; None: no such table."""
 
     def segments(self) -> list[dict[str, Any]]: ...
 
@@ -228,7 +203,7 @@ def _plan_tree(tree: exp.Expr, catalog: Catalog, context: Mapping[str, Any]) -> 
         )
     try:
         return _plan_native(tree, catalog, context)
-    except ResourceLimitExceeded:
+    except (ResourceLimitExceeded, TypeMismatch):
         raise
     except QueryError:
         pass
@@ -283,11 +258,13 @@ def _plan_native(tree: exp.Query, catalog: Catalog, context: Mapping[str, Any]) 
     if not isinstance(tree, exp.Select):
         raise QueryUnsupported("not one SELECT: planned relationally")
     source = tree.args.get("from_") or tree.args.get("from")
-    if tree.args.get("joins") or source is None:
+    unnests = unnest_joins(tree)
+    if (tree.args.get("joins") and unnests is None) or source is None:
         raise QueryUnsupported("a join or no table: planned relationally")
     tree = _single_table(tree)
     table = source.this
     if isinstance(table, exp.Subquery):
+        _check_columns(table.this, catalog)
         tree = _flatten(tree, table)
         table = tree.args["from_"].this
     if not isinstance(table, exp.Table):
@@ -298,7 +275,29 @@ def _plan_native(tree: exp.Query, catalog: Catalog, context: Mapping[str, Any]) 
     columns = catalog.columns(table.name)
     if columns is None:
         raise invalid("Object '%s' not found", table.name)
+    if unnests:  # over an unnest dataSource, as Druid plans CROSS JOIN UNNEST
+        tree, data_source, columns = plan_unnest(tree, unnests, table.name, columns)
+        plan = plan_select(tree, table.name, columns, context)
+        assert plan.native is not None
+        plan.native["dataSource"] = data_source
+        return plan
     return plan_select(tree, table.name, columns, context)
+
+
+def _check_columns(inner: exp.Expr, catalog: Catalog) -> None:
+    """A plain subquery reads only its own table's columns (flattened into the outer SELECT, an
+    unknown name there could resolve to an outer one, an UNNEST alias say)."""
+    source = inner.args.get("from_") if isinstance(inner, exp.Select) else None
+    table = None if source is None else source.this
+    if not isinstance(table, exp.Table) or (table.db or "druid").lower() != "druid":
+        return
+    known = catalog.columns(table.name)
+    if known is None:
+        return
+    aliases = {e.alias for e in inner.expressions if isinstance(e, exp.Alias)}
+    for column in inner.find_all(exp.Column):
+        if column.name not in known and column.name not in aliases and column.name != "__time":
+            raise invalid("Column '%s' not found in any table", column.name)
 
 
 def _single_table(tree: exp.Select) -> exp.Select:
@@ -366,12 +365,10 @@ def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
     column_rows = []
     for t in tables:
         for position, (name, kind) in enumerate((catalog.columns(t) or {}).items(), start=1):
-            sql_type = (
-                "TIMESTAMP" if name == "__time" else {"STRING": "VARCHAR", "LONG": "BIGINT"}.get(kind, kind)
-            )
+            sql_type = "TIMESTAMP" if name == "__time" else sql_type_name(kind)
             nullable = "NO" if name == "__time" else "YES"
             column_rows.append(
-                ("druid", "druid", t, name, position, "", nullable, sql_type, JDBC_TYPES.get(sql_type, 12))
+                ("druid", "druid", t, name, position, "", nullable, sql_type, jdbc_type(sql_type))
             )
     names = {
         "SCHEMATA": ["CATALOG_NAME", "SCHEMA_NAME"],

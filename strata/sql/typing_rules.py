@@ -1,10 +1,14 @@
 """Druid SQL's typing rules that the broker's engine does not share, applied to the statement
-it runs: integer division.
+it runs: integer division, and strings compared with numbers.
 
 Druid (Calcite, then Java arithmetic) divides two integers as integers, truncating toward zero:
 `SUM(added) / COUNT(*)` is a BIGINT. DuckDB's `/` always divides as reals, so a division whose
 operands are both integers becomes DuckDB's `//`, which truncates toward zero as Java does.
-Types come from sqlglot's annotation over the tables the statement reads.
+A string compared for equality with a number literal (`c = 999`, `c IN ('a', 999)`) compares
+with the number's text, as Druid's native filters do, where DuckDB would cast every string to a
+number and fail on the first that is not one; an ordering comparison reads the string as a number
+(null when it is not one). Types come from sqlglot's annotation over the tables the statement
+reads.
 """
 
 from __future__ import annotations
@@ -39,13 +43,18 @@ def sql_type(kind: pa.DataType) -> str:
         return "DATE"
     if pa.types.is_boolean(kind):
         return "BOOLEAN"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return f"ARRAY<{sql_type(kind.value_type)}>"
+    if isinstance(kind, pa.JsonType):
+        return "JSON"
     return "VARCHAR"
 
 
 def integer_division(tree: exp.Expr, tables: Mapping[str, pa.Schema]) -> exp.Expr:
-    """A copy of `tree` where integer / integer is integer division; `tree` itself when its types
-    cannot be worked out (a name the schema lacks): DuckDB then reports what is wrong."""
-    if tree.find(exp.Div) is None:
+    """A copy of `tree` where integer / integer is integer division and strings compare with
+    numbers as in Druid; `tree` itself when its types cannot be worked out (a name the schema
+    lacks): DuckDB then reports what is wrong."""
+    if tree.find(exp.Div, exp.EQ, exp.NEQ, exp.In, exp.GT, exp.GTE, exp.LT, exp.LTE) is None:
         return tree
     schema: dict[str, object] = {
         name: {f.name: sql_type(f.type) for f in table} for name, table in tables.items()
@@ -59,4 +68,35 @@ def integer_division(tree: exp.Expr, tables: Mapping[str, pa.Schema]) -> exp.Exp
         left, right = div.this.type, div.expression.type
         if left is not None and right is not None and left.is_type(*_INTEGERS) and right.is_type(*_INTEGERS):
             div.replace(exp.IntDiv(this=div.this, expression=div.expression))
+    for node in list(typed.find_all(exp.EQ, exp.NEQ, exp.In, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        _string_with_numbers(node)
     return typed
+
+
+def _is_text(node: exp.Expr) -> bool:
+    return (
+        node.type is not None
+        and node.type.is_type(*exp.DataType.TEXT_TYPES)
+        and not isinstance(node, exp.Literal)
+    )
+
+
+def _number(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Literal) and not node.is_string
+
+
+def _string_with_numbers(node: exp.Expr) -> None:
+    if isinstance(node, exp.In):
+        if _is_text(node.this):
+            node.set(
+                "expressions", [exp.Literal.string(v.this) if _number(v) else v for v in node.expressions]
+            )
+        return
+    for text, other in ((node.this, node.expression), (node.expression, node.this)):
+        if not (_is_text(text) and _number(other)):
+            continue
+        if isinstance(node, (exp.EQ, exp.NEQ)):
+            other.replace(exp.Literal.string(other.this))
+        else:
+            text.replace(exp.TryCast(this=text.copy(), to=exp.DataType.build("DOUBLE")))
+        return

@@ -439,6 +439,35 @@ def clicks_daily(shown: str) -> str:
     return csv_lines(("country", "events", "clicks", "stored_rows"), *got)
 
 
+def clicks_fr_summary(shown: str) -> str:
+    """The transformSpec example: its filter keeps the FR rows and throws the others away."""
+    kept, away = rows(f"SELECT COUNT(*) FILTER (WHERE country = 'FR'), COUNT(*) FILTER (WHERE country <> 'FR') "
+                      f"FROM {clicks()}")[0]  # fmt: skip
+    return f"{kept} {away}"
+
+
+def clicks_fr_rows(shown: str) -> str:
+    got = rows(
+        f"SELECT upper(device), country || '/' || clicks FROM {clicks()} WHERE country = 'FR' ORDER BY t"
+    )
+    return csv_lines(("device", "label"), *got)
+
+
+def tagged_types(shown: str) -> str:
+    """The data-model example's segment: Druid's rules (tests.ingestion.data_model_oracle) over
+    the rows the doc writes: `tags` has a row of several values, `sizes` and `geo` typed by theirs."""
+    from tests.ingestion.data_model_oracle import auto_type
+
+    lines = [json.loads(x) for x in doc_file("ingestion.md", "tagged.json").splitlines()]
+    assert any(isinstance(r["tags"], list) and len(set(r["tags"])) > 1 for r in lines)
+    geo = {k: auto_type([r["geo"].get(k) for r in lines]) for r in lines for k in r["geo"]}
+    return "\n".join([
+        "tags STRING multi-value",
+        f"sizes {auto_type([r['sizes'] for r in lines])}",
+        "geo " + " ".join([auto_type([r["geo"] for r in lines]), *(f"$.{k}:{t}" for k, t in geo.items())]),
+    ])  # fmt: skip
+
+
 def parse_failure(shown: str) -> str:
     got = rows(f"SELECT ts FROM {late_clicks()} WHERE t IS NULL")
     line = doc_file("ingestion.md", "late-clicks.csv").splitlines().index(f"{got[0][0]},DE,mobile,2") + 1

@@ -24,6 +24,8 @@ from tests.docs.oracles import (
     channel_array,
     clicks_by_country,
     clicks_daily,
+    clicks_fr_rows,
+    clicks_fr_summary,
     clicks_hours,
     clicks_rollup_summary,
     closed_bucket,
@@ -71,6 +73,7 @@ from tests.docs.oracles import (
     search_pari,
     security_users,
     spark_totals,
+    tagged_types,
     time_boundary,
     tokyo_days,
     top_countries,
@@ -175,10 +178,16 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("ingestion.md", "AS rows_"): [clicks_by_country],
     ("ingestion.md", "clicks-index.json --deep-storage"): [clicks_rollup_summary],
     ("ingestion.md", "FROM clicks_daily"): [clicks_daily],
-    # the refusal rule: a transformSpec is refused by name, nothing ingested, exit 1
-    ("ingestion.md", "filtered-index.json --deep"): [
-        expect("strata ingest: error: dataSchema.transformSpec is not supported yet\nexit 1")
+    # the refusal rule: a jq flatten field is refused by name, nothing ingested, exit 1
+    ("ingestion.md", "flattened-index.json --deep"): [
+        expect(
+            "strata ingest: error: flattenSpec field 'city': 'jq' fields are not supported; write the field as "
+            "a 'path'\nexit 1"
+        )
     ],
+    ("ingestion.md", "filtered-index.json --deep"): [clicks_fr_summary],
+    ("ingestion.md", "FROM clicks_fr ORDER BY"): [clicks_fr_rows],
+    ("ingestion.md", "read_segment_facts(segment.load_spec"): [tagged_types],
     ("ingestion.md", "--timestamp-column ts \\\n"): [parse_failure],
     ("ingestion.md", "--max-parse-exceptions 1"): [parse_allowed],
     ("ingestion.md", "late_clicks --metadata quickstart/metadata.db --json"): [

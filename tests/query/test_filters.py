@@ -152,11 +152,11 @@ def test_equals_typed() -> None:
         {"type": "equals", "column": "n", "matchValueType": "LONG", "matchValue": 3},
         unknown_if_null("n", lambda x: x == 3),
     )
-    # A numeric match value against a string column compares numbers ("1.5" and "1.50" alike);
-    # a string that is no number casts to NULL, so it is unknown, as in SQL.
+    # A numeric match value against a string column compares numbers ("1.5" and "1.50" alike); a
+    # string that is no number does not match (Druid's EqualityFilter: false, not unknown).
     expect(
         {"type": "equals", "column": "s", "matchValueType": "DOUBLE", "matchValue": 1.5},
-        lambda r: None if r["s"] is None or num(r["s"]) is None else num(r["s"]) == Decimal("1.5"),
+        lambda r: None if r["s"] is None else num(r["s"]) == Decimal("1.5"),
     )
 
 

@@ -187,7 +187,7 @@ def test_mixed_schemas_list_each_segments_own_columns(tmp_path: Path) -> None:
         ({"columns": "page"}, InvalidInput),
         ({"batchSize": 0}, InvalidInput),
         ({"resultFormat": "valueVector"}, QueryUnsupported),
-        ({"virtualColumns": [{"type": "nested-field", "name": "v"}]}, QueryUnsupported),
+        ({"virtualColumns": [{"type": "fancy", "name": "v"}]}, QueryUnsupported),
         ({"filter": {"type": "bogus"}}, InvalidInput),
     ],
 )

@@ -321,7 +321,7 @@ def test_invalid_queries_are_400(change: dict[str, Any], message: str) -> None:
 
 def test_unsupported_features_are_501() -> None:
     for change in (
-        {"virtualColumns": [{"type": "nested-field", "name": "v"}]},
+        {"virtualColumns": [{"type": "fancy", "name": "v"}]},
         {"aggregations": [{"type": "expression", "name": "x", "fold": "__acc + x", "initialValue": 0}]},
     ):
         with pytest.raises(QueryError) as e:

@@ -184,7 +184,7 @@ def test_bad_virtual_columns_are_400(segments: list[SegmentInput], virtual: list
 
 def test_unsupported_virtual_column_type_is_501() -> None:
     with pytest.raises(QueryError) as e:
-        parse_query(base("timeseries", virtualColumns=[{"type": "nested-field", "name": "v"}]))
+        parse_query(base("timeseries", virtualColumns=[{"type": "fancy", "name": "v"}]))
     assert e.value.status == 501
 
 

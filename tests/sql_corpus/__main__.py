@@ -4,6 +4,10 @@ run / passed / failed / skipped-by-reason per file, then the failure categories.
 `--write-known-failures` rewrites the ratchet list from this run; `--failures` prints each failing
 case with what differed. Bounded: the cluster start and each request have time limits, and the
 cases stop after `--time-bound` seconds.
+
+`--qa` runs Druid's QA files instead (`qa.py`: every statement of quidem-ut's `qaAggFuncs`,
+`qaArray` and `qaUnnest` against a cluster per dataset, none skipped) and prints the pass rate per
+folder and per file; `--write-qa-rates` records the per-folder rates in `qa_pass_rates.json`.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import tempfile
 from pathlib import Path
 
 from tests.sql_corpus.cluster import corpus_cluster
+from tests.sql_corpus.qa import QA_RATES, folder_table, qa_cases, run_qa, write_rates
 from tests.sql_corpus.ratchet import KNOWN_FAILURES, ratchet_problems, read_known, write_known
-from tests.sql_corpus.runner import corpus_cases, failure_categories, run_cases, summary_table
+from tests.sql_corpus.runner import Outcome, corpus_cases, failure_categories, run_cases, summary_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,19 +28,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-known-failures", action="store_true", help=f"rewrite {KNOWN_FAILURES.name}")
     parser.add_argument("--failures", action="store_true", help="print every failing case and its difference")
     parser.add_argument("--time-bound", type=float, default=240.0, help="seconds for running the cases")
+    parser.add_argument(
+        "--qa", action="store_true", help="run Druid's QA files (qaAggFuncs, qaArray, qaUnnest)"
+    )
+    parser.add_argument(
+        "--write-qa-rates", action="store_true", help="with --qa: record the per-folder rates"
+    )
+    parser.add_argument("--workers", type=int, default=4, help="with --qa: statements in flight at once")
     args = parser.parse_args(argv)
+    if args.qa:
+        return _qa(args)
     cases = corpus_cases()
     with tempfile.TemporaryDirectory(prefix="sql-corpus-") as tmp, corpus_cluster(Path(tmp)) as broker:
         outcomes = run_cases(broker.url, cases, time_bound=args.time_bound)
-    print(summary_table(outcomes))
-    print("\nfailures by category:")
-    for category, n in failure_categories(outcomes):
-        print(f"{n:5}  {category}")
-    if args.failures:
-        print()
-        for o in outcomes:
-            if o.status == "failed":
-                print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
+    report(outcomes, failures=args.failures)
     if args.write_known_failures:
         write_known(outcomes)
         print(f"\nwrote {KNOWN_FAILURES}")
@@ -44,6 +50,31 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     return 1 if problems else 0
+
+
+def report(outcomes: list[Outcome], *, failures: bool) -> None:
+    """The per-file table, the failure categories and, with `failures`, each failing case."""
+    print(summary_table(outcomes))
+    print("\nfailures by category:")
+    for category, n in failure_categories(outcomes):
+        print(f"{n:5}  {category}")
+    if failures:
+        print()
+        for o in outcomes:
+            if o.status == "failed":
+                print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
+
+
+def _qa(args: argparse.Namespace) -> int:
+    cases = qa_cases()
+    with tempfile.TemporaryDirectory(prefix="sql-qa-") as tmp:
+        outcomes = run_qa(Path(tmp), cases, workers=args.workers)
+    report(outcomes, failures=args.failures)
+    print("\n" + folder_table(outcomes))
+    if args.write_qa_rates:
+        write_rates(outcomes)
+        print(f"\nwrote {QA_RATES}")
+    return 0
 
 
 if __name__ == "__main__":

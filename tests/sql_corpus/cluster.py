@@ -33,6 +33,14 @@ def ingest_tables(root: Path) -> None:
 def corpus_cluster(root: Path, timeout: float = 60) -> Iterator[StrataProcess]:
     """Yields the broker once it sees every segment of the test tables."""
     ingest_tables(root)
+    with serving(root, timeout) as broker:
+        yield broker
+
+
+@contextmanager
+def serving(root: Path, timeout: float = 60) -> Iterator[StrataProcess]:
+    """A historical and a broker over the segments published in `root/deep` and `root/meta.db`;
+    yields the broker once it sees every used segment, stops both on exit."""
     historical = StrataProcess(
         "historical",
         ["--deep-storage", str(root / "deep"), "--metadata", str(root / "meta.db"),

@@ -4,8 +4,10 @@ Printing is normalised, not the values: NULL and '' both print as an empty cell;
 as numbers (`3` = `3.0`, a FLOAT's `0.10000000149011612` = `0.1`, to 6 significant digits);
 timestamps compare as instants whatever their spelling (`2015-09-12T00:00:00.000Z`,
 `2015-09-12 00:00:00.000`, `2015-09-12 00:00:00`, and a DATE `2015-09-12` for midnight); booleans
-as `true`/`false`; arrays and multi-value strings as JSON (`["a","b"]`). Row order matters only when the statement's outermost query
-has an ORDER BY, and then only between rows whose ORDER BY keys differ.
+as `true`/`false`; arrays, multi-value strings and nested values by their elements, however they
+are spelled: quidem prints an ARRAY as Java does (`[S1, 1, null]`), a multi-value string and a
+nested value as JSON (`["a","b"]`), the SQL API answers JSON. Row order matters only when the
+statement's outermost query has an ORDER BY, and then only between rows whose ORDER BY keys differ.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+|NaN|Infinity)$")
 
 def _canonical_text(text: str) -> str:
     text = text.strip()
+    if len(text) >= 2 and text[0] + text[-1] in ("[]", "{}"):
+        return _canonical_nested(text)
     ts = _TIMESTAMP.match(text)
     if ts:
         date, clock, frac = ts.groups()
@@ -35,6 +39,60 @@ def _canonical_text(text: str) -> str:
     if _NUMBER.match(text):
         return _canonical_number(float(text))
     return text
+
+
+def _canonical_nested(text: str) -> str:
+    """An array or object printed as JSON or as Java prints a list: its elements, canonical."""
+    try:
+        return _rendered(json.loads(text))
+    except ValueError:
+        pass
+    if text[0] != "[":
+        return text
+    return _rendered([_java_element(e) for e in _java_elements(text[1:-1])])
+
+
+def _java_elements(body: str) -> list[str]:
+    """The top-level elements of a Java list's text (`a, [b, c], d`)."""
+    out, depth, current = [], 0, ""
+    for i, ch in enumerate(body):
+        depth += ch in "[{"
+        depth -= ch in "]}"
+        if ch == "," and depth == 0 and body[i + 1 : i + 2] == " ":
+            out.append(current)
+            current = ""
+            continue
+        current += ch
+    if current or out:
+        out.append(current)
+    return [e.strip() if e.strip() else e for e in out]
+
+
+def _java_element(text: str) -> Any:
+    if text == "null":
+        return None
+    if len(text) >= 2 and text[0] + text[-1] in ("[]", "{}"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return [_java_element(e) for e in _java_elements(text[1:-1])] if text[0] == "[" else text
+    return text
+
+
+def _rendered(value: Any) -> str:
+    """One spelling of a value inside an array or object: strings bare, numbers canonical."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_rendered(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_rendered(v)}" for k, v in sorted(value.items())) + "}"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return _canonical_number(float(value))
+    text = str(value).strip()
+    return _canonical_number(float(text)) if _NUMBER.match(text) else text
 
 
 def _canonical_number(x: float) -> str:
@@ -54,13 +112,15 @@ def _printed(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, dict)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return _rendered(value)
     return str(value)
 
 
 def canonical_actual(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return _canonical_number(float(value))
+    if isinstance(value, (list, dict)):
+        return _rendered(value)
     return _canonical_text(_printed(value))
 
 

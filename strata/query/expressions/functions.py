@@ -15,7 +15,11 @@ from strata.query.errors import invalid
 from strata.query.expressions.parser import Literal, Node
 from strata.query.expressions.time_functions import TIME_FUNCTIONS
 from strata.query.expressions.typed import (
+    ARRAY_DOUBLE,
+    ARRAY_LONG,
+    ARRAY_STRING,
     DOUBLE,
+    JSON,
     LONG,
     NULL,
     STRING,
@@ -219,7 +223,16 @@ def _nullif(scope: Scope, args: tuple[Node, ...]) -> Typed:
     return Typed(f"nullif({cast_to(a, kind).sql}, {cast_to(b, kind).sql})", kind)
 
 
-_CAST_TYPES = {"LONG": LONG, "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "STRING": STRING}
+_CAST_TYPES = {
+    "LONG": LONG,
+    "DOUBLE": DOUBLE,
+    "FLOAT": DOUBLE,
+    "STRING": STRING,
+    "ARRAY<LONG>": ARRAY_LONG,
+    "ARRAY<DOUBLE>": ARRAY_DOUBLE,
+    "ARRAY<STRING>": ARRAY_STRING,
+    "COMPLEX<JSON>": JSON,
+}
 
 
 def _cast(scope: Scope, args: tuple[Node, ...]) -> Typed:

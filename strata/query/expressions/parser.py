@@ -3,8 +3,9 @@
 The grammar is Druid's (`Expr.g4`): literals (long, double, 'string', null), identifiers (bare or
 "double-quoted"), unary `-` and `!`, then by decreasing precedence `^` (right-associative),
 `* / %`, `+ -`, comparisons, `&&`, `||`, and function calls. Function names are case-insensitive,
-as Druid looks them up in lower case. Arrays and lambdas are not part of this subset: they fail
-with a clear error naming the position.
+as Druid looks them up in lower case. Array literals hold literals (`[1, 2]`, `['a', null]`, a
+typed empty one `<LONG>[]`); a lambda (`(x, y) -> x + y`) is an argument of the apply functions
+(`map`, `filter`, `fold`, ...).
 """
 
 from __future__ import annotations
@@ -49,7 +50,19 @@ class Call:
     args: tuple[Node, ...]
 
 
-Node = Literal | Identifier | Unary | Binary | Call
+@dataclass(frozen=True, slots=True)
+class ArrayLiteral:
+    elements: tuple[Literal, ...]
+    element_type: str | None = None  # LONG, DOUBLE or STRING when written `<TYPE>[...]`
+
+
+@dataclass(frozen=True, slots=True)
+class Lambda:
+    params: tuple[str, ...]
+    body: Node
+
+
+Node = Literal | Identifier | Unary | Binary | Call | ArrayLiteral | Lambda
 
 _TOKEN = re.compile(
     r"""
@@ -59,7 +72,8 @@ _TOKEN = re.compile(
   | (?P<string>'(?:[^'\\]|\\.)*')
   | (?P<quoted>"(?:[^"\\]|\\.)*")
   | (?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)
-  | (?P<op><=|>=|==|!=|&&|\|\||[-+*/%^<>!(),\[\]])
+  | (?P<typed><(?:LONG|DOUBLE|STRING|long|double|string)>\s*\[)
+  | (?P<op>->|<=|>=|==|!=|&&|\|\||[-+*/%^<>!(),\[\]])
     """,
     re.VERBOSE,
 )
@@ -174,9 +188,14 @@ class _Parser:
                 return Literal(float("inf"))
             return Identifier(value)
         if value == "(":
+            params = self._lambda_params()
+            if params is not None:
+                return Lambda(params, self.expression())
             inner = self.expression()
             self.expect(")")
             return inner
+        if kind == "typed":
+            return self._array(value[1 : value.index(">")].upper())
         if value in ("-", "!"):
             # Druid's grammar ranks unary operators above every binary one: -2^2 is (-2)^2
             arg = self.prefix()
@@ -184,10 +203,41 @@ class _Parser:
                 return Literal(-arg.value)
             return Unary(value, arg)
         if value == "[":
-            self.i -= 1
-            raise QueryUnsupported(f"Array expressions are not supported: [{self.text}]")
+            return self._array(None)
         self.i -= 1
         raise self.fail("unexpected token")
+
+    def _lambda_params(self) -> tuple[str, ...] | None:
+        """After `(`: the parameters of a lambda (`(x, y) ->`), consumed with its `->`; else None
+        and nothing consumed."""
+        j, params = self.i, []
+        while self.tokens[j][0] == "ident":
+            params.append(self.tokens[j][1])
+            j += 1
+            if self.tokens[j][1] != ",":
+                break
+            j += 1
+        if self.tokens[j][1] != ")" or self.tokens[j + 1][1] != "->":
+            return None
+        self.i = j + 2
+        return tuple(params)
+
+    def _array(self, element_type: str | None) -> ArrayLiteral:
+        """After `[`: literals up to `]` (Druid's array literals hold no expressions)."""
+        elements: list[Literal] = []
+        if self.peek()[1] == "]":
+            self.take()
+            return ArrayLiteral((), element_type)
+        while True:
+            element = self.prefix()
+            if not isinstance(element, Literal):
+                raise QueryUnsupported(f"Array literals hold literals only: [{self.text}]")
+            elements.append(element)
+            if self.peek()[1] == ",":
+                self.take()
+                continue
+            self.expect("]")
+            return ArrayLiteral(tuple(elements), element_type)
 
     def arguments(self) -> tuple[Node, ...]:
         args: list[Node] = []
@@ -231,19 +281,39 @@ def _check_patterns(node: Node) -> None:
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """Every node of an expression's tree, without recursion."""
+    """Every node of an expression's tree, without recursion (a deeply nested one is valid input)."""
     stack: list[Node] = [node]
     while stack:
         n = stack.pop()
         yield n
-        if isinstance(n, Unary):
-            stack.append(n.arg)
-        elif isinstance(n, Binary):
-            stack += [n.left, n.right]
-        elif isinstance(n, Call):
-            stack.extend(n.args)
+        stack.extend(children(n))
 
 
 def identifiers(node: Node) -> set[str]:
-    """Every column an expression reads."""
-    return {n.name for n in walk(node) if isinstance(n, Identifier)}
+    """Every column an expression reads (a lambda's parameters are not columns)."""
+    found: set[str] = set()
+    stack: list[tuple[Node, frozenset[str]]] = [(node, frozenset())]
+    while stack:
+        n, bound = stack.pop()
+        if isinstance(n, Identifier):
+            if n.name not in bound:
+                found.add(n.name)
+        elif isinstance(n, Lambda):
+            stack.append((n.body, bound | set(n.params)))
+        else:
+            stack.extend((child, bound) for child in children(n))
+    return found
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Unary):
+        return (node.arg,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, ArrayLiteral):
+        return node.elements
+    if isinstance(node, Lambda):
+        return (node.body,)
+    return ()

@@ -39,7 +39,7 @@ _PARSERS: dict[str, FilterParser] = {}
 _EXTRACTED: list[Callable[[Mapping[str, Any], str], Filter]] = []
 
 # Druid filter types this engine does not evaluate: a clear 501 rather than a wrong answer.
-UNSUPPORTED_TYPES = frozenset({"javascript", "spatial", "arrayContainsElement"})
+UNSUPPORTED_TYPES = frozenset({"javascript", "spatial"})
 
 
 def filter_type(name: str) -> Callable[[FilterParser], FilterParser]:

@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from strata.query.duck import quote_ident
 from strata.query.expressions.duck import compile_expression
 from strata.query.expressions.parser import Node, identifiers, parse_expression
-from strata.query.expressions.typed import truth
+from strata.query.expressions.typed import Typed, element_kind, truth
 from strata.query.fields import get_str
 from strata.query.filters.base import Filter, filter_type
+from strata.query.filters.sql import VALUE, any_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +26,12 @@ class ExpressionFilter(Filter):
     tree: Node
 
     def to_sql(self, types: Mapping[str, str]) -> str:
-        return truth(compile_expression(self.tree, types))
+        typed = compile_expression(self.tree, types)
+        if not typed.multi:
+            return truth(typed)
+        # mapped over a multi-value row's values: true when one value is (unknown when none is
+        # but one is unknown), as Druid's filters match multi-value rows
+        return any_of(typed.sql, truth(Typed(quote_ident(VALUE), element_kind(typed.kind))))
 
     def columns(self) -> set[str]:
         return identifiers(self.tree)

@@ -7,18 +7,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from strata.query.duck import quote_ident, quote_str
+from strata.query.duck import is_array, quote_ident, quote_str
 from strata.query.errors import invalid
 from strata.query.fields import get_bool, get_list
 from strata.query.filters.base import Filter, column_of, filter_type
 from strata.query.filters.sql import (
     always_unless_null,
+    array_literal,
     as_number,
     as_text,
+    column_type,
     is_numeric,
     java_string,
     never,
     number_literal,
+    per_value,
     text_is_number,
     to_number,
 )
@@ -85,15 +88,18 @@ class BoundFilter(Filter):
     ordering: str = LEXICOGRAPHIC
 
     def to_sql(self, types: Mapping[str, str]) -> str:
+        return per_value(types, self.dimension, self._scalar_sql, self.filter_type)
+
+    def _scalar_sql(self, types: Mapping[str, str], column: str) -> str:
         parts = []
         if self.lower is not None:
-            parts.append(_side(types, self.dimension, self.lower, True, self.lower_strict, self.ordering))
+            parts.append(_side(types, column, self.lower, True, self.lower_strict, self.ordering))
         if self.upper is not None:
-            parts.append(_side(types, self.dimension, self.upper, False, self.upper_strict, self.ordering))
+            parts.append(_side(types, column, self.upper, False, self.upper_strict, self.ordering))
         matched = "(" + " AND ".join(parts) + ")"
         if self.lower is None:
             # Druid's BoundFilter sorts null before every value: with no lower bound it matches
-            return f"({quote_ident(self.dimension)} IS NULL OR {matched})"
+            return f"({quote_ident(column)} IS NULL OR {matched})"
         return matched
 
     def columns(self) -> set[str]:
@@ -111,7 +117,7 @@ class BoundFilter(Filter):
         }
 
 
-RANGE_VALUE_TYPES = ("STRING", "LONG", "DOUBLE", "FLOAT")
+RANGE_VALUE_TYPES = ("STRING", "LONG", "DOUBLE", "FLOAT", "ARRAY<STRING>", "ARRAY<LONG>", "ARRAY<DOUBLE>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,11 @@ class RangeFilter(Filter):
     upper_open: bool = False
 
     def to_sql(self, types: Mapping[str, str]) -> str:
+        if self.match_value_type.startswith("ARRAY<"):
+            return self._array_sql(types)
+        return per_value(types, self.column, self._scalar_sql, self.filter_type)
+
+    def _scalar_sql(self, types: Mapping[str, str], column: str) -> str:
         parts = []
         for bound, is_lower, strict in (
             (self.lower, True, self.lower_open),
@@ -136,9 +147,24 @@ class RangeFilter(Filter):
                 continue
             op = _op(is_lower, strict)
             if self.match_value_type == "STRING":
-                parts.append(f"({as_text(types, self.column)} {op} {quote_str(bound)})")
+                parts.append(f"({as_text(types, column)} {op} {quote_str(bound)})")
             else:
-                parts.append(f"({as_number(types, self.column)} {op} {number_literal(bound)})")
+                parts.append(f"({as_number(types, column)} {op} {number_literal(bound)})")
+        return "(" + " AND ".join(parts) + ")"
+
+    def _array_sql(self, types: Mapping[str, str]) -> str:
+        """Whole arrays compared element by element (an array column only)."""
+        duck = column_type(types, self.column)
+        if not is_array(duck):
+            return never(self.column)
+        parts = []
+        for bound, is_lower, strict in (
+            (self.lower, True, self.lower_open),
+            (self.upper, False, self.upper_open),
+        ):
+            if bound is not None:
+                literal = array_literal(list(bound), duck)
+                parts.append(f"({quote_ident(self.column)} {_op(is_lower, strict)} {literal})")
         return "(" + " AND ".join(parts) + ")"
 
     def columns(self) -> set[str]:
@@ -149,6 +175,8 @@ class RangeFilter(Filter):
             if isinstance(v, Decimal):
                 whole = v == v.to_integral_value() and -(2**63) <= v < 2**63
                 return int(v) if whole else float(v)  # past a LONG: JSON's double (beyond every row too)
+            if isinstance(v, tuple):
+                return [plain(e) for e in v]
             return v
 
         return {
@@ -171,7 +199,10 @@ class IntervalFilter(Filter):
     intervals: tuple[Interval, ...]
 
     def to_sql(self, types: Mapping[str, str]) -> str:
-        number = as_number(types, self.dimension)
+        return per_value(types, self.dimension, self._scalar_sql, self.filter_type)
+
+    def _scalar_sql(self, types: Mapping[str, str], column: str) -> str:
+        number = as_number(types, column)
         ranges = [f"({number} >= {i.start} AND {number} < {i.end})" for i in self.intervals]
         return "(" + " OR ".join(ranges) + ")"
 
@@ -223,6 +254,10 @@ def _range_value(obj: Mapping[str, Any], key: str, value_type: str) -> Any:
     value = obj.get(key)
     if value is None:
         return None
+    if value_type.startswith("ARRAY<"):
+        items = value if isinstance(value, list) else [value]
+        element = value_type[len("ARRAY<") : -1]
+        return tuple(None if v is None else _range_value({key: v}, key, element) for v in items)
     if value_type == "STRING":
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise invalid("Field [%s] of range filter must be a string", key)

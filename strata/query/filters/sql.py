@@ -9,11 +9,12 @@ through `quote_str`; no raw text reaches the SQL.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from strata.query.duck import quote_ident, quote_str
+from strata.query.duck import element_type, is_array, is_multi_value, quote_ident, quote_str
+from strata.query.errors import invalid
 from strata.query.string_comparators import NUMBER_PATTERN, parse_number
 
 INTEGER_TYPES = frozenset({"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT", "UINTEGER"})
@@ -24,6 +25,79 @@ _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 def column_type(types: Mapping[str, str], column: str) -> str:
     return types.get(column, "VARCHAR").upper()
+
+
+# -- multi-value strings and arrays ---------------------------------------------------------------
+VALUE = "__value"  # the lambda parameter standing for one value of a multi-value row
+
+Render = Callable[[Mapping[str, str], str], str]
+
+
+def per_value(types: Mapping[str, str], column: str, render: Render, kind: str) -> str:
+    """`render(types, column)` (a predicate over a scalar column) with Druid's rules for a column
+    holding several values: on a multi-value STRING it matches a row when any value matches, a row
+    with no value counting as one null value; on an ARRAY it is an error, as in Druid (arrays are
+    matched whole by equality, range, null and arrayContainsElement filters)."""
+    duck = column_type(types, column)
+    if is_array(duck):
+        raise refused_on_array(kind, column)
+    if not is_multi_value(duck):
+        return render(types, column)
+    return any_value(column, render({**types, VALUE: "VARCHAR"}, VALUE))
+
+
+def refused_on_array(kind: str, column: str) -> Exception:
+    return invalid(
+        "Filter [%s] cannot match ARRAY column [%s]; use an [equals], [range], [null] or "
+        "[arrayContainsElement] filter",
+        kind,
+        column,
+    )
+
+
+def row_values(column: str) -> str:
+    """A multi-value row's values, a row with none as one null value (Druid's empty row is null)."""
+    return values_or_null(quote_ident(column))
+
+
+def values_or_null(values: str) -> str:
+    """A list expression of strings, an empty or null one as the one null value."""
+    return f"(CASE WHEN len({values}) > 0 THEN {values} ELSE [NULL::VARCHAR] END)"
+
+
+def any_value(column: str, element: str) -> str:
+    """Whether `element` (a predicate over `VALUE`) holds for some value of the row."""
+    return any_of(row_values(column), element)
+
+
+def any_of(values: str, element: str) -> str:
+    """Whether `element` (a predicate over `VALUE`) holds for some element of the list `values`, in
+    three-valued logic: true when one does, unknown when none does but one is unknown, else false."""
+    mark = f"coalesce(CAST(({element}) AS INTEGER) * 2, 1)"  # 2 true, 1 unknown, 0 false
+    marks = f"list_transform({values}, lambda {quote_ident(VALUE)}: {mark})"
+    return f"(CASE list_max({marks}) WHEN 2 THEN TRUE WHEN 1 THEN NULL ELSE FALSE END)"
+
+
+def contains_value(column: str, literal: str) -> str:
+    """`any_value` of `value = literal` for a multi-value column, with DuckDB's list search."""
+    ident = quote_ident(column)
+    unknown = f"{ident} IS NULL OR len({ident}) = 0 OR list_count({ident}) < len({ident})"
+    return f"(CASE WHEN list_contains({ident}, {literal}) THEN TRUE WHEN {unknown} THEN NULL ELSE FALSE END)"
+
+
+def array_literal(values: list[Any], duck: str) -> str:
+    """A JSON array as a DuckDB list of type `duck` (`BIGINT[]`, `DOUBLE[]`, `VARCHAR[]`)."""
+    element = element_type(duck)
+    items = []
+    for v in values:
+        if v is None:
+            items.append("NULL")
+        elif element == "VARCHAR":
+            items.append(quote_str(java_string(v)))
+        else:
+            number = v if isinstance(v, Decimal) else to_number(v)
+            items.append("NULL" if number is None else number_literal(number, element))
+    return f"CAST([{', '.join(items)}] AS {duck})"
 
 
 def is_numeric(types: Mapping[str, str], column: str) -> bool:
@@ -93,8 +167,15 @@ def always_unless_null(column: str) -> str:
 
 
 def equals_sql(types: Mapping[str, str], column: str, value: Any, value_type: str = "STRING") -> str:
-    """`column = value` with Druid's coercions; `value_type` is the match value's Druid type."""
+    """`column = value` with Druid's coercions; `value_type` is the match value's Druid type. A
+    multi-value column matches when one of its values does."""
     ctype = column_type(types, column)
+    if is_multi_value(ctype):
+        if value_type == "STRING":
+            return contains_value(column, quote_str(java_string(value)))
+        return per_value(types, column, lambda t, c: equals_sql(t, c, value, value_type), "equals")
+    if is_array(ctype):
+        return never(column)  # a scalar never equals a whole array
     ident = quote_ident(column)
     if ctype in NUMERIC_TYPES:
         number = to_number(value)
@@ -106,10 +187,16 @@ def equals_sql(types: Mapping[str, str], column: str, value: Any, value_type: st
             return f"({ident} = {number_literal(number)})"
         return f"({ident} = {number_literal(number, ctype)})"
     if value_type in ("LONG", "DOUBLE", "FLOAT"):
+        # Druid's EqualityFilter reads the string as a number; one that is no number is no match
+        # (false, not unknown), so `not` matches it
         number = to_number(value)
         if number is None:
             return never(column)
-        return f"({as_number(types, column)} = {number_literal(number)})"
+        text = as_text(types, column)
+        matched = f"{as_number(types, column)} = {number_literal(number)}"
+        return (
+            f"(CASE WHEN {text} IS NULL THEN NULL WHEN {text_is_number(text)} THEN {matched} ELSE FALSE END)"
+        )
     return f"({as_text(types, column)} = {quote_str(java_string(value))})"
 
 
@@ -119,6 +206,8 @@ _SEPARATOR = "\x1f"  # ASCII unit separator
 
 def in_sql(types: Mapping[str, str], column: str, values: list[Any], value_type: str = "STRING") -> str:
     """`column IN values`, where a null among the values matches NULL rows (Druid, unlike SQL)."""
+    if is_multi_value(column_type(types, column)) or is_array(column_type(types, column)):
+        return per_value(types, column, lambda t, c: in_sql(t, c, values, value_type), "in")
     ident = quote_ident(column)
     present = [v for v in values if v is not None]
     parts: list[str] = []

@@ -10,7 +10,7 @@ from strata.query.duck import quote_str
 from strata.query.errors import invalid
 from strata.query.fields import get_str
 from strata.query.filters.base import Filter, column_of, filter_type
-from strata.query.filters.sql import as_text
+from strata.query.filters.sql import as_text, per_value
 from strata.query.regex_check import check_regex
 from strata.query.search_spec import SearchSpec, parse_search_spec
 
@@ -44,8 +44,10 @@ class LikeFilter(Filter):
     escape: str | None = None
 
     def to_sql(self, types: Mapping[str, str]) -> str:
-        translated = like_to_duckdb(self.pattern, self.escape)
-        return f"({as_text(types, self.dimension)} LIKE {quote_str(translated)} ESCAPE '\\')"
+        pattern = quote_str(like_to_duckdb(self.pattern, self.escape))
+        return per_value(
+            types, self.dimension, lambda t, c: f"({as_text(t, c)} LIKE {pattern} ESCAPE '\\')", "like"
+        )
 
     def columns(self) -> set[str]:
         return {self.dimension}
@@ -68,7 +70,10 @@ class RegexFilter(Filter):
     pattern: str
 
     def to_sql(self, types: Mapping[str, str]) -> str:
-        return f"regexp_matches({as_text(types, self.dimension)}, {quote_str(self.pattern)})"
+        pattern = quote_str(self.pattern)
+        return per_value(
+            types, self.dimension, lambda t, c: f"regexp_matches({as_text(t, c)}, {pattern})", "regex"
+        )
 
     def columns(self) -> set[str]:
         return {self.dimension}
@@ -84,7 +89,7 @@ class SearchFilter(Filter):
     query: SearchSpec
 
     def to_sql(self, types: Mapping[str, str]) -> str:
-        return self.query.to_sql(as_text(types, self.dimension))
+        return per_value(types, self.dimension, lambda t, c: self.query.to_sql(as_text(t, c)), "search")
 
     def columns(self) -> set[str]:
         return {self.dimension}

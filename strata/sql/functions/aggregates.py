@@ -3,7 +3,9 @@
 EARLIEST/LATEST take the value at the least/greatest `__time` of the rows aggregated (of the
 table the value's columns come from), null or not, as Druid's first/last aggregators; a
 `maxBytesPerValue` truncates strings (counted in characters). ARRAY_AGG/STRING_AGG with DISTINCT
-sort their values, as Druid's sets do; the size limits in bytes are not enforced. COUNT(DISTINCT)
+sort their values, as Druid's sets do, and refuse a result past their size in bytes (default
+1024) as Druid does, measured as Druid estimates its accumulator (`_checked`); a TIMESTAMP is
+gathered as epoch milliseconds, a DOUBLE printed as Java prints it. COUNT(DISTINCT)
 is exact here (Druid's default is approximate: an HLL sketch); APPROX_COUNT_DISTINCT and the
 sketch aggregates are in `sketches`.
 """
@@ -21,6 +23,7 @@ from strata.sql.functions.fragments import (
     kind,
     number_value,
     sql_of,
+    text_of,
     typed,
 )
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
@@ -75,15 +78,53 @@ def _distinct_arg(node: exp.Expr) -> tuple[exp.Expr, bool]:
     return value, False
 
 
-def _array_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
-    args = arguments(node)
-    value, distinct = _distinct_arg(node) if not isinstance(node, exp.Anonymous) else (args[0], False)
-    if distinct:
-        return typed(
-            duck(f"list_sort(list(DISTINCT {sql_of(value)}){aggregate_filter(ctx)}, 'ASC', 'NULLS FIRST')"),
-            "VARCHAR[]",
+DEFAULT_AGG_BYTES = 1024  # Druid's maxSizeBytes of ARRAY_AGG and STRING_AGG
+_FIXED_BYTES = {"BIGINT": 8, "INTEGER": 8, "DOUBLE": 8, "FLOAT": 8, "BOOLEAN": 8, "TIMESTAMP": 8}
+_ELEMENT_TYPES = {"BIGINT": "LONG", "INTEGER": "LONG", "BOOLEAN": "LONG", "TIMESTAMP": "LONG",
+                  "DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "VARCHAR": "STRING"}  # fmt: skip
+
+
+def _size(size: exp.Expr | None, name: str) -> int:
+    """The aggregate's size in bytes: a literal (Druid requires one), 1024 when absent."""
+    if size is None:
+        return DEFAULT_AGG_BYTES
+    if not isinstance(size, exp.Literal) or size.is_string or not str(size.this).isdigit():
+        raise invalid(
+            "Function [%s] needs a literal size in bytes, got [%s]", name, size.sql(dialect="druid")
         )
-    return typed(duck(f"list({sql_of(value)}){aggregate_filter(ctx)}"), "VARCHAR[]")
+    return int(size.this)
+
+
+def _checked(values: str, element: str | None, size: int) -> str:
+    """`values` (a list) unless Druid's estimate of its accumulator passes `size` bytes, then an
+    error as Druid's: 5 bytes for the array, 1 per element, 8 per number, 4 plus its UTF-8 bytes
+    per string."""
+    each = _FIXED_BYTES.get(element or "")
+    inner = str(each) if each is not None else '(4 + strlen(CAST("__e" AS VARCHAR)))'
+    estimate = (
+        f"(5 + len({values}) + coalesce(list_sum(list_transform({values}, "
+        f'lambda "__e": CASE WHEN "__e" IS NULL THEN 0 ELSE {inner} END)), 0))'
+    )
+    kind = f"ARRAY<{_ELEMENT_TYPES.get(element or '', 'STRING')}>"
+    message = (
+        f"'Exceeded memory usage when aggregating type [{kind}], size [' || {estimate} || "
+        f"'] is larger than max [{size}]'"
+    )
+    return f"(CASE WHEN {estimate} > {size} THEN error({message}) ELSE {values} END)"
+
+
+def _array_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
+    value, distinct = _distinct_arg(node)
+    element = kind(value)
+    item = f"epoch_ms({sql_of(value)})" if element == "TIMESTAMP" else sql_of(value)  # Druid's LONG
+    if distinct:
+        gathered = f"list_sort(list(DISTINCT {item}){aggregate_filter(ctx)}, 'ASC', 'NULLS FIRST')"
+    else:
+        gathered = f"list({item}){aggregate_filter(ctx)}"
+    result = {"TIMESTAMP": "BIGINT[]", "BIGINT": "BIGINT[]", "DOUBLE": "DOUBLE[]"}.get(
+        element or "", "VARCHAR[]"
+    )
+    return typed(duck(_checked(gathered, element, _size(node.meta.get("size"), "ARRAY_AGG"))), result)
 
 
 def _array_concat_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
@@ -106,16 +147,21 @@ def _string_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
             (args[0].expressions[0], True) if isinstance(args[0], exp.Distinct) else (args[0], False)
         )
         separator = args[1] if len(args) > 1 else exp.Literal.string("")
+        size = args[2] if len(args) > 2 else None
     else:
         value, distinct = _distinct_arg(node)
         separator = node.args.get("separator") or exp.Literal.string("")
-    text = sql_of(value) if kind(value) == "VARCHAR" else f"CAST({sql_of(value)} AS VARCHAR)"
-    if distinct:
-        return typed(
-            duck(f"string_agg(DISTINCT {text}, {sql_of(separator)} ORDER BY {text}){aggregate_filter(ctx)}"),
-            "VARCHAR",
-        )
-    return typed(duck(f"string_agg({text}, {sql_of(separator)}){aggregate_filter(ctx)}"), "VARCHAR")
+        size = node.args.get("on_overflow")
+    # Druid joins a TIMESTAMP's epoch milliseconds
+    text = f"CAST(epoch_ms({sql_of(value)}) AS VARCHAR)" if kind(value) == "TIMESTAMP" else text_of(value)
+    # the non-null values, as Druid's accumulator holds them; no value at all is null
+    kept = f" FILTER (WHERE {text} IS NOT NULL{'' if ctx.filter is None else f' AND ({ctx.filter})'})"
+    gathered = f"list_sort(list(DISTINCT {text}){kept})" if distinct else f"list({text}){kept}"
+    checked = _checked(gathered, "VARCHAR", _size(size, "STRING_AGG"))
+    joined = (
+        f"(CASE WHEN len({checked}) = 0 THEN NULL ELSE array_to_string({checked}, {sql_of(separator)}) END)"
+    )
+    return typed(duck(joined), "VARCHAR")
 
 
 def _sum(node: exp.Expr, ctx: Context) -> exp.Expr:

@@ -110,6 +110,14 @@ def _contains(node: exp.Expr, multi: bool = False) -> exp.Expr:
     return typed(duck(text), "BOOLEAN")
 
 
+_NATIVE = frozenset({
+    "ARRAY", "ARRAY_LENGTH", "ARRAY_OFFSET", "ARRAY_ORDINAL", "ARRAY_OFFSET_OF", "ARRAY_ORDINAL_OF",
+    "ARRAY_CONTAINS", "ARRAY_OVERLAP", "SCALAR_IN_ARRAY", "ARRAY_APPEND", "ARRAY_PREPEND",
+    "ARRAY_CONCAT", "ARRAY_SLICE", "ARRAY_TO_STRING", "STRING_TO_ARRAY", "ARRAY_TO_MV", "MV_TO_ARRAY",
+    "MV_APPEND", "MV_PREPEND", "MV_CONCAT", "MV_CONTAINS", "MV_OVERLAP", "MV_LENGTH", "MV_OFFSET",
+    "MV_ORDINAL", "MV_OFFSET_OF", "MV_ORDINAL_OF", "MV_SLICE", "MV_TO_STRING", "STRING_TO_MV",
+    "MV_FILTER_ONLY", "MV_FILTER_NONE", "MV_FILTER_REGEX", "MV_FILTER_PREFIX",
+})  # fmt: skip
 ARRAY_SPECS: list[FunctionSpec] = [
     *specs(
         "scalar",
@@ -132,6 +140,7 @@ ARRAY_SPECS: list[FunctionSpec] = [
             "STRING_TO_ARRAY": "Splits a string on a regular expression.",
             "ARRAY_TO_MV": "An array as a multi-value string.",
         },
+        native=_NATIVE,
     ),
     *specs(
         "scalar",
@@ -156,5 +165,6 @@ ARRAY_SPECS: list[FunctionSpec] = [
             "MV_FILTER_REGEX": "Keeps the values matching a regular expression.",
             "MV_FILTER_PREFIX": "Keeps the values starting with a prefix.",
         },
+        native=_NATIVE,
     ),
 ]

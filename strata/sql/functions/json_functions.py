@@ -8,17 +8,11 @@ are JSONPath as in Druid (`$.a.b`, `$.a[0]`; `$.` is the root). JSON_VALUE yield
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import duckdb
-import pyarrow as pa
 from sqlglot import exp
 
 from strata.query.errors import invalid
 from strata.sql.functions.fragments import arguments, duck, kind_of_type, quote, sql_of, string_value, typed
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
-from strata.sql.functions.udfs import create, register, rows
 
 
 def _path(node: exp.Expr, function: str) -> str:
@@ -102,27 +96,10 @@ JSON_REWRITES: dict[str, Rewrite] = {
 }
 
 
-def json_paths(text: str) -> list[str]:
-    """The JSONPath of every literal value (arrays count as values), as Druid lists them."""
-    out: list[str] = []
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict) and value:
-            for key, inner in value.items():
-                walk(inner, f"{path}.{key}")
-        else:
-            out.append(path)
-
-    walk(json.loads(text), "$")
-    return out
-
-
-def _install(conn: duckdb.DuckDBPyConnection) -> None:
-    create(conn, "strata_json_paths", rows(json_paths, pa.list_(pa.string()), 1), ["VARCHAR"], "VARCHAR[]")
-
-
-register(_install)
-
+_NATIVE = frozenset({
+    "JSON_KEYS", "JSON_MERGE", "JSON_OBJECT", "JSON_PATHS", "JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_VALUE",
+    "PARSE_JSON", "TRY_PARSE_JSON", "TO_JSON_STRING",
+})  # fmt: skip
 JSON_SPECS: list[FunctionSpec] = specs(
     "scalar",
     "JSON",
@@ -138,4 +115,5 @@ JSON_SPECS: list[FunctionSpec] = specs(
         "TRY_PARSE_JSON": "Parses a string as JSON, null when invalid.",
         "TO_JSON_STRING": "Serializes a value as JSON text.",
     },
+    native=_NATIVE,
 )

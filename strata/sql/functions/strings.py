@@ -70,6 +70,13 @@ def _call(template: str, result: str) -> Rewrite:
     return rewrite
 
 
+def _btrim(node: exp.Expr) -> exp.Expr:
+    """BTRIM(expr[, chars]): spaces when no characters are given."""
+    args = arguments(node)
+    chars = f", {sql_of(args[1])}" if len(args) > 1 else ""
+    return typed(duck(f"trim({sql_of(args[0])}{chars})"), "VARCHAR")
+
+
 def _parse_long(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = arguments(node)
     radix = sql_of(args[1]) if len(args) > 1 else "10"
@@ -96,7 +103,7 @@ STRINGS: dict[str, Rewrite] = {
     "REGEXP_REPLACE": _regexp_replace,
     "CONTAINS_STRING": _call("contains({0}, {1})", "BOOLEAN"),
     "ICONTAINS_STRING": _call("contains(lower({0}), lower({1}))", "BOOLEAN"),
-    "BTRIM": _call("trim({0}, {1})", "VARCHAR"),
+    "BTRIM": lambda node, ctx: _btrim(node),
     "DECODE_BASE64_UTF8": _call("decode(from_base64({0}))", "VARCHAR"),
     "PARSE_LONG": _parse_long,
     "STRING_FORMAT": _string_format,

@@ -6,8 +6,6 @@ HLL sketches), so one definition of those rules serves both paths.
 
 from __future__ import annotations
 
-import decimal
-import math
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +15,7 @@ import pyarrow as pa
 from duckdb.func import ARROW
 
 from strata.query import sketch_functions, sql_functions
+from strata.query.java_text import java_double
 
 
 def rows(fn: Callable[..., Any], out_type: pa.DataType, arity: int) -> Callable[..., pa.Array]:
@@ -46,27 +45,6 @@ def double_to_long_bits(value: float) -> int:
 
 def long_bits_to_double(value: int) -> float:
     return float(struct.unpack(">d", struct.pack(">q", value))[0])
-
-
-def java_double(value: float) -> str:
-    """Java's Double.toString, as Druid prints a DOUBLE as text: plain notation from 10^-3 up to
-    10^7 (`1571.0`), else `1.2345678E7`, `1.0E-5`; the shortest digits that read back."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign = "-" if value < 0 else ""
-    exact = decimal.Decimal(repr(abs(value)))  # repr gives the shortest round-tripping digits
-    if 1e-3 <= abs(value) < 1e7:
-        text = format(exact, "f")
-        return sign + (text if "." in text else text + ".0")
-    _, digits, exponent = exact.as_tuple()
-    assert isinstance(exponent, int)
-    shown = "".join(map(str, digits)).rstrip("0") or "0"
-    power = len(digits) + exponent - 1
-    return f"{sign}{shown[0]}.{shown[1:] or '0'}E{power}"
 
 
 _UNITS = {

@@ -1,0 +1,136 @@
+"""Druid's QA SQL tests (quidem-ut `qaAggFuncs`, `qaArray`, `qaUnnest`) against real clusters.
+
+Every `.iq` file of the three folders is in `druid_qa/<folder>/`; the datasets they read are
+Druid's own ingestion specs and data in `druid_qa/qatests/` (see `druid_qa/README.md`). A file
+names its dataset in its `!use` line (`datasets=sql/src/test/quidem/qatests/qaArray/sql`); several
+datasets define the same table (`test_array`) differently, so each dataset gets a cluster of its
+own: its specs are ingested by Strata's ingestion exactly as written (only a local `baseDir` is
+pointed at this directory), then one historical and one broker serve them while that dataset's
+statements run. Nothing is skipped: a statement Strata cannot answer is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from harness.processes import StrataProcess
+from strata.ingestion.api import ingest
+from tests.sql_corpus.cluster import serving
+from tests.sql_corpus.quidem import Case, parse_cases
+from tests.sql_corpus.runner import Outcome, run_case
+
+QA_ROOT = Path(__file__).parent / "druid_qa"
+QA_FOLDERS = ("qaAggFuncs", "qaArray", "qaUnnest")
+UPSTREAM_PREFIX = "sql/src/test/quidem/"  # where Druid's paths to datasets and data start
+
+
+def qa_cases(root: Path = QA_ROOT) -> list[Case]:
+    """Every statement of every QA file, each file named `<folder>/<file>`."""
+    return [
+        case
+        for folder in QA_FOLDERS
+        for path in sorted((root / folder).glob("*.iq"))
+        for case in parse_cases(path.read_text(encoding="utf-8"), f"{folder}/{path.name}")
+    ]
+
+
+def dataset_of(case: Case) -> str:
+    """The dataset directory a case's `!use` names, relative to `druid_qa/`."""
+    query = urllib.parse.urlparse(case.use.split(None, 1)[0] if case.use else "").query
+    datasets = urllib.parse.parse_qs(query).get("datasets", [""])[0]
+    if not datasets.startswith(UPSTREAM_PREFIX):
+        raise ValueError(f"{case.case_id}: no dataset in !use {case.use!r}")
+    return datasets[len(UPSTREAM_PREFIX) :]
+
+
+def dataset_specs(dataset: str, root: Path = QA_ROOT) -> list[dict[str, Any]]:
+    """The dataset's ingestion specs as Druid wrote them, a local `baseDir` pointed here."""
+    specs = []
+    for path in sorted((root / dataset).glob("*.json")):
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        source = spec["spec"]["ioConfig"]["inputSource"]
+        if source.get("type") == "local" and str(source.get("baseDir", "")).startswith(UPSTREAM_PREFIX):
+            source["baseDir"] = str(root / source["baseDir"][len(UPSTREAM_PREFIX) :])
+        specs.append(spec)
+    if not specs:
+        raise ValueError(f"dataset {dataset} has no ingestion spec under {root}")
+    return specs
+
+
+@contextmanager
+def dataset_cluster(work: Path, dataset: str, timeout: float = 60) -> Iterator[StrataProcess]:
+    """A historical and a broker serving `dataset`, ingested by `strata.ingestion` from its specs."""
+    for spec in dataset_specs(dataset):
+        ingest(spec, deep_storage=work / "deep", metadata=work / "meta.db", engine="local")
+    with serving(work, timeout) as broker:
+        yield broker
+
+
+def run_qa(work: Path, cases: Sequence[Case], *, workers: int = 4) -> list[Outcome]:
+    """Every case against its dataset's cluster, in file order; a dataset that cannot be loaded
+    fails all its cases with the reason."""
+    by_dataset: dict[str, list[int]] = defaultdict(list)
+    for i, case in enumerate(cases):
+        by_dataset[dataset_of(case)].append(i)
+    outcomes: list[Outcome | None] = [None] * len(cases)
+    for n, (dataset, positions) in enumerate(sorted(by_dataset.items())):
+        try:
+            with (
+                dataset_cluster(work / f"dataset-{n}", dataset) as broker,
+                httpx.Client(timeout=30.0) as client,
+                ThreadPoolExecutor(workers) as pool,
+            ):
+                answers = pool.map(lambda i: run_case(client, broker.url, cases[i], skips=False), positions)
+                for i, outcome in zip(positions, answers, strict=True):
+                    outcomes[i] = outcome
+        except Exception as e:  # the dataset did not load or the cluster did not start
+            reason = f"dataset not loaded: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
+            for i in positions:
+                outcomes[i] = Outcome(cases[i], "failed", reason)
+    return [o for o in outcomes if o is not None]
+
+
+def folder_of(case: Case) -> str:
+    return case.file.split("/", 1)[0]
+
+
+def folder_table(outcomes: Sequence[Outcome]) -> str:
+    """Per folder: statements, passed, failed and the pass rate; then the total."""
+    groups: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        groups[folder_of(o.case)].append(o)
+    lines = [f"{'folder':<12} {'statements':>10} {'passed':>7} {'failed':>7} {'rate':>6}"]
+
+    def row(name: str, group: Sequence[Outcome]) -> str:
+        tally = Counter(o.status for o in group)
+        rate = f"{100 * tally['passed'] / len(group):.1f}%" if group else "-"
+        return f"{name:<12} {len(group):>10} {tally['passed']:>7} {tally['failed']:>7} {rate:>6}"
+
+    lines += [row(name, groups[name]) for name in QA_FOLDERS if name in groups]
+    lines.append(row("TOTAL", outcomes))
+    return "\n".join(lines)
+
+
+QA_RATES = Path(__file__).parent / "qa_pass_rates.json"
+
+
+def rates(outcomes: Sequence[Outcome]) -> dict[str, dict[str, int]]:
+    """Per folder: statements and how many passed."""
+    out: dict[str, dict[str, int]] = {}
+    for folder in QA_FOLDERS:
+        mine = [o for o in outcomes if folder_of(o.case) == folder]
+        out[folder] = {"statements": len(mine), "passed": sum(o.status == "passed" for o in mine)}
+    return out
+
+
+def write_rates(outcomes: Sequence[Outcome], path: Path = QA_RATES) -> None:
+    path.write_text(json.dumps(rates(outcomes), indent=2) + "\n", encoding="utf-8")
