@@ -55,6 +55,12 @@ FILTERS: dict[str, dict[str, Any]] = {
         "query": {"type": "insensitive_contains", "value": "talk"},
     },
     "expression": {"type": "expression", "expression": "added > 10 && strlen(page) < 20"},
+    "arrayContainsElement": {
+        "type": "arrayContainsElement",
+        "column": "channel",
+        "elementMatchValueType": "STRING",
+        "elementMatchValue": "#en.wikipedia",
+    },
 }
 
 AGGREGATORS: dict[str, dict[str, Any]] = {

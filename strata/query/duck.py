@@ -130,10 +130,11 @@ def connection() -> duckdb.DuckDBPyConnection:
         # segment files never change: keep their parsed footers across queries (DuckDB re-reads a
         # footer whose file changed, and trusts none modified in the last 10 seconds)
         conn.execute("SET parquet_metadata_cache = true")
-        from strata.query import sketch_functions, sql_functions
+        from strata.query.sketch_functions import install as install_sketch_functions
+        from strata.query.sql_functions import install as install_sql_functions
 
-        sql_functions.install(conn)
-        sketch_functions.install(conn)
+        install_sql_functions(conn)
+        install_sketch_functions(conn)
         limits.seal(conn)
         _local.conn = conn
     return conn

@@ -186,6 +186,8 @@ def parse_virtual_columns(obj: Mapping[str, Any], what: str) -> VirtualColumns:
         where = f"virtualColumns[{i}]"
         spec = as_object(spec, where)
         kind = spec.get("type", "expression")
+        if not isinstance(kind, str):
+            raise invalid("Field [type] of %s must be a string", where)
         parser = _PARSERS.get(kind)
         if parser is None:
             raise QueryUnsupported(f"Virtual column type [{kind}] is not supported")

@@ -111,6 +111,8 @@ def arguments(node: exp.Expr) -> list[exp.Expr]:
         return list(node.expressions)
     if isinstance(node, exp.JSONKeys):
         path = node.expression
+        if path is None:
+            return [node.this]
         text = path.sql(dialect="duckdb").strip("'") if isinstance(path, exp.JSONPath) else None
         return [node.this, exp.Literal.string(text) if text is not None else path]
     if isinstance(node, exp.ArraySlice):

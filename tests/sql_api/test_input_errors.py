@@ -135,23 +135,25 @@ def test_array_agg_of_constants_in_subqueries_answers(
     cluster: dict[str, Any],  # noqa: F811
     wikipedia_sample: Path,
 ) -> None:
-    """Once an ArrowTypeError (Druid's QA statements hit it): arrays typed as strings between stages."""
+    """Once an ArrowTypeError (Druid's QA statements hit it): arrays typed as strings between stages.
+    Sizes past the 1,024 bytes ARRAY_AGG keeps by default where the rows need them, as Druid needs."""
     raw = RawRows(wikipedia_sample)
     broker = cluster["broker"]
     cases = [
-        ("SELECT * FROM (SELECT ARRAY_AGG(1) AS a FROM wikipedia WHERE channel = '#ca.wikipedia')",
+        ("SELECT * FROM (SELECT ARRAY_AGG(1, 1000000) AS a FROM wikipedia WHERE channel = '#ca.wikipedia')",
          "SELECT list(1) AS a FROM raw WHERE channel = '#ca.wikipedia'"),
         ("SELECT c FROM (SELECT ARRAY_AGG(DISTINCT 'x') AS c FROM wikipedia)", "SELECT ['x'] AS c"),
-        ("SELECT ARRAY_LENGTH(a) AS n FROM (SELECT ARRAY_AGG(1) AS a FROM wikipedia)",
+        ("SELECT ARRAY_LENGTH(a) AS n FROM (SELECT ARRAY_AGG(1, 1000000) AS a FROM wikipedia)",
          "SELECT count(*) AS n FROM raw"),
         ("SELECT ch, a FROM (SELECT channel AS ch, ARRAY_AGG(DISTINCT 1) AS a FROM wikipedia GROUP BY channel) "
          "ORDER BY ch LIMIT 3", "SELECT DISTINCT channel AS ch, [1] AS a FROM raw ORDER BY ch LIMIT 3"),
         ("SELECT ARRAY_AGG(x) AS a FROM (SELECT ARRAY[1] AS x FROM wikipedia LIMIT 2)", "SELECT [[1], [1]] AS a"),
     ]  # fmt: skip
     for statement, oracle in cases:
-        resp = httpx.post(broker.url + "/druid/v2/sql", json={"query": statement, "header": True,
-                                                               "typesHeader": True}, timeout=60)  # fmt: skip
-        assert resp.status_code == 200, (statement, resp.text[:300])
+        # arrays as JSON arrays, not Druid's default of their text (sqlStringifyArrays)
+        resp = httpx.post(broker.url + "/druid/v2/sql", json={"query": statement, "header": True, "typesHeader": True,
+                          "context": {"sqlStringifyArrays": False}}, timeout=60)  # fmt: skip
+        assert resp.status_code == 200, (statement, resp.text[:600])
         header, *rows = resp.json()
         cur = raw.conn.execute(oracle)
         names = [d[0] for d in cur.description]
@@ -169,14 +171,15 @@ def test_string_agg_distinct_of_a_long_column_answers(
     raw = RawRows(wikipedia_sample)
     for where in ("channel = '#ca.wikipedia'", "countryName = 'Italy'"):
         resp = sql(
-            cluster["broker"], f"SELECT STRING_AGG(DISTINCT added, '|') AS s FROM wikipedia WHERE {where}"
+            cluster["broker"],
+            f"SELECT STRING_AGG(DISTINCT added, '|', 100000) AS s FROM wikipedia WHERE {where}",
         )
         assert resp.status_code == 200, resp.text
         values = sorted(
             {str(v) for (v,) in raw.rows(f"SELECT added FROM raw WHERE {where}") if v is not None}
         )
         assert resp.json() == [{"s": "|".join(values)}]
-    grouped = sql(cluster["broker"], "SELECT channel, STRING_AGG(DISTINCT delta, ',') AS s FROM wikipedia "
+    grouped = sql(cluster["broker"], "SELECT channel, STRING_AGG(DISTINCT delta, ',', 1000000) AS s FROM wikipedia "
                                      "GROUP BY channel ORDER BY channel LIMIT 2")  # fmt: skip
     assert grouped.status_code == 200, grouped.text
 

@@ -46,12 +46,13 @@ This page is generated from the function registry (`strata/sql/functions/`) by
 - `APPROX_COUNT_DISTINCT_BUILTIN` uses an HLL sketch of 2^11 buckets, not Druid's own
   HyperLogLog collector: estimates agree within HLL error, not bit for bit.
 - `maxBytesPerValue` (EARLIEST, LATEST, ANY_VALUE) truncates strings to that many characters,
-  not UTF-8 bytes; the size arguments of ARRAY_AGG and STRING_AGG are not enforced.
-- A multi-value string a statement returns (MV_ functions, STRING_TO_MV) is a VARCHAR: its one
-  value, or its values as JSON text (`["a","b"]`) where Druid's object result formats give an
-  array. Strata ingests no multi-value columns, so these values come from the functions only.
-- JSON functions work on JSON a statement builds (PARSE_JSON of a string, JSON_OBJECT): Strata's
-  segments hold no nested `COMPLEX<json>` columns.
+  not UTF-8 bytes. ARRAY_AGG and STRING_AGG keep Druid's size limits (1,024 bytes unless the call
+  gives another) and refuse past them with Druid's message.
+- A multi-value string a statement returns is a VARCHAR: its one value, or its values as JSON text
+  (`["a","b"]`) where Druid's object result formats give an array; stored multi-value columns
+  behave as Druid's (a filter matches when any value matches; grouping explodes the values).
+- JSON functions (JSON_VALUE, JSON_QUERY, JSON_KEYS, JSON_PATHS, ...) read stored nested
+  `COMPLEX<json>` columns and JSON a statement builds (PARSE_JSON, JSON_OBJECT) alike.
 - TIME_FORMAT and TIME_PARSE patterns: fractions other than `SSS`, and zone letters in TIME_PARSE,
   are refused; `z` prints the zone database's short name (`PDT`), as Joda does for most zones.
 """
