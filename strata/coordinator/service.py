@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from strata.coordinator.announce import NodeAnnouncer
 from strata.coordinator.duties import Duty, DutyLoop
+from strata.coordinator.rule_duty import RuleRunStats, run_rules
 from strata.coordinator.task_logs import TaskLogs
 from strata.coordinator.task_processes import ProcessLauncher, RunnerSettings
 from strata.coordinator.task_queue import TaskQueue
@@ -42,6 +43,8 @@ class CoordinatorSettings:
     task_log_dir: str
     zk: str | None = None
     zk_base: str = "/druid"
+    period_s: float = 60.0  # Druid's druid.coordinator.period: the rule duty
+    indexing_period_s: float = 1800.0  # druid.coordinator.period.indexingPeriod: auto-compaction
 
     @property
     def address(self) -> str:
@@ -59,6 +62,8 @@ class Coordinator:
         self.queue = TaskQueue(self.tasks, ProcessLauncher(settings.runner, self.logs), self.logs, location)
         self.duties = DutyLoop(self)
         self.duties.add(Duty("lead-heartbeat", HEARTBEAT_S, _heartbeat))
+        self.rule_stats = RuleRunStats()
+        self.duties.add(Duty("run-rules", settings.period_s, run_rules))
         self.announcer: NodeAnnouncer | None = None
         self.started = time.time()
         self.start_time = now_iso()

@@ -92,6 +92,11 @@ _METADATA_DS = _COORDINATOR_V1 + r"/metadata/datasources/(?P<ds>[^/]+)(?:/.*)?"
 # submit or shut down, READ to look) and listings show readable data sources only
 COORDINATOR_RULES: Sequence[Rule] = [
     _rule("GET HEAD", r"/druid/(?:indexer|coordinator)/v1/(?:isLeader|leader)", _always(OPEN)),
+    # retention rules as Druid's RulesResource: the cluster-wide lists need STATE, one data source's
+    # rules READ (to look) or WRITE (to change) on it
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/rules(?:/history)?", _always(STATE_READ)),
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/rules/(?P<ds>[^/]+)(?:/history)?", _datasource(Action.READ)),
+    _rule("POST", _COORDINATOR_V1 + r"/rules/(?P<ds>[^/]+)", _datasource(Action.WRITE)),
     _rule(None, r"/druid/indexer/v1/.*", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/(?:metadata/)?datasources", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/metadata/segments", _always(AUTHENTICATED)),
