@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strata.coordinator.compaction_api import COMPACTION_ROUTES
 from strata.coordinator.datasource_api import DATASOURCE_ROUTES
 from strata.coordinator.rules_api import RULES_ROUTES
 from strata.coordinator.service import Coordinator
@@ -67,6 +68,7 @@ ROUTES = [
     *TASK_ROUTES,
     *DATASOURCE_ROUTES,
     *RULES_ROUTES,
+    *COMPACTION_ROUTES,
     Route("/druid/coordinator/v1/isLeader", is_leader, methods=["GET"]),
     Route("/druid/coordinator/v1/leader", leader, methods=["GET"]),
     Route("/status", status, methods=["GET"]),

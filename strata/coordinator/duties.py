@@ -37,6 +37,7 @@ class DutyLoop:
         self.duties: list[Duty] = []
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
+        self._locks: dict[str, asyncio.Lock] = {}  # a duty run by request never overlaps its own run
 
     def add(self, duty: Duty) -> None:
         if any(d.name == duty.name for d in self.duties):
@@ -78,12 +79,13 @@ class DutyLoop:
                 await asyncio.wait_for(self._wake.wait(), max(0.05, wake - time.monotonic()))
 
     async def run_once(self, duty: Duty) -> None:
-        try:
-            await asyncio.to_thread(duty.run, self._owner)
-            duty.last_error = None
-        except Exception as e:  # one failing duty never stops the others
-            duty.failures += 1
-            duty.last_error = f"{type(e).__name__}: {e}"
-            log.warning("coordinator duty %s failed: %s", duty.name, duty.last_error)
-        finally:
-            duty.runs += 1
+        async with self._locks.setdefault(duty.name, asyncio.Lock()):
+            try:
+                await asyncio.to_thread(duty.run, self._owner)
+                duty.last_error = None
+            except Exception as e:  # one failing duty never stops the others
+                duty.failures += 1
+                duty.last_error = f"{type(e).__name__}: {e}"
+                log.warning("coordinator duty %s failed: %s", duty.name, duty.last_error)
+            finally:
+                duty.runs += 1

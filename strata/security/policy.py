@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from strata.security.resources import SECURITY_CONFIG, STATE, Action, Resource, datasource
+from strata.security.resources import CONFIG, SECURITY_CONFIG, STATE, Action, Resource, datasource
 
 
 class Need(Enum):
@@ -43,6 +43,8 @@ AUTHENTICATED = Requirement(Need.AUTHENTICATED)
 OPEN = Requirement(Need.OPEN)
 INTERNAL = Requirement(Need.INTERNAL)
 STATE_READ = Requirement(Need.RESOURCE, STATE, Action.READ)
+CONFIG_READ = Requirement(Need.RESOURCE, CONFIG, Action.READ)
+CONFIG_WRITE = Requirement(Need.RESOURCE, CONFIG, Action.WRITE)
 
 
 def _datasource(action: Action) -> Callable[[Mapping[str, str], Mapping[str, str], str], Requirement]:
@@ -97,6 +99,11 @@ COORDINATOR_RULES: Sequence[Rule] = [
     _rule("GET HEAD", _COORDINATOR_V1 + r"/rules(?:/history)?", _always(STATE_READ)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/rules/(?P<ds>[^/]+)(?:/history)?", _datasource(Action.READ)),
     _rule("POST", _COORDINATOR_V1 + r"/rules/(?P<ds>[^/]+)", _datasource(Action.WRITE)),
+    # auto-compaction as Druid's: its configs are the CONFIG resource's, its status the cluster's state
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/config/compaction(?:/.*)?", _always(CONFIG_READ)),
+    _rule("POST DELETE", _COORDINATOR_V1 + r"/config/compaction(?:/.*)?", _always(CONFIG_WRITE)),
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/compaction/(?:status|progress)", _always(STATE_READ)),
+    _rule("POST", _COORDINATOR_V1 + r"/compaction/compact", _always(CONFIG_WRITE)),
     _rule(None, r"/druid/indexer/v1/.*", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/(?:metadata/)?datasources", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/metadata/segments", _always(AUTHENTICATED)),

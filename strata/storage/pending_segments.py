@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS druid_pendingSegments (
     dataSource TEXT NOT NULL,
     created_date TEXT NOT NULL,
     version TEXT NOT NULL,
+    allocator TEXT NOT NULL,
     payload {blob} NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_druid_pendingsegments_datasource ON druid_pendingSegments (dataSource)
@@ -60,10 +61,10 @@ class PendingSegments:
         self._mark = "%s" if metadata.dialect == "postgresql" else "?"
         metadata.migrate(PENDING_COMPONENT, PENDING_MIGRATIONS)
 
-    def register(self, segment: DataSegment) -> str | None:
-        """Record a bucket's segment as pending; None when done, else the version of a used segment
-        already covering part of its interval with an equal or newer version (nothing recorded:
-        the bucket must take a newer version first)."""
+    def register(self, segment: DataSegment, allocator: str) -> str | None:
+        """Record a bucket's segment as pending for `allocator` (the node building it); None when
+        done, else the version of a used segment already covering part of its interval with an
+        equal or newer version (nothing recorded: the bucket must take a newer version first)."""
         m = self._mark
         with self._meta.transaction() as conn:
             newer = [
@@ -75,19 +76,24 @@ class PendingSegments:
                 return max(newer)
             if conn.execute(f"SELECT 1 FROM druid_pendingSegments WHERE id = {m}", (segment.id,)).fetchone():
                 return None
-            row = (
-                segment.id,
-                segment.data_source,
-                now_iso(),
-                segment.version,
-                orjson.dumps(segment.to_json()),
-            )
+            payload = orjson.dumps(segment.to_json())
             conn.execute(
-                f"INSERT INTO druid_pendingSegments (id, dataSource, created_date, version, payload)"
-                f" VALUES ({m}, {m}, {m}, {m}, {m})",
-                row,
+                "INSERT INTO druid_pendingSegments (id, dataSource, created_date, version, allocator,"
+                f" payload) VALUES ({m}, {m}, {m}, {m}, {m}, {m})",
+                (segment.id, segment.data_source, now_iso(), segment.version, allocator, payload),
             )
         return None
+
+    def remove(self, segment_ids: Sequence[str]) -> None:
+        with self._meta.transaction() as conn:
+            self.removed_on_publish(segment_ids)(conn)
+
+    def of_allocator(self, data_source: str, allocator: str) -> list[str]:
+        """The ids `allocator` has pending for `data_source` (a restarted node forgets the stale ones)."""
+        m = self._mark
+        with self._meta.transaction() as conn:
+            sql = f"SELECT id FROM druid_pendingSegments WHERE dataSource = {m} AND allocator = {m}"
+            return [r[0] for r in conn.execute(sql, (data_source, allocator)).fetchall()]
 
     def removed_on_publish(self, segment_ids: Sequence[str]) -> TransactionGuard:
         """A publish guard that deletes these pending rows in the publish's transaction."""

@@ -255,3 +255,84 @@ def test_compacting_an_interval_with_no_segments_fails_as_druids_does(
     node, _ = cluster
     task = submit(node, compact_body("nothing_here", f"{D1}/{D2}"))
     assert "There is no segment to compact" in wait_for(node, task, "FAILED")["errorMsg"]
+
+
+V1 = "/druid/coordinator/v1"
+
+
+def test_the_auto_compaction_config_api_is_druids(cluster: tuple[StrataProcess, Path]) -> None:
+    node, _ = cluster
+    url = f"{node.url}{V1}/config/compaction"
+    headers = {"X-Druid-Author": "ops", "X-Druid-Comment": "hourly to daily"}
+    resp = httpx.post(url, json={"dataSource": "cfg", "granularitySpec": {"segmentGranularity": "DAY"}},
+                      headers=headers, timeout=30)  # fmt: skip
+    assert resp.status_code == 200 and resp.content == b""
+    one = httpx.get(f"{url}/cfg", timeout=30).json()
+    assert one["dataSource"] == "cfg" and one["taskPriority"] == 25 and one["skipOffsetFromLatest"] == "P1D"
+    assert one["inputSegmentSizeBytes"] == 100_000_000_000_000 and one["granularitySpec"] == {
+        "segmentGranularity": "DAY"
+    }
+    assert (
+        httpx.post(url, json={"dataSource": "cfg", "skipOffsetFromLatest": "PT1H"}, timeout=30).status_code
+        == 200
+    )
+    every = httpx.get(url, timeout=30).json()
+    assert [c["skipOffsetFromLatest"] for c in every["compactionConfigs"] if c["dataSource"] == "cfg"] == [
+        "PT1H"
+    ]
+    assert every["compactionTaskSlotRatio"] == 0.1 and every["maxCompactionTaskSlots"] == 2147483647
+    bad = httpx.post(url, json={"dataSource": "cfg", "skipOffsetFromLatest": "soon"}, timeout=30)
+    assert bad.status_code == 400 and "skipOffsetFromLatest" in bad.json()["error"]
+    hist = httpx.get(f"{url}/cfg/history", timeout=30).json()
+    assert [h["compactionConfig"]["skipOffsetFromLatest"] for h in hist] == ["P1D", "PT1H"]
+    assert hist[0]["auditInfo"]["author"] == "ops" and hist[0]["auditInfo"]["comment"] == "hourly to daily"
+    assert hist[0]["globalConfig"] == {"compactionTaskSlotRatio": 0.1, "maxCompactionTaskSlots": 2147483647,
+                                       "useAutoScaleSlots": False}  # fmt: skip
+    assert httpx.post(f"{url}/taskslots?ratio=0.5&max=3", timeout=30).status_code == 200
+    assert httpx.get(url, timeout=30).json()["maxCompactionTaskSlots"] == 3
+    assert httpx.delete(f"{url}/cfg", timeout=30).status_code == 200
+    missing = httpx.delete(f"{url}/cfg", timeout=30)
+    assert missing.status_code == 404 and missing.content == b""
+    assert httpx.get(f"{url}/cfg", timeout=30).status_code == 404
+    unknown = httpx.get(f"{node.url}{V1}/compaction/progress?dataSource=cfg", timeout=30)
+    assert unknown.status_code == 404 and unknown.json() == {"error": "unknown dataSource"}
+
+
+def test_auto_compaction_compacts_the_hourly_days_but_the_latest(cluster: tuple[StrataProcess, Path]) -> None:
+    node, root = cluster
+    meta = root / "meta.db"
+    rows = day_rows(D1, 30) + day_rows(D2, 30, offset=100) + day_rows(D3, 24, offset=200)
+    ingest_hours(node, root, "auto", rows)
+    assert len(used(meta, "auto")) == 3 * 24
+    config = {"dataSource": "auto", "granularitySpec": {"segmentGranularity": "DAY"}}
+    assert httpx.post(f"{node.url}{V1}/config/compaction", json=config, timeout=30).status_code == 200
+    # one compaction slot (10% of 3 task slots, at least one): a day per run, the newest first
+    intervals = []
+    for _ in range(2):
+        assert httpx.post(f"{node.url}{V1}/compaction/compact", timeout=60).status_code == 200
+        tasks = httpx.get(f"{node.url}{TASKS}/tasks?datasource=auto&type=compact", timeout=30).json()
+        (task,) = [t for t in tasks if t["statusCode"] == "RUNNING"]
+        assert task["id"].startswith("coordinator-issued_compact_auto_")
+        payload = httpx.get(f"{node.url}{TASKS}/task/{task['id']}", timeout=30).json()["payload"]
+        intervals.append(payload["ioConfig"]["inputSpec"]["interval"])
+        assert wait_for(node, task["id"], "SUCCESS")["errorMsg"] is None
+    assert [iv[:10] for iv in intervals] == [D2, D1]
+    assert httpx.post(f"{node.url}{V1}/compaction/compact", timeout=60).status_code == 200
+    (status,) = httpx.get(f"{node.url}{V1}/compaction/status?dataSource=auto", timeout=30).json()[
+        "latestStatus"
+    ]
+    assert status["intervalCountCompacted"] == 2 and status["segmentCountCompacted"] == 2
+    assert status["intervalCountSkipped"] == 1 and status["segmentCountSkipped"] == 24  # the latest day (P1D)
+    assert status["intervalCountAwaitingCompaction"] == 0
+    progress = httpx.get(f"{node.url}{V1}/compaction/progress?dataSource=auto", timeout=30).json()
+    assert progress == {"remainingSegmentSize": 0}
+    after = used(meta, "auto")
+    assert (
+        sum(1 for s in after if s.interval.end - s.interval.start == 24 * 3600 * 1000) == 2
+        and len(after) == 26
+    )
+    assert used_totals(str(meta), "auto") == oracle(rows)
+    # nothing left to do: a further run submits no task
+    assert httpx.post(f"{node.url}{V1}/compaction/compact", timeout=60).status_code == 200
+    assert len(httpx.get(f"{node.url}{TASKS}/tasks?datasource=auto&type=compact", timeout=30).json()) == 2
+    httpx.delete(f"{node.url}{V1}/config/compaction/auto", timeout=30)
