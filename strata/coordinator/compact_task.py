@@ -178,6 +178,7 @@ def run(ctx: TaskContext) -> dict[str, Any]:
         ctx.task_id, "COMPLETED", stats, [], None, len(summary.segments) + len(store.upgraded)
     )
     report["ingestionStatsAndErrors"]["payload"]["compaction"] = {
+        "engine": summary.engine,
         "inputSegments": sorted(i.segment.id for i in inputs),
         "upgradedSegments": [s.id for s in store.upgraded],
     }
