@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from strata.coordinator.compaction_config import (
     CONFIG_KEY,
@@ -27,8 +27,11 @@ from strata.coordinator.compaction_config import (
     tuning_of,
     wanted_state,
 )
-from strata.coordinator.task_types import accept
+from strata.coordinator.task_types import Submission, accept
+from strata.storage.config_store import ConfigStore
+from strata.storage.metadata_store import MetadataStore
 from strata.storage.pending_segments import PendingSegments
+from strata.storage.task_store import TaskStore
 from timeline import (
     ETERNITY,
     DataSegment,
@@ -38,9 +41,6 @@ from timeline import (
     Period,
     VersionedIntervalTimeline,
 )
-
-if TYPE_CHECKING:
-    from strata.coordinator.service import Coordinator
 
 log = logging.getLogger("strata.coordinator")
 
@@ -167,7 +167,24 @@ def task_body(config: Mapping[str, Any], interval: Interval) -> dict[str, Any]:
     return body
 
 
-def compact_segments(coordinator: Coordinator) -> None:
+class Queue(Protocol):
+    @property
+    def slots(self) -> int: ...
+
+    def submit(self, submission: Submission) -> None: ...
+
+
+class CompactionOwner(Protocol):
+    """What the duty needs of the coordinator."""
+
+    configs: ConfigStore
+    tasks: TaskStore
+    metadata: MetadataStore
+    queue: Queue
+    compaction_status: dict[str, dict[str, Any]]
+
+
+def compact_segments(coordinator: CompactionOwner) -> None:
     """The duty: plan every configured data source, submit what the free compaction slots allow."""
     document = global_config(coordinator.configs.get(CONFIG_KEY))
     configs = {c["dataSource"]: c for c in document["compactionConfigs"]}

@@ -12,12 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from strata.storage.metadata_store import MetadataStore
 from strata.storage.retention_rules import UNMATCHED, RetentionRule, placement, rules_in_force
-
-if TYPE_CHECKING:
-    from strata.coordinator.service import Coordinator
+from strata.storage.rule_store import RuleStore
 
 log = logging.getLogger("strata.coordinator")
 
@@ -31,7 +30,15 @@ class RuleRunStats:
     unmatched: dict[str, int] = field(default_factory=dict)  # data source -> segments no rule applies to
 
 
-def run_rules(coordinator: Coordinator) -> None:
+class RulesOwner(Protocol):
+    """What the duty needs of the coordinator."""
+
+    rules: RuleStore
+    metadata: MetadataStore
+    rule_stats: RuleRunStats
+
+
+def run_rules(coordinator: RulesOwner) -> None:
     now = int(time.time() * 1000)
     current = coordinator.rules.current()
     by_source: dict[str, list[RetentionRule]] = {}
