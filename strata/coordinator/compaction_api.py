@@ -16,17 +16,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from strata.coordinator import compaction_config as cc
-from strata.coordinator.rules_api import audit_info
+from strata.coordinator.rules_api import audit_info, error, history_args
 from strata.coordinator.task_api import coordinator, json_body, pretty
 from strata.server.json_response import json_response
-from timeline import Interval
 
 V1 = "/druid/coordinator/v1"
 DUTY = "compact-segments"
-
-
-def _error(message: str, status: int = 400) -> Response:
-    return json_response({"error": message}, status)
 
 
 async def _document(request: Request) -> dict[str, Any]:
@@ -42,7 +37,7 @@ async def _update(request: Request, change: Any) -> Response:
     try:
         await asyncio.to_thread(c.configs.update, cc.CONFIG_KEY, change, audit_info(request))
     except cc.ConfigError as e:
-        return _error(str(e))
+        return error(str(e))
     except KeyError:
         return Response(status_code=404)
     return Response(status_code=200)
@@ -52,7 +47,7 @@ async def post_datasource(request: Request) -> Response:
     try:
         config = cc.parse_datasource_config(await json_body(request))
     except cc.ConfigError as e:
-        return _error(str(e))
+        return error(str(e))
     return await _update(request, lambda doc: cc.with_datasource(doc, config))
 
 
@@ -62,7 +57,7 @@ async def task_slots(request: Request) -> Response:
         ratio = float(q["ratio"]) if q.get("ratio") else None
         most = int(q["max"]) if q.get("max") else None
     except ValueError as e:
-        return _error(f"Invalid value for a query parameter: {e}")
+        return error(f"Invalid value for a query parameter: {e}")
     auto = q["useAutoScaleSlots"].lower() == "true" if q.get("useAutoScaleSlots") else None
     return await _update(request, lambda doc: cc.with_slots(doc, ratio, most, auto))
 
@@ -81,16 +76,14 @@ async def delete_datasource(request: Request) -> Response:
 
 
 async def history(request: Request) -> Response:
-    q = request.query_params
     try:
-        interval = Interval.parse(q["interval"].replace("_", "/")) if q.get("interval") else None
-        count = int(q["count"]) if q.get("count") and interval is None else None
+        interval, count = history_args(request)
         audit = coordinator(request).configs.audit
         entries = await asyncio.to_thread(
             audit.history, cc.CONFIG_KEY, cc.CONFIG_KEY, interval=interval, count=count
         )
     except ValueError as e:
-        return _error(str(e))
+        return error(str(e))
     if count is not None:
         entries = list(reversed(entries))  # the change by change history reads oldest first
     return json_response(cc.history(entries, request.path_params["ds"]), pretty=pretty(request))
@@ -101,7 +94,7 @@ async def status(request: Request) -> Response:
     ds = request.query_params.get("dataSource")
     if ds is not None:
         if ds not in statuses:
-            return _error("unknown dataSource", 404)
+            return error("unknown dataSource", 404)
         return json_response({"latestStatus": [statuses[ds]]}, pretty=pretty(request))
     return json_response({"latestStatus": [statuses[k] for k in sorted(statuses)]}, pretty=pretty(request))
 
@@ -109,7 +102,7 @@ async def status(request: Request) -> Response:
 async def progress(request: Request) -> Response:
     found = coordinator(request).compaction_status.get(request.query_params.get("dataSource") or "")
     if found is None:
-        return _error("unknown dataSource", 404)
+        return error("unknown dataSource", 404)
     return json_response({"remainingSegmentSize": found["bytesAwaitingCompaction"]})
 
 

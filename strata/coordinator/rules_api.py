@@ -34,7 +34,8 @@ def audit_info(request: Request) -> AuditInfo:
     return AuditInfo(h.get("X-Druid-Author", ""), h.get("X-Druid-Comment", ""), ip)
 
 
-def _error(message: str, status: int = 400) -> Response:
+def error(message: str, status: int = 400) -> Response:
+    """Druid's `{"error": message}` answer of its coordinator resources."""
     return json_response({"error": message}, status)
 
 
@@ -64,31 +65,31 @@ async def set_rules(request: Request) -> Response:
     try:
         rules = [r.to_json() for r in parse_rules(await json_body(request))]
     except RuleError as e:
-        return _error(str(e))
+        return error(str(e))
     c = coordinator(request)
     await asyncio.to_thread(c.rules.set, ds, rules, audit_info(request))
     c.duties.wake("run-rules")
     return Response(status_code=200)
 
 
-def _history_args(request: Request) -> tuple[Interval | None, int | None]:
+def history_args(request: Request) -> tuple[Interval | None, int | None]:
     q = request.query_params
     interval = count = None
     if q.get("interval"):
         interval = Interval.parse(q["interval"].replace("_", "/"))
-    if q.get("count") is not None and interval is None:  # Druid: the two are not combined
+    if q.get("count") and interval is None:  # Druid: the two are not combined
         count = int(q["count"])
     return interval, count
 
 
 async def _history(request: Request, ds: str | None) -> Response:
     try:
-        interval, count = _history_args(request)
+        interval, count = history_args(request)
         entries = await asyncio.to_thread(
             coordinator(request).rules.audit.history, "rules", ds, interval=interval, count=count
         )
     except ValueError as e:
-        return _error(str(e))
+        return error(str(e))
     return json_response(entries, pretty=pretty(request))
 
 

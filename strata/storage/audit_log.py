@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from strata.storage.metadata_store import MetadataStore
-from strata.storage.schema import Migration
+from strata.storage.schema import Migration, statements
 from strata.storage.task_store import now_iso
 from timeline import Interval, format_instant, parse_instant
 
@@ -36,14 +36,12 @@ CREATE INDEX IF NOT EXISTS idx_druid_audit_type_time ON druid_audit (type, creat
 """
 
 
-def _postgres_steps(conn: Any) -> None:
-    for statement in _TABLE.format(serial="BIGSERIAL", blob="BYTEA").split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
 AUDIT_MIGRATIONS = (
-    Migration(1, sqlite=_TABLE.format(serial="INTEGER", blob="BLOB"), postgresql=_postgres_steps),
+    Migration(
+        1,
+        sqlite=_TABLE.format(serial="INTEGER", blob="BLOB"),
+        postgresql=statements(_TABLE.format(serial="BIGSERIAL", blob="BYTEA")),
+    ),
 )
 HISTORY_MS = 7 * 24 * 3600 * 1000  # Druid's druid.audit.manager.auditHistoryMillis default: one week
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from strata.storage.metadata_store import MetadataStore, TransactionGuard
-from strata.storage.schema import Migration
+from strata.storage.schema import Migration, statements
 from strata.storage.task_store import now_iso
 from timeline import DataSegment, Interval
 
@@ -35,13 +35,9 @@ CREATE INDEX IF NOT EXISTS idx_druid_pendingsegments_datasource ON druid_pending
 """
 
 
-def _postgres_steps(conn: Any) -> None:
-    for statement in _TABLE.format(blob="BYTEA").split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-PENDING_MIGRATIONS = (Migration(1, sqlite=_TABLE.format(blob="BLOB"), postgresql=_postgres_steps),)
+PENDING_MIGRATIONS = (
+    Migration(1, sqlite=_TABLE.format(blob="BLOB"), postgresql=statements(_TABLE.format(blob="BYTEA"))),
+)
 
 
 def used_overlapping(conn: Any, dialect: str, data_source: str, interval: Interval) -> list[DataSegment]:
