@@ -18,6 +18,7 @@ def benchmarks(rows: int, segments: int) -> dict[str, list[str]]:
         "scaling": [],
         "many_segments": ["--repeat", "3"],  # 100,000 one-hour segments: about 15 minutes
         "spark_ingest": ["--rows", str(min(rows, 2_000_000))],
+        "compaction": ["--rows", str(min(rows, 3_000_000))],
         "spark_read": [],
         "realtime": [],
         "throughput": ["--rows", str(min(rows, 1_000_000)), "--segments", "100", "--repeat", "3"],

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,7 @@ def _status_routes(state: HistoricalState) -> list[BaseRoute]:
             "assigned": len(control.assigned) if control else 0,
             "failedLoads": len(control.loader.failures) if control else 0,
             "loadFailures": control.loader.failure_report() if control else [],
+            "tier": state.config.tier,
             "members": sorted(control.members) if control else [],
             "zookeeper": state.config.zk is not None,
             "zkReannouncements": state.zk_announcer.resyncs if state.zk_announcer else 0,
@@ -140,7 +141,8 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
     control = ControlLoop(
         name=c.name, metadata=metadata, loader=loader, announcer=CompositeAnnouncer(targets),
         served=state.served, cluster=cluster, metrics=state.metrics, replicas=c.replicas,
-        poll_period_s=c.poll_period_s, drop_delay_s=c.drop_delay_s,
+        poll_period_s=c.poll_period_s, drop_delay_s=c.drop_delay_s, tier=c.tier,
+        rules=_rules_reader(metadata),
     )  # fmt: skip
     state.control = control
     task = asyncio.create_task(control.run(), name="historical-control-loop")
@@ -152,7 +154,7 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
     if state.zk_announcer is not None:
         reconcile = reconcile_forever(state.zk_announcer)
         state.background.append(asyncio.create_task(reconcile, name="zk-reconcile"))
-    log.info("historical %s started (zk=%s, replicas=%d)", c.name, c.zk or "off", c.replicas)
+    log.info("historical %s started (zk=%s, tier=%s, replicas=%d)", c.name, c.zk or "off", c.tier, c.replicas)
     try:
         yield
     finally:
@@ -160,6 +162,20 @@ async def _lifespan(state: HistoricalState) -> AsyncIterator[None]:
         loader.close()
         await asyncio.to_thread(metadata.close)
         log.info("historical %s stopped", c.name)
+
+
+def _rules_reader(metadata: Any) -> Callable[[], dict[str, Any]]:
+    """The rules in force, read through a rule store opened on first use (and again after a failure)."""
+    from strata.storage.rule_store import RuleStore
+
+    store: list[RuleStore] = []
+
+    def read() -> dict[str, Any]:
+        if not store:
+            store.append(RuleStore(metadata))
+        return dict(store[0].current())
+
+    return read
 
 
 async def leave_cluster(state: HistoricalState) -> None:

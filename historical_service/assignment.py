@@ -3,13 +3,14 @@
 Each (server, segment) pair gets a weight from a keyed hash; a segment goes to the R servers with
 the highest weights. Every node computes the same answer from the same inputs with no
 coordination, and when a server leaves only the segments it held move (each to the next server in
-its own ranking); when one joins it takes only the segments it now ranks top-R for.
+its own ranking); when one joins it takes only the segments it now ranks top-R for. With
+retention rules, R is per tier and the ranking is over the live servers of that tier.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 
 def weight(server: str, segment_id: str) -> int:
@@ -38,27 +39,29 @@ def assigned_to(server: str, segment_ids: Iterable[str], servers: Collection[str
 
 
 class Assignment:
-    """`assigned_to` for one server, remembering each segment's answer while the live servers stay
-    the same: a node polling 10,000 segments every few seconds hashes each one once, not per poll."""
+    """This server's share of the segments its tier keeps, remembering each segment's answer while
+    the tier's live servers stay the same: a node polling 10,000 segments every few seconds hashes
+    each one once, not per poll."""
 
-    def __init__(self, server: str, replicas: int):
+    def __init__(self, server: str):
         self.server = server
-        self.replicas = replicas
         self._live: frozenset[str] = frozenset()
-        self._mine: dict[str, bool] = {}
+        self._mine: dict[str, tuple[int, bool]] = {}
 
-    def of(self, segment_ids: Collection[str], servers: Collection[str]) -> set[str]:
+    def of(self, wanted: Mapping[str, int], servers: Collection[str]) -> set[str]:
+        """`wanted`: segment id -> the replicas this server's tier keeps of it (retention rules);
+        `servers`: the tier's live servers (this one counts itself live)."""
         live = frozenset(servers) | {self.server}
         if live != self._live:
             self._live, self._mine = live, {}
         mine = self._mine
         out = set()
-        for sid in segment_ids:
-            yes = mine.get(sid)
-            if yes is None:
-                yes = mine[sid] = self.server in owners(sid, live, self.replicas)
-            if yes:
+        for sid, replicas in wanted.items():
+            known = mine.get(sid)
+            if known is None or known[0] != replicas:
+                known = mine[sid] = (replicas, replicas > 0 and self.server in owners(sid, live, replicas))
+            if known[1]:
                 out.add(sid)
-        if len(mine) > 2 * len(segment_ids) + 1024:  # many segments gone from the store: forget them
-            self._mine = {sid: mine[sid] for sid in segment_ids}
+        if len(mine) > 2 * len(wanted) + 1024:  # many segments gone from the store: forget them
+            self._mine = {sid: mine[sid] for sid in wanted if sid in mine}
         return out

@@ -20,7 +20,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "segment (faster, more disk) or its Parquet file")  # fmt: skip
     add_announce_flags(parser)
     parser.add_argument("--max-size", type=int, default=0, help="announced capacity in bytes")
-    parser.add_argument("--replicas", type=int, default=2, help="copies of each segment across historicals")
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=2,
+        help="copies of each segment in _default_tier while no default retention rule is set",
+    )
     parser.add_argument(
         "--server-type",
         choices=["historical", "realtime"],

@@ -1,7 +1,8 @@
-"""What this historical sees of its peers: who is live (membership) and who serves what.
+"""What this historical sees of its peers: who is live (membership, with each one's tier) and who
+serves what.
 
-`ZkClusterView` reads `/announcements` (live historicals) and `/segments` (served segments) with
-the announcer's kazoo client; a ChildrenWatch on `/announcements` only wakes the control loop,
+`ZkClusterView` reads `/announcements` (live historicals and their tiers) and `/segments` (served
+segments) with the announcer's kazoo client; a ChildrenWatch on `/announcements` only wakes the control loop,
 which then reads the latest state itself, so coalesced or missed watch events never matter.
 `StaticClusterView` is the no-ZooKeeper mode: this node alone, every segment is its own.
 """
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from strata.discovery import ServerMetadata, ServerType, ZkPaths, parse_batch
+from strata.discovery.server_metadata import DEFAULT_TIER
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -22,7 +24,9 @@ log = logging.getLogger(__name__)
 
 
 class ClusterView(Protocol):
-    async def live_historicals(self) -> set[str]: ...
+    async def live_historicals(self) -> dict[str, str]:
+        """Live historical -> its tier."""
+        ...
 
     async def served_by(self) -> dict[str, set[str]] | None:
         """Server -> segment ids it announces; None when unknown (no ZooKeeper)."""
@@ -30,11 +34,11 @@ class ClusterView(Protocol):
 
 
 class StaticClusterView:
-    def __init__(self, servers: set[str]):
-        self.servers = set(servers)
+    def __init__(self, servers: set[str] | Mapping[str, str]):
+        self.servers = dict(servers) if isinstance(servers, Mapping) else dict.fromkeys(servers, DEFAULT_TIER)
 
-    async def live_historicals(self) -> set[str]:
-        return set(self.servers)
+    async def live_historicals(self) -> dict[str, str]:
+        return dict(self.servers)
 
     async def served_by(self) -> dict[str, set[str]] | None:
         return None
@@ -58,22 +62,23 @@ class ZkClusterView:
 
         self._watch = ChildrenWatch(zk, self.paths.announcements, changed)
 
-    async def live_historicals(self) -> set[str]:
+    async def live_historicals(self) -> dict[str, str]:
         return await asyncio.to_thread(self._read_live)
 
     async def served_by(self) -> dict[str, set[str]] | None:
         return await asyncio.to_thread(self._read_served)
 
-    def _read_live(self) -> set[str]:
+    def _read_live(self) -> dict[str, str]:
         from kazoo.exceptions import NoNodeError
 
         zk = self._zk()
-        live = set()
+        live = {}
         for name in zk.retry(zk.get_children, self.paths.announcements):
             try:
                 data, _ = zk.retry(zk.get, self.paths.announcement(name))
-                if ServerMetadata.from_bytes(data).type == ServerType.HISTORICAL:
-                    live.add(name)
+                server = ServerMetadata.from_bytes(data)
+                if server.type == ServerType.HISTORICAL:
+                    live[name] = server.tier
             except NoNodeError:
                 continue  # left while we read
             except ValueError as e:

@@ -1,11 +1,13 @@
 """The historical's control loop: desired segments from the metadata store, actual from disk.
 
-Every poll period (or at once when membership changes) it reads the used segments and the live
-historicals, computes this node's share (rendezvous hashing, R replicas), loads and then announces
-what is new, and removes what is gone. A segment that is still used but now belongs to other
-nodes is dropped only after every one of its new owners announces it, so a rebalance never leaves
-a segment unserved; without ZooKeeper there are no other owners and nothing is handed off.
-A segment marked unused is unannounced and deleted at once.
+Every poll period (or at once when membership changes) it reads the used segments, the retention
+rules and the live historicals with their tiers, computes this node's share (the replicas the
+rules give its tier, placed by rendezvous hashing over that tier's live historicals; every
+historical for a broadcast rule; none for a drop rule), loads and then announces what is new, and
+removes what is gone. A segment that is still used but now belongs to other nodes (a rebalance,
+or a rule moving it to another tier) is dropped only after every one of its new owners announces
+it, so a move never leaves a segment unserved; without ZooKeeper there are no other owners and
+nothing is handed off. A segment marked unused is unannounced and deleted at once.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from historical_service.assignment import Assignment, owners
 from historical_service.cluster_view import ClusterView
 from historical_service.loader import SEGMENT_FILE, LoadFailed, SegmentLoader
 from historical_service.metrics import HistoricalMetrics
+from historical_service.rule_view import RulesSource, RuleView
 from strata.data_node.announcer import SegmentAnnouncer
 from strata.data_node.served import ServedSegments
 from strata.engine import mapped_source
+from strata.storage.retention_rules import DEFAULT_TIER, Placement
 from timeline import DataSegment, with_row_facts
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,8 @@ class ControlLoop:
         poll_period_s: float = 5.0,
         handoff_check_s: float = 0.5,
         drop_delay_s: float = 0.0,
+        tier: str = DEFAULT_TIER,
+        rules: RulesSource | None = None,
     ):
         if replicas < 1:
             raise ValueError("replicas must be at least 1")
@@ -73,10 +79,13 @@ class ControlLoop:
         self._waiting_replacement: set[str] = set()  # overwritten, kept until the new version is served
         self.loaded: dict[str, DataSegment] = {}
         self.assigned: set[str] = set()
-        self.members: set[str] = {name}
-        self._assignment = Assignment(name, replicas)
+        self.tier = tier
+        self.rules = RuleView(rules, replicas)
+        self.members: dict[str, str] = {name: tier}  # live historical -> its tier
+        self.placements: dict[str, Placement] = {}
+        self._assignment = Assignment(name)
         self.passes = 0
-        self._settled: tuple[list[DataSegment], frozenset[str]] | None = None  # see run_once
+        self._settled: tuple[list[DataSegment], frozenset[tuple[str, str]], tuple[bytes, int]] | None = None
         self.pending_handoff: set[str] = set()
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -128,15 +137,17 @@ class ControlLoop:
             )
             return
         try:
-            self.members = await self.cluster.live_historicals() | {self.name}
+            self.members = {**await self.cluster.live_historicals(), self.name: self.tier}
         except Exception as e:  # ZooKeeper unreachable: keep the last membership
             log.warning("cannot read live historicals (%s); keeping the last known set", e)
-        seen = (listed, frozenset(self.members))
-        if seen == self._settled:  # the same segments (compared by identity first) and members
+        await self.rules.refresh()
+        seen = (listed, frozenset(self.members.items()), self.rules.key())
+        if seen == self._settled:  # the same segments (compared by identity first), members and rules
             self.passes += 1
             return
         used = {s.id: s for s in listed}
-        self.assigned = self._assignment.of(used, self.members)
+        self.placements = self.rules.placements(listed)
+        self.assigned = self._assign()
         self.metrics.segments_assigned.set(len(self.assigned))
         self.loader.forget_failures(keep=self.assigned)
 
@@ -152,6 +163,28 @@ class ControlLoop:
         # skip the work above, which over 100,000 segments held the event loop for a second
         done = self.loaded.keys() == self.assigned and not self.loader.failures
         self._settled = seen if done and not (self.pending_handoff or self._waiting_replacement) else None
+
+    def _assign(self) -> set[str]:
+        """What this node serves: its tier's replicas of each segment (rendezvous over the tier's
+        live historicals) and every broadcast segment."""
+        mine = self.tier
+        wanted = {sid: n for sid, p in self.placements.items() if (n := p.replicas_in(mine)) > 0}
+        peers = [m for m, tier in self.members.items() if tier == mine]
+        broadcast = {sid for sid, p in self.placements.items() if p.broadcast}
+        return self._assignment.of(wanted, peers) | broadcast
+
+    def owners_of(self, sid: str) -> list[str]:
+        """Every historical the rules give the segment to, in every tier."""
+        found = self.placements.get(sid)
+        if found is None:
+            return []
+        if found.broadcast:
+            return sorted(self.members)
+        out = []
+        for tier, n in found.tiers.items():
+            if n > 0:
+                out += owners(sid, [m for m, t in self.members.items() if t == tier], n)
+        return out
 
     async def _load(self, segments: Sequence[DataSegment]) -> None:
         ready: list[DataSegment] = []
@@ -237,7 +270,7 @@ class ControlLoop:
             return
         done = []
         for sid in leaving:
-            new_owners = [o for o in owners(sid, self.members, self.replicas) if o != self.name]
+            new_owners = [o for o in self.owners_of(sid) if o != self.name]
             if served is None or all(sid in served.get(o, ()) for o in new_owners):
                 done.append(self.loaded[sid])
         await self._drop(done, reason="reassigned")

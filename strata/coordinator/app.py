@@ -18,7 +18,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strata.coordinator.compaction_api import COMPACTION_ROUTES
 from strata.coordinator.datasource_api import DATASOURCE_ROUTES
+from strata.coordinator.rules_api import RULES_ROUTES
 from strata.coordinator.service import Coordinator
 from strata.coordinator.task_api import TASK_ROUTES, coordinator, is_leader, leader, pretty
 from strata.query.errors import QueryError
@@ -38,6 +40,11 @@ async def status(request: Request) -> Response:
         "runningTasks": len(c.queue.children),
         "taskSlots": c.queue.slots,
         "duties": c.duties.status(),
+        "rules": {
+            "runs": c.rule_stats.runs,
+            "droppedSegments": c.rule_stats.dropped,
+            "segmentsMatchingNoRule": c.rule_stats.unmatched,
+        },
         "uptimeSeconds": round(time.time() - c.started, 3),
     }
     return json_response(body, pretty=pretty(request))
@@ -60,6 +67,8 @@ async def ready(request: Request) -> Response:
 ROUTES = [
     *TASK_ROUTES,
     *DATASOURCE_ROUTES,
+    *RULES_ROUTES,
+    *COMPACTION_ROUTES,
     Route("/druid/coordinator/v1/isLeader", is_leader, methods=["GET"]),
     Route("/druid/coordinator/v1/leader", leader, methods=["GET"]),
     Route("/status", status, methods=["GET"]),

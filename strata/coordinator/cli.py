@@ -31,6 +31,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="times a task the coordinator was restarted under is started again before it fails (default 2)",
     )  # fmt: skip
     parser.add_argument("--task-log-dir", default="var/task-logs", help="where each task's log is kept")
+    parser.add_argument(
+        "--period", type=float, default=60.0,
+        help="seconds between runs of the retention-rule duty (Druid's druid.coordinator.period, default 60)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--indexing-period", type=float, default=1800.0,
+        help="seconds between auto-compaction runs (Druid's druid.coordinator.period.indexingPeriod, "
+             "default 1800)",
+    )  # fmt: skip
     parser.add_argument("--zk", default=None, help="ZooKeeper HOST:PORT,...: announced there for brokers")
     parser.add_argument("--zk-base", default="/druid", help="ZooKeeper base path (default /druid)")
     add_drain_flag(parser)
@@ -58,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.task_slots < 1 or args.task_restarts < 0:
             raise ValueError("--task-slots must be at least 1 and --task-restarts at least 0")
+        if args.period <= 0 or args.indexing_period <= 0:
+            raise ValueError("--period and --indexing-period must be positive")
         spark_conf(args.spark_conf)  # a malformed KEY=VALUE fails here, not in every task
         address = node_address(args, announces_to=args.zk)
         deep_storage_from_args(args)
@@ -72,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     coordinator_settings = CoordinatorSettings(
         host=address.host, port=address.port, runner=runner, task_log_dir=args.task_log_dir,
-        zk=args.zk, zk_base=args.zk_base,
+        zk=args.zk, zk_base=args.zk_base, period_s=args.period, indexing_period_s=args.indexing_period,
     )  # fmt: skip
     try:
         coordinator = Coordinator(coordinator_settings, open_metadata_store(args.metadata))

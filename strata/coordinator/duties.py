@@ -10,6 +10,7 @@ coordinator's own is the lead heartbeat (strata.coordinator.service).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -35,6 +36,8 @@ class DutyLoop:
         self._owner = owner
         self.duties: list[Duty] = []
         self._task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._locks: dict[str, asyncio.Lock] = {}  # a duty run by request never overlaps its own run
 
     def add(self, duty: Duty) -> None:
         if any(d.name == duty.name for d in self.duties):
@@ -45,7 +48,16 @@ class DutyLoop:
         return [{"name": d.name, "periodSeconds": d.period_s, "runs": d.runs, "failures": d.failures,
                  "lastError": d.last_error} for d in self.duties]  # fmt: skip
 
+    def wake(self, name: str) -> None:
+        """Run the named duty soon (a change it acts on was just made); call on the event loop."""
+        for duty in self.duties:
+            if duty.name == name:
+                duty.next_due = 0.0
+        if self._wake is not None:
+            self._wake.set()
+
     async def start(self) -> None:
+        self._wake = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="coordinator-duties")
 
     async def stop(self) -> None:
@@ -54,22 +66,26 @@ class DutyLoop:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _loop(self) -> None:
+        assert self._wake is not None
         while True:
+            self._wake.clear()
             now = time.monotonic()
             for duty in self.duties:
                 if now >= duty.next_due:
                     duty.next_due = now + duty.period_s
                     await self.run_once(duty)
             wake = min((d.next_due for d in self.duties), default=time.monotonic() + 1.0)
-            await asyncio.sleep(max(0.05, wake - time.monotonic()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), max(0.05, wake - time.monotonic()))
 
     async def run_once(self, duty: Duty) -> None:
-        try:
-            await asyncio.to_thread(duty.run, self._owner)
-            duty.last_error = None
-        except Exception as e:  # one failing duty never stops the others
-            duty.failures += 1
-            duty.last_error = f"{type(e).__name__}: {e}"
-            log.warning("coordinator duty %s failed: %s", duty.name, duty.last_error)
-        finally:
-            duty.runs += 1
+        async with self._locks.setdefault(duty.name, asyncio.Lock()):
+            try:
+                await asyncio.to_thread(duty.run, self._owner)
+                duty.last_error = None
+            except Exception as e:  # one failing duty never stops the others
+                duty.failures += 1
+                duty.last_error = f"{type(e).__name__}: {e}"
+                log.warning("coordinator duty %s failed: %s", duty.name, duty.last_error)
+            finally:
+                duty.runs += 1

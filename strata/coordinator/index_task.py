@@ -8,8 +8,8 @@ superseded, and it marks the task published in that same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from strata.coordinator.task_context import TaskContext, TaskFailed
@@ -81,10 +81,23 @@ def _row_stats(summary: IngestionSummary) -> dict[str, int]:
     }
 
 
+@contextmanager
+def ingestion_failed(ctx: TaskContext) -> Iterator[None]:
+    """An ingestion's failure as the task's: its message and Druid's report of it."""
+    try:
+        yield
+    except TooManyParseExceptions as e:
+        examples = [str(p) for p in e.examples[:MAX_SAVED_PARSE_EXCEPTIONS]]
+        report = ingestion_report(ctx.task_id, "BUILD_SEGMENTS", {"unparseable": e.count}, examples, str(e))
+        raise TaskFailed(str(e), report) from None
+    except IngestionError as e:
+        raise TaskFailed(str(e), ingestion_report(ctx.task_id, "BUILD_SEGMENTS", {}, [], str(e))) from None
+
+
 def run(ctx: TaskContext) -> dict[str, Any]:
     from strata.ingestion.api import ingest
 
-    try:
+    with ingestion_failed(ctx):
         summary = ingest(
             ctx.payload,
             deep_storage=ctx.deep_storage,
@@ -95,12 +108,6 @@ def run(ctx: TaskContext) -> dict[str, Any]:
             s3_endpoint=ctx.s3_endpoint,
             s3_region=ctx.s3_region,
         )
-    except TooManyParseExceptions as e:
-        examples = [str(p) for p in e.examples[:MAX_SAVED_PARSE_EXCEPTIONS]]
-        report = ingestion_report(ctx.task_id, "BUILD_SEGMENTS", {"unparseable": e.count}, examples, str(e))
-        raise TaskFailed(str(e), report) from None
-    except IngestionError as e:
-        raise TaskFailed(str(e), ingestion_report(ctx.task_id, "BUILD_SEGMENTS", {}, [], str(e))) from None
     problems = [str(p) for p in summary.problems[:MAX_SAVED_PARSE_EXCEPTIONS]]
     published = len(summary.segments)
     return ingestion_report(ctx.task_id, "COMPLETED", _row_stats(summary), problems, None, published)

@@ -4,7 +4,8 @@ a time.
 
 Each batch's rows go in one transaction guarded by the task's lock, and only rows still unused at
 that moment: a segment marked used again meanwhile keeps its row and its file. Files are deleted
-only for rows that went, so a used segment never loses its file; a failure between the two leaves
+only for rows that went and only when no other row names them (a compaction's upgraded copy of an
+appended segment shares its file), so a used segment never loses its file; a failure between the two leaves
 files no row names, which `strata segments cleanup` finds. With `markAsUnused` (deprecated in
 Druid, kept for its scripts) the interval's used segments are first marked unused.
 """
@@ -57,8 +58,12 @@ def _kill_batch(ctx: TaskContext, deep: Any, ds: str, interval: Interval, batch:
     meta = ctx.metadata
     ids = [s.id for s in batch]
     meta.delete_unused(ids, guard=ctx.guard([(ds, interval)], publishes=False))
-    left = {r.segment.id for r in meta.segments(ds, include_unused=True)} & set(ids)
+    remaining = [r.segment for r in meta.segments(ds, include_unused=True)]
+    left = {s.id for s in remaining} & set(ids)
     gone = [s for s in batch if s.id not in left]
+    # a compaction's upgraded copy of an appended segment shares its file: keep what a row still names
+    shared = {deep.location_of(s) for s in remaining if s.load_spec}
     for segment in gone:
-        deep.delete(segment)
+        if deep.location_of(segment) not in shared:
+            deep.delete(segment)
     return len(gone)

@@ -14,12 +14,16 @@ import os
 import signal
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from strata.coordinator.announce import NodeAnnouncer
+from strata.coordinator.auto_compaction import compact_segments
 from strata.coordinator.duties import Duty, DutyLoop
+from strata.coordinator.rule_duty import RuleRunStats, run_rules
 from strata.coordinator.task_logs import TaskLogs
 from strata.coordinator.task_processes import ProcessLauncher, RunnerSettings
 from strata.coordinator.task_queue import TaskQueue
+from strata.storage.config_store import ConfigStore
 from strata.storage.metadata_store import MetadataStore
 from strata.storage.rule_store import RuleStore
 from strata.storage.task_store import TaskStore, now_iso
@@ -42,6 +46,8 @@ class CoordinatorSettings:
     task_log_dir: str
     zk: str | None = None
     zk_base: str = "/druid"
+    period_s: float = 60.0  # Druid's druid.coordinator.period: the rule duty
+    indexing_period_s: float = 1800.0  # druid.coordinator.period.indexingPeriod: auto-compaction
 
     @property
     def address(self) -> str:
@@ -59,6 +65,13 @@ class Coordinator:
         self.queue = TaskQueue(self.tasks, ProcessLauncher(settings.runner, self.logs), self.logs, location)
         self.duties = DutyLoop(self)
         self.duties.add(Duty("lead-heartbeat", HEARTBEAT_S, _heartbeat))
+        self.rule_stats = RuleRunStats()
+        self.duties.add(Duty("run-rules", settings.period_s, run_rules))
+        self.configs = ConfigStore(metadata)
+        self.compaction_status: dict[
+            str, dict[str, Any]
+        ] = {}  # the last auto-compaction run's, per data source
+        self.duties.add(Duty("compact-segments", settings.indexing_period_s, compact_segments))
         self.announcer: NodeAnnouncer | None = None
         self.started = time.time()
         self.start_time = now_iso()

@@ -33,7 +33,11 @@ def configure_engine(args: argparse.Namespace) -> None:
 
 
 def add_announce_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tier", default="_default_tier", help="tier announced for this node")
+    parser.add_argument(
+        "--tier",
+        default="_default_tier",
+        help="tier this node announces (a historical loads what retention rules send there)",
+    )
     parser.add_argument("--priority", type=int, default=0, help="priority announced for this node")
 
 

@@ -28,7 +28,14 @@ import pyarrow.json as pa_json
 from strata.ingestion.dimension_values import values_column
 from strata.ingestion.errors import IngestionError, ParseProblem
 from strata.ingestion.memory_pool import INGEST_POOL
-from strata.ingestion.spec import InlineInputSource, InputFormat, InputSource, LocalInputSource
+from strata.ingestion.spec import (
+    InlineInputSource,
+    InputFormat,
+    InputSource,
+    LocalInputSource,
+    SegmentsInputSource,
+)
+from timeline import Interval
 
 CHUNK_BYTES = 16 << 20
 PARQUET_BATCH_ROWS = 1 << 20
@@ -57,6 +64,7 @@ class InputFile:
     name: str
     path: Path | None = None
     data: bytes | None = None  # inline input
+    keep: tuple[Interval, ...] | None = None  # a segment's file: only rows with `__time` in these
 
     @property
     def size(self) -> int:
@@ -67,6 +75,11 @@ def resolve_inputs(source: InputSource) -> list[InputFile]:
     """The files an input source names, in a stable order; fails when there are none."""
     if isinstance(source, InlineInputSource):
         return [InputFile("inline", data=source.data.encode())]
+    if isinstance(source, SegmentsInputSource):
+        missing = [f.path for f in source.files if not Path(f.path).is_file()]
+        if missing:
+            raise IngestionError(f"segment files not found: {', '.join(missing)}")
+        return [InputFile(f.path, path=Path(f.path), keep=f.keep) for f in source.files]
     assert isinstance(source, LocalInputSource)
     paths: list[Path] = [Path(f) for f in source.files]
     if source.base_dir:
@@ -351,10 +364,25 @@ def _parquet_blocks(f: InputFile) -> Iterator[Block]:
             else:
                 parts = iter([pf.read_row_groups(range(lo, hi), use_threads=True)])
             for part in parts:
-                yield Block(part, f.name, row + 1, progress_bytes=size * part.num_rows // total)
+                yield Block(
+                    kept_rows(part, f.keep), f.name, row + 1, progress_bytes=size * part.num_rows // total
+                )
                 row += part.num_rows
     except (pa.ArrowInvalid, OSError) as e:
         raise IngestionError(f"{f.name}: not a readable Parquet file: {e}") from None
+
+
+def kept_rows(table: pa.Table, keep: tuple[Interval, ...] | None) -> pa.Table:
+    """A segment file's rows within the visible parts of its interval (all of them without `keep`)."""
+    if keep is None:
+        return table
+    import pyarrow.compute as pc
+
+    times = pc.cast(table.column("__time"), pa.int64()).to_numpy()
+    mask = np.zeros(len(times), dtype=bool)
+    for iv in keep:
+        mask |= (times >= iv.start) & (times < iv.end)
+    return table if mask.all() else table.filter(pa.array(mask))
 
 
 def consecutive_runs(sizes: list[int], limit: int) -> Iterator[tuple[int, int]]:

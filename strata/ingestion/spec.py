@@ -102,7 +102,24 @@ class InlineInputSource:
     data: str
 
 
-InputSource = LocalInputSource | InlineInputSource
+@dataclass(frozen=True)
+class SegmentFile:
+    """A published segment's file and the parts of its interval still visible (newer versions
+    overshadow the rest): only rows within `keep` are read."""
+
+    path: str
+    keep: tuple[Interval, ...]
+
+
+@dataclass(frozen=True)
+class SegmentsInputSource:
+    """Rows of existing segments, as Druid's `druid` input source reads them (compaction and
+    re-indexing resolve it to files through the timeline; a spec cannot name it directly)."""
+
+    files: tuple[SegmentFile, ...]
+
+
+InputSource = LocalInputSource | InlineInputSource | SegmentsInputSource
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from strata.ingestion.spec import DimensionSpec, MetricSpec
 from strata.realtime.persist import read_part
 from strata.realtime.sink import combined
 from strata.storage.deep_storage import SEGMENT_FILE, DeepStorage
-from strata.storage.metadata_store import MetadataStore
+from strata.storage.metadata_store import MetadataStore, TransactionGuard
 from strata.storage.segment_file import write_segment_file
 from timeline import DataSegment
 
@@ -37,8 +37,10 @@ def publish_final(
     facts: dict[str, object],
     deep: DeepStorage,
     store: MetadataStore,
+    guard: TransactionGuard | None = None,
 ) -> DataSegment:
-    """Merge the persisted parts into one segment file, push it and publish it (idempotent)."""
+    """Merge the persisted parts into one segment file, push it and publish it (idempotent); `guard`
+    runs in the publish's transaction (it removes the bucket's pending segment)."""
     if any(s.id == segment.id for s in store.used_segments(segment.data_source)):
         return segment
     tables = [read_part(f) for f in files]
@@ -70,7 +72,7 @@ def publish_final(
         pushed = deep.push(staging / "0", final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    store.publish([pushed], overwrite=False)
+    store.publish([pushed], overwrite=False, guard=guard)
     log.info("published %s (%d rows) for handoff", pushed.id, table.num_rows)
     return pushed
 

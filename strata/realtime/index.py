@@ -6,6 +6,7 @@ node ends in the state the acknowledged pushes left. Mutated on the event loop o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ class LiveIndex:
         self.max_event_time: int | None = None
         self.rows_applied = 0
         self._versions: dict[int, str] = {}  # bucket start -> version chosen before the rows are logged
+        self.registered: set[int] = set()  # buckets registered as pending segments (strata.realtime.pending)
         self._floor = parse_instant(version_floor) if version_floor else 0
 
     # -- buckets ------------------------------------------------------------------------------------
@@ -46,6 +48,16 @@ class LiveIndex:
             self._floor = max(now, self._floor + 1)
             self._versions[start] = format_instant(self._floor)
         return self._versions[start]
+
+    def segment_for(self, start: int) -> DataSegment:
+        return self._segment(start, self.version_for(start))
+
+    def rebase(self, start: int, above: str) -> None:
+        """Give a bucket that holds no rows yet a version later than `above` (a compaction
+        committed a newer version over its interval meanwhile)."""
+        self._versions.pop(start, None)
+        with contextlib.suppress(ValueError):  # a version that is no instant: later by the clock only
+            self._floor = max(self._floor, parse_instant(above))
 
     def refuses(self, start: int) -> str | None:
         """Why rows of this bucket cannot be taken now (None: they can)."""

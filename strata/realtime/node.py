@@ -23,6 +23,7 @@ from strata.data_node.served import ServedSegments
 from strata.discovery import ZkPaths
 from strata.realtime.handoff import historicals_serving, publish_final
 from strata.realtime.index import LiveIndex
+from strata.realtime.pending import BucketRegistry
 from strata.realtime.persist import (
     load_part,
     read_checkpoint,
@@ -72,6 +73,7 @@ class RealtimeNode:
         self.zk, self.zk_paths = zk, zk_paths
         self.drop_delay_s, self.handoff_poll_s = drop_delay_s, handoff_poll_s
         self.index = LiveIndex(spec)
+        self.buckets = BucketRegistry(store, base_dir)
         self.stats = NodeStats()
         self.wal = WriteAheadLog(base_dir / "wal", 1, self._on_commit)
         self._lock = asyncio.Lock()  # persists and handoff steps, one at a time
@@ -102,6 +104,7 @@ class RealtimeNode:
             replayed,
             self.wal.next_lsn,
         )
+        await self.buckets.start(self.index)
         for start, sink in self.index.sinks.items():
             if sink.closed:
                 self._handoffs[start] = asyncio.create_task(self._handoff(start))
@@ -294,6 +297,7 @@ class RealtimeNode:
         await self.barrier()
         await self.persist()  # every row of the bucket in a part; the checkpoint says it is closed
         if not sink.files:  # nothing was ever taken for it: nothing to publish or wait for
+            await self.buckets.forget(sink.segment.id)
             sink.published = True
         elif not sink.published:
             await asyncio.to_thread(
@@ -306,6 +310,7 @@ class RealtimeNode:
                 sink.facts,
                 self.deep,
                 self.store,
+                self.buckets.removed_on_publish(sink.segment.id),
             )
             sink.published = True
             await self.persist()

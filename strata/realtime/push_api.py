@@ -216,6 +216,7 @@ class PushEndpoint:
         if not batch.rows.num_rows and producer is None:
             return self._answer(counts, batch, None)
         chunks: Any = np.unique(batch.rows.column(CHUNK).to_numpy()) if batch.rows.num_rows else []
+        await node.buckets.ensure(idx, [int(c) for c in chunks])  # new buckets become pending segments
         known = {d.name for d in idx.dimensions}
         header = {
             "producer": producer,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from strata.security.resources import SECURITY_CONFIG, STATE, Action, Resource, datasource
+from strata.security.resources import CONFIG, SECURITY_CONFIG, STATE, Action, Resource, datasource
 
 
 class Need(Enum):
@@ -43,6 +43,8 @@ AUTHENTICATED = Requirement(Need.AUTHENTICATED)
 OPEN = Requirement(Need.OPEN)
 INTERNAL = Requirement(Need.INTERNAL)
 STATE_READ = Requirement(Need.RESOURCE, STATE, Action.READ)
+CONFIG_READ = Requirement(Need.RESOURCE, CONFIG, Action.READ)
+CONFIG_WRITE = Requirement(Need.RESOURCE, CONFIG, Action.WRITE)
 
 
 def _datasource(action: Action) -> Callable[[Mapping[str, str], Mapping[str, str], str], Requirement]:
@@ -92,6 +94,16 @@ _METADATA_DS = _COORDINATOR_V1 + r"/metadata/datasources/(?P<ds>[^/]+)(?:/.*)?"
 # submit or shut down, READ to look) and listings show readable data sources only
 COORDINATOR_RULES: Sequence[Rule] = [
     _rule("GET HEAD", r"/druid/(?:indexer|coordinator)/v1/(?:isLeader|leader)", _always(OPEN)),
+    # retention rules as Druid's RulesResource: the cluster-wide lists need STATE, one data source's
+    # rules READ (to look) or WRITE (to change) on it
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/rules(?:/history)?", _always(STATE_READ)),
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/rules/(?P<ds>[^/]+)(?:/history)?", _datasource(Action.READ)),
+    _rule("POST", _COORDINATOR_V1 + r"/rules/(?P<ds>[^/]+)", _datasource(Action.WRITE)),
+    # auto-compaction as Druid's: its configs are the CONFIG resource's, its status the cluster's state
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/config/compaction(?:/.*)?", _always(CONFIG_READ)),
+    _rule("POST DELETE", _COORDINATOR_V1 + r"/config/compaction(?:/.*)?", _always(CONFIG_WRITE)),
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/compaction/(?:status|progress)", _always(STATE_READ)),
+    _rule("POST", _COORDINATOR_V1 + r"/compaction/compact", _always(CONFIG_WRITE)),
     _rule(None, r"/druid/indexer/v1/.*", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/(?:metadata/)?datasources", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/metadata/segments", _always(AUTHENTICATED)),

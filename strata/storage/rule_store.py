@@ -1,9 +1,10 @@
 """Retention rules as Druid keeps them (`druid_rules`): every change is a new row with a version, the
-newest row of a data source is in force, older rows are its history.
+newest row of a data source is in force, older rows are its history; each change also writes
+Druid's audit entry (type `rules`, keyed by data source) in the same transaction.
 
 Only the table and its reads and writes live here; what rules mean (load, drop, broadcast; tiers)
-belongs to the coordinator's rule duty, which reads `current()` each run. The cluster-wide default
-rules are stored under Druid's name for them, `_default`.
+is `strata.storage.retention_rules`, which the coordinator's rule duty and every historical apply
+to `current()`. The cluster-wide default rules are stored under Druid's name for them, `_default`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from typing import Any
 
 import orjson
 
+from strata.storage.audit_log import AuditInfo, AuditLog
 from strata.storage.metadata_store import MetadataStore
 from strata.storage.task_schema import RULE_MIGRATIONS, RULES_COMPONENT
 from strata.storage.task_store import now_iso
 
 DEFAULT_DATASOURCE = "_default"
+AUDIT_TYPE = "rules"
 
 
 class RuleStore:
@@ -24,9 +27,10 @@ class RuleStore:
         self._meta = metadata
         self._mark = "%s" if metadata.dialect == "postgresql" else "?"
         metadata.migrate(RULES_COMPONENT, RULE_MIGRATIONS)
+        self.audit = AuditLog(metadata)
 
-    def set(self, data_source: str, rules: list[dict[str, Any]]) -> str:
-        """Put `rules` in force for `data_source`; returns the new version."""
+    def set(self, data_source: str, rules: list[dict[str, Any]], audit: AuditInfo | None = None) -> str:
+        """Put `rules` in force for `data_source` and record who did it; returns the new version."""
         version = now_iso()
         m = self._mark
         with self._meta.transaction() as conn:
@@ -38,6 +42,7 @@ class RuleStore:
                 f"INSERT INTO druid_rules (id, dataSource, version, payload) VALUES ({m}, {m}, {m}, {m})",
                 (f"{data_source}_{version}", data_source, version, orjson.dumps(rules)),
             )
+            self.audit.record(conn, data_source, AUDIT_TYPE, audit or AuditInfo(), rules, version[:24])
         return version
 
     def current(self) -> dict[str, list[dict[str, Any]]]:

@@ -30,6 +30,17 @@ class Migration:
     postgresql: Step
 
 
+def statements(sql: str) -> Step:
+    """A PostgreSQL step running each `;`-separated statement of `sql` (psycopg runs one at a time)."""
+
+    def step(conn: Any) -> None:
+        for statement in sql.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+
+    return step
+
+
 def _mark(dialect: Dialect) -> str:
     return "?" if dialect == "sqlite" else "%s"
 

@@ -66,7 +66,17 @@ def _kill(args: argparse.Namespace, store: MetadataStore, deep: DeepStorage) -> 
 
 def kill_segments(store: MetadataStore, deep: DeepStorage, records: list[SegmentRecord]) -> int:
     """Delete the segments' objects, then their rows: a failure part-way leaves rows (unused) whose
-    kill can simply run again, never an object no row names."""
+    kill can simply run again, never an object no row names. An object another row also names (a
+    compaction's upgraded copy of an appended segment shares its file) stays."""
+    killed = {r.segment.id for r in records}
+    sources = {r.segment.data_source for r in records}
+    shared = {
+        deep.location_of(o.segment)
+        for ds in sources
+        for o in store.segments(ds, include_unused=True)
+        if o.segment.id not in killed and o.segment.load_spec
+    }
     for r in records:
-        deep.delete(r.segment)
+        if deep.location_of(r.segment) not in shared:
+            deep.delete(r.segment)
     return store.delete_unused([r.segment.id for r in records])

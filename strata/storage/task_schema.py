@@ -13,9 +13,7 @@ retention rules (a version per change, the newest per data source in force).
 
 from __future__ import annotations
 
-from typing import Any
-
-from strata.storage.schema import Migration
+from strata.storage.schema import Migration, statements
 
 TASKS_COMPONENT = "tasks"
 RULES_COMPONENT = "rules"
@@ -62,22 +60,13 @@ CREATE INDEX IF NOT EXISTS idx_druid_rules_datasource ON druid_rules (dataSource
 """
 
 
-def _postgres(sql: str) -> Any:
-    def step(conn: Any) -> None:
-        for statement in sql.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-
-    return step
-
-
 TASK_MIGRATIONS = (
     Migration(
         1,
         sqlite=_TASKS.format(blob="BLOB", boolean="INTEGER", serial="INTEGER"),
-        postgresql=_postgres(_TASKS.format(blob="BYTEA", boolean="BOOLEAN", serial="BIGSERIAL")),
+        postgresql=statements(_TASKS.format(blob="BYTEA", boolean="BOOLEAN", serial="BIGSERIAL")),
     ),
 )
 RULE_MIGRATIONS = (
-    Migration(1, sqlite=_RULES.format(blob="BLOB"), postgresql=_postgres(_RULES.format(blob="BYTEA"))),
+    Migration(1, sqlite=_RULES.format(blob="BLOB"), postgresql=statements(_RULES.format(blob="BYTEA"))),
 )

@@ -100,3 +100,35 @@ def test_a_spark_task_shut_down_mid_flight_stops_its_jvm_and_publishes_nothing(t
         (hold / "hold").unlink()
     with closing(open_metadata_store(meta)) as store:
         assert store.segments("sparked", include_unused=True) == []
+
+
+def test_a_compact_task_runs_on_spark(tmp_path: Path) -> None:
+    """Hourly segments (ingested by the local engine) compacted into days by a Spark job: the same
+    rows, one segment per day, partitioned as the task asks."""
+    meta = str(tmp_path / "meta.db")
+    from strata.ingestion.api import ingest
+
+    spec = rows_spec("sparkcompact", write_rows(tmp_path / "rows.json", ROWS), granularity="hour")
+    ingest(spec, deep_storage=tmp_path / "deep", metadata=meta, engine="local")
+    node = spark_coordinator(tmp_path, meta)
+    with running([node]):
+        node.start()
+        body = {"type": "compact", "dataSource": "sparkcompact",
+                "ioConfig": {"type": "compact", "inputSpec": {"type": "interval", "interval": "2020-03-01/2020-03-04"}},
+                "granularitySpec": {"segmentGranularity": "day"},
+                "tuningConfig": {"partitionsSpec": {"type": "dynamic", "maxRowsPerSegment": 60}}}  # fmt: skip
+        task_id = submit(node, body)
+        done = wait_for(node, task_id, "SUCCESS", "FAILED", timeout=240)
+        assert done["statusCode"] == "SUCCESS", httpx.get(f"{node.url}{TASKS}/task/{task_id}/log").text[
+            -3000:
+        ]
+        report = httpx.get(f"{node.url}{TASKS}/task/{task_id}/reports", timeout=30).json()
+        assert report["ingestionStatsAndErrors"]["payload"]["compaction"]["engine"] == "spark"
+    with closing(open_metadata_store(meta)) as store:
+        segments = store.used_segments("sparkcompact")
+    assert {str(s.interval)[:10] for s in segments} == {"2020-03-01", "2020-03-02", "2020-03-03"}
+    assert all(s.interval.end - s.interval.start == 86_400_000 for s in segments)
+    tables = [pq.read_table(s.load_spec["path"]) for s in segments]
+    assert max(t.num_rows for t in tables) <= 60 and len(segments) == 6  # 100 rows a day, in twos
+    assert sum(t.num_rows for t in tables) == len(ROWS)
+    assert sum(int(t.column("n").to_numpy().sum()) for t in tables) == sum(r["n"] for r in ROWS)

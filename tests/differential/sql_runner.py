@@ -45,8 +45,15 @@ def expected(conn: duckdb.DuckDBPyConnection, case: SqlCase) -> list[str]:
 
 
 def run_sql(
-    n: int, seed: int, targets: dict[str, StrataProcess], conn: duckdb.DuckDBPyConnection, *, show: int = 5
+    n: int,
+    seed: int,
+    targets: dict[str, StrataProcess],
+    conn: duckdb.DuckDBPyConnection,
+    *,
+    show: int = 5,
+    data_sources: Sequence[str] = tuple(SEGMENTATIONS),
 ) -> Outcome:
+    """`data_sources`: those the statements run on (each holding exactly the rows `conn` has)."""
     rnd = random.Random(seed)
     outcome = Outcome()
     chains = [[("plain", targets["plain"])], [("lru", targets["lru"]), ("lru-warm", targets["lru"])]]
@@ -54,7 +61,7 @@ def run_sql(
         for _ in range(n):
             template = generate_sql(rnd, "TABLE")
             want = expected(conn, template)
-            for ds in SEGMENTATIONS:
+            for ds in data_sources:
                 statement = template.druid.replace("TABLE", ds)
                 body = {"query": statement, "resultFormat": "array", "context": template.context}
                 for label, resp in fanout.post("/druid/v2/sql", body):

@@ -56,3 +56,35 @@ def first_day(shown: str) -> str:
 def killed(shown: str) -> str:
     n = len(days())  # both days unused, then killed in one batch (batchSize 100)
     return f"{{'numSegmentsKilled': {n}, 'numBatchesProcessed': 1, 'numSegmentsMarkedAsUnused': 0}}"
+
+
+# Druid's serialization of the posted rules (RulesResource answers the rules re-serialized): the
+# interval normalized, the load rules' defaults written out (tieredReplicants {_default_tier: 2}
+# when not given, useDefaultTierForNull true)
+RULES_AS_DRUID_WRITES_THEM = [
+    {
+        "type": "loadByInterval",
+        "interval": "2015-09-01T00:00:00.000Z/2015-10-01T00:00:00.000Z",
+        "tieredReplicants": {"_default_tier": 1},
+        "useDefaultTierForNull": True,
+    },
+    {"type": "loadForever", "tieredReplicants": {"_default_tier": 2}, "useDefaultTierForNull": True},
+]
+
+
+def hours() -> int:
+    """The distinct hours the rows fall in: the hourly task's segments."""
+    return int(rows(f"SELECT COUNT(DISTINCT date_trunc('hour', ts)) FROM {pageviews()}")[0][0])
+
+
+def compact_report(shown: str) -> str:
+    return f"COMPLETED {hours()} {len(days())}"  # every hourly segment read, a day segment per day
+
+
+def totals(shown: str) -> str:
+    n, v, pages = rows(f"SELECT COUNT(*), SUM(views), COUNT(DISTINCT page) FROM {pageviews()}")[0]
+    return f"{n},{v},{pages}"
+
+
+def auto_compaction_status(shown: str) -> str:
+    return f"{len(days())} 0 0"  # the hand-compacted days are what the config asks: compacted

@@ -225,6 +225,18 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("coordinator.md", "%{http_code}"): [expect(200)],  # the rule: the kill task is submitted, no body
     ("coordinator.md", "killUnusedSegments"): [coordinator.killed],
     ("coordinator.md", "--datasource pageviews --all"): [expect(0)],  # nothing left, used or unused
+    # coordinator.md's rules, compaction and auto-compaction: Druid's answers and serializations
+    ("coordinator.md", "%{response_code}"): [expect(200)] * 4,  # a change answers 200, no body
+    ("coordinator.md", "v1/rules/pageviews\n"): [expect(coordinator.RULES_AS_DRUID_WRITES_THEM)],
+    ("coordinator.md", 'e["auditInfo"]["comment"]'): [expect("rules pageviews ops / September once")],
+    ("coordinator.md", "-d @pageviews-hourly-task.json"): [expect({"task": "pageviews-hourly"})],
+    ("coordinator.md", "-d @pageviews-compact.json"): [expect({"task": "pageviews-compact-1"})],
+    ("coordinator.md", 'p["compaction"]'): [coordinator.compact_report],
+    ("coordinator.md", "COUNT(DISTINCT page) FROM pageviews"): [coordinator.totals],
+    ("coordinator.md", 'c["taskPriority"]'): [
+        expect("25 PT0S 100000000000000 {'segmentGranularity': 'DAY'}")
+    ],
+    ("coordinator.md", 's["intervalCountCompacted"]'): [coordinator.auto_compaction_status],
 }
 
 

@@ -76,7 +76,7 @@ def test_remembered_assignment_equals_a_fresh_one_as_servers_and_segments_change
     from historical_service.assignment import Assignment
 
     me = SERVERS[0]
-    remembered = Assignment(me, 2)
+    remembered = Assignment(me)
     steps = [
         (SEGMENTS, SERVERS),
         (SEGMENTS, SERVERS),  # unchanged: answered from memory
@@ -86,4 +86,8 @@ def test_remembered_assignment_equals_a_fresh_one_as_servers_and_segments_change
         ([*SEGMENTS, "new_segment_1", "new_segment_2"], SERVERS),
     ]
     for segments, servers in steps:
-        assert remembered.of(segments, servers) == assigned_to(me, segments, servers, 2)
+        assert remembered.of(dict.fromkeys(segments, 2), servers) == assigned_to(me, segments, servers, 2)
+    # a rule changing a segment's replicas changes its answer, even with the servers unchanged
+    one = {sid: 1 for sid in SEGMENTS}
+    assert remembered.of(one, SERVERS) == assigned_to(me, SEGMENTS, SERVERS, 1)
+    assert remembered.of(dict.fromkeys(SEGMENTS, 0), SERVERS) == set()

@@ -10,6 +10,7 @@ from contextlib import closing
 import pytest
 
 from strata.storage import open_metadata_store
+from strata.storage.audit_log import AuditInfo
 from strata.storage.rule_store import RuleStore
 from strata.storage.task_store import Fenced, LockRow, TaskExists, TaskRow, TaskStore
 from timeline import DataSegment, Interval, ShardSpec
@@ -245,6 +246,26 @@ def test_rules_keep_every_version_and_the_newest_is_in_force(location):
         assert second > first
         assert rules.current()["w"] == [{"type": "dropForever"}] and "_default" in rules.current()
         assert [v for v, _ in rules.history("w")] == [second, first]
+
+
+def test_every_rules_change_leaves_druids_audit_entry(location):
+    with closing(open_metadata_store(location)) as meta:
+        rules = RuleStore(meta)
+        rules.set("w", [{"type": "loadForever"}], AuditInfo("ann", "first", "10.0.0.1"))
+        rules.set("w", [{"type": "dropForever"}], AuditInfo("bob", "", "10.0.0.2"))
+        rules.set("x", [], AuditInfo("cy"))
+        week = rules.audit.history("rules", "w")  # by default: the last week, oldest first
+        assert [(e["key"], e["auditInfo"]["author"], e["payload"]) for e in week] == [
+            ("w", "ann", '[{"type":"loadForever"}]'),
+            ("w", "bob", '[{"type":"dropForever"}]'),
+        ]
+        assert week[0]["type"] == "rules" and week[0]["auditInfo"] == {"author": "ann", "comment": "first",
+                                                                       "ip": "10.0.0.1"}  # fmt: skip
+        newest = rules.audit.history("rules", count=2)  # by count: newest first, every data source
+        assert [(e["key"], e["auditInfo"]["author"]) for e in newest] == [("x", "cy"), ("w", "bob")]
+        assert rules.audit.history("rules", "w", interval=Interval.parse("2000-01-01/2001-01-01")) == []
+        with pytest.raises(ValueError, match="greater than zero"):
+            rules.audit.history("rules", count=0)
 
 
 def test_an_append_refuses_a_chunk_another_version_took_meanwhile(stores):

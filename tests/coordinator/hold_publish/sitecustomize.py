@@ -4,7 +4,8 @@ Python imports `sitecustomize` at start-up from any directory on PYTHONPATH; the
 put this one there for the coordinator (whose environment its task processes inherit) and set
 STRATA_TEST_HOLD_PUBLISH to a directory. A publish carrying a task's guard (every segment pushed
 to deep storage, nothing published yet) then writes `publishing-<pid>` there and waits while a
-file `hold` exists. Nothing changes for a process without that variable.
+file `hold` exists and no file `release-<pid>` lets that one process go on. Nothing changes for a
+process without that variable.
 """
 
 import os
@@ -25,7 +26,7 @@ if _HOLD:
         if guard is not None:
             where = _WHERE
             (where / f"publishing-{os.getpid()}").write_text("\n".join(s.id for s in segments))
-            while (where / "hold").exists():
+            while (where / "hold").exists() and not (where / f"release-{os.getpid()}").exists():
                 time.sleep(0.05)
         return _publish(self, segments, overwrite=overwrite, guard=guard)
 
