@@ -16,7 +16,7 @@ from strata.coordinator.task_context import TaskContext, TaskFailed
 from strata.coordinator.task_status import ingestion_report
 from strata.ingestion.errors import IngestionError, TooManyParseExceptions
 from strata.ingestion.summary import IngestionSummary
-from strata.storage.metadata_store import MetadataStore, SegmentRecord, TransactionGuard
+from strata.storage.metadata_store import MetadataStore, Replacement, SegmentRecord, TransactionGuard
 from strata.storage.schema import Migration
 from timeline import DataSegment
 
@@ -31,12 +31,22 @@ class GuardedStore:
         self._ctx = ctx
 
     def publish(
-        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+        self,
+        segments: Sequence[DataSegment],
+        *,
+        overwrite: bool,
+        guard: TransactionGuard | None = None,
+        replace: Replacement | None = None,
     ) -> None:
         writes = [(s.data_source, s.interval) for s in segments]
+        if replace is not None:  # what a REPLACE drops is written too: its lock must cover it
+            writes += [(replace.data_source, iv) for iv in replace.intervals]
         joins = [] if overwrite else [(s.data_source, s.interval, s.version) for s in segments]
         checked = self._ctx.guard(writes, publishes=True, joins=joins)
-        self._inner.publish(segments, overwrite=overwrite, guard=checked)
+        if replace is None:
+            self._inner.publish(segments, overwrite=overwrite, guard=checked)
+        else:
+            self._inner.publish(segments, overwrite=overwrite, guard=checked, replace=replace)
 
     def used_segments(self, data_source: str | None = None) -> list[DataSegment]:
         return self._inner.used_segments(data_source)

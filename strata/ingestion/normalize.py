@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from strata.ingestion.convert import convert_column, parse_timestamps
-from strata.ingestion.errors import ParseProblem
+from strata.ingestion.errors import InsertTimeNull, ParseProblem
 from strata.ingestion.readers import Block
 from strata.ingestion.spec import DimensionSpec, IngestionSpec, MetricSpec
 
@@ -75,6 +75,8 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
     )
     reasons: dict[str, tuple[str, np.ndarray]] = {}  # source column -> (what failed, rows)
     if bad.any():
+        if spec.strict_time:
+            raise InsertTimeNull(block.source, int(block.lines(np.flatnonzero(bad)[:1])[0]))
         reasons[spec.timestamp.column] = ("unparseable or missing timestamp", bad.copy())
     columns: dict[str, pa.Array] = {TIME: pa.array(times, pa.int64())}
     wanted = [(d.name, d.name, d.type) for d in dimensions]

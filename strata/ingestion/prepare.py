@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from strata.ingestion.errors import ParseProblem
+from strata.ingestion.errors import InsertTimeOutOfBounds, ParseProblem
 from strata.ingestion.normalize import TIME, discover_dimensions, normalize_block
 from strata.ingestion.readers import Block
 from strata.ingestion.rollup import CHUNK
 from strata.ingestion.spec import DimensionSpec, IngestionSpec
+from timeline import Interval
 
 
 @dataclass
@@ -45,6 +46,8 @@ def prepare_block(
     block: Block, spec: IngestionSpec, dims: Sequence[DimensionSpec], allowed: np.ndarray | None
 ) -> PreparedBlock:
     dims = list(dims)
+    if spec.row_stage is not None:
+        block = spec.row_stage.apply(block)
     if spec.dimensions.discover:
         dims = discover_dimensions(block.table.schema, spec, dims)
     norm = normalize_block(block, spec, dims)
@@ -57,8 +60,15 @@ def prepare_block(
     if allowed is not None:
         keep = np.isin(chunks, allowed)
         if not keep.all():
+            if spec.strict_time:
+                raise _out_of_bounds(spec, int(chunks[~keep][0]))
             out.thrown_away = int((~keep).sum())
             table, times, chunks = table.filter(pa.array(keep)), times[keep], chunks[keep]
     table = table.set_column(0, TIME, pa.array(spec.granularity.query.bucket_starts(times), pa.int64()))
     out.table = table.append_column(CHUNK, pa.array(chunks, pa.int64()))
     return out
+
+
+def _out_of_bounds(spec: IngestionSpec, chunk_start: int) -> InsertTimeOutOfBounds:
+    chunk = Interval(chunk_start, spec.granularity.segment.bucket_end(chunk_start))
+    return InsertTimeOutOfBounds(str(chunk), [str(iv) for iv in spec.granularity.intervals])

@@ -25,8 +25,18 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
 from strata.ingestion.errors import IngestionError, ParseProblem
+from strata.ingestion.fetch import Fetched, InputStorage, fetch_druid, fetch_http, fetch_s3
+from strata.ingestion.input_sources import (
+    DruidInputSource,
+    HttpInputSource,
+    InlineInputSource,
+    InputSource,
+    LocalInputSource,
+    S3InputSource,
+)
 from strata.ingestion.memory_pool import INGEST_POOL
-from strata.ingestion.spec import InlineInputSource, InputFormat, InputSource, LocalInputSource
+from strata.ingestion.spec import InputFormat
+from timeline import Interval
 
 CHUNK_BYTES = 16 << 20
 PARQUET_BATCH_ROWS = 1 << 20
@@ -55,16 +65,28 @@ class InputFile:
     name: str
     path: Path | None = None
     data: bytes | None = None  # inline input
+    clip: Interval | None = None  # a segment file of a `druid` source: only its rows in this interval
 
     @property
     def size(self) -> int:
         return len(self.data) if self.data is not None else (self.path.stat().st_size if self.path else 0)
 
 
-def resolve_inputs(source: InputSource) -> list[InputFile]:
-    """The files an input source names, in a stable order; fails when there are none."""
+def resolve_inputs(source: InputSource, storage: InputStorage | None = None) -> list[InputFile]:
+    """The files an input source names, in a stable order; fails when there are none. Remote
+    sources are fetched into `storage.fetch_dir` first (`strata.ingestion.fetch`)."""
     if isinstance(source, InlineInputSource):
         return [InputFile("inline", data=source.data.encode())]
+    if isinstance(source, (HttpInputSource, S3InputSource, DruidInputSource)):
+        storage = storage or InputStorage()
+        fetched: list[Fetched]
+        if isinstance(source, HttpInputSource):
+            fetched = fetch_http(source, storage)
+        elif isinstance(source, S3InputSource):
+            fetched = fetch_s3(source, storage)
+        else:
+            fetched = fetch_druid(source, storage)
+        return [InputFile(f.name, path=f.path, clip=f.clip) for f in fetched]
     assert isinstance(source, LocalInputSource)
     paths: list[Path] = [Path(f) for f in source.files]
     if source.base_dir:
@@ -326,10 +348,23 @@ def _parquet_blocks(f: InputFile) -> Iterator[Block]:
             else:
                 parts = iter([pf.read_row_groups(range(lo, hi), use_threads=True)])
             for part in parts:
-                yield Block(part, f.name, row + 1, progress_bytes=size * part.num_rows // total)
+                read = size * part.num_rows // total
+                yield Block(clipped(part, f.clip), f.name, row + 1, progress_bytes=read)
                 row += part.num_rows
     except (pa.ArrowInvalid, OSError) as e:
         raise IngestionError(f"{f.name}: not a readable Parquet file: {e}") from None
+
+
+def clipped(table: pa.Table, clip: Interval | None) -> pa.Table:
+    """A segment file's rows whose `__time` lies in `clip` (the part of the segment a newer version
+    does not overshadow); all rows without a clip."""
+    if clip is None or "__time" not in table.column_names:
+        return table
+    import pyarrow.compute as pc
+
+    times = pc.cast(table.column("__time"), pa.timestamp("ms", tz="UTC")).cast(pa.int64())
+    keep = pc.and_(pc.greater_equal(times, clip.start), pc.less(times, clip.end))
+    return table if pc.all(keep).as_py() else table.filter(keep)
 
 
 def consecutive_runs(sizes: list[int], limit: int) -> Iterator[tuple[int, int]]:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata.ingestion.errors import SpecError
+from strata.ingestion.input_sources import DruidInputSource, InputSource, parse_input_source
+from strata.ingestion.row_stage import RowStage
 from timeline import Granularity, Interval, parse_instant
 
 DEFAULT_MAX_PARSE_EXCEPTIONS = 0
@@ -80,21 +82,6 @@ class GranularitySpec:
 
 
 @dataclass(frozen=True)
-class LocalInputSource:
-    base_dir: str | None = None
-    filter: str | None = None
-    files: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class InlineInputSource:
-    data: str
-
-
-InputSource = LocalInputSource | InlineInputSource
-
-
-@dataclass(frozen=True)
 class InputFormat:
     type: str  # json | csv | tsv | parquet
     columns: tuple[str, ...] = ()
@@ -142,6 +129,11 @@ class IngestionSpec:
     input_format: InputFormat
     append: bool = False
     tuning: TuningConfig = field(default_factory=TuningConfig)
+    # what SQL ingestion adds (strata.coordinator.sql_task builds such specs; no JSON spec names them)
+    row_stage: RowStage | None = None  # the statement's per-row part, run on each block first
+    strict_time: bool = False  # a null or out-of-bounds time fails the ingestion instead of the row
+    replace: tuple[Interval, ...] | None = None  # drop every used segment inside these at the publish
+    allow_empty: bool = False  # no rows is a success: nothing published, or only `replace`'s drops
 
 
 # -- parsing --------------------------------------------------------------------------------------
@@ -243,26 +235,6 @@ def parse_granularity_spec(obj: Mapping[str, Any]) -> GranularitySpec:
     )
 
 
-def parse_input_source(obj: Mapping[str, Any]) -> InputSource:
-    kind = obj.get("type")
-    if kind == "local":
-        files = obj.get("files") or []
-        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-            raise SpecError("inputSource.files must be a list of paths")
-        base_dir, filt = obj.get("baseDir"), obj.get("filter")
-        if not files and not base_dir:
-            raise SpecError("local inputSource needs 'baseDir' (with 'filter') or 'files'")
-        if base_dir and not filt:
-            raise SpecError("local inputSource with 'baseDir' needs a 'filter' glob such as '*.json'")
-        return LocalInputSource(base_dir, filt, tuple(files))
-    if kind == "inline":
-        data = obj.get("data")
-        if not isinstance(data, str):
-            raise SpecError("inline inputSource needs 'data' as a string")
-        return InlineInputSource(data)
-    raise SpecError(f"inputSource type {kind!r} is not supported (use 'local' or 'inline')")
-
-
 def parse_input_format(obj: Mapping[str, Any]) -> InputFormat:
     kind = obj.get("type")
     if kind not in ("json", "csv", "tsv", "parquet"):
@@ -361,8 +333,13 @@ def parse_spec(obj: Any) -> IngestionSpec:
     schema = parse_data_schema(_obj(obj.get("dataSchema"), "dataSchema"))
     if "inputSource" not in io:
         raise SpecError("ioConfig.inputSource is required")
-    if "inputFormat" not in io:
+    source = parse_input_source(_obj(io["inputSource"], "inputSource"))
+    if isinstance(source, DruidInputSource):  # segments: Druid takes no inputFormat with this source
+        fmt = InputFormat("parquet")
+    elif "inputFormat" not in io:
         raise SpecError("ioConfig.inputFormat is required")
+    else:
+        fmt = parse_input_format(_obj(io["inputFormat"], "inputFormat"))
     max_parse = tuning.get("maxParseExceptions")
     if max_parse is None:
         max_parse = DEFAULT_MAX_PARSE_EXCEPTIONS
@@ -370,8 +347,8 @@ def parse_spec(obj: Any) -> IngestionSpec:
         max_parse = UNLIMITED
     return IngestionSpec(
         **schema,
-        input_source=parse_input_source(_obj(io["inputSource"], "inputSource")),
-        input_format=parse_input_format(_obj(io["inputFormat"], "inputFormat")),
+        input_source=source,
+        input_format=fmt,
         append=bool(io.get("appendToExisting", False)),
         tuning=TuningConfig(
             partitions=parse_partitions(tuning),

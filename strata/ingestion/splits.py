@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from strata.ingestion.errors import IngestionError
-from strata.ingestion.readers import PARQUET_BATCH_ROWS, Block, InputFile, read_blocks
+from strata.ingestion.readers import PARQUET_BATCH_ROWS, Block, InputFile, clipped, read_blocks
 from strata.ingestion.spec import InputFormat
 
 if TYPE_CHECKING:
@@ -138,4 +138,4 @@ def read_split(split: InputSplit, fmt: InputFormat) -> Iterator[Block]:
         raise IngestionError(f"{split.file.name}: not a readable Parquet file: {e}") from None
     for row in range(0, table.num_rows, PARQUET_BATCH_ROWS):
         part = table.slice(row, PARQUET_BATCH_ROWS)
-        yield Block(part, split.file.name, split.first_row + row + 1)
+        yield Block(clipped(part, split.file.clip), split.file.name, split.first_row + row + 1)
