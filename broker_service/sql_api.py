@@ -59,7 +59,7 @@ async def _bounded_body(request: Request, max_bytes: int) -> bytes:
 _SYSTEM_TABLE = re.compile(r"\b(?:sys|information_schema)\s*\.", re.IGNORECASE)
 
 
-async def _read_body(request: Request, max_bytes: int) -> dict[str, Any]:
+async def read_body(request: Request, max_bytes: int) -> dict[str, Any]:
     raw = await _bounded_body(request, max_bytes)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if len(raw) > 65536:  # decoding and checking a large body must not hold the event loop
@@ -203,7 +203,7 @@ async def post_sql(request: Request) -> Response:
     headers = {"X-Druid-SQL-Query-Id": str(uuid.uuid4())}
     request.state.sql_error_headers = headers  # errors are rendered by sql_error, with these headers
     try:
-        body = await _read_body(request, api.broker.settings.max_request_bytes)
+        body = await read_body(request, api.broker.settings.max_request_bytes)
         await authorize_sql(request, body)  # READ on every table it reads (a no-op with security off)
         context = dict(body.get("context") or {})
         query_id = guarded_query_id(context, headers["X-Druid-SQL-Query-Id"])  # goes back in a header

@@ -1,5 +1,6 @@
 """The task types the coordinator runs: Druid's native batch `index_parallel` and `index` (the same
-spec, run by strata.ingestion locally or on Spark) and `kill`. Importing this module registers
+spec, run by strata.ingestion locally or on Spark), `kill`, and `query_controller` (SQL INSERT and
+REPLACE, `strata.coordinator.sql_task`). Importing this module registers
 them; another type (`compact`) registers a `TaskKind` of its own the same way.
 """
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from strata.coordinator.sql_task import PRIORITY as SQL_PRIORITY
+from strata.coordinator.sql_task import plan_query
 from strata.coordinator.task_types import InvalidTask, TaskKind, TaskPlan, register
 from strata.ingestion.errors import SpecError
 from strata.ingestion.spec import parse_spec
@@ -62,3 +65,4 @@ def plan_kill(body: Mapping[str, Any]) -> TaskPlan:
 for _name in ("index_parallel", "index"):
     register(TaskKind(_name, plan_index, "strata.coordinator.index_task:run", BATCH_PRIORITY))
 register(TaskKind("kill", plan_kill, "strata.coordinator.kill_task:run", KILL_PRIORITY))
+register(TaskKind("query_controller", plan_query, "strata.coordinator.sql_task:run", SQL_PRIORITY))

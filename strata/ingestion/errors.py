@@ -35,6 +35,15 @@ class TooManyParseExceptions(IngestionError):
         )
 
 
+class NothingToIngest(IngestionError):
+    """No row left to build a segment of (all unparseable, outside the intervals, or none at all)."""
+
+
+class CannotAppend(IngestionError):
+    """An append whose time chunk holds segments of another granularity (Druid's
+    `InsertCannotAllocateSegment`): REPLACE, or append with the existing granularity."""
+
+
 class InsertTimeNull(IngestionError):
     """A row of a SQL ingestion without a timestamp (Druid's `InsertTimeNull` fault): `TIME_PARSE`
     returns null for text it cannot parse, and a row needs a time to go into a segment."""

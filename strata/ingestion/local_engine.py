@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from strata.ingestion.errors import IngestionError, SpecError, TooManyParseExceptions
+from strata.ingestion.errors import NothingToIngest, SpecError, TooManyParseExceptions
 from strata.ingestion.fetch import NO_S3, InputStorage, S3Settings
 from strata.ingestion.normalize import MAX_KEPT_PROBLEMS
 from strata.ingestion.prepare import allowed_chunks, prepare_block
@@ -56,8 +56,8 @@ def check_granularity(spec: IngestionSpec) -> None:
         raise SpecError("segmentGranularity 'none' would make a segment per millisecond; choose e.g. 'hour'")
 
 
-def nothing_to_ingest(summary: IngestionSummary) -> IngestionError:
-    return IngestionError(
+def nothing_to_ingest(summary: IngestionSummary) -> NothingToIngest:
+    return NothingToIngest(
         f"nothing to ingest: {summary.rows_read} rows read, {summary.parse_errors} unparseable, "
         f"{summary.rows_thrown_away} outside granularitySpec.intervals"
     )

@@ -227,11 +227,21 @@ def table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table(columns) if columns else pa.table({"__empty": pa.nulls(len(rows))}).drop(["__empty"])
 
 
-def read_json_block(data: bytes, source: str, first_line: int, *, use_threads: bool = True) -> Block:
-    """`use_threads=False` for small blocks (a pushed batch): Arrow's threads cost ~9 ms to start."""
+def read_json_block(
+    data: bytes, source: str, first_line: int, *, use_threads: bool = True, text_fields: tuple[str, ...] = ()
+) -> Block:
+    """`use_threads=False` for small blocks (a pushed batch): Arrow's threads cost ~9 ms to start.
+    `text_fields` are read as strings (a value of another JSON type sends the block to the
+    line-by-line reader, which keeps it as its text)."""
     try:
         options = pa_json.ReadOptions(block_size=4 << 20, use_threads=use_threads)
-        table = pa_json.read_json(io.BytesIO(data), read_options=options, memory_pool=INGEST_POOL)
+        parse = pa_json.ParseOptions(
+            explicit_schema=pa.schema([(f, pa.string()) for f in text_fields]) if text_fields else None,
+            unexpected_field_behavior="infer",
+        )
+        table = pa_json.read_json(
+            io.BytesIO(data), read_options=options, parse_options=parse, memory_pool=INGEST_POOL
+        )
         lines = _nonblank_lines(data, first_line) if _has_blank_lines(data) else None
         if lines is not None and len(lines) != table.num_rows:
             raise pa.ArrowInvalid("line count mismatch")
@@ -388,7 +398,7 @@ def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | No
         return
     if fmt.type == "json":
         for chunk, line, consumed, newlines in _line_chunks(f, byte_range):
-            block = read_json_block(chunk, f.name, line)
+            block = read_json_block(chunk, f.name, line, text_fields=fmt.text_fields)
             block.progress_bytes, block.end_line = consumed, line + newlines
             yield block
         return

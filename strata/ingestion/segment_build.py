@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from strata.ingestion.errors import IngestionError
+from strata.ingestion.errors import CannotAppend
 from strata.ingestion.memory_pool import INGEST_POOL
 from strata.ingestion.normalize import TIME
 from strata.ingestion.partitioning import plan_partitions
@@ -90,7 +90,7 @@ def chunk_targets(
                 latest = max(s.version for s in overlapping)
                 mine = [s for s in overlapping if s.version == latest]
                 if any(s.interval != interval for s in mine):
-                    raise IngestionError(
+                    raise CannotAppend(
                         f"cannot append to {spec.data_source} at {interval}: existing segments of version"
                         f" {latest}"
                         f" cover {mine[0].interval}; append with the same segmentGranularity"

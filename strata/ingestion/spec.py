@@ -88,6 +88,9 @@ class InputFormat:
     find_columns_from_header: bool = False
     skip_header_rows: int = 0
     delimiter: str = ","
+    # JSON fields read as text whatever they look like (a SQL ingestion's VARCHAR columns: Arrow
+    # would otherwise read "2020-01-01" as a timestamp, and the text would be lost)
+    text_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ def plan_parsed(
     """The statement's plan and the datasources it reads, from one parse; no plan when one of those
     datasources has no columns in `catalog` yet (the caller reads them and plans again)."""
     with _user_input():
+        refuse_ingest(sql)
         parsed = parse_statement(sql)
         tables = tables_read(parsed)
     if any(t in catalog.tables() and catalog.columns(t) is None for t in tables):
@@ -114,7 +115,24 @@ def plan_statement(
     sql: str, catalog: Catalog, context: Mapping[str, Any], *, parsed: Parsed | None = None
 ) -> PlannedStatement:
     with _user_input():
+        if parsed is None:
+            refuse_ingest(sql)
         return _plan_statement(parsed or parse_statement(sql), catalog, context)
+
+
+def refuse_ingest(sql: str) -> None:
+    """INSERT and REPLACE run as tasks (`/druid/v2/sql/task`), as Druid's native SQL engine says."""
+    from strata.sql.ingest.clauses import ingest_operation
+
+    operation = ingest_operation(sql)
+    if operation == "REPLACE":
+        raise invalid(
+            "REPLACE operations are not supported by the requested SQL engine [native].  Consider using MSQ."
+        )
+    if operation is not None:
+        raise invalid(
+            "%s operations are not supported by requested SQL engine [native], consider using MSQ.", operation
+        )
 
 
 @contextlib.contextmanager

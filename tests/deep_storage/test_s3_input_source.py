@@ -18,7 +18,9 @@ from strata.ingestion import IngestionError, ingest
 
 pytestmark = pytest.mark.timeout(120)
 
-ROWS = [{"ts": f"2020-01-01T{h:02d}:00:00Z", "k": f"k{h % 4}", "n": h} for h in range(24)]
+ROWS: list[dict[str, Any]] = [
+    {"ts": f"2020-01-01T{h:02d}:00:00Z", "k": f"k{h % 4}", "n": h} for h in range(24)
+]
 
 
 def _put(server: S3Server, key: str, data: bytes) -> None:
@@ -50,19 +52,16 @@ def test_s3_source_reads_uris_prefixes_and_objects(
     buf = io.BytesIO()
     pq.write_table(table, buf)
     _put(s3_server, f"{s3_bucket}/pq/rows.parquet", buf.getvalue())
-    stores = {
-        "deep_storage": tmp_path / "deep",
-        "metadata": tmp_path / "meta.db",
-        "s3_endpoint": s3_server.endpoint,
-    }
-    expected = sorted(r["n"] for r in ROWS)
+    deep, meta, endpoint = tmp_path / "deep", tmp_path / "meta.db", s3_server.endpoint
+    expected = sorted(int(r["n"]) for r in ROWS)
     for source, fmt in (
         ({"type": "s3", "prefixes": [f"s3://{s3_bucket}/in/"]}, "json"),
         ({"type": "s3", "uris": [f"s3://{s3_bucket}/in/a.json", f"s3://{s3_bucket}/in/b.json.gz"]}, "json"),
         ({"type": "s3", "objects": [{"bucket": s3_bucket, "path": "pq/rows.parquet"}]}, "parquet"),
     ):
-        summary = ingest(_spec(source, fmt), **stores)
+        summary = ingest(_spec(source, fmt), deep_storage=deep, metadata=meta, s3_endpoint=endpoint)
         got = pa.concat_tables(pq.read_table(w.segment.load_spec["path"]) for w in summary.segments)
         assert sorted(got.column("n").to_pylist()) == expected, source
     with pytest.raises(IngestionError, match="no objects under"):
-        ingest(_spec({"type": "s3", "prefixes": [f"s3://{s3_bucket}/none/"]}), **stores)
+        ingest(_spec({"type": "s3", "prefixes": [f"s3://{s3_bucket}/none/"]}), deep_storage=deep, metadata=meta,
+               s3_endpoint=endpoint)  # fmt: skip

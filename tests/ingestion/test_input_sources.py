@@ -8,6 +8,7 @@ import gzip
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from strata.ingestion import IngestionError, SpecError, ingest, parse_spec
 from strata.storage import open_metadata_store
 from tests.ingestion.conftest import inline_spec
 
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {"ts": f"2020-01-0{d}T{h:02d}:00:00Z", "k": f"k{h % 3}", "n": d * 100 + h}
     for d in (1, 2)
     for h in range(24)
@@ -97,7 +98,7 @@ def test_druid_source_reads_what_a_query_would_see(stores, tmp_path):
     narrow = _spec({"type": "druid", "dataSource": "src", "interval": "2020-01-02T10/2020-01-02T12"}, "dst2",
                    timestampSpec={"column": "__time", "format": "millis"})  # fmt: skip
     assert sorted(_rows(ingest(narrow, **stores)).column("n").to_pylist()) == [210, 211]
-    with open_metadata_store(stores["metadata"]) as meta:
+    with closing(open_metadata_store(stores["metadata"])) as meta:
         assert {s.data_source for s in meta.used_segments()} == {"src", "dst", "dst2"}
 
 

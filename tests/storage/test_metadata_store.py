@@ -92,7 +92,9 @@ def test_a_replacement_never_cuts_a_coarser_segment_it_would_leave_partly_visibl
                       replace=Replacement("w", (Interval.parse("2020-01-05/2020-01-06"),)))  # fmt: skip
     assert store.used_segments("w") == [month]  # nothing of the refused publish went in
     whole = seg("2020-01-01/2020-02-01", "v3")
-    store.publish([whole], overwrite=True, replace=Replacement("w", (Interval.parse("2020-01-01/2020-02-01"),)))
+    store.publish(
+        [whole], overwrite=True, replace=Replacement("w", (Interval.parse("2020-01-01/2020-02-01"),))
+    )
     assert store.used_segments("w") == [whole]
     store.close()
 
