@@ -1,7 +1,8 @@
 """`strata sql`: Druid SQL from a terminal, in the spirit of psql and Druid's dsql.
 
 One-shot (`-e SQL` or statements on standard input) prints the result and exits non-zero with the
-server's message on error. Interactive mode has line editing and a persistent history (stdlib
+server's message on error. INSERT and REPLACE go to Druid's SQL task API and are followed to their
+end (`strata.cli.sql_tasks`). Interactive mode has line editing and a persistent history (stdlib
 readline), statements ended by `;` over several lines, backslash commands, and Ctrl-C cancels the
 running statement on the broker (DELETE /druid/v2/sql/{id}) while the client stays.
 """
@@ -56,6 +57,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=True,
                         help="print column names (table, csv, tsv)")  # fmt: skip
     parser.add_argument("--time-zone", help="sqlTimeZone for timestamps (default UTC)")
+    parser.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                        help="INSERT and REPLACE run as tasks: wait for the task and print how it ended "
+                             "(--no-wait: print its id at once)")  # fmt: skip
     parser.add_argument("--history", default=os.environ.get("STRATA_SQL_HISTORY", "~/.strata_sql_history"),
                         help="history file of the interactive mode")  # fmt: skip
 
@@ -106,6 +110,7 @@ class Session:
         self.header: bool = args.header
         self.context = {"sqlTimeZone": args.time_zone} if args.time_zone else {}
         self.timing = True
+        self.wait: bool = args.wait
         self.out = out
         self.err = err
         self.running: str | None = None  # the sqlQueryId Ctrl-C cancels
@@ -114,7 +119,10 @@ class Session:
         """Run one statement and print it; False (and one line on stderr) when it failed."""
         from strata.cli.sql_client import SqlError
         from strata.cli.sql_output import write_rows
+        from strata.cli.sql_tasks import is_task_statement, run_task
 
+        if is_task_statement(sql):
+            return run_task(self, sql)
         started = time.monotonic()
         try:
             with self.client.execute(sql, self.context) as result:

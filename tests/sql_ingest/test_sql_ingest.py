@@ -6,7 +6,11 @@ nothing; faults and the task API's view of SQL tasks."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -325,3 +329,105 @@ def test_sql_tasks_in_the_task_api(world: Scene) -> None:
     assert json.loads(row["ATTRIBUTES"]) == {"statementType": "INSERT", "targetDataSource": "listed",
                                              "partitionedBy": "DAY"}  # fmt: skip
     assert httpx.get(f"{world.broker.url}/druid/v2/sql/task/enabled", timeout=30).json() == {"enabled": True}
+
+
+def _statements(rows: Path) -> list[tuple[str, dict[str, Any], int, str]]:
+    """(statement, context, HTTP status, a piece of Druid's message) of statements Druid refuses."""
+    ext = extern(rows)
+    no_sig = f'TABLE(EXTERN({sql_string(json.dumps({"type": "local", "files": [str(rows)]}))}, \'{{"type":"json"}}\'))'
+    select = f'SELECT TIME_PARSE("ts") AS __time, k FROM {ext}'
+    day = "PARTITIONED BY DAY"
+    return [
+        (f"INSERT INTO dst {select}", {}, 400,
+         "Operation [INSERT] requires a PARTITIONED BY to be explicitly defined, but none was found."),
+        (f"REPLACE INTO dst {select} {day}", {}, 400, "Missing time chunk information in OVERWRITE clause for REPLACE"),
+        (f"INSERT INTO dst OVERWRITE ALL {select} {day}", {}, 400, "An OVERWRITE clause is not allowed with INSERT"),
+        (f"INSERT INTO dst {select} CLUSTERED BY k {day}", {}, 400, "CLUSTERED BY found before PARTITIONED BY"),
+        (f"INSERT INTO dst {select} PARTITIONED BY 'invalid_granularity'", {}, 400,
+         "Invalid granularity['invalid_granularity'] specified after PARTITIONED BY clause. Expected 'SECOND'"),
+        (f"INSERT INTO dst {select} ORDER BY k {day}", {}, 400,
+         "Cannot use an ORDER BY clause on a Query of type [INSERT], use CLUSTERED BY instead"),
+        (f"INSERT INTO dst SELECT k || 'x' FROM {ext} PARTITIONED BY ALL", {}, 400,
+         "Insertion requires columns to be named"),
+        (f"INSERT INTO dst SELECT k, n AS k FROM {ext} PARTITIONED BY ALL", {}, 400, "Duplicate field in SELECT: [k]"),
+        (f"INSERT INTO dst SELECT ts AS __time FROM {ext} {day}", {}, 400,
+         "Field [__time] was the wrong type [VARCHAR], expected TIMESTAMP"),
+        (f"INSERT INTO dst SELECT k FROM {ext} {day}", {}, 400, "must specify a time column (named __time)"),
+        (f'INSERT INTO "in/valid" {select} {day}', {}, 400,
+         "Invalid value for field [table]: Value [in/valid] cannot contain '/'."),
+        (f"INSERT INTO dst (a, b) {select} {day}", {}, 400, "Operation [INSERT] cannot be run with a target column list"),
+        (f"INSERT INTO INFORMATION_SCHEMA.COLUMNS {select} {day}", {}, 400,
+         "Table [INFORMATION_SCHEMA.COLUMNS] does not support operation [INSERT] because it is not a Druid datasource"),
+        ("INSERT INTO dst SELECT * FROM INFORMATION_SCHEMA.COLUMNS PARTITIONED BY ALL", {}, 400, "Cannot query table(s)"),
+        (f"INSERT INTO dst SELECT * FROM {no_sig} PARTITIONED BY ALL", {}, 400,
+         "EXTERN requires either a [signature] value or an EXTEND clause"),
+        (f"INSERT INTO dst SELECT * FROM {ext} EXTEND (k VARCHAR) PARTITIONED BY ALL", {}, 400,
+         "but not both"),
+        (f"REPLACE INTO dst OVERWRITE WHERE __time >= TIMESTAMP '2020-01-01 06:00' {select} {day}", {}, 400,
+         "which is not aligned with PARTITIONED BY granularity [{type=period, period=P1D, timeZone=UTC, origin=null}]"),
+        (f"REPLACE INTO dst OVERWRITE WHERE k = 'x' {select} {day}", {}, 400,
+         "OVERWRITE WHERE clause only supports filtering on the __time column"),
+        (f"INSERT INTO dst {select} LIMIT 5 {day}", {}, 400,
+         'INSERT and REPLACE queries cannot have a LIMIT unless PARTITIONED BY is "ALL".'),
+        (f"INSERT INTO dst {select} {day}", {"sqlInsertSegmentGranularity": '"DAY"'}, 400,
+         "Query context parameter [sqlInsertSegmentGranularity] is not allowed"),
+        (f"INSERT INTO dst {select} CLUSTERED BY k DESC".replace("CLUSTERED", f"{day} CLUSTERED"), {}, 400,
+         "cannot sort in descending order"),
+        (f"UPSERT INTO dst {select} {day}", {}, 400, "UPSERT is not supported."),
+        (f"INSERT INTO dst SELECT * FROM nope {day}", {}, 400, "Object 'nope' not found"),
+        (f"INSERT INTO dst SELECT * FROM TABLE(EXTERN('{{bad json', '{{}}', '[]')) {day}", {}, 400,
+         "Invalid value for the field [inputSource]"),
+        (f"INSERT INTO dst SELEC k FROM {ext} {day}", {}, 400, ""),
+        ("SELECT 1", {}, 501, "send SELECT statements to /druid/v2/sql"),
+        ("INSERT INTO dst SELECT * FROM TABLE(EXTERN('{\"type\":\"hdfs\"}', '{\"type\":\"json\"}', "
+         "'[{\"name\":\"k\",\"type\":\"string\"}]')) PARTITIONED BY ALL", {}, 400, "inputSource type 'hdfs'"),
+    ]  # fmt: skip
+
+
+def test_statements_druid_refuses_are_4xx_with_druid_s_body(world: Scene) -> None:
+    for sql, context, status, message in _statements(world.root / "rows.json"):
+        resp = post_sql_task(world.broker, sql, context)
+        body = resp.json()
+        assert resp.status_code == status, (sql, resp.status_code, body)
+        assert set(body) == {"taskId", "state", "error"} and body["state"] == "FAILED", (sql, body)
+        error = body["error"]
+        assert {"error", "errorCode", "persona", "category", "errorMessage"} <= set(error), (sql, error)
+        assert message in error["errorMessage"], (sql, error["errorMessage"])
+        assert error["category"] == ("UNSUPPORTED" if status == 501 else "INVALID_INPUT"), (sql, error)
+    refused = httpx.post(f"{world.broker.url}/druid/v2/sql/", json={"query": "INSERT INTO x SELECT 1 PARTITIONED BY ALL"},
+                         timeout=30)  # fmt: skip
+    assert refused.status_code == 400 and refused.json()["errorMessage"] == (
+        "INSERT operations are not supported by requested SQL engine [native], consider using MSQ."
+    )
+    listed = httpx.get(f"{world.broker.url}{TASKS}/tasks", params={"datasource": "dst"}, timeout=30).json()
+    assert listed == []  # none of them became a task
+
+
+def strata_sql(world: Scene, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "strata.cli.main", "sql", "--url", world.broker.url, *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+
+def test_strata_sql_submits_and_waits_for_the_task(world: Scene) -> None:
+    rows = world.root / "rows.json"
+    sql = (
+        f'INSERT INTO from_cli SELECT TIME_PARSE("ts") AS __time, k, n FROM {extern(rows)} PARTITIONED BY DAY'
+    )
+    done = strata_sql(world, "--format", "csv", "-e", sql)
+    assert done.returncode == 0, done.stderr
+    (header, line) = list(csv.reader(io.StringIO(done.stdout)))
+    assert header == ["taskId", "state", "dataSource", "rows", "segments", "durationMs", "errorMsg"]
+    assert line[1:5] == ["SUCCESS", "from_cli", str(len(ROWS)), "3"] and line[0].startswith("query-")
+    eventually(world.broker, per_day("from_cli"), oracle(PER_DAY, rows=rows), world.nodes)
+    submitted = strata_sql(
+        world, "--format", "csv", "--no-header", "--no-wait", "-e", sql.replace("from_cli", "nowait")
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    task_id, state = submitted.stdout.strip().split(",")
+    assert state == "RUNNING" and wait_task(world.broker.url, task_id)["statusCode"] == "SUCCESS"
+    untimed = write_json(world.root / "untimed.json", [{"ts": "never", "k": "v9", "n": 1}])
+    bad = strata_sql(world, "-e", sql.replace(f"FROM {extern(rows)}", f"FROM {extern(untimed)}")
+                     .replace("from_cli", "cli_fault"))  # fmt: skip
+    assert bad.returncode == 1 and "InsertTimeNull" in bad.stderr
+    refused = strata_sql(world, "-e", sql.replace("PARTITIONED BY DAY", ""))
+    assert refused.returncode == 1 and "requires a PARTITIONED BY" in refused.stderr

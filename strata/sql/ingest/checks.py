@@ -10,7 +10,8 @@ from sqlglot import exp
 
 from strata.query.errors import invalid
 from strata.sql.ingest.clauses import IngestStatement
-from strata.sql.ingest.targets import ALL
+from strata.sql.ingest.columns import TIME, Column
+from strata.sql.ingest.targets import ALL, druid_granularity_text
 
 # set by the planner itself (Druid's NativeSqlEngine.SYSTEM_CONTEXT_PARAMETERS): a user may not
 REFUSED_CONTEXT = (
@@ -96,3 +97,16 @@ def check_outputs(names: Sequence[str]) -> None:
         if name in seen:
             raise invalid("Duplicate field in SELECT: [%s]", name)
         seen.add(name)
+
+
+def check_time(columns: Sequence[Column], granularity: str) -> None:
+    """`__time` is a TIMESTAMP, and there is one unless PARTITIONED BY ALL (MSQ's rules)."""
+    time = next((c for c in columns if c.name == TIME), None)
+    if time is not None and time.sql_type != "TIMESTAMP":
+        raise invalid("Field [%s] was the wrong type [%s], expected TIMESTAMP", TIME, time.sql_type)
+    if time is None and granularity != ALL:
+        raise invalid(
+            "The granularity [%s] specified in the PARTITIONED BY clause of the INSERT query is different "
+            "from ALL. Therefore, the query must specify a time column (named __time).",
+            druid_granularity_text(granularity),
+        )

@@ -160,7 +160,7 @@ def _query_granularity(node: exp.Expr | None) -> str:
         period = node.expressions[1]
         if isinstance(period, exp.Literal) and period.is_string:
             return PERIODS.get(period.this.upper(), "none").lower()
-    if isinstance(node, exp.Floor) and node.args.get("unit") is not None:
-        unit = node.args["unit"].name.upper()
+    if isinstance(node, exp.Floor) and node.args.get("to") is not None:
+        unit = node.args["to"].name.upper()
         return unit.lower() if unit in NAMES else "none"
     return "none"

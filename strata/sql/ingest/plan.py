@@ -33,7 +33,7 @@ from sqlglot.optimizer.qualify import qualify
 from strata.query.errors import invalid
 from strata.sql.dialect import DIALECT
 from strata.sql.engine_errors import engine_error
-from strata.sql.ingest.checks import check_context, check_outputs, check_query, check_target, flag
+from strata.sql.ingest.checks import check_context, check_outputs, check_query, check_target, check_time, flag
 from strata.sql.ingest.clauses import IngestStatement, split_statement
 from strata.sql.ingest.columns import (
     TIME,
@@ -136,6 +136,7 @@ def _plan(
         columns, metrics, sql_whole = rows.columns, shape.metrics, None
     else:
         sql_whole, columns, metrics = _whole(tree, tables, zone, rollup)
+    check_time(columns, granularity)
     layout = layout_of(st, granularity, columns, metrics, tree, rollup, ctx)
     task = _task(st, ctx, query_id, granularity, intervals, tables, rows, sql_whole, layout)
     task["sqlQuery"] = sql

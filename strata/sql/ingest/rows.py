@@ -120,9 +120,12 @@ def _readable(where: exp.Expr | None, zone: str | None, now_ms: int) -> Interval
     """The span of time the WHERE can keep rows of (its conditions on `__time`), to read no more."""
     if where is None:
         return ETERNITY
+    plain = where.copy()
+    for column in plain.find_all(exp.Column):
+        column.set("table", None)
     try:
         with time_zone(zone):
-            intervals, _ = split_time(where.copy(), now_ms)
+            intervals, _ = split_time(plain, now_ms)
     except (QueryError, ValueError):  # a condition the interval reader does not take: read everything
         return ETERNITY
     spans = [Interval.parse(text) for text in intervals]
