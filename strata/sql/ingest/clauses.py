@@ -26,7 +26,8 @@ from strata.sql.engine_errors import engine_error
 from strata.sql.ingest.table_functions import FUNCTIONS, ExternalTable, Literal, external_table
 from strata.sql.planner import settings_of
 
-EXPLAIN = re.compile(r"^\s*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE)
+# EXPLAIN PLAN FOR, after any comments
+EXPLAIN = re.compile(r"^(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*EXPLAIN\s+PLAN\s+FOR\s+", re.IGNORECASE | re.DOTALL)
 INGEST_WORDS = ("INSERT", "REPLACE", "UPSERT")
 _OPEN = {"L_PAREN", "L_BRACKET"}
 _CLOSE = {"R_PAREN", "R_BRACKET"}
