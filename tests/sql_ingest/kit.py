@@ -35,11 +35,14 @@ class Scene:
 
 @contextmanager
 def scene(
-    root: Path, zk_hosts: str, base: str, *coordinator_args: str, hold: Path | None = None
-) -> Iterator[Scene]:
-    """A coordinator (announced in ZooKeeper under `base`), one historical and a broker."""
+    root: Path, zk_hosts: str, base: str, *coordinator_args: str, hold: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Scene]:  # fmt: skip
+    """A coordinator (announced in ZooKeeper under `base`, with `env` added to its environment),
+    one historical and a broker."""
     boss = coordinator(root, str(root / "meta.db"), "--zk", zk_hosts, "--zk-base", base, *coordinator_args,
                        hold=hold)  # fmt: skip
+    boss.env |= env or {}
     with running([boss]), cluster(root, zk_hosts, base, historicals=1) as nodes:
         boss.start()
         yield Scene(root, nodes, boss)
