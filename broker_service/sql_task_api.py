@@ -9,13 +9,15 @@ broker relays too). A statement Druid refuses gets Druid's SqlTaskStatus with th
 answers inline, as the SQL API does. `GET /druid/v2/sql/task/enabled` says the API is there.
 
 With security on, the statement needs WRITE on its target, READ on every data source it reads and
-READ on the EXTERNAL resource when it reads external data (Druid's rule); the coordinator checks
-the same again when the task arrives.
+READ on the EXTERNAL resource when it reads external data (Druid's rule), else Druid's 403
+(`{"taskId": "forbidden", "state": "FAILED", "error": ...}`); the coordinator checks the same again
+when the task arrives.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -26,13 +28,14 @@ from starlette.routing import Route
 from broker_service.coordinator_link import coordinator_of
 from broker_service.sql_api import SqlApi, read_body
 from strata.query.errors import QueryError, QueryUnsupported, invalid
+from strata.security.errors import Forbidden
 from strata.security.http import authorize
 from strata.security.resources import EXTERNAL, Action, datasource
 from strata.server.json_response import json_response
 from strata.sql import RESULT_FORMATS, encode_rows
 from strata.sql.engine_errors import engine_error
 from strata.sql.guard import check_statement
-from strata.sql.ingest import IngestPlan, is_ingest, plan_ingest, tables_of
+from strata.sql.ingest import IngestPlan, access_of, is_ingest, plan_ingest
 from strata.sql.parameters import bind
 
 TASK_PATH = "/druid/indexer/v1/task"
@@ -56,11 +59,13 @@ async def post_sql_task(request: Request) -> Response:
         context = dict(body.get("context") or {})
         given = context.get("sqlQueryId")
         query_id = str(given) if isinstance(given, str) and given.strip() else query_id
-        plan = await _plan(api, body, context, query_id)
-        _authorize(request, plan)
+        plan = await _plan(request, api, body, context, query_id)
+        _authorize(request, plan.statement.target, plan.reads, bool(plan.inputs))
         if plan.statement.explain:
             return _explain(plan, body)
         return await _submit(request, plan, query_id)
+    except Forbidden as e:  # Druid names no statement in a refusal
+        return _failed("forbidden", e.to_body(host), e.status)
     except QueryError as e:
         body = e.to_body(host)
         body["context"] = {**body.get("context", {}), "sourceType": "sql"}
@@ -70,7 +75,9 @@ async def post_sql_task(request: Request) -> Response:
         return _failed(query_id, err.to_body(host), err.status)
 
 
-async def _plan(api: SqlApi, body: dict[str, Any], context: dict[str, Any], query_id: str) -> IngestPlan:
+async def _plan(
+    request: Request, api: SqlApi, body: dict[str, Any], context: dict[str, Any], query_id: str
+) -> IngestPlan:
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise invalid("Field [query] must be a non-empty SQL statement")
@@ -81,16 +88,19 @@ async def _plan(api: SqlApi, body: dict[str, Any], context: dict[str, Any], quer
         raise QueryUnsupported(
             "The task API runs INSERT and REPLACE statements; send SELECT statements to /druid/v2/sql"
         )
-    await api.catalog.load(tables_of(sql))  # columns of every data source it reads
+    access = access_of(sql)  # refused before planning: a forbidden data source is never described
+    if access.target is not None:
+        _authorize(request, access.target, access.reads, access.external)
+    await api.catalog.load(list(access.reads))  # columns of every data source it reads
     snapshot = api.catalog.snapshot(system=False)
     return await planning.run(lambda: plan_ingest(sql, snapshot, context, query_id=query_id))
 
 
-def _authorize(request: Request, plan: IngestPlan) -> None:
-    authorize(request, [datasource(plan.statement.target)], Action.WRITE)
-    if plan.reads:
-        authorize(request, [datasource(name) for name in plan.reads], Action.READ)
-    if plan.inputs:
+def _authorize(request: Request, target: str, reads: Sequence[str], external: bool) -> None:
+    authorize(request, [datasource(target)], Action.WRITE)
+    if reads:
+        authorize(request, [datasource(name) for name in reads], Action.READ)
+    if external:
         authorize(request, [EXTERNAL], Action.READ)
 
 
