@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -64,13 +65,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="history file of the interactive mode")  # fmt: skip
 
 
+_SET = re.compile(r"\s*(?:--[^\n]*\n\s*)*SET\s", re.IGNORECASE)
+
+
 def split_statements(text: str) -> tuple[list[str], str]:
     """Complete `;`-ended statements in `text`, and the unfinished rest.
 
-    Semicolons inside quotes, double-quoted identifiers and `--` comments do not end a statement.
+    Semicolons inside quotes, double-quoted identifiers and `--` comments do not end a statement;
+    `SET key = value;` statements stay with the statement after them (Druid takes them in the same
+    request, as that statement's context).
     """
     done: list[str] = []
-    start = 0
+    start = part = 0
     quote = ""
     i = 0
     while i < len(text):
@@ -85,10 +91,13 @@ def split_statements(text: str) -> tuple[list[str], str]:
             i = len(text) if newline < 0 else newline
             continue
         elif ch == ";":
-            statement = text[start:i].strip()
-            if statement:
-                done.append(statement)
-            start = i + 1
+            if _SET.match(text, part):
+                part = i + 1  # a SET statement: it goes with the next one
+            else:
+                statement = text[start:i].strip()
+                if statement:
+                    done.append(statement)
+                start = part = i + 1
         i += 1
     return done, text[start:]
 
