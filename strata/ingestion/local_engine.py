@@ -59,7 +59,7 @@ def check_granularity(spec: IngestionSpec) -> None:
 def nothing_to_ingest(summary: IngestionSummary) -> NothingToIngest:
     return NothingToIngest(
         f"nothing to ingest: {summary.rows_read} rows read, {summary.parse_errors} unparseable, "
-        f"{summary.rows_thrown_away} outside granularitySpec.intervals"
+        f"{summary.rows_thrown_away} thrown away (outside granularitySpec.intervals or filtered)"
     )
 
 

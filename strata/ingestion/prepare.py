@@ -46,12 +46,14 @@ def prepare_block(
     block: Block, spec: IngestionSpec, dims: Sequence[DimensionSpec], allowed: np.ndarray | None
 ) -> PreparedBlock:
     dims = list(dims)
-    if spec.row_stage is not None:
+    read = block.table.num_rows + len(block.problems)
+    if spec.row_stage is not None:  # its WHERE drops rows: thrown away, as a transformSpec filter's
         block = spec.row_stage.apply(block)
     if spec.dimensions.discover:
         dims = discover_dimensions(block.table.schema, spec, dims)
     norm = normalize_block(block, spec, dims)
-    out = PreparedBlock(norm.table, dims, block.table.num_rows + len(block.problems))
+    out = PreparedBlock(norm.table, dims, read)
+    out.thrown_away = read - block.table.num_rows - len(block.problems)
     out.problems = sorted(block.problems + norm.problems, key=lambda p: p.line)
     out.parse_errors = len(block.problems) + norm.bad_rows
     table = norm.table
@@ -62,7 +64,7 @@ def prepare_block(
         if not keep.all():
             if spec.strict_time:
                 raise _out_of_bounds(spec, int(chunks[~keep][0]))
-            out.thrown_away = int((~keep).sum())
+            out.thrown_away += int((~keep).sum())
             table, times, chunks = table.filter(pa.array(keep)), times[keep], chunks[keep]
     table = table.set_column(0, TIME, pa.array(spec.granularity.query.bucket_starts(times), pa.int64()))
     out.table = table.append_column(CHUNK, pa.array(chunks, pa.int64()))

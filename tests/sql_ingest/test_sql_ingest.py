@@ -93,12 +93,16 @@ def test_named_extern_with_extend_csv_expressions_and_where(world: Scene) -> Non
     csv.write_text("ts,k,n\n" + "".join(f"{r['ts']},{r['k']},{r['n']}\n" for r in ROWS))
     source = json.dumps({"type": "local", "baseDir": str(world.root), "filter": "rows.csv"})
     fmt = '{"type":"csv","findColumnsFromHeader":true}'
-    run_sql(world.broker, f"""INSERT INTO ext_csv
+    status = run_sql(world.broker, f"""INSERT INTO ext_csv
         SELECT TIME_PARSE(ts) AS __time, UPPER(k) AS k_up, n * 2 AS n2, CONCAT(k, '-', CAST(n AS VARCHAR)) AS kn
         FROM TABLE(EXTERN(inputSource => {sql_string(source)}, inputFormat => {sql_string(fmt)}))
              EXTEND (ts VARCHAR, k VARCHAR, n BIGINT)
         WHERE MOD(n, 3) = 0 AND k <> 'v1'
         PARTITIONED BY HOUR""")  # fmt: skip
+    # the WHERE runs block by block: every row is read, those it drops are not output
+    counters = report(world.broker.url, status["id"])["payload"]["counters"]["0"]["0"]
+    kept = oracle("SELECT COUNT(*) FROM rows WHERE n % 3 = 0 AND k <> 'v1'", rows=world.root / "rows.json")
+    assert (counters["input0"]["rows"], counters["output"]["rows"]) == ([len(ROWS)], kept[0])
     want = oracle("SELECT upper(k), COUNT(*), SUM(n * 2), MIN(k || '-' || n::VARCHAR) FROM rows "
                   "WHERE n % 3 = 0 AND k <> 'v1' GROUP BY 1 ORDER BY 1", rows=world.root / "rows.json")  # fmt: skip
     eventually(world.broker, "SELECT k_up, COUNT(*), SUM(n2), MIN(kn) FROM ext_csv GROUP BY 1 ORDER BY 1",
