@@ -82,7 +82,7 @@ def _decode_body(raw: bytes, kind: str) -> dict[str, Any]:
 
 def _prepare_and_plan(
     query: str, parameters: Any, catalog: CatalogSnapshot, context: dict[str, Any]
-) -> tuple[str, PlannedStatement | None, list[str]]:
+) -> tuple[str, PlannedStatement | QueryError | None, list[str]]:
     """The statement with its parameters bound, checked by `strata.sql.guard` before anything
     parses it, then planned if the catalog knows the columns of every datasource it reads: all of
     planning in one trip to a worker thread."""
@@ -122,6 +122,8 @@ class SqlApi:
         parameters = body.get("parameters")
         sql, statement, tables = await planning.run(_prepare_and_plan, query, parameters, snapshot, context)
         await self.catalog.load(tables)  # reads unknown columns now; refreshes stale ones behind
+        if isinstance(statement, QueryError):
+            raise statement
         if statement is None:
             snapshot = self.catalog.snapshot(system=system)
             statement = await planning.run(plan_statement, sql, snapshot, context)

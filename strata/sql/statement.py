@@ -99,16 +99,21 @@ def tables_read(parsed: Parsed) -> list[str]:
 
 def plan_parsed(
     sql: str, catalog: Catalog, context: Mapping[str, Any]
-) -> tuple[PlannedStatement | None, list[str]]:
+) -> tuple[PlannedStatement | QueryError | None, list[str]]:
     """The statement's plan and the datasources it reads, from one parse; no plan when one of those
-    datasources has no columns in `catalog` yet (the caller reads them and plans again)."""
+    datasources has no columns in `catalog` yet (the caller reads them and plans again). A statement
+    that does not plan gives its error beside those datasources: the caller still refreshes their
+    columns, which may be what it lacked (a column a REPLACE has just added)."""
     with _user_input():
         refuse_ingest(sql)
         parsed = parse_statement(sql)
         tables = tables_read(parsed)
     if any(t in catalog.tables() and catalog.columns(t) is None for t in tables):
         return None, tables
-    return plan_statement(sql, catalog, context, parsed=parsed), tables
+    try:
+        return plan_statement(sql, catalog, context, parsed=parsed), tables
+    except QueryError as e:
+        return e, tables
 
 
 def plan_statement(

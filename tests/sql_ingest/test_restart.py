@@ -14,7 +14,7 @@ import pytest
 
 from harness.processes import running
 from strata.storage import open_metadata_store
-from tests.coordinator.kit import TASKS, coordinator, wait_for, wait_publishing
+from tests.coordinator.kit import TASKS, coordinator, publishing, wait_for, wait_publishing
 from tests.sql_ingest.kit import eventually, oracle, run_sql, scene, sql_string, submit_sql, write_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -36,6 +36,8 @@ def test_a_replace_killed_with_its_coordinator_is_started_again_and_publishes_on
     with scene(tmp_path, zk_hosts, base, hold=hold) as s:
         run_sql(s.broker, f'INSERT INTO kept SELECT TIME_PARSE(ts) AS __time, k, n FROM {_source(old)} '
                           "PARTITIONED BY DAY")  # fmt: skip
+        for marker in publishing(hold):  # the INSERT's publish left its marker: wait for the REPLACE's
+            marker.unlink()
         (hold / "hold").touch()
         task_id = submit_sql(s.broker, f"""REPLACE INTO kept OVERWRITE ALL
             SELECT TIME_FLOOR(TIME_PARSE(ts), 'P1D') AS __time, k, COUNT(*) AS c, SUM(n) AS total
