@@ -91,7 +91,8 @@ def test_sql_ingestion_asks_write_on_the_target_read_on_its_sources_and_external
     with secured_cluster(tmp_path, coordinator=True) as c:
         _grant(c, "copier", [_perm("copied", "DATASOURCE", "WRITE")])
         _grant(c, "ingester", [_perm("copied", "DATASOURCE", "WRITE"), _perm("EXTERNAL", "EXTERNAL", "READ")])
-        assert _until_status(c, "ingester", "SELECT 1", 501).status_code == 501  # known (SELECT tasks: not here)
+        # ingester is known once the broker answers it (a SELECT as a task: not served, a 501)
+        assert _until_status(c, "ingester", "SELECT 1", 501).status_code == 501
         assert _post(c, None, INLINE).status_code == 401
         for user, sql in [("bob", INLINE), ("copier", INLINE), ("alice", REINDEX), ("ingester", REINDEX)]:
             refused = _post(c, user, sql)
