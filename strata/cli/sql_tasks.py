@@ -10,13 +10,32 @@ publishes nothing.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 if TYPE_CHECKING:
-    from strata.cli.sql_cli import Session
+    from strata.cli.sql_client import SqlClient
 
 POLL_S = 0.5
 COLUMNS = ["taskId", "state", "dataSource", "rows", "segments", "durationMs", "errorMsg"]
+
+
+class Session(Protocol):
+    """What following a task takes of `strata sql`'s session (`strata.cli.sql_cli.Session`)."""
+
+    @property
+    def client(self) -> SqlClient: ...
+    @property
+    def context(self) -> dict[str, Any]: ...
+    @property
+    def wait(self) -> bool: ...
+    @property
+    def fmt(self) -> str: ...
+    @property
+    def header(self) -> bool: ...
+    @property
+    def out(self) -> TextIO: ...
+    @property
+    def err(self) -> TextIO: ...
 
 
 def is_task_statement(sql: str) -> bool:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from strata.ingestion.block import Block
 from strata.ingestion.convert import convert_column, parse_timestamps
 from strata.ingestion.errors import InsertTimeNull, ParseProblem
-from strata.ingestion.readers import Block
 from strata.ingestion.spec import DimensionSpec, IngestionSpec, MetricSpec
 
 TIME = "__time"

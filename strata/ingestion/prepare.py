@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from strata.ingestion.block import Block
 from strata.ingestion.errors import InsertTimeOutOfBounds, ParseProblem
 from strata.ingestion.normalize import TIME, discover_dimensions, normalize_block
-from strata.ingestion.readers import Block
 from strata.ingestion.rollup import CHUNK
 from strata.ingestion.spec import DimensionSpec, IngestionSpec
 from timeline import Interval

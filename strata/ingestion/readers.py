@@ -13,17 +13,17 @@ import gzip
 import io
 import lzma
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-import numpy.typing as npt
 import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
+from strata.ingestion.block import Block
 from strata.ingestion.errors import IngestionError, ParseProblem
 from strata.ingestion.fetch import Fetched, InputStorage, fetch_druid, fetch_http, fetch_s3
 from strata.ingestion.input_sources import (
@@ -40,24 +40,6 @@ from timeline import Interval
 
 CHUNK_BYTES = 16 << 20
 PARQUET_BATCH_ROWS = 1 << 20
-
-
-@dataclass
-class Block:
-    """Raw rows of one stretch of one input, and where each row came from."""
-
-    table: pa.Table
-    source: str
-    first_line: int
-    line_numbers: npt.NDArray[np.int64] | None = None  # per row; None means first_line + row index
-    problems: list[ParseProblem] = field(default_factory=list)
-    progress_bytes: int = 0  # input bytes consumed by this block (for progress bars)
-    end_line: int = 0  # text input: the line number just past this block's lines
-
-    def lines(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
-        if self.line_numbers is not None:
-            return self.line_numbers[rows]
-        return np.asarray(rows, dtype=np.int64) + self.first_line
 
 
 @dataclass(frozen=True)

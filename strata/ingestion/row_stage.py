@@ -20,16 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.ingestion.block import Block
 from strata.ingestion.convert import convert_column, parse_timestamps
-
-if TYPE_CHECKING:
-    from strata.ingestion.readers import Block
 
 ROW = "__row"
 SIGNATURE_TYPES = {"STRING": "string", "LONG": "long", "FLOAT": "float", "DOUBLE": "double"}
@@ -54,8 +52,6 @@ class RowStage:
             object.__setattr__(self, key, value)
 
     def apply(self, block: Block) -> Block:
-        from strata.ingestion.readers import Block
-
         table = self.conform(block.table)
         if self.sql is None:
             out = pa.table({name: table.column(src) for name, src in self.columns})

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from strata.ingestion.readers import Block
+from strata.ingestion.block import Block
 from strata.ingestion.row_stage import RowStage
 from strata.query.errors import InvalidInput
 from strata.sql.ingest import plan_ingest, tables_of
