@@ -570,7 +570,7 @@ def test_a_hybrid_brokers_cache_page_shows_both_levels_and_the_memcached_breaker
             memcached.stop()
 
 
-CONSOLE_ROWS = [  # the rows the console's INSERT reads (inline), and the oracle of what it writes
+CONSOLE_ROWS: list[dict[str, Any]] = [  # the rows the console's INSERT reads (inline), and the oracle of what it writes
     {"time": f"2015-09-1{2 + i % 2}T0{i % 10}:15:00Z", "channel": f"#c{i % 3}", "page": f"P{i % 5}", "added": i * 7}
     for i in range(20)
 ]  # fmt: skip

@@ -20,7 +20,9 @@ from tests.sql_ingest.kit import SQL_TASK, sql_string
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-INLINE_ROWS = [{"ts": f"2025-02-01T0{h}:00:00Z", "k": "new", "n": 100 + h} for h in range(4)]
+INLINE_ROWS: list[dict[str, Any]] = [
+    {"ts": f"2025-02-01T0{h}:00:00Z", "k": "new", "n": 100 + h} for h in range(4)
+]
 INLINE = ("INSERT INTO copied SELECT TIME_PARSE(ts) AS __time, k, n FROM TABLE(inline(data => "
           f"{sql_string(chr(10).join(json.dumps(r) for r in INLINE_ROWS))}, format => 'json')) "
           "EXTEND (ts VARCHAR, k VARCHAR, n BIGINT) PARTITIONED BY DAY")  # fmt: skip
