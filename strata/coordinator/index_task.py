@@ -8,14 +8,16 @@ superseded, and it marks the task published in that same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from strata.coordinator.task_context import TaskContext, TaskFailed
 from strata.coordinator.task_status import ingestion_report
 from strata.ingestion.errors import IngestionError, TooManyParseExceptions
+from strata.ingestion.spec import IngestionSpec
 from strata.ingestion.summary import IngestionSummary
+from strata.storage.deep_storage import DeepStorage
 from strata.storage.metadata_store import MetadataStore, Replacement, SegmentRecord, TransactionGuard
 from strata.storage.schema import Migration
 from timeline import DataSegment
@@ -91,20 +93,27 @@ def _row_stats(summary: IngestionSummary) -> dict[str, int]:
     }
 
 
-def run(ctx: TaskContext) -> dict[str, Any]:
+def ingest_guarded(
+    ctx: TaskContext, spec: IngestionSpec | Mapping[str, Any], deep_storage: str | DeepStorage
+) -> IngestionSummary:
+    """`spec` ingested on the task's engine, published under the task's guard."""
     from strata.ingestion.api import ingest
 
+    return ingest(
+        spec,
+        deep_storage=deep_storage,
+        metadata=GuardedStore(ctx.metadata, ctx),
+        engine=ctx.engine,
+        spark_master=ctx.spark_master,
+        spark_conf=ctx.spark_conf,
+        s3_endpoint=ctx.s3_endpoint,
+        s3_region=ctx.s3_region,
+    )
+
+
+def run(ctx: TaskContext) -> dict[str, Any]:
     try:
-        summary = ingest(
-            ctx.payload,
-            deep_storage=ctx.deep_storage,
-            metadata=GuardedStore(ctx.metadata, ctx),
-            engine=ctx.engine,
-            spark_master=ctx.spark_master,
-            spark_conf=ctx.spark_conf,
-            s3_endpoint=ctx.s3_endpoint,
-            s3_region=ctx.s3_region,
-        )
+        summary = ingest_guarded(ctx, ctx.payload, ctx.deep_storage)
     except TooManyParseExceptions as e:
         examples = [str(p) for p in e.examples[:MAX_SAVED_PARSE_EXCEPTIONS]]
         report = ingestion_report(ctx.task_id, "BUILD_SEGMENTS", {"unparseable": e.count}, examples, str(e))

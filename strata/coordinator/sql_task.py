@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from strata.coordinator.index_task import GuardedStore
+from strata.coordinator.index_task import ingest_guarded
 from strata.coordinator.sql_report import fault_of, msq_report
 from strata.coordinator.task_context import TaskContext, TaskFailed
 from strata.coordinator.task_types import InvalidTask, TaskPlan
@@ -121,8 +121,6 @@ def build_spec(spec: Mapping[str, Any], input_override: Mapping[str, Any] | None
 
 
 def run(ctx: TaskContext) -> dict[str, Any]:
-    from strata.ingestion.api import ingest
-
     spec = ctx.payload["spec"]
     data_source = str(spec["destination"]["dataSource"])
     started = int(time.time() * 1000)
@@ -136,16 +134,7 @@ def run(ctx: TaskContext) -> dict[str, Any]:
             override = _run_whole(
                 ctx, spec, InputStorage(scratch / "inputs", s3, deep, ctx.metadata), scratch, counts
             )
-        summary = ingest(
-            build_spec(spec, override),
-            deep_storage=deep,
-            metadata=GuardedStore(ctx.metadata, ctx),
-            engine=ctx.engine,
-            spark_master=ctx.spark_master,
-            spark_conf=ctx.spark_conf,
-            s3_endpoint=ctx.s3_endpoint,
-            s3_region=ctx.s3_region,
-        )
+        summary = ingest_guarded(ctx, build_spec(spec, override), deep)
     except (IngestionError, MetadataStoreError) as e:
         fault = fault_of(e, data_source)
         report = msq_report(ctx.task_id, spec, started, int(time.time() * 1000) - started, counts, fault)
