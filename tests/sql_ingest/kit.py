@@ -4,7 +4,6 @@ through the task API, answers read through the SQL API, oracles over raw rows wi
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -126,12 +125,6 @@ def oracle(sql: str, **files: Path) -> list[list[Any]]:
         return [list(r) for r in con.execute(sql).fetchall()]
     finally:
         con.close()
-
-
-def write_json(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def sql_string(value: str) -> str:

@@ -14,8 +14,9 @@ import pytest
 
 from harness.processes import running
 from strata.storage import open_metadata_store
+from tests.cluster.cluster_kit import write_rows
 from tests.coordinator.kit import TASKS, coordinator, publishing, wait_for, wait_publishing
-from tests.sql_ingest.kit import eventually, oracle, run_sql, scene, sql_string, submit_sql, write_json
+from tests.sql_ingest.kit import eventually, oracle, run_sql, scene, sql_string, submit_sql
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -32,7 +33,7 @@ def test_a_replace_killed_with_its_coordinator_is_started_again_and_publishes_on
     tmp_path: Path, zk_hosts: str
 ) -> None:
     base, hold = f"/sqlrestart-{uuid.uuid4().hex[:8]}", tmp_path / "hold"
-    old, new = write_json(tmp_path / "old.json", OLD), write_json(tmp_path / "new.json", NEW)
+    old, new = write_rows(tmp_path / "old.json", OLD), write_rows(tmp_path / "new.json", NEW)
     with scene(tmp_path, zk_hosts, base, hold=hold) as s:
         run_sql(s.broker, f'INSERT INTO kept SELECT TIME_PARSE(ts) AS __time, k, n FROM {_source(old)} '
                           "PARTITIONED BY DAY")  # fmt: skip

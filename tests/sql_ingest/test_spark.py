@@ -14,9 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cluster.cluster_kit import write_rows
 from tests.coordinator.kit import TASKS
 from tests.spark_kit import SPARK_CONF
-from tests.sql_ingest.kit import Scene, eventually, oracle, report, run_sql, scene, sql_string, write_json
+from tests.sql_ingest.kit import Scene, eventually, oracle, report, run_sql, scene, sql_string
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -37,7 +38,7 @@ def sparked(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str) -> Iterator
     env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
     with scene(root, zk_hosts, f"/sqlspark-{uuid.uuid4().hex[:8]}", "--engine", "spark",
                "--spark-master", "local[2]", *conf, env=env) as s:  # fmt: skip
-        write_json(root / "rows.json", ROWS)
+        write_rows(root / "rows.json", ROWS)
         yield s
 
 

@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from strata.storage import open_metadata_store
+from tests.cluster.cluster_kit import write_rows
 from tests.coordinator.kit import TASKS, wait_publishing
 from tests.sql_ingest.kit import (
     Scene,
@@ -36,7 +37,6 @@ from tests.sql_ingest.kit import (
     sql_string,
     submit_sql,
     wait_task,
-    write_json,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -71,7 +71,7 @@ def segments(root: Path, ds: str) -> list[Any]:
 def world(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str) -> Iterator[Scene]:
     root = tmp_path_factory.mktemp("sql_ingest")
     with scene(root, zk_hosts, f"/sqlingest-{uuid.uuid4().hex[:8]}", hold=root / "hold") as s:
-        write_json(root / "rows.json", ROWS)
+        write_rows(root / "rows.json", ROWS)
         yield s
 
 
@@ -119,7 +119,7 @@ def test_inline_and_localfiles_table_functions_and_partitioning_forms(world: Sce
         FROM TABLE(inline(data => {array}, format => 'csv')) EXTEND (ts VARCHAR, k VARCHAR, n BIGINT)
         PARTITIONED BY 'P1D'""")  # fmt: skip
     part = world.root / "part.json"
-    write_json(part, ROWS[:30])
+    write_rows(part, ROWS[:30])
     files = sql_string(f"{part}")
     run_sql(world.broker, f"""INSERT INTO fn_local SELECT TIME_PARSE(ts) AS __time, k, n
         FROM TABLE(localfiles(files => ARRAY[{files}], format => 'json')) (ts VARCHAR, k VARCHAR, n BIGINT)
@@ -224,7 +224,7 @@ def test_reindexing_reads_a_data_source(world: Scene) -> None:
                   "AND k <> 'v3' GROUP BY 1 ORDER BY 1", rows=rows)  # fmt: skip
     eventually(world.broker, "SELECT k, COUNT(*), SUM(n) FROM copy GROUP BY 1 ORDER BY 1", want, world.nodes)
     lookup = world.root / "lookup.json"
-    write_json(lookup, [{"k": f"v{i}", "label": f"label-{i}"} for i in range(3)])
+    write_rows(lookup, [{"k": f"v{i}", "label": f"label-{i}"} for i in range(3)])
     lookup_sig = json.dumps([{"name": "k", "type": "string"}, {"name": "label", "type": "string"}])
     run_sql(
         world.broker,
@@ -285,7 +285,7 @@ def test_a_statement_shut_down_at_its_publish_publishes_nothing(world: Scene) ->
 
 def test_runtime_faults_fail_the_task_and_publish_nothing(world: Scene) -> None:
     bad = world.root / "bad.json"
-    write_json(bad, [*ROWS[:3], {"ts": "not a time", "k": "v9", "n": 1, "x": None}])
+    write_rows(bad, [*ROWS[:3], {"ts": "not a time", "k": "v9", "n": 1, "x": None}])
     task_id = submit_sql(world.broker, f'INSERT INTO faulty SELECT TIME_PARSE("ts") AS __time, k, n '
                                        f"FROM {extern(bad)} PARTITIONED BY DAY")  # fmt: skip
     status = wait_task(world.broker.url, task_id)
@@ -429,7 +429,7 @@ def test_strata_sql_submits_and_waits_for_the_task(world: Scene) -> None:
     assert submitted.returncode == 0, submitted.stderr
     task_id, state = submitted.stdout.strip().split(",")
     assert state == "RUNNING" and wait_task(world.broker.url, task_id)["statusCode"] == "SUCCESS"
-    untimed = write_json(world.root / "untimed.json", [{"ts": "never", "k": "v9", "n": 1}])
+    untimed = write_rows(world.root / "untimed.json", [{"ts": "never", "k": "v9", "n": 1}])
     bad = strata_sql(world, "-e", sql.replace(f"FROM {extern(rows)}", f"FROM {extern(untimed)}")
                      .replace("from_cli", "cli_fault"))  # fmt: skip
     assert bad.returncode == 1 and "InsertTimeNull" in bad.stderr
