@@ -2,9 +2,9 @@
 
     python -m bench.sql_ingest [--rows 10000000] [--repeat 3] [--format parquet|csv|json]
 
-One file of `--rows` rows over a week (written by DuckDB from `range()`: the same rows on every
-run), its time an ISO 8601 string as in Druid's tutorials. The SQL side is what a Druid user posts
-to the broker's SQL task API:
+One file of `--rows` rows over a week (`bench.ingest`'s synthetic rows, written by DuckDB from
+`range()`: the same rows on every run), its time an ISO 8601 string as in Druid's tutorials. The
+SQL side is what a Druid user posts to the broker's SQL task API:
 
     INSERT INTO t SELECT TIME_PARSE(ts) AS __time, country, ... FROM TABLE(EXTERN(...)) PARTITIONED BY DAY
 
@@ -33,6 +33,7 @@ from typing import Any
 import duckdb
 import httpx
 
+from bench.ingest import synthetic_select
 from harness.processes import StrataProcess, running
 
 TARGET = 1.1
@@ -48,19 +49,9 @@ _FORMATS = {
 
 
 def write_rows(path: Path, rows: int, fmt: str) -> None:
-    """`rows` deterministic rows over the first week of 2020, their time an ISO 8601 string."""
-    duckdb.execute(f"""
-        COPY (SELECT
-            strftime(TIMESTAMP '2020-01-01' + to_milliseconds((i * 7919) % (7 * 86400000)),
-                     '%Y-%m-%dT%H:%M:%S.%gZ') AS ts,
-            'country_' || (hash(i) % 50)::VARCHAR AS country,
-            'device_' || (hash(i * 3) % 8)::VARCHAR AS device,
-            'page_' || (hash(i * 7) % 20000)::VARCHAR AS page,
-            'user_' || (hash(i * 11) % 500000)::VARCHAR AS user_id,
-            (hash(i * 13) % 1000)::BIGINT AS bytes,
-            (hash(i * 17) % 100000) / 100.0 AS latency
-          FROM range({rows}) t(i))
-        TO '{path}' {_FORMATS[fmt][0]}""")
+    """`bench.ingest`'s synthetic rows, their time an ISO 8601 string as in Druid's tutorials."""
+    iso = "strftime(ts, '%Y-%m-%dT%H:%M:%S.%gZ') AS ts, * EXCLUDE (ts)"
+    duckdb.execute(f"COPY (SELECT {iso} FROM ({synthetic_select(rows)})) TO '{path}' {_FORMATS[fmt][0]}")
 
 
 def insert_sql(data_source: str, path: Path, fmt: str) -> str:
