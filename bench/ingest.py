@@ -110,9 +110,9 @@ def _run_in_child(what: str, arg: str, out: str) -> None:
     print(json.dumps({"seconds": took, "rows": rows, "peak_mb": _peak_mb()}))
 
 
-def _synthetic(path: Path, rows: int) -> None:
-    duckdb.execute(f"""
-        COPY (SELECT
+def synthetic_select(rows: int) -> str:
+    """DuckDB's SELECT of the synthetic rows over the first week of 2020: the same rows every run."""
+    return f"""SELECT
             TIMESTAMP '2020-01-01' + to_milliseconds((i * 7919) % (7 * 86400000)) AS ts,
             'country_' || (hash(i) % 50)::VARCHAR AS country,
             'device_' || (hash(i * 3) % 8)::VARCHAR AS device,
@@ -120,8 +120,11 @@ def _synthetic(path: Path, rows: int) -> None:
             'user_' || (hash(i * 11) % 500000)::VARCHAR AS user_id,
             (hash(i * 13) % 1000)::BIGINT AS bytes,
             (hash(i * 17) % 100000) / 100.0 AS latency
-          FROM range({rows}) t(i))
-        TO '{path}' (FORMAT parquet)""")
+          FROM range({rows}) t(i)"""
+
+
+def _synthetic(path: Path, rows: int) -> None:
+    duckdb.execute(f"COPY ({synthetic_select(rows)}) TO '{path}' (FORMAT parquet)")
 
 
 def _hourly(path: Path, rows: int) -> None:

@@ -39,6 +39,7 @@ from broker_service.laning import scheduling_keys
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
+from broker_service.sql_task_api import SQL_TASK_ROUTES
 from strata.query import Query, QueryError, parse_query
 from strata.query.engine_errors import query_engine_error, unforeseen
 from strata.query.errors import invalid
@@ -239,6 +240,7 @@ async def query_error(request: Request, exc: Exception) -> Response:
 
 
 ROUTES = [
+    *SQL_TASK_ROUTES,
     *SQL_ROUTES,
     Route("/druid/v2", post_query, methods=["POST"]),
     Route("/druid/v2/", post_query, methods=["POST"]),

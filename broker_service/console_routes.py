@@ -28,6 +28,7 @@ _FRONT = """<!doctype html>
 <ul>
 <li>Native queries: <code>POST /druid/v2/</code></li>
 <li>SQL: <code>POST /druid/v2/sql/</code></li>
+<li>SQL ingestion (INSERT, REPLACE): <code>POST /druid/v2/sql/task</code></li>
 <li><a href="status">/status</a>, <a href="status/cache">/status/cache</a>,
 <a href="status/cluster">/status/cluster</a>, <a href="metrics">/metrics</a></li>
 </ul>

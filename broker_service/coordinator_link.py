@@ -100,6 +100,16 @@ class CoordinatorLink:
 
             await asyncio.to_thread(close)
 
+    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        """A request of the broker's own to the coordinator (a SQL task's submission)."""
+        address = self.address
+        if address is None:
+            raise CoordinatorUnknown(UNKNOWN)
+        try:
+            return await self._client.post(f"{self._scheme}://{address}{path}", content=body, headers=headers)
+        except httpx.HTTPError as e:
+            raise CoordinatorUnknown(f"The coordinator-overlord at {address} is unreachable: {e}") from None
+
     async def relay(self, request: Request) -> Response:
         address = self.address
         if address is None:
@@ -117,11 +127,15 @@ class CoordinatorLink:
         return Response(answer.content, answer.status_code, headers=kept)
 
 
-async def relay(request: Request) -> Response:
+def coordinator_of(request: Request) -> CoordinatorLink:
     link: CoordinatorLink | None = getattr(request.app.state, "coordinator_link", None)
     if link is None:
         raise CoordinatorUnknown(UNKNOWN)
-    return await link.relay(request)
+    return link
+
+
+async def relay(request: Request) -> Response:
+    return await coordinator_of(request).relay(request)
 
 
 _METHODS = ["GET", "POST", "DELETE"]

@@ -64,7 +64,7 @@ async def _bounded_body(request: Request, max_bytes: int) -> bytes:
 _SYSTEM_TABLE = re.compile(r"\b(?:sys|information_schema)\s*\.", re.IGNORECASE)
 
 
-async def _read_body(request: Request, max_bytes: int) -> dict[str, Any]:
+async def read_body(request: Request, max_bytes: int) -> dict[str, Any]:
     raw = await _bounded_body(request, max_bytes)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if len(raw) > 65536:  # decoding and checking a large body must not hold the event loop
@@ -87,7 +87,7 @@ def _decode_body(raw: bytes, kind: str) -> dict[str, Any]:
 
 def _prepare_and_plan(
     query: str, parameters: Any, catalog: CatalogSnapshot, context: dict[str, Any]
-) -> tuple[str, PlannedStatement | None, list[str]]:
+) -> tuple[str, PlannedStatement | QueryError | None, list[str]]:
     """The statement with its parameters bound, checked by `strata.sql.guard` before anything
     parses it, then planned if the catalog knows the columns of every datasource it reads: all of
     planning in one trip to a worker thread."""
@@ -134,6 +134,8 @@ class SqlApi:
         parameters = body.get("parameters")
         sql, statement, tables = await planning.run(_prepare_and_plan, query, parameters, snapshot, context)
         await self.catalog.load(tables)  # reads unknown columns now; refreshes stale ones behind
+        if isinstance(statement, QueryError):
+            raise statement
         if statement is None:
             snapshot = self.catalog.snapshot(system=system)
             statement = await planning.run(plan_statement, sql, snapshot, context)
@@ -159,7 +161,7 @@ async def post_sql(request: Request) -> Response:
     request.state.sql_error_headers = headers  # errors are rendered by sql_error, with these headers
     statement: RunningStatement | None = None
     try:
-        body = await _read_body(request, api.broker.settings.max_request_bytes)
+        body = await read_body(request, api.broker.settings.max_request_bytes)
         await authorize_sql(request, body)  # READ on every table it reads (a no-op with security off)
         context = dict(body.get("context") or {})
         query_id = guarded_query_id(context, headers["X-Druid-SQL-Query-Id"])  # goes back in a header

@@ -6,9 +6,11 @@ export const BASE = new URL("../", document.baseURI);
 
 export class ApiError extends Error {
   constructor(status, body) {
-    const message = body && typeof body === "object"
-      ? body.errorMessage || body.error || JSON.stringify(body)
-      : String(body || `HTTP ${status}`);
+    // Druid's error body, or the SQL task API's SqlTaskStatus that carries one under `error`
+    const detail = body && typeof body === "object" && body.error && typeof body.error === "object" ? body.error : body;
+    const message = detail && typeof detail === "object"
+      ? detail.errorMessage || detail.error || JSON.stringify(detail)
+      : String(detail || `HTTP ${status}`);
     super(message);
     this.status = status;
     this.body = body;
@@ -117,7 +119,8 @@ export function svg(tag, attrs = {}, ...children) {
 }
 
 export function errorBox(error) {
-  const detail = error && error.body && typeof error.body === "object" ? error.body : null;
+  let detail = error && error.body && typeof error.body === "object" ? error.body : null;
+  if (detail && detail.error && typeof detail.error === "object") detail = detail.error;
   return el(
     "div",
     { class: "error", role: "alert" },

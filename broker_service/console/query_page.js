@@ -1,10 +1,12 @@
 // The Query page: SQL and native JSON editors, run/explain/cancel, the result as grid, chart or
-// plan, the schema list and the history (kept in this browser's localStorage).
+// plan, the schema list and the history (kept in this browser's localStorage). INSERT and REPLACE
+// go to the SQL task API and show their task until it ends; Cancel shuts it down.
 
 import { ApiError, el, errorBox, formatNumber, newQueryId, request, sql, sqlObjects } from "./api.js";
 import { renderChart } from "./chart.js";
 import { createEditor, highlightJson } from "./editor.js";
 import { renderGrid } from "./grid.js";
+import { explainSqlTask, followTask, ingestKind, shutdownTask, submitSqlTask, taskCounters, taskPanel } from "./sql_task.js";
 
 const HISTORY_KEY = "strata.console.history";
 const HISTORY_MAX = 50;
@@ -71,7 +73,9 @@ function planView(result) {
   const block = (title, value) => el("div", { class: "plan-part" }, el("h4", { text: title }),
     el("pre", { class: "code" }, el("code", {}, highlightJson(JSON.stringify(value, null, 2)))));
   return el("div", {},
-    natives.map((p, i) => block(`Native query ${i + 1} of ${natives.length}: ${p.query.queryType} on ${JSON.stringify(p.query.dataSource)}`, p.query)),
+    natives.map((p, i) => (p.ingestion
+      ? block(`SQL ingestion into ${p.ingestion.dataSchema.dataSource} (the task's query and ingestion spec)`, p)
+      : block(`Native query ${i + 1} of ${natives.length}: ${p.query.queryType} on ${JSON.stringify(p.query.dataSource)}`, p.query))),
     broker.map((b, i) => block(`The broker's part ${broker.length > 1 ? i + 1 : ""}(run in its own engine over the native queries' rows)`, b)),
     natives.length === 0 && broker.length === 0 ? el("p", { class: "muted" }, "No native query: the statement is answered by the broker alone.") : null);
 }
@@ -128,25 +132,59 @@ export function initQueryPage() {
     status.dataset.ms = String(elapsed);
   };
 
+  // An INSERT or REPLACE: submitted as a task, shown (and polled) until it ends.
+  const runTask = async (text, queryId, started) => {
+    const { taskId } = await submitSqlTask(text, { queryId });
+    const running = state.running;
+    running.taskId = taskId;
+    const panel = $("#task-panel");
+    $("#result").hidden = true;
+    panel.hidden = false;
+    const final = await followTask(taskId, {
+      onUpdate: (s) => {
+        panel.replaceChildren(taskPanel(s));
+        if (s.statusCode === "RUNNING" && !running.cancelling) status.textContent = `Task ${taskId} is running…`;
+      },
+    });
+    const counters = await taskCounters(taskId);
+    panel.replaceChildren(taskPanel(final, counters));
+    const elapsed = Math.round(performance.now() - started);
+    const ok = final.statusCode === "SUCCESS";
+    const outcome = ok ? "success" : running.cancelling ? "cancelled" : "failed";
+    status.textContent = ok
+      ? `Task ${taskId}: ${formatNumber(counters.rows)} rows, ${formatNumber(counters.segments)} segments in ${elapsed} ms`
+      : `Task ${taskId} ${outcome} after ${elapsed} ms`;
+    status.dataset.task = taskId;
+    status.dataset.outcome = outcome;
+    if (!ok) $("#query-error").replaceChildren(errorBox(new Error(final.errorMsg || "the task failed")));
+    remember("sql", text, ok, counters.rows || 0, elapsed);
+  };
+
   const run = async (explain) => {
     if (state.running) return;
     const kind = state.tab;
     let text = (kind === "sql" ? sqlEditor : nativeEditor).value().trim();
     if (!text) return;
     if (explain && kind === "sql" && !/^\s*EXPLAIN\b/i.test(text)) text = `EXPLAIN PLAN FOR ${text}`;
+    const ingest = kind === "sql" ? ingestKind(text) : null;
+    const explained = ingest ? ingest === "explain" : kind === "sql" && /^\s*EXPLAIN\b/i.test(text);
     const queryId = newQueryId();
-    state.running = { kind, queryId, cancelling: false };
+    state.running = { kind, queryId, cancelling: false, ingest };
     $("#run").disabled = true;
     $("#cancel").disabled = false;
-    status.textContent = "Running…";
-    delete status.dataset.rows;
-    delete status.dataset.outcome;
+    status.textContent = ingest && !explained ? "Submitting the task…" : "Running…";
+    for (const key of ["rows", "outcome", "task"]) delete status.dataset[key];
     $("#query-error").replaceChildren();
+    $("#task-panel").hidden = true;
     const started = performance.now();
     try {
       let result;
+      if (ingest && !explained) {
+        await runTask(text, queryId, started);
+        return;
+      }
       if (kind === "sql") {
-        result = await sql(text, { queryId });
+        result = await (ingest ? explainSqlTask : sql)(text, { queryId });
       } else {
         let body;
         try {
@@ -158,7 +196,7 @@ export function initQueryPage() {
         result = flattenNative((await request("druid/v2/", { method: "POST", body })).body);
       }
       const elapsed = Math.round(performance.now() - started);
-      showResult(result, elapsed, kind === "sql" && /^\s*EXPLAIN\b/i.test(text));
+      showResult(result, elapsed, explained);
       remember(kind, text, true, result.rows.length, elapsed);
     } catch (error) {
       const elapsed = Math.round(performance.now() - started);
@@ -181,6 +219,19 @@ export function initQueryPage() {
     if (!running || running.cancelling) return;
     running.cancelling = true;
     status.textContent = "Cancelling…";
+    if (running.ingest) { // the task's shutdown, once the task API has given its id
+      for (let attempt = 0; attempt < 100 && !running.taskId && state.running === running; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      if (!running.taskId) return;
+      try {
+        await shutdownTask(running.taskId);
+        status.textContent = `Shutting task ${running.taskId} down…`;
+      } catch (e) {
+        status.textContent = `Shutdown failed: ${e.message}`;
+      }
+      return;
+    }
     const path = running.kind === "sql" ? `druid/v2/sql/${encodeURIComponent(running.queryId)}` : `druid/v2/${encodeURIComponent(running.queryId)}`;
     for (let attempt = 0; attempt < 50 && state.running === running; attempt += 1) {
       try {

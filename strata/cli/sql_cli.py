@@ -1,7 +1,8 @@
 """`strata sql`: Druid SQL from a terminal, in the spirit of psql and Druid's dsql.
 
 One-shot (`-e SQL` or statements on standard input) prints the result and exits non-zero with the
-server's message on error. Interactive mode has line editing and a persistent history (stdlib
+server's message on error. INSERT and REPLACE go to Druid's SQL task API and are followed to their
+end (`strata.cli.sql_tasks`). Interactive mode has line editing and a persistent history (stdlib
 readline), statements ended by `;` over several lines, backslash commands, and Ctrl-C cancels the
 running statement on the broker (DELETE /druid/v2/sql/{id}) while the client stays.
 """
@@ -12,6 +13,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -56,17 +58,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=True,
                         help="print column names (table, csv, tsv)")  # fmt: skip
     parser.add_argument("--time-zone", help="sqlTimeZone for timestamps (default UTC)")
+    parser.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                        help="INSERT and REPLACE run as tasks: wait for the task and print how it ended "
+                             "(--no-wait: print its id at once)")  # fmt: skip
     parser.add_argument("--history", default=os.environ.get("STRATA_SQL_HISTORY", "~/.strata_sql_history"),
                         help="history file of the interactive mode")  # fmt: skip
+
+
+_SET = re.compile(r"\s*(?:--[^\n]*\n\s*)*SET\s", re.IGNORECASE)
 
 
 def split_statements(text: str) -> tuple[list[str], str]:
     """Complete `;`-ended statements in `text`, and the unfinished rest.
 
-    Semicolons inside quotes, double-quoted identifiers and `--` comments do not end a statement.
+    Semicolons inside quotes, double-quoted identifiers and `--` comments do not end a statement;
+    `SET key = value;` statements stay with the statement after them (Druid takes them in the same
+    request, as that statement's context).
     """
     done: list[str] = []
-    start = 0
+    start = part = 0
     quote = ""
     i = 0
     while i < len(text):
@@ -81,10 +91,13 @@ def split_statements(text: str) -> tuple[list[str], str]:
             i = len(text) if newline < 0 else newline
             continue
         elif ch == ";":
-            statement = text[start:i].strip()
-            if statement:
-                done.append(statement)
-            start = i + 1
+            if _SET.match(text, part):
+                part = i + 1  # a SET statement: it goes with the next one
+            else:
+                statement = text[start:i].strip()
+                if statement:
+                    done.append(statement)
+                start = part = i + 1
         i += 1
     return done, text[start:]
 
@@ -106,6 +119,7 @@ class Session:
         self.header: bool = args.header
         self.context = {"sqlTimeZone": args.time_zone} if args.time_zone else {}
         self.timing = True
+        self.wait: bool = args.wait
         self.out = out
         self.err = err
         self.running: str | None = None  # the sqlQueryId Ctrl-C cancels
@@ -114,7 +128,10 @@ class Session:
         """Run one statement and print it; False (and one line on stderr) when it failed."""
         from strata.cli.sql_client import SqlError
         from strata.cli.sql_output import write_rows
+        from strata.cli.sql_tasks import is_task_statement, run_task
 
+        if is_task_statement(sql):
+            return run_task(self, sql)
         started = time.monotonic()
         try:
             with self.client.execute(sql, self.context) as result:

@@ -7,6 +7,7 @@ a complete `arrayLines` answer with an empty line; a stream that stops before it
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import uuid
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ import httpx
 import orjson
 
 SQL_PATH = "/druid/v2/sql/"
+SQL_TASK_PATH = "/druid/v2/sql/task"
+TASK_PATH = "/druid/indexer/v1/task"
 
 
 class SqlError(Exception):
@@ -105,6 +108,43 @@ class SqlClient:
         except httpx.TransportError as exc:
             raise SqlError(f"cannot reach {self.url}: {exc}") from exc
 
+    def submit_task(self, sql: str, context: dict[str, Any] | None = None) -> str:
+        """Post an INSERT or REPLACE to Druid's SQL task API (`/druid/v2/sql/task`); its task id."""
+        request = {"query": sql, "context": dict(context or {})}
+        response = self._call("POST", SQL_TASK_PATH, content=orjson.dumps(request))
+        if response.status_code != 202:
+            doc = _json(response)  # Druid's SqlTaskStatus: the error inside
+            error = doc.get("error") if isinstance(doc, dict) else None
+            raw = orjson.dumps(error) if isinstance(error, dict) else response.content
+            raise SqlError(error_line(response.status_code, raw))
+        return str(response.json()["taskId"])
+
+    def task_status(self, task_id: str) -> dict[str, Any]:
+        """The task's TaskStatusPlus (`/druid/indexer/v1/task/{id}/status`, relayed by the broker)."""
+        response = self._call("GET", f"{TASK_PATH}/{task_id}/status")
+        if response.status_code != 200:
+            raise SqlError(error_line(response.status_code, response.content))
+        status: dict[str, Any] = response.json()["status"]
+        return status
+
+    def task_report(self, task_id: str) -> dict[str, Any] | None:
+        response = self._call("GET", f"{TASK_PATH}/{task_id}/reports")
+        doc = _json(response) if response.status_code == 200 else None
+        return doc if isinstance(doc, dict) else None
+
+    def shutdown_task(self, task_id: str) -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            self._http.post(f"{self.url}{TASK_PATH}/{task_id}/shutdown", timeout=10)
+
+    def _call(self, method: str, path: str, content: bytes | None = None) -> httpx.Response:
+        try:
+            return self._http.request(method, self.url + path, content=content,
+                                      headers={"Content-Type": "application/json"})  # fmt: skip
+        except httpx.TimeoutException as exc:
+            raise SqlError(f"timed out waiting for {self.url} ({exc.__class__.__name__})") from exc
+        except httpx.TransportError as exc:
+            raise SqlError(f"cannot reach {self.url}: {exc}") from exc
+
     def cancel(self, query_id: str) -> bool:
         """Ask the broker to stop a running statement; False when it was no longer running."""
         try:
@@ -112,6 +152,13 @@ class SqlClient:
         except httpx.HTTPError:
             return False
         return response.status_code in (200, 202, 204)
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _next_row(lines: Iterator[str]) -> list[Any]:

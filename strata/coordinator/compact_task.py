@@ -27,7 +27,7 @@ from strata.coordinator.task_context import TaskContext, TaskFailed
 from strata.coordinator.task_status import ingestion_report
 from strata.storage import open_deep_storage
 from strata.storage.deep_storage import DeepStorage, LocalDeepStorage
-from strata.storage.metadata_store import TransactionGuard
+from strata.storage.metadata_store import Replacement, TransactionGuard
 from strata.storage.pending_segments import PendingSegments, used_overlapping
 from strata.storage.segment_file import read_segment_facts
 from timeline import DataSegment, Interval, ShardSpec
@@ -87,8 +87,15 @@ class CompactionStore(GuardedStore):
         self.upgraded: list[DataSegment] = []
 
     def publish(
-        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+        self,
+        segments: Sequence[DataSegment],
+        *,
+        overwrite: bool,
+        guard: TransactionGuard | None = None,
+        replace: Replacement | None = None,
     ) -> None:
+        if replace is not None:  # a compaction's spec never asks a REPLACE's drops
+            raise ValueError("a compaction publishes no REPLACE drops")
         meta, ds = self._ctx.metadata, self.spec.data_source
         compacted = [
             dataclasses.replace(s, extra={**s.extra, "lastCompactionState": self.state}) for s in segments

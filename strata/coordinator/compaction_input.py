@@ -19,6 +19,7 @@ from typing import Any
 from strata.coordinator.compaction_spec import CompactionSpec, partitions_json
 from strata.coordinator.task_context import TaskFailed
 from strata.ingestion.errors import SpecError
+from strata.ingestion.input_sources import SegmentFile, SegmentsInputSource
 from strata.ingestion.spec import (
     DIMENSION_TYPES,
     DimensionSpec,
@@ -27,8 +28,6 @@ from strata.ingestion.spec import (
     IngestionSpec,
     InputFormat,
     MetricSpec,
-    SegmentFile,
-    SegmentsInputSource,
     TimestampSpec,
     TuningConfig,
     parse_dimensions_spec,

@@ -8,15 +8,17 @@ superseded, and it marks the task published in that same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from strata.coordinator.task_context import TaskContext, TaskFailed
 from strata.coordinator.task_status import ingestion_report
 from strata.ingestion.errors import IngestionError, TooManyParseExceptions
+from strata.ingestion.spec import IngestionSpec
 from strata.ingestion.summary import IngestionSummary
-from strata.storage.metadata_store import MetadataStore, SegmentRecord, TransactionGuard
+from strata.storage.deep_storage import DeepStorage
+from strata.storage.metadata_store import MetadataStore, Replacement, SegmentRecord, TransactionGuard
 from strata.storage.schema import Migration
 from timeline import DataSegment
 
@@ -31,12 +33,22 @@ class GuardedStore:
         self._ctx = ctx
 
     def publish(
-        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+        self,
+        segments: Sequence[DataSegment],
+        *,
+        overwrite: bool,
+        guard: TransactionGuard | None = None,
+        replace: Replacement | None = None,
     ) -> None:
         writes = [(s.data_source, s.interval) for s in segments]
+        if replace is not None:  # what a REPLACE drops is written too: its lock must cover it
+            writes += [(replace.data_source, iv) for iv in replace.intervals]
         joins = [] if overwrite else [(s.data_source, s.interval, s.version) for s in segments]
         checked = self._ctx.guard(writes, publishes=True, joins=joins)
-        self._inner.publish(segments, overwrite=overwrite, guard=checked)
+        if replace is None:
+            self._inner.publish(segments, overwrite=overwrite, guard=checked)
+        else:
+            self._inner.publish(segments, overwrite=overwrite, guard=checked, replace=replace)
 
     def used_segments(self, data_source: str | None = None) -> list[DataSegment]:
         return self._inner.used_segments(data_source)
@@ -94,20 +106,27 @@ def ingestion_failed(ctx: TaskContext) -> Iterator[None]:
         raise TaskFailed(str(e), ingestion_report(ctx.task_id, "BUILD_SEGMENTS", {}, [], str(e))) from None
 
 
-def run(ctx: TaskContext) -> dict[str, Any]:
+def ingest_guarded(
+    ctx: TaskContext, spec: IngestionSpec | Mapping[str, Any], deep_storage: str | DeepStorage
+) -> IngestionSummary:
+    """`spec` ingested on the task's engine, published under the task's guard."""
     from strata.ingestion.api import ingest
 
+    return ingest(
+        spec,
+        deep_storage=deep_storage,
+        metadata=GuardedStore(ctx.metadata, ctx),
+        engine=ctx.engine,
+        spark_master=ctx.spark_master,
+        spark_conf=ctx.spark_conf,
+        s3_endpoint=ctx.s3_endpoint,
+        s3_region=ctx.s3_region,
+    )
+
+
+def run(ctx: TaskContext) -> dict[str, Any]:
     with ingestion_failed(ctx):
-        summary = ingest(
-            ctx.payload,
-            deep_storage=ctx.deep_storage,
-            metadata=GuardedStore(ctx.metadata, ctx),
-            engine=ctx.engine,
-            spark_master=ctx.spark_master,
-            spark_conf=ctx.spark_conf,
-            s3_endpoint=ctx.s3_endpoint,
-            s3_region=ctx.s3_region,
-        )
+        summary = ingest_guarded(ctx, ctx.payload, ctx.deep_storage)
     problems = [str(p) for p in summary.problems[:MAX_SAVED_PARSE_EXCEPTIONS]]
     published = len(summary.segments)
     return ingestion_report(ctx.task_id, "COMPLETED", _row_stats(summary), problems, None, published)

@@ -23,7 +23,7 @@ from strata.coordinator.task_status import API_STATES, api_state, task_status
 from strata.coordinator.task_types import InvalidTask, accept
 from strata.query.errors import QueryNotFound, invalid
 from strata.security.http import authorize, readable
-from strata.security.resources import Action, datasource
+from strata.security.resources import EXTERNAL, Action, datasource
 from strata.server.json_response import json_response
 from strata.storage.task_store import TaskExists, TaskRow
 from timeline import Interval, parse_instant
@@ -63,6 +63,10 @@ async def submit(request: Request) -> Response:
     try:
         submission = accept(body, int(time.time() * 1000))
         authorize(request, [datasource(submission.data_source)], Action.WRITE)
+        if submission.reads:  # a SQL task: READ on what its SELECT reads, as Druid's SQL layer asks
+            authorize(request, [datasource(name) for name in submission.reads], Action.READ)
+        if submission.external:
+            authorize(request, [EXTERNAL], Action.READ)
         await asyncio.to_thread(coordinator(request).queue.submit, submission)
     except (InvalidTask, TaskExists) as e:
         raise invalid("%s", e) from None

@@ -1,6 +1,7 @@
 """The task types the coordinator runs: Druid's native batch `index_parallel` and `index` (the same
-spec, run by strata.ingestion locally or on Spark), `kill` and `compact`. Importing this module
-registers them; another type registers a `TaskKind` of its own the same way.
+spec, run by strata.ingestion locally or on Spark), `kill`, `compact`, and `query_controller` (SQL
+INSERT and REPLACE, `strata.coordinator.sql_task`). Importing this module registers them; another
+type registers a `TaskKind` of its own the same way.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from strata.coordinator.compaction_spec import COMPACT_PRIORITY, plan_compact
+from strata.coordinator.sql_task import PRIORITY as SQL_PRIORITY
+from strata.coordinator.sql_task import plan_query
 from strata.coordinator.task_types import InvalidTask, TaskKind, TaskPlan, register
 from strata.ingestion.errors import SpecError
 from strata.ingestion.spec import parse_spec
@@ -64,3 +67,4 @@ for _name in ("index_parallel", "index"):
     register(TaskKind(_name, plan_index, "strata.coordinator.index_task:run", BATCH_PRIORITY))
 register(TaskKind("kill", plan_kill, "strata.coordinator.kill_task:run", KILL_PRIORITY))
 register(TaskKind("compact", plan_compact, "strata.coordinator.compact_task:run", COMPACT_PRIORITY))
+register(TaskKind("query_controller", plan_query, "strata.coordinator.sql_task:run", SQL_PRIORITY))

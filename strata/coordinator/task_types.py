@@ -33,6 +33,8 @@ class TaskPlan:
     intervals: tuple[Interval, ...] | None  # None: the data source's whole timeline
     replaces: bool  # overwrites what it covers (REPLACE under concurrent locks), or appends
     id_interval: Interval | None = None  # shown in a generated id, as Druid's kill ids show theirs
+    reads: tuple[str, ...] = ()  # data sources it reads (a SQL task): READ on each to submit it
+    external: tuple[str, ...] = ()  # input source types it reads (EXTERN): READ on EXTERNAL to submit it
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class Submission:
     payload: dict[str, Any]
     lock: LockRequest
     lock_timeout_ms: int | None  # fail when the locks are not granted this soon; None: wait
+    reads: tuple[str, ...] = ()
+    external: tuple[str, ...] = ()
 
 
 KINDS: dict[str, TaskKind] = {}
@@ -153,4 +157,5 @@ def accept(body: Any, now_ms: int, letters: str | None = None) -> Submission:
     given = context.get("taskLockTimeout")
     timeout = None if given is None else _int(given, "taskLockTimeout", 0)
     payload = {**body, "id": task_id, "groupId": group_id, "dataSource": plan.data_source, "context": context}
-    return Submission(task_id, type_name, group_id, plan.data_source, payload, lock, timeout)
+    return Submission(task_id, type_name, group_id, plan.data_source, payload, lock, timeout, plan.reads,
+                      plan.external)  # fmt: skip

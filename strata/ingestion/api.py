@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from strata.ingestion.errors import SpecError
+from strata.ingestion.fetch import S3Settings
 from strata.ingestion.spec import IngestionSpec, parse_spec
 from strata.ingestion.summary import IngestionSummary, Progress, human_size
 from strata.storage import (
@@ -30,11 +31,22 @@ compressed files count compressed), the local engine below: a Spark session cost
 to start, and the local engine builds ~10M rows in well under a minute on one machine."""
 
 
-def choose_engine(spec: IngestionSpec, threshold: int = AUTO_SPARK_BYTES) -> tuple[str, str]:
-    """(engine, why) for `engine="auto"`: by the size of the spec's input."""
+def choose_engine(
+    spec: IngestionSpec, threshold: int = AUTO_SPARK_BYTES, metadata: MetadataStore | None = None
+) -> tuple[str, str]:
+    """(engine, why) for `engine="auto"`: by the size of the spec's input (a `druid` source's
+    segments as the metadata store records them; remote files are not fetched to be measured)."""
+    from strata.ingestion.input_sources import DruidInputSource, HttpInputSource, S3InputSource
     from strata.ingestion.readers import resolve_inputs
 
-    size = sum(f.size for f in resolve_inputs(spec.input_source))
+    source = spec.input_source
+    if isinstance(source, (HttpInputSource, S3InputSource)):
+        return "local", "the size of remote input is not known before it is fetched: the local engine"
+    if isinstance(source, DruidInputSource):
+        used = metadata.used_segments(source.data_source) if metadata is not None else []
+        size = sum(s.size for s in used if s.interval.overlaps(source.interval))
+    else:
+        size = sum(f.size for f in resolve_inputs(source))
     if size >= threshold:
         return "spark", f"{human_size(size)} of input is at least the {human_size(threshold)} threshold"
     return "local", f"{human_size(size)} of input is below the {human_size(threshold)} threshold for Spark"
@@ -84,26 +96,27 @@ def ingest(
     parsed = load_spec(spec)
     if engine not in ENGINES:
         raise SpecError(f"unknown engine {engine!r} ({', '.join(ENGINES)})")
-    reason = ""
-    if engine == "auto":
-        engine, reason = choose_engine(parsed, auto_threshold)
     deep = (
         open_deep_storage(deep_storage, s3_endpoint=s3_endpoint, s3_region=s3_region)
         if isinstance(deep_storage, (str, Path))
         else deep_storage
     )
     store = open_metadata_store(metadata) if isinstance(metadata, (str, Path)) else metadata
+    s3 = S3Settings(s3_endpoint, s3_region)
+    reason = ""
     try:
+        if engine == "auto":
+            engine, reason = choose_engine(parsed, auto_threshold, store)
         if engine == "spark":
             from strata.ingestion.spark_engine import run_spark
 
             summary = run_spark(
-                parsed, deep, store, progress, spark=spark, master=spark_master, conf=spark_conf
+                parsed, deep, store, progress, spark=spark, master=spark_master, conf=spark_conf, s3=s3
             )
         else:
             from strata.ingestion.local_engine import run_local
 
-            summary = run_local(parsed, deep, store, progress)
+            summary = run_local(parsed, deep, store, progress, s3=s3)
     finally:
         if store is not metadata:
             store.close()

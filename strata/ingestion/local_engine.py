@@ -21,11 +21,18 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from strata.ingestion.errors import IngestionError, SpecError, TooManyParseExceptions
+from strata.ingestion.errors import NothingToIngest, SpecError, TooManyParseExceptions
+from strata.ingestion.fetch import NO_S3, InputStorage, S3Settings
 from strata.ingestion.normalize import MAX_KEPT_PROBLEMS
 from strata.ingestion.prepare import allowed_chunks, prepare_block
 from strata.ingestion.readers import consecutive_runs, read_blocks, resolve_inputs
-from strata.ingestion.segment_build import StagedSegment, build_segments, new_version, publish_segments
+from strata.ingestion.segment_build import (
+    StagedSegment,
+    build_segments,
+    new_version,
+    publish_segments,
+    replacement,
+)
 from strata.ingestion.spec import DimensionSpec, IngestionSpec
 from strata.ingestion.staged_rows import Piece, read_pieces, write_pieces
 from strata.ingestion.summary import IngestionSummary, NoProgress, Progress
@@ -49,18 +56,18 @@ def check_granularity(spec: IngestionSpec) -> None:
         raise SpecError("segmentGranularity 'none' would make a segment per millisecond; choose e.g. 'hour'")
 
 
-def nothing_to_ingest(summary: IngestionSummary) -> IngestionError:
-    return IngestionError(
+def nothing_to_ingest(summary: IngestionSummary) -> NothingToIngest:
+    return NothingToIngest(
         f"nothing to ingest: {summary.rows_read} rows read, {summary.parse_errors} unparseable, "
-        f"{summary.rows_thrown_away} outside granularitySpec.intervals"
+        f"{summary.rows_thrown_away} thrown away (outside granularitySpec.intervals or filtered)"
     )
 
 
 def _stage(
-    spec: IngestionSpec, summary: IngestionSummary, progress: Progress, rows_dir: Path
+    spec: IngestionSpec, summary: IngestionSummary, progress: Progress, rows_dir: Path, inputs: InputStorage
 ) -> tuple[list[Piece], list[DimensionSpec]]:
     """Read, prepare and stage every block (`staged_rows`), one block in memory at a time."""
-    files = resolve_inputs(spec.input_source)
+    files = resolve_inputs(spec.input_source, inputs)
     progress.start(sum(f.size for f in files))
     allowed = allowed_chunks(spec)
     dims = list(spec.dimensions.dimensions)
@@ -80,7 +87,7 @@ def _stage(
             if prepared.table.num_rows:
                 pieces += write_pieces(prepared.table, rows_dir / f"file{i}-block{b}.arrow", i, b)
             progress.advance(block.progress_bytes, block.table.num_rows)
-    if not pieces:
+    if not pieces and not spec.allow_empty:
         raise nothing_to_ingest(summary)
     return pieces, dims
 
@@ -139,7 +146,12 @@ def _build(
 
 
 def run_local(
-    spec: IngestionSpec, deep: DeepStorage, store: MetadataStore, progress: Progress | None = None
+    spec: IngestionSpec,
+    deep: DeepStorage,
+    store: MetadataStore,
+    progress: Progress | None = None,
+    *,
+    s3: S3Settings = NO_S3,
 ) -> IngestionSummary:
     progress = progress or NoProgress()
     began = time.monotonic()
@@ -147,16 +159,19 @@ def run_local(
     summary = IngestionSummary(spec.data_source, engine="local")
     staging = deep.staging_dir()
     try:
-        pieces, dims = _stage(spec, summary, progress, staging / "rows")
+        inputs = InputStorage(staging / "inputs", s3, deep, store)
+        pieces, dims = _stage(spec, summary, progress, staging / "rows", inputs)
         rows_in = sum(p.rows for p in pieces)
         existing = store.used_segments(spec.data_source)
         summary.version = new_version(existing)
         progress.phase("build")
-        staged = _build(pieces, dims, spec, existing, summary.version, staging)
+        staged = _build(pieces, dims, spec, existing, summary.version, staging) if pieces else []
         summary.rows_ingested = sum(s.rows for s in staged)
         summary.rows_rolled_up = rows_in - summary.rows_ingested
         progress.phase("publish")
-        summary.segments = publish_segments(deep, store, staged, overwrite=not spec.append)
+        summary.segments = publish_segments(
+            deep, store, staged, overwrite=not spec.append, replace=replacement(spec)
+        )
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     summary.seconds = time.monotonic() - began

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.ingestion.block import Block
 from strata.ingestion.convert import convert_column, parse_timestamps
 from strata.ingestion.dimension_values import (
     is_nested,
@@ -22,8 +23,7 @@ from strata.ingestion.dimension_values import (
     stage_json,
     stage_multi_value,
 )
-from strata.ingestion.errors import ParseProblem
-from strata.ingestion.readers import Block
+from strata.ingestion.errors import InsertTimeNull, ParseProblem
 from strata.ingestion.spec import DimensionSpec, IngestionSpec, MetricSpec
 from strata.ingestion.transform import apply_transforms
 from strata.storage.segment_layout import is_json
@@ -99,6 +99,8 @@ def normalize_block(block: Block, spec: IngestionSpec, dimensions: Sequence[Dime
     )
     reasons: dict[str, tuple[str, np.ndarray]] = {}  # source column -> (what failed, rows)
     if bad.any():
+        if spec.strict_time:
+            raise InsertTimeNull(block.source, int(block.lines(np.flatnonzero(bad)[:1])[0]))
         reasons[spec.timestamp.column] = ("unparseable or missing timestamp", bad.copy())
     rejected = np.zeros(n, dtype=bool)  # rows the transformSpec's filter throws away
     if spec.transform is not None:

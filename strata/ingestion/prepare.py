@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from strata.ingestion.errors import ParseProblem
+from strata.ingestion.block import Block
+from strata.ingestion.errors import InsertTimeOutOfBounds, ParseProblem
 from strata.ingestion.flatten import flatten_table
 from strata.ingestion.normalize import TIME, discover_dimensions, normalize_block
-from strata.ingestion.readers import Block
 from strata.ingestion.rollup import CHUNK
 from strata.ingestion.spec import DimensionSpec, IngestionSpec
+from timeline import Interval
 
 
 @dataclass
@@ -49,21 +50,32 @@ def prepare_block(
     dims = list(dims)
     if spec.input_format.flatten is not None:
         block = dataclasses.replace(block, table=flatten_table(block.table, spec.input_format.flatten))
+    read = block.table.num_rows + len(block.problems)
+    if spec.row_stage is not None:  # its WHERE drops rows: thrown away, as a transformSpec filter's
+        block = spec.row_stage.apply(block)
     if spec.dimensions.discover:
         dims = discover_dimensions(block.table, spec, dims)
     norm = normalize_block(block, spec, dims)
-    out = PreparedBlock(norm.table, dims, block.table.num_rows + len(block.problems))
+    out = PreparedBlock(norm.table, dims, read)
+    out.thrown_away = read - block.table.num_rows - len(block.problems)
     out.problems = sorted(block.problems + norm.problems, key=lambda p: p.line)
     out.parse_errors = len(block.problems) + norm.bad_rows
-    out.thrown_away = norm.filtered
+    out.thrown_away += norm.filtered  # and the transformSpec's filter
     table = norm.table
     times = table.column(TIME).to_numpy()
     chunks = spec.granularity.segment.bucket_starts(times)
     if allowed is not None:
         keep = np.isin(chunks, allowed)
         if not keep.all():
+            if spec.strict_time:
+                raise _out_of_bounds(spec, int(chunks[~keep][0]))
             out.thrown_away += int((~keep).sum())
             table, times, chunks = table.filter(pa.array(keep)), times[keep], chunks[keep]
     table = table.set_column(0, TIME, pa.array(spec.granularity.query.bucket_starts(times), pa.int64()))
     out.table = table.append_column(CHUNK, pa.array(chunks, pa.int64()))
     return out
+
+
+def _out_of_bounds(spec: IngestionSpec, chunk_start: int) -> InsertTimeOutOfBounds:
+    chunk = Interval(chunk_start, spec.granularity.segment.bucket_end(chunk_start))
+    return InsertTimeOutOfBounds(str(chunk), [str(iv) for iv in spec.granularity.intervals])

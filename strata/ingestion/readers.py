@@ -13,50 +13,36 @@ import gzip
 import io
 import lzma
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-import numpy.typing as npt
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
+from strata.ingestion.block import Block
 from strata.ingestion.dimension_values import values_column
 from strata.ingestion.errors import IngestionError, ParseProblem
-from strata.ingestion.memory_pool import INGEST_POOL
-from strata.ingestion.spec import (
+from strata.ingestion.fetch import Fetched, InputStorage, fetch_druid, fetch_http, fetch_s3
+from strata.ingestion.input_sources import (
+    DruidInputSource,
+    HttpInputSource,
     InlineInputSource,
-    InputFormat,
     InputSource,
     LocalInputSource,
+    S3InputSource,
     SegmentsInputSource,
 )
+from strata.ingestion.memory_pool import INGEST_POOL
+from strata.ingestion.spec import InputFormat
 from timeline import Interval
 
 CHUNK_BYTES = 16 << 20
 PARQUET_BATCH_ROWS = 1 << 20
-
-
-@dataclass
-class Block:
-    """Raw rows of one stretch of one input, and where each row came from."""
-
-    table: pa.Table
-    source: str
-    first_line: int
-    line_numbers: npt.NDArray[np.int64] | None = None  # per row; None means first_line + row index
-    problems: list[ParseProblem] = field(default_factory=list)
-    progress_bytes: int = 0  # input bytes consumed by this block (for progress bars)
-    end_line: int = 0  # text input: the line number just past this block's lines
-
-    def lines(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
-        if self.line_numbers is not None:
-            return self.line_numbers[rows]
-        return np.asarray(rows, dtype=np.int64) + self.first_line
 
 
 @dataclass(frozen=True)
@@ -71,8 +57,9 @@ class InputFile:
         return len(self.data) if self.data is not None else (self.path.stat().st_size if self.path else 0)
 
 
-def resolve_inputs(source: InputSource) -> list[InputFile]:
-    """The files an input source names, in a stable order; fails when there are none."""
+def resolve_inputs(source: InputSource, storage: InputStorage | None = None) -> list[InputFile]:
+    """The files an input source names, in a stable order; fails when there are none. Remote
+    sources are fetched into `storage.fetch_dir` first (`strata.ingestion.fetch`)."""
     if isinstance(source, InlineInputSource):
         return [InputFile("inline", data=source.data.encode())]
     if isinstance(source, SegmentsInputSource):
@@ -80,6 +67,16 @@ def resolve_inputs(source: InputSource) -> list[InputFile]:
         if missing:
             raise IngestionError(f"segment files not found: {', '.join(missing)}")
         return [InputFile(f.path, path=Path(f.path), keep=f.keep) for f in source.files]
+    if isinstance(source, (HttpInputSource, S3InputSource, DruidInputSource)):
+        storage = storage or InputStorage()
+        fetched: list[Fetched]
+        if isinstance(source, HttpInputSource):
+            fetched = fetch_http(source, storage)
+        elif isinstance(source, S3InputSource):
+            fetched = fetch_s3(source, storage)
+        else:
+            fetched = fetch_druid(source, storage)
+        return [InputFile(f.name, path=f.path, keep=None if f.clip is None else (f.clip,)) for f in fetched]
     assert isinstance(source, LocalInputSource)
     paths: list[Path] = [Path(f) for f in source.files]
     if source.base_dir:
@@ -230,13 +227,20 @@ def _objects_as_json(table: pa.Table, data: bytes, exact: frozenset[str] | None 
 
 def read_json_block(
     data: bytes, source: str, first_line: int, *, use_threads: bool = True,
-    exact: frozenset[str] | None = frozenset(),
+    exact: frozenset[str] | None = frozenset(), text_fields: tuple[str, ...] = (),
 ) -> Block:  # fmt: skip
     """`use_threads=False` for small blocks (a pushed batch): Arrow's threads cost ~9 ms to start.
-    `exact`: see `InputFormat.exact_columns`."""
+    `exact`: see `InputFormat.exact_columns`. `text_fields` are read as strings (a value of another
+    JSON type sends the block to the line-by-line reader, which keeps it as its text)."""
     try:
         options = pa_json.ReadOptions(block_size=4 << 20, use_threads=use_threads)
-        table = pa_json.read_json(io.BytesIO(data), read_options=options, memory_pool=INGEST_POOL)
+        parse = pa_json.ParseOptions(
+            explicit_schema=pa.schema([(f, pa.string()) for f in text_fields]) if text_fields else None,
+            unexpected_field_behavior="infer",
+        )
+        table = pa_json.read_json(
+            io.BytesIO(data), read_options=options, parse_options=parse, memory_pool=INGEST_POOL
+        )
         lines = _nonblank_lines(data, first_line) if _has_blank_lines(data) else None
         if lines is not None and len(lines) != table.num_rows:
             raise pa.ArrowInvalid("line count mismatch")
@@ -374,11 +378,11 @@ def _parquet_blocks(f: InputFile) -> Iterator[Block]:
 
 def kept_rows(table: pa.Table, keep: tuple[Interval, ...] | None) -> pa.Table:
     """A segment file's rows within the visible parts of its interval (all of them without `keep`)."""
-    if keep is None:
+    if keep is None or "__time" not in table.column_names:
         return table
     import pyarrow.compute as pc
 
-    times = pc.cast(table.column("__time"), pa.int64()).to_numpy()
+    times = pc.cast(table.column("__time"), pa.timestamp("ms", tz="UTC")).cast(pa.int64()).to_numpy()
     mask = np.zeros(len(times), dtype=bool)
     for iv in keep:
         mask |= (times >= iv.start) & (times < iv.end)
@@ -406,7 +410,7 @@ def read_blocks(f: InputFile, fmt: InputFormat, byte_range: tuple[int, int] | No
         return
     if fmt.type == "json":
         for chunk, line, consumed, newlines in _line_chunks(f, byte_range):
-            block = read_json_block(chunk, f.name, line, exact=fmt.exact_columns)
+            block = read_json_block(chunk, f.name, line, exact=fmt.exact_columns, text_fields=fmt.text_fields)
             block.progress_bytes, block.end_line = consumed, line + newlines
             yield block
         return

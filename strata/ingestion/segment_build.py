@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from strata.ingestion.errors import IngestionError
+from strata.ingestion.errors import CannotAppend
 from strata.ingestion.memory_pool import INGEST_POOL
 from strata.ingestion.normalize import TIME
 from strata.ingestion.partitioning import plan_partitions
@@ -38,7 +38,7 @@ from strata.ingestion.spec import (
 )
 from strata.ingestion.summary import NoProgress, Progress, SegmentWritten
 from strata.storage.deep_storage import SEGMENT_FILE, DeepStorage
-from strata.storage.metadata_store import MetadataStore
+from strata.storage.metadata_store import MetadataStore, Replacement
 from strata.storage.segment_file import ROW_GROUP_ROWS, write_segment_pieces
 from timeline import DataSegment, Interval, format_instant, parse_instant
 
@@ -72,6 +72,11 @@ def new_version(existing: Sequence[DataSegment]) -> str:
     return format_instant(now)
 
 
+def replacement(spec: IngestionSpec) -> Replacement | None:
+    """What the spec's publish drops besides what its segments overshadow (a SQL REPLACE)."""
+    return None if spec.replace is None else Replacement(spec.data_source, spec.replace)
+
+
 def chunk_targets(
     spec: IngestionSpec, chunk_starts: Iterable[int], existing: Sequence[DataSegment], version: str
 ) -> dict[int, ChunkTarget]:
@@ -87,7 +92,7 @@ def chunk_targets(
                 latest = max(s.version for s in overlapping)
                 mine = [s for s in overlapping if s.version == latest]
                 if any(s.interval != interval for s in mine):
-                    raise IngestionError(
+                    raise CannotAppend(
                         f"cannot append to {spec.data_source} at {interval}: existing segments of version"
                         f" {latest}"
                         f" cover {mine[0].interval}; append with the same segmentGranularity"
@@ -183,7 +188,12 @@ def build_segments(
 
 
 def publish_segments(
-    deep: DeepStorage, store: MetadataStore, staged: Sequence[StagedSegment], *, overwrite: bool
+    deep: DeepStorage,
+    store: MetadataStore,
+    staged: Sequence[StagedSegment],
+    *,
+    overwrite: bool,
+    replace: Replacement | None = None,
 ) -> list[SegmentWritten]:
     """Push staged segments into deep storage (those a task pushed already keep their place) and
     publish them all in one transaction: the publish comes last, so a segment is never used
@@ -197,7 +207,11 @@ def publish_segments(
         pushed += [
             SegmentWritten(s.segment, s.rows) for s in push_staged(deep, [s for s in staged if not s.pushed])
         ]
-        store.publish([w.segment for w in pushed], overwrite=overwrite)
+        segments = [w.segment for w in pushed]
+        if replace is None:
+            store.publish(segments, overwrite=overwrite)
+        else:
+            store.publish(segments, overwrite=overwrite, replace=replace)
     except BaseException:
         discard(deep, [w.segment for w in pushed])
         raise

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from strata.ingestion.errors import IngestionError, ParseProblem, TooManyParseExceptions
+from strata.ingestion.fetch import NO_S3, InputStorage, S3Settings
 from strata.ingestion.local_engine import check_granularity, nothing_to_ingest
 from strata.ingestion.normalize import MAX_KEPT_PROBLEMS
 from strata.ingestion.prepare import allowed_chunks, prepare_block
@@ -55,6 +56,7 @@ from strata.ingestion.segment_build import (
     new_version,
     publish_segments,
     push_staged,
+    replacement,
 )
 from strata.ingestion.spec import DimensionSpec, IngestionSpec
 from strata.ingestion.splits import InputSplit, read_split, split_inputs
@@ -134,21 +136,26 @@ def run_spark(
     spark: SparkSession | None = None,
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
+    s3: S3Settings = NO_S3,
 ) -> IngestionSummary:
-    """Run the ingestion on `spark` (or on a session of its own, stopped afterwards)."""
+    """Run the ingestion on `spark` (or on a session of its own, stopped afterwards). Remote
+    inputs are fetched by the driver into a staging directory the executors read."""
     check_granularity(spec)
     progress = progress or NoProgress()
-    files = resolve_inputs(spec.input_source)
+    fetched = deep.staging_dir()
     own = spark is None
-    session = spark if spark is not None else spark_session(master, conf)
+    session: SparkSession | None = None
     try:
+        files = resolve_inputs(spec.input_source, InputStorage(fetched / "inputs", s3, deep, store))
+        session = spark if spark is not None else spark_session(master, conf)
         slots = max(1, session.sparkContext.defaultParallelism)
         splits = split_inputs(files, spec.input_format, slots=slots)
         progress.start(sum(s.file.size for s in splits))
         return _run(session, spec, splits, deep, store, progress)
     finally:
-        if own:
+        if own and session is not None:
             session.stop()
+        shutil.rmtree(fetched, ignore_errors=True)
 
 
 def _run(
@@ -179,34 +186,53 @@ def _run(
         progress.advance(sum(s.file.size for s in splits), summary.rows_read)
         existing = store.used_segments(spec.data_source)
         summary.version = new_version(existing)
-        tasks = _assign_chunks(chunk_rows, max(1, sc.defaultParallelism))
-        work: list[list[Piece]] = [[] for _ in range(max(tasks.values()) + 1)]
-        for piece in (p for s in stats for p in s.pieces):
-            work[tasks[piece.chunk]].append(piece)
         progress.phase("spark: build")
-        version = summary.version
-        staged: list[StagedSegment] = _spark_call(
-            lambda: (
-                sc.parallelize(work, len(work))
-                .mapPartitionsWithIndex(
-                    lambda i, lists: _build_task(
-                        i, [p for ps in lists for p in ps], spec, dims, existing, version, job, remote
-                    )
-                )
-                .collect()
-            )
-        )
+        staged = _spark_build(sc, stats, chunk_rows, spec, dims, existing, summary.version, job, remote)
         summary.rows_ingested = sum(s.rows for s in staged)
         summary.rows_rolled_up = sum(chunk_rows.values()) - summary.rows_ingested
         progress.phase("publish")
         staged.sort(key=lambda s: (s.segment.interval, s.segment.partition_num))
-        summary.segments = publish_segments(deep, store, staged, overwrite=not spec.append)
+        summary.segments = publish_segments(
+            deep, store, staged, overwrite=not spec.append, replace=replacement(spec)
+        )
     finally:
         shutil.rmtree(job, ignore_errors=True)
         if remote is not None:
             remote.deep.drop_staging(remote.job)
     summary.seconds = time.monotonic() - began
     return summary
+
+
+def _spark_build(
+    sc: Any,
+    stats: Sequence[SplitStats],
+    chunk_rows: Mapping[int, int],
+    spec: IngestionSpec,
+    dims: list[DimensionSpec],
+    existing: Sequence[Any],
+    version: str,
+    job: Path,
+    remote: _TaskStorage | None,
+) -> list[StagedSegment]:
+    """Stage 2: every time chunk whole to one build task (none when there are no rows)."""
+    if not chunk_rows:
+        return []
+    tasks = _assign_chunks(chunk_rows, max(1, sc.defaultParallelism))
+    work: list[list[Piece]] = [[] for _ in range(max(tasks.values()) + 1)]
+    for piece in (p for s in stats for p in s.pieces):
+        work[tasks[piece.chunk]].append(piece)
+    staged: list[StagedSegment] = _spark_call(
+        lambda: (
+            sc.parallelize(work, len(work))
+            .mapPartitionsWithIndex(
+                lambda i, lists: _build_task(
+                    i, [p for ps in lists for p in ps], spec, dims, existing, version, job, remote
+                )
+            )
+            .collect()
+        )
+    )
+    return staged
 
 
 def _merge_stats(
@@ -233,7 +259,7 @@ def _merge_stats(
             chunk_rows[p.chunk] = chunk_rows.get(p.chunk, 0) + p.rows
     if summary.parse_errors > spec.tuning.max_parse_exceptions:
         raise TooManyParseExceptions(summary.parse_errors, spec.tuning.max_parse_exceptions, summary.problems)
-    if not chunk_rows:
+    if not chunk_rows and not spec.allow_empty:
         raise nothing_to_ingest(summary)
     return dims, chunk_rows
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from strata.ingestion.errors import SpecError
 from strata.ingestion.flatten import FlattenSpec, parse_flatten_spec
+from strata.ingestion.input_sources import DruidInputSource, InputSource, parse_input_source
+from strata.ingestion.row_stage import RowStage
 from strata.ingestion.transform import TransformSpec, parse_transform_spec
 from timeline import Granularity, Interval, parse_instant
 
@@ -91,38 +93,6 @@ class GranularitySpec:
 
 
 @dataclass(frozen=True)
-class LocalInputSource:
-    base_dir: str | None = None
-    filter: str | None = None
-    files: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class InlineInputSource:
-    data: str
-
-
-@dataclass(frozen=True)
-class SegmentFile:
-    """A published segment's file and the parts of its interval still visible (newer versions
-    overshadow the rest): only rows within `keep` are read."""
-
-    path: str
-    keep: tuple[Interval, ...]
-
-
-@dataclass(frozen=True)
-class SegmentsInputSource:
-    """Rows of existing segments, as Druid's `druid` input source reads them (compaction and
-    re-indexing resolve it to files through the timeline; a spec cannot name it directly)."""
-
-    files: tuple[SegmentFile, ...]
-
-
-InputSource = LocalInputSource | InlineInputSource | SegmentsInputSource
-
-
-@dataclass(frozen=True)
 class InputFormat:
     type: str  # json | csv | tsv | parquet
     columns: tuple[str, ...] = ()
@@ -135,6 +105,10 @@ class InputFormat:
     """JSON columns that type `auto` / `json` dimensions (None: every column, as with
     useSchemaDiscovery): read value by value where Arrow's reader would unify their numbers (`1`
     beside `2.5` read as `1.0`), so each segment types them from the values as written."""
+
+    # JSON fields read as text whatever they look like (a SQL ingestion's VARCHAR columns: Arrow
+    # would otherwise read "2020-01-01" as a timestamp, and the text would be lost)
+    text_fields: tuple[str, ...] = ()
 
 
 def exact_columns(dims: DimensionsSpec) -> frozenset[str] | None:
@@ -184,6 +158,11 @@ class IngestionSpec:
     append: bool = False
     tuning: TuningConfig = field(default_factory=TuningConfig)
     transform: TransformSpec | None = None
+    # what SQL ingestion adds (strata.coordinator.sql_task builds such specs; no JSON spec names them)
+    row_stage: RowStage | None = None  # the statement's per-row part, run on each block first
+    strict_time: bool = False  # a null or out-of-bounds time fails the ingestion instead of the row
+    replace: tuple[Interval, ...] | None = None  # drop every used segment inside these at the publish
+    allow_empty: bool = False  # no rows is a success: nothing published, or only `replace`'s drops
 
 
 # -- parsing --------------------------------------------------------------------------------------
@@ -303,26 +282,6 @@ def parse_granularity_spec(obj: Mapping[str, Any]) -> GranularitySpec:
     )
 
 
-def parse_input_source(obj: Mapping[str, Any]) -> InputSource:
-    kind = obj.get("type")
-    if kind == "local":
-        files = obj.get("files") or []
-        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-            raise SpecError("inputSource.files must be a list of paths")
-        base_dir, filt = obj.get("baseDir"), obj.get("filter")
-        if not files and not base_dir:
-            raise SpecError("local inputSource needs 'baseDir' (with 'filter') or 'files'")
-        if base_dir and not filt:
-            raise SpecError("local inputSource with 'baseDir' needs a 'filter' glob such as '*.json'")
-        return LocalInputSource(base_dir, filt, tuple(files))
-    if kind == "inline":
-        data = obj.get("data")
-        if not isinstance(data, str):
-            raise SpecError("inline inputSource needs 'data' as a string")
-        return InlineInputSource(data)
-    raise SpecError(f"inputSource type {kind!r} is not supported (use 'local' or 'inline')")
-
-
 def parse_input_format(obj: Mapping[str, Any]) -> InputFormat:
     kind = obj.get("type")
     if kind not in ("json", "csv", "tsv", "parquet"):
@@ -423,18 +382,22 @@ def parse_spec(obj: Any) -> IngestionSpec:
     schema = parse_data_schema(_obj(obj.get("dataSchema"), "dataSchema"))
     if "inputSource" not in io:
         raise SpecError("ioConfig.inputSource is required")
-    if "inputFormat" not in io:
+    source = parse_input_source(_obj(io["inputSource"], "inputSource"))
+    if isinstance(source, DruidInputSource):  # segments: Druid takes no inputFormat with this source
+        fmt = InputFormat("parquet")
+    elif "inputFormat" not in io:
         raise SpecError("ioConfig.inputFormat is required")
+    else:
+        fmt = parse_input_format(_obj(io["inputFormat"], "inputFormat"))
     max_parse = tuning.get("maxParseExceptions")
     if max_parse is None:
         max_parse = DEFAULT_MAX_PARSE_EXCEPTIONS
     elif _int(max_parse, "maxParseExceptions", -1) < 0:  # Druid accepts -1 for unlimited
         max_parse = UNLIMITED
-    input_format = parse_input_format(_obj(io["inputFormat"], "inputFormat"))
     return IngestionSpec(
         **schema,
-        input_source=parse_input_source(_obj(io["inputSource"], "inputSource")),
-        input_format=replace(input_format, exact_columns=exact_columns(schema["dimensions"])),
+        input_source=source,
+        input_format=replace(fmt, exact_columns=exact_columns(schema["dimensions"])),
         append=bool(io.get("appendToExisting", False)),
         tuning=TuningConfig(
             partitions=parse_partitions(tuning),

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from strata.ingestion.block import Block
 from strata.ingestion.errors import IngestionError
-from strata.ingestion.readers import PARQUET_BATCH_ROWS, Block, InputFile, kept_rows, read_blocks
+from strata.ingestion.readers import PARQUET_BATCH_ROWS, InputFile, kept_rows, read_blocks
 from strata.ingestion.spec import InputFormat
 
 if TYPE_CHECKING:

@@ -54,7 +54,7 @@ class IngestionSummary:
     rows_read: int = 0  # input rows, including unparseable and thrown-away ones
     rows_ingested: int = 0  # rows stored in segments (after rollup)
     rows_rolled_up: int = 0  # input rows merged into another row by rollup
-    rows_thrown_away: int = 0  # outside granularitySpec.intervals
+    rows_thrown_away: int = 0  # outside granularitySpec.intervals, or dropped by a row stage's WHERE
     parse_errors: int = 0
     problems: list[ParseProblem] = field(default_factory=list)
     segments: list[SegmentWritten] = field(default_factory=list)

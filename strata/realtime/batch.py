@@ -18,9 +18,10 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from strata.ingestion.block import Block
 from strata.ingestion.flatten import flatten_table
 from strata.ingestion.normalize import TIME, discover_dimensions, normalize_block
-from strata.ingestion.readers import Block, read_json_block
+from strata.ingestion.readers import read_json_block
 from strata.ingestion.rollup import CHUNK, segment_rows
 from strata.ingestion.spec import DimensionSpec
 from strata.realtime.spec import RealtimeSpec

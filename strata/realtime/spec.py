@@ -15,11 +15,11 @@ from typing import Any
 from strata.ingestion.api import read_spec_file
 from strata.ingestion.errors import SpecError
 from strata.ingestion.flatten import FlattenSpec
+from strata.ingestion.input_sources import InlineInputSource
 from strata.ingestion.spec import (
     DimensionsSpec,
     GranularitySpec,
     IngestionSpec,
-    InlineInputSource,
     InputFormat,
     MetricSpec,
     TimestampSpec,

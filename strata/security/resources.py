@@ -17,6 +17,7 @@ class ResourceType(StrEnum):
     STATE = "STATE"
     CONFIG = "CONFIG"
     SYSTEM_TABLE = "SYSTEM_TABLE"
+    EXTERNAL = "EXTERNAL"  # reading external data in SQL ingestion (EXTERN and its kin)
 
 
 class Action(StrEnum):
@@ -35,6 +36,7 @@ class Resource(NamedTuple):
 STATE = Resource("STATE", ResourceType.STATE)
 CONFIG = Resource("CONFIG", ResourceType.CONFIG)
 SECURITY_CONFIG = Resource("security", ResourceType.CONFIG)
+EXTERNAL = Resource("EXTERNAL", ResourceType.EXTERNAL)  # what Druid's EXTERN asks READ on
 
 
 def datasource(name: str) -> Resource:

@@ -25,11 +25,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from strata.ingestion.block import Block
 from strata.ingestion.errors import ParseProblem, TooManyParseExceptions
 from strata.ingestion.normalize import MAX_KEPT_PROBLEMS
 from strata.ingestion.partitioning import PartitionPlan
 from strata.ingestion.prepare import allowed_chunks, prepare_block
-from strata.ingestion.readers import Block
 from strata.ingestion.segment_build import (
     StagedSegment,
     build_segments,

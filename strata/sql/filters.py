@@ -110,7 +110,7 @@ def split_time(where: exp.Expr | None, now_ms: int) -> tuple[list[str], exp.Expr
     rest: list[exp.Expr] = []
     for c in terms:
         c = c.unnest()
-        bounds = _time_bounds(c, now_ms)
+        bounds = time_bounds(c, now_ms)
         if bounds is None:
             rest.append(c)
         elif isinstance(bounds, list):
@@ -163,7 +163,7 @@ def zoned_interval(text: str) -> Interval:
     return Interval(start, end)
 
 
-def _time_bounds(c: exp.Expr, now_ms: int) -> tuple[int, int] | list[Interval] | None:
+def time_bounds(c: exp.Expr, now_ms: int) -> tuple[int, int] | list[Interval] | None:
     if isinstance(c, exp.Between) and column_name(c.this) == TIME:
         return literal(c.args["low"], now_ms), literal(c.args["high"], now_ms) + 1
     in_interval = isinstance(c, exp.Anonymous) and c.name.upper() == "TIME_IN_INTERVAL"

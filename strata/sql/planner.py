@@ -62,7 +62,7 @@ def parse_statement(sql: str) -> Parsed:
         raise engine_error(e) from None
     settings: dict[str, Any] = {}
     while len(statements) > 1 and isinstance(head := statements[0], exp.Set):
-        settings.update(_settings(head))
+        settings.update(settings_of(head))
         statements.pop(0)
     if len(statements) != 1:
         raise invalid("SQL must be exactly one statement, optionally after SET statements")
@@ -81,7 +81,8 @@ def _plain_negations(tree: exp.Expr) -> exp.Expr:
     return tree
 
 
-def _settings(statement: exp.Set) -> dict[str, Any]:
+def settings_of(statement: exp.Set) -> dict[str, Any]:
+    """The context a `SET key = value[, ...]` statement sets."""
     out: dict[str, Any] = {}
     for item in statement.expressions:
         assignment = item.this if isinstance(item, exp.SetItem) else item

@@ -77,22 +77,45 @@ def tables_read(parsed: Parsed) -> list[str]:
 
 def plan_parsed(
     sql: str, catalog: Catalog, context: Mapping[str, Any]
-) -> tuple[PlannedStatement | None, list[str]]:
+) -> tuple[PlannedStatement | QueryError | None, list[str]]:
     """The statement's plan and the datasources it reads, from one parse; no plan when one of those
-    datasources has no columns in `catalog` yet (the caller reads them and plans again)."""
+    datasources has no columns in `catalog` yet (the caller reads them and plans again). A statement
+    that does not plan gives its error beside those datasources: the caller still refreshes their
+    columns, which may be what it lacked (a column a REPLACE has just added)."""
     with _user_input():
+        refuse_ingest(sql)
         parsed = parse_statement(sql)
         tables = tables_read(parsed)
     if any(t in catalog.tables() and catalog.columns(t) is None for t in tables):
         return None, tables
-    return plan_statement(sql, catalog, context, parsed=parsed), tables
+    try:
+        return plan_statement(sql, catalog, context, parsed=parsed), tables
+    except QueryError as e:
+        return e, tables
 
 
 def plan_statement(
     sql: str, catalog: Catalog, context: Mapping[str, Any], *, parsed: Parsed | None = None
 ) -> PlannedStatement:
     with _user_input():
+        if parsed is None:
+            refuse_ingest(sql)
         return _plan_statement(parsed or parse_statement(sql), catalog, context)
+
+
+def refuse_ingest(sql: str) -> None:
+    """INSERT and REPLACE run as tasks (`/druid/v2/sql/task`), as Druid's native SQL engine says."""
+    from strata.sql.ingest.clauses import ingest_operation
+
+    operation = ingest_operation(sql)
+    if operation == "REPLACE":
+        raise invalid(
+            "REPLACE operations are not supported by the requested SQL engine [native].  Consider using MSQ."
+        )
+    if operation is not None:
+        raise invalid(
+            "%s operations are not supported by requested SQL engine [native], consider using MSQ.", operation
+        )
 
 
 @contextlib.contextmanager

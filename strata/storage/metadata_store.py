@@ -34,13 +34,27 @@ class SegmentRecord:
     created_date: str
 
 
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """What a REPLACE drops: every used segment of `data_source` lying inside `intervals` goes
+    unused in the publish that brings the new segments (even where the new data has no rows)."""
+
+    data_source: str
+    intervals: tuple[Interval, ...]
+
+
 class MetadataStore(Protocol):
     def publish(
-        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+        self,
+        segments: Sequence[DataSegment],
+        *,
+        overwrite: bool,
+        guard: TransactionGuard | None = None,
+        replace: Replacement | None = None,
     ) -> None:
         """Insert all segments in one transaction; with `overwrite`, mark the used segments of the
-        same data sources that the new ones overshadow unused in that same transaction. `guard`
-        runs first in that transaction."""
+        same data sources that the new ones overshadow unused in that same transaction, and with
+        `replace` those it names (`plan_publish`). `guard` runs first in that transaction."""
         ...
 
     def used_segments(self, data_source: str | None = None) -> list[DataSegment]: ...
@@ -91,15 +105,24 @@ class PublishPlan:
     lost: set[str]
 
 
-def plan_publish(new: Sequence[DataSegment], used: Sequence[DataSegment], *, overwrite: bool) -> PublishPlan:
+def plan_publish(
+    new: Sequence[DataSegment],
+    used: Sequence[DataSegment],
+    *,
+    overwrite: bool,
+    replace: Replacement | None = None,
+) -> PublishPlan:
     """The overwrite rule both stores apply inside their publish transaction, given the used
-    segments of the new segments' data sources as that transaction sees them.
+    segments of the new segments' data sources (and the replaced one) as that transaction sees them.
 
     The higher version wins whichever publisher commits last: two jobs overwriting the same day
-    leave exactly one job's segments used, never a mix of both.
+    leave exactly one job's segments used, never a mix of both. A replacement also drops the used
+    segments inside its intervals; one that reaches outside them and stays partly visible would keep
+    serving replaced rows, so the publish is refused (`MetadataStoreError`) instead.
     """
+    dropped = [] if replace is None else replaced(new, used, replace)
     if not overwrite:
-        return PublishPlan([], set())
+        return PublishPlan(dropped, set())
     higher: dict[tuple[str, str], list[Interval]] = {}  # (data source, version): spans of newer used
     for ds, version in {(n.data_source, n.version) for n in new}:
         higher[(ds, version)] = _union(
@@ -109,7 +132,28 @@ def plan_publish(new: Sequence[DataSegment], used: Sequence[DataSegment], *, ove
         n.id for n in new
         if any(span.contains(n.interval) for span in higher[(n.data_source, n.version)])
     }  # fmt: skip
-    return PublishPlan([s.id for s in overshadowed_by(new, used)], lost)
+    stale = [s.id for s in overshadowed_by(new, used)]
+    return PublishPlan(stale + [i for i in dropped if i not in set(stale)], lost)
+
+
+def replaced(new: Sequence[DataSegment], used: Sequence[DataSegment], replace: Replacement) -> list[str]:
+    """Ids of the used segments `replace` drops; `MetadataStoreError` for one it would cut."""
+    ids = []
+    newer = _union([n.interval for n in new])
+    for seg in used:
+        if seg.data_source != replace.data_source:
+            continue
+        if any(iv.contains(seg.interval) for iv in replace.intervals):
+            ids.append(seg.id)
+        elif any(iv.overlaps(seg.interval) for iv in replace.intervals) and not any(
+            span.contains(seg.interval) for span in newer
+        ):
+            spans = ", ".join(str(iv) for iv in replace.intervals)
+            raise MetadataStoreError(
+                f"cannot replace [{spans}] of [{replace.data_source}]: segment {seg.id} reaches outside it "
+                "and would keep serving replaced rows; replace whole segments of the existing granularity"
+            )
+    return ids
 
 
 def overshadowed_by(new: Sequence[DataSegment], existing: Iterable[DataSegment]) -> list[DataSegment]:

@@ -25,7 +25,13 @@ from typing import Any, TypeVar
 import orjson
 import psycopg
 
-from strata.storage.metadata_store import MetadataStoreError, SegmentRecord, TransactionGuard, plan_publish
+from strata.storage.metadata_store import (
+    MetadataStoreError,
+    Replacement,
+    SegmentRecord,
+    TransactionGuard,
+    plan_publish,
+)
 from strata.storage.metadata_url import redact, scrub
 from strata.storage.pg_listener import KEEPALIVES, Listener
 from strata.storage.schema import Migration, migrate
@@ -163,26 +169,33 @@ class PostgresMetadataStore:
 
     # -- writes ------------------------------------------------------------------------------------
     def publish(
-        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+        self,
+        segments: Sequence[DataSegment],
+        *,
+        overwrite: bool,
+        guard: TransactionGuard | None = None,
+        replace: Replacement | None = None,
     ) -> None:
-        if not segments:
+        if not segments and replace is None:
             return
         now = _now()
 
         def work(conn: psycopg.Connection[Any]) -> None:
-            sources = sorted({s.data_source for s in segments})
+            sources = sorted({s.data_source for s in segments} | {r.data_source for r in [replace] if r})
             for ds in sources:  # in name order, so two multi-source publishers cannot deadlock
                 conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"strata:{ds}",))
             if guard is not None:  # after the locks: it sees every earlier publish of these sources
                 guard(conn)
-            used = self._read_used(conn, sources) if overwrite else []
-            plan = plan_publish(segments, used, overwrite=overwrite)
+            used = self._read_used(conn, sources) if overwrite or replace else []
+            plan = plan_publish(segments, used, overwrite=overwrite, replace=replace)
             if plan.stale:
                 conn.execute(
                     "UPDATE druid_segments SET used = FALSE, used_status_last_updated = %s"
                     " WHERE id = ANY(%s) AND used",
                     (now, plan.stale),
                 )
+            if not segments:
+                return
             conn.execute(
                 'INSERT INTO druid_segments (id, dataSource, created_date, start, "end", partitioned,'
                 " version, used, payload, used_status_last_updated)"

@@ -78,6 +78,28 @@ def _pull_transient(error: BaseException) -> bool:
     return isinstance(error, OSError) and not any(marker in str(error) for marker in DENIED)
 
 
+def s3_filesystem(
+    endpoint: str | None, region: str | None, access_key: str | None = None, secret_key: str | None = None
+) -> Any:
+    """A pyarrow S3 filesystem for `--s3-endpoint` / `--s3-region`; credentials from the AWS chain
+    unless given (an S3 input source's `properties`), with the client's request retries."""
+    from pyarrow import fs
+
+    options: dict[str, Any] = {
+        "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=REQUEST_ATTEMPTS),
+        "connect_timeout": 5.0,
+        "request_timeout": 30.0,
+    }
+    if region:
+        options["region"] = region
+    if endpoint:
+        scheme, host = _endpoint_parts(endpoint)
+        options |= {"scheme": scheme, "endpoint_override": host, "force_virtual_addressing": False}
+    if access_key and secret_key:
+        options |= {"access_key": access_key, "secret_key": secret_key}
+    return fs.S3FileSystem(**options)
+
+
 class S3DeepStorage:
     """Segments as objects in a bucket; picklable (Spark tasks push with it), the client is rebuilt
     in each process from the URL, endpoint and region."""
@@ -110,19 +132,7 @@ class S3DeepStorage:
     def fs(self) -> Any:
         """The pyarrow S3 filesystem, made on first use in this process."""
         if self._fs is None:
-            from pyarrow import fs
-
-            options: dict[str, Any] = {
-                "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=REQUEST_ATTEMPTS),
-                "connect_timeout": 5.0,
-                "request_timeout": 30.0,
-            }
-            if self.region:
-                options["region"] = self.region
-            if self.endpoint:
-                scheme, host = _endpoint_parts(self.endpoint)
-                options |= {"scheme": scheme, "endpoint_override": host, "force_virtual_addressing": False}
-            self._fs = fs.S3FileSystem(**options)
+            self._fs = s3_filesystem(self.endpoint, self.region)
         return self._fs
 
     # -- keys ------------------------------------------------------------------------------------------

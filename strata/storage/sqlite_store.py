@@ -15,7 +15,13 @@ from pathlib import Path
 
 import orjson
 
-from strata.storage.metadata_store import MetadataStoreError, SegmentRecord, TransactionGuard, plan_publish
+from strata.storage.metadata_store import (
+    MetadataStoreError,
+    Replacement,
+    SegmentRecord,
+    TransactionGuard,
+    plan_publish,
+)
 from strata.storage.schema import Migration, migrate
 from strata.storage.segments_schema import COMPONENT, MIGRATIONS, SCHEMA_VERSION
 from timeline import DataSegment, format_instant
@@ -89,9 +95,14 @@ class SQLiteMetadataStore:
 
     # -- writes ------------------------------------------------------------------------------------
     def publish(
-        self, segments: Sequence[DataSegment], *, overwrite: bool, guard: TransactionGuard | None = None
+        self,
+        segments: Sequence[DataSegment],
+        *,
+        overwrite: bool,
+        guard: TransactionGuard | None = None,
+        replace: Replacement | None = None,
     ) -> None:
-        if not segments:
+        if not segments and replace is None:
             return
         now = _now()
         rows = [
@@ -104,9 +115,9 @@ class SQLiteMetadataStore:
         with self._transaction() as conn:
             if guard is not None:
                 guard(conn)
-            sources = sorted({s.data_source for s in segments})
-            used = [seg for ds in sources for seg in self._used(conn, ds)] if overwrite else []
-            plan = plan_publish(segments, used, overwrite=overwrite)
+            sources = sorted({s.data_source for s in segments} | {r.data_source for r in [replace] if r})
+            used = [seg for ds in sources for seg in self._used(conn, ds)] if overwrite or replace else []
+            plan = plan_publish(segments, used, overwrite=overwrite, replace=replace)
             conn.executemany(
                 "UPDATE druid_segments SET used = 0, used_status_last_updated = ? WHERE id = ?",
                 [(now, i) for i in plan.stale],

@@ -568,3 +568,66 @@ def test_a_hybrid_brokers_cache_page_shows_both_levels_and_the_memcached_breaker
             snap(page, shots, "cache-hybrid")
         finally:
             memcached.stop()
+
+
+CONSOLE_ROWS: list[dict[str, Any]] = [  # the rows the console's INSERT reads (inline), and the oracle of what it writes
+    {"time": f"2015-09-1{2 + i % 2}T0{i % 10}:15:00Z", "channel": f"#c{i % 3}", "page": f"P{i % 5}", "added": i * 7}
+    for i in range(20)
+]  # fmt: skip
+
+
+def _console_insert(target: str) -> str:
+    data = "\n".join(json.dumps(r) for r in CONSOLE_ROWS).replace("'", "''")
+    return (f"-- typed in the console\nINSERT INTO {target}\n"
+            'SELECT TIME_PARSE("time") AS __time, channel, page, added\n'
+            f"FROM TABLE(inline(data => '{data}', format => 'json'))\n"
+            '  EXTEND ("time" VARCHAR, channel VARCHAR, page VARCHAR, added BIGINT)\n'
+            "PARTITIONED BY DAY")  # fmt: skip
+
+
+def test_an_insert_typed_in_the_console_runs_as_a_task_and_a_bad_one_shows_druids_error(
+    page: Any, cluster: dict[str, Any], shots: Path
+) -> None:
+    """INSERT goes to the SQL task API: the page follows the task to its end and shows what the task
+    API says of it; the data source then answers as the raw rows do. EXPLAIN shows the task's plan;
+    a statement Druid refuses shows Druid's message and starts no task."""
+    broker, coordinator = cluster["broker"], cluster["coordinator"]
+    open_console(page, broker)
+    type_sql(page, _console_insert("console_sql"))
+    page.click("#explain")
+    page.wait_for_selector("#run-status[data-rows]")
+    assert not page.is_hidden("#plan") and "SQL ingestion into console_sql" in page.text_content("#plan")
+
+    type_sql(page, _console_insert("console_sql"))
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#run-status[data-outcome]", timeout=120_000)
+    task_id = page.get_attribute("#run-status", "data-task")
+    assert page.get_attribute("#run-status", "data-outcome") == "success", page.text_content("#query-error")
+    status = httpx.get(f"{coordinator}/druid/indexer/v1/task/{task_id}/status", timeout=10).json()["status"]
+    shown = _table(page, "#task-table", "task")[task_id]
+    assert (shown["state"], shown["dataSource"], shown["rows"]) == (status["statusCode"], "console_sql", "20")
+    assert status["type"] == "query_controller" and int(shown["segments"]) == 2  # two days
+    snap(page, shots, "sql-task")
+
+    def loaded() -> bool:
+        rows = sql_objects(broker, "SELECT COUNT(*) AS n FROM sys.segments WHERE datasource = 'console_sql'")
+        return rows[0]["n"] == 2
+
+    _wait(loaded, 90, "the historicals to load console_sql")
+    got = sql_api(
+        broker, "SELECT channel, COUNT(*) AS n, SUM(added) AS added FROM console_sql GROUP BY 1 ORDER BY 1"
+    )
+    want: dict[str, list[int]] = {}
+    for r in CONSOLE_ROWS:
+        want.setdefault(r["channel"], [0, 0])
+        want[r["channel"]][0] += 1
+        want[r["channel"]][1] += r["added"]
+    assert got["rows"] == [[c, n, a] for c, (n, a) in sorted(want.items())]
+
+    before = httpx.get(f"{coordinator}/druid/indexer/v1/tasks", timeout=10).json()
+    type_sql(page, _console_insert("console_sql").removesuffix("PARTITIONED BY DAY"))
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector('#run-status[data-outcome="failed"]')
+    assert "requires a PARTITIONED BY to be explicitly defined" in page.text_content("#query-error")
+    assert page.is_hidden("#task-panel")
+    assert httpx.get(f"{coordinator}/druid/indexer/v1/tasks", timeout=10).json() == before  # no task started

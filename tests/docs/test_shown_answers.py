@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.docs import coordinator_oracles as coordinator
+from tests.docs import sql_ingestion_oracles as sql_ingestion
 from tests.docs.extract import commands, fenced_blocks, python_expected
 from tests.docs.oracles import (
     Oracle,
@@ -237,6 +238,25 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
         expect("25 PT0S 100000000000000 {'segmentGranularity': 'DAY'}")
     ],
     ("coordinator.md", 's["intervalCountCompacted"]'): [coordinator.auto_compaction_status],
+    # sql-ingestion.md: a task's id is query-<sqlQueryId>; a finished task's status in Druid's words;
+    # a statement without PARTITIONED BY is refused with Druid's message, inside a SqlTaskStatus
+    ("sql-ingestion.md", "< wikipedia-sql.sql"): [sql_ingestion.tutorial],
+    ("sql-ingestion.md", 'FROM "wikipedia_sql" GROUP BY channel'): [sql_ingestion.top_channels],
+    ("sql-ingestion.md", "-d @pageviews-sql.json"): [
+        expect({"taskId": "query-pageviews-sql-1", "state": "RUNNING"})
+    ],
+    ("sql-ingestion.md", 'print(s["statusCode"]'): [expect("SUCCESS query_controller pageviews_sql None")],
+    ("sql-ingestion.md", '["multiStageQuery"]'): [sql_ingestion.report],
+    ("sql-ingestion.md", "INSERT INTO pageviews_sql SELECT * FROM wikipedia"): [
+        expect(
+            "FAILED INVALID_INPUT Operation [INSERT] requires a PARTITIONED BY to be explicitly defined, "
+            "but none was found."
+        )
+    ],
+    ("sql-ingestion.md", "views >= 5 PARTITIONED BY DAY"): [sql_ingestion.replaced],
+    ("sql-ingestion.md", "AS pages, SUM(views)"): [sql_ingestion.replaced_days],
+    ("sql-ingestion.md", "SET finalizeAggregations"): [sql_ingestion.rollup_run],
+    ("sql-ingestion.md", "AS stored_rows"): [sql_ingestion.rollup_rows],
 }
 
 

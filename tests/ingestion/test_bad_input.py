@@ -87,5 +87,5 @@ def test_nothing_to_ingest_is_an_error(stores):
     spec = inline_spec(
         GOOD, granularitySpec={"segmentGranularity": "day", "intervals": ["2021-01-01/2021-01-02"]}
     )
-    with pytest.raises(IngestionError, match="1 outside"):
+    with pytest.raises(IngestionError, match="1 thrown away"):
         ingest(spec, **stores)

@@ -137,7 +137,8 @@ def test_spec_parsing_forms():
 
 @pytest.mark.parametrize(("patch", "message"), [
     ({"dataSchema": {"dataSource": ""}}, "dataSource"),
-    ({"ioConfig": {"inputSource": {"type": "s3"}, "inputFormat": {"type": "json"}}}, "inputSource type"),
+    ({"ioConfig": {"inputSource": {"type": "hdfs"}, "inputFormat": {"type": "json"}}}, "inputSource type"),
+    ({"ioConfig": {"inputSource": {"type": "s3"}, "inputFormat": {"type": "json"}}}, "needs .uris."),
     ({"ioConfig": {"inputSource": {"type": "inline", "data": ""}, "inputFormat": {"type": "avro"}}}, "avro"),
     ({"tuningConfig": {"partitionsSpec": {"type": "weird"}}}, "partitionsSpec"),
 ])  # fmt: skip

@@ -39,12 +39,14 @@ class Secured:
     historical: StrataProcess
     realtime: StrataProcess
     passwords: dict[str, str] = field(default_factory=dict)
+    coordinator: StrataProcess | None = None
 
     def auth(self, user: str) -> dict[str, str]:
         return basic_header(user, self.passwords[user])
 
     def processes(self) -> list[StrataProcess]:
-        return [self.historical, self.realtime, self.broker]
+        boss = [self.coordinator] if self.coordinator is not None else []
+        return [*boss, self.historical, self.realtime, self.broker]
 
 
 def _realtime_spec(root: Path) -> Path:
@@ -101,7 +103,8 @@ def setup_users(c: Secured) -> None:
 
 
 @contextmanager
-def secured_cluster(root: Path) -> Iterator[Secured]:
+def secured_cluster(root: Path, *, coordinator: bool = False) -> Iterator[Secured]:
+    """With `coordinator`, also a coordinator-overlord over the same stores, which the broker relays."""
     for name in ("wikipedia", "wikipedia_live"):
         rows = write_rows(root / "rows" / name / "rows.json", ROWS)
         ingest(synthetic_spec(name, rows, "day"), deep_storage=root / "deep", metadata=root / "meta.db")
@@ -119,10 +122,18 @@ def secured_cluster(root: Path) -> Iterator[Secured]:
     rt = StrataProcess("realtime", [*secure, "--max-failed-logins", "20", *store, "--spec", str(_realtime_spec(root)),
                        "--base-dir", str(root / "rt")], root / "realtime.log", env=env)  # fmt: skip
     nodes = f"{historical.address},{rt.address}/realtime"
+    boss, relay = None, []
+    if coordinator:
+        boss = StrataProcess("coordinator", [*secure, *store, "--task-log-dir", str(root / "task-logs")],
+                             root / "coordinator.log", env=env)  # fmt: skip
+        relay = ["--coordinator", boss.address]
     broker = StrataProcess(
-        "broker", [*secure, *many, "--discovery", "http", "--nodes", nodes], root / "broker.log", env=env
+        "broker",
+        [*secure, *many, "--discovery", "http", "--nodes", nodes, *relay],
+        root / "broker.log",
+        env=env,
     )
-    cluster = Secured(root, broker, historical, rt, passwords)
+    cluster = Secured(root, broker, historical, rt, passwords, boss)
     with running(cluster.processes()):
         for p in cluster.processes():
             p.start(timeout=60)  # /status/health answers without credentials

@@ -260,7 +260,7 @@ def test_rows_outside_the_intervals_are_thrown_away(tmp_path, spark):
     outside = inline_spec(
         data, granularitySpec={"segmentGranularity": "day", "intervals": ["2021-01-01/2021-01-02"]}
     )
-    with pytest.raises(IngestionError, match="nothing to ingest: 5 rows read, 0 unparseable, 5 outside"):
+    with pytest.raises(IngestionError, match="nothing to ingest: 5 rows read, 0 unparseable, 5 thrown away"):
         ingest(outside, deep_storage=tmp_path / "x", metadata=tmp_path / "x.db", engine="spark", spark=spark)
 
 

@@ -131,7 +131,7 @@ def test_explain_errors_and_cancel(cluster: dict[str, Any]) -> None:  # noqa: F8
     assert json.loads(plan[0]["PLAN"])[0]["query"]["queryType"] == "groupBy"
     for bad, status, category in [("SELEC x", 400, "INVALID_INPUT"), ("SELECT nope FROM wikipedia", 400, "INVALID_INPUT"),
                                   ("SELECT * FROM missing_table", 400, "INVALID_INPUT"),
-                                  ("INSERT INTO wikipedia SELECT 1", 501, "UNSUPPORTED"),
+                                  ("INSERT INTO wikipedia SELECT 1", 400, "INVALID_INPUT"),  # "consider using MSQ"
                                   ("SELECT a FROM wikipedia JOIN other ON 1 = 1", 400, "INVALID_INPUT")]:  # fmt: skip
         resp = sql(broker, bad)
         body = resp.json()

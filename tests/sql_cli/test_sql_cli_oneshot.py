@@ -111,6 +111,14 @@ def test_no_statement_is_a_usage_error(fake: FakeSqlServer) -> None:
         ("SELECT 1 -- no; end\n;", ["SELECT 1 -- no; end"], ""),
         ("SELECT 'it''s;' ;;", ["SELECT 'it''s;'"], ""),
         ("SELECT\n1", [], "SELECT\n1"),
+        # SET statements go with the statement after them, in one request
+        (
+            "SET a = 1; set b = 'x;y';\nSELECT 1; SELECT 2;",
+            ["SET a = 1; set b = 'x;y';\nSELECT 1", "SELECT 2"],
+            "",
+        ),
+        ("-- timeouts\nSET timeout = 5;", [], "-- timeouts\nSET timeout = 5;"),
+        ("SETTLE;", ["SETTLE"], ""),
     ],
 )
 def test_split_statements(text: str, done: list[str], rest: str) -> None:

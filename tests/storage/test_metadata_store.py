@@ -10,7 +10,7 @@ from functools import partial
 import pytest
 
 from strata.storage import MetadataStoreError, open_metadata_store
-from strata.storage.metadata_store import overshadowed_by
+from strata.storage.metadata_store import Replacement, overshadowed_by
 from strata.storage.schema import Migration
 from timeline import DataSegment, Interval, ShardSpec
 
@@ -66,6 +66,36 @@ def test_overwrite_marks_only_fully_covered_segments_unused(location):
     assert used == {day2.id, month.id, other.id} | {s.id for s in new}
     assert store.mark_used([day1.id]) == 1 and store.mark_unused([day1.id, "nope"]) == 1
     assert {r.segment.id: r.used for r in store.segments("w", include_unused=True)}[day1.id] is False
+    store.close()
+
+
+def test_a_replacement_drops_what_lies_inside_its_intervals_in_the_same_publish(location):
+    """A SQL REPLACE: every used segment inside its intervals goes, also where the new data has no
+    rows (day 2 here), in the transaction that brings the new segments; outside them nothing moves."""
+    store = open_metadata_store(location)
+    day1, day2, day3 = (seg(f"2020-01-0{d}/2020-01-0{d + 1}", "v1") for d in (1, 2, 3))
+    store.publish([day1, day2, day3], overwrite=False)
+    new = seg("2020-01-01T06/2020-01-01T07", "v2")
+    store.publish([new], overwrite=True, replace=Replacement("w", (Interval.parse("2020-01-01/2020-01-03"),)))
+    assert {s.id for s in store.used_segments("w")} == {new.id, day3.id}
+    store.publish([], overwrite=True, replace=Replacement("w", (Interval.parse("2020-01-03/2020-01-04"),)))
+    assert [s.id for s in store.used_segments("w")] == [new.id]  # no rows: the drop alone
+    store.close()
+
+
+def test_a_replacement_never_cuts_a_coarser_segment_it_would_leave_partly_visible(location):
+    store = open_metadata_store(location)
+    month = seg("2020-01-01/2020-02-01", "v1")
+    store.publish([month], overwrite=False)
+    with pytest.raises(MetadataStoreError, match="reaches outside"):
+        store.publish([seg("2020-01-05/2020-01-06", "v2")], overwrite=True,
+                      replace=Replacement("w", (Interval.parse("2020-01-05/2020-01-06"),)))  # fmt: skip
+    assert store.used_segments("w") == [month]  # nothing of the refused publish went in
+    whole = seg("2020-01-01/2020-02-01", "v3")
+    store.publish(
+        [whole], overwrite=True, replace=Replacement("w", (Interval.parse("2020-01-01/2020-02-01"),))
+    )
+    assert store.used_segments("w") == [whole]
     store.close()
 
 

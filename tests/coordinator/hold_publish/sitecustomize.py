@@ -22,12 +22,12 @@ if _HOLD:
 
     _WHERE = Path(_HOLD)
 
-    def _held(self, segments, *, overwrite, guard=None):
+    def _held(self, segments, *, overwrite, guard=None, replace=None):
         if guard is not None:
             where = _WHERE
             (where / f"publishing-{os.getpid()}").write_text("\n".join(s.id for s in segments))
             while (where / "hold").exists() and not (where / f"release-{os.getpid()}").exists():
                 time.sleep(0.05)
-        return _publish(self, segments, overwrite=overwrite, guard=guard)
+        return _publish(self, segments, overwrite=overwrite, guard=guard, replace=replace)
 
     sqlite_store.SQLiteMetadataStore.publish = _held  # type: ignore[method-assign]
