@@ -22,6 +22,7 @@ from cachetools import LRUCache
 
 from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedPartial
 from broker_service.cached_partials import DecodedPartials, encode_partial
+from broker_service.lookup_keys import lookup_key
 from broker_service.query_memo import PerQuery
 from broker_service.segment_plan import SegmentTask
 from strata.query import SEGMENT_COLUMN, Query
@@ -65,7 +66,8 @@ class _KeyMemo:
     version: int | None = None  # the server view's version when `served` was last found current
 
 
-_cache_keys = PerQuery(lambda query: query.cache_key() + query.source_key())  # a body parsed again asks again
+# a body parsed again asks again
+_cache_keys = PerQuery(lambda query: query.cache_key() + query.source_key() + lookup_key(query))
 
 
 def _query_key(query: Query) -> bytes | None:
