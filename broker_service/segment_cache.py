@@ -66,8 +66,7 @@ class _KeyMemo:
     version: int | None = None  # the server view's version when `served` was last found current
 
 
-# a body parsed again asks again
-_cache_keys = PerQuery(lambda query: query.cache_key() + query.source_key() + lookup_key(query))
+_cache_keys = PerQuery(lambda query: query.cache_key() + query.source_key())  # a body parsed again asks again
 
 
 def _query_key(query: Query) -> bytes | None:
@@ -76,7 +75,7 @@ def _query_key(query: Query) -> bytes | None:
     if not (query.context.use_cache or query.context.populate_cache):
         return None
     try:
-        return _cache_keys(query)
+        return _cache_keys(query) + lookup_key(query)
     except NotImplementedError:
         return None
 

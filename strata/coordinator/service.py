@@ -19,7 +19,7 @@ from typing import Any
 from strata.coordinator.announce import NodeAnnouncer
 from strata.coordinator.auto_compaction import compact_segments
 from strata.coordinator.duties import Duty, DutyLoop
-from strata.coordinator.lookups_api import LookupReports
+from strata.coordinator.lookup_reports import LookupReports
 from strata.coordinator.rule_duty import RuleRunStats, run_rules
 from strata.coordinator.task_logs import TaskLogs
 from strata.coordinator.task_processes import ProcessLauncher, RunnerSettings

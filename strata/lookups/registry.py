@@ -19,7 +19,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from strata.lookups.namespace import DEFAULT_MAX_BYTES, LookupLoadError, load_map, namespace_file
 from strata.lookups.spec import LookupContainer, poll_period_ms
+from strata.query.errors import QueryError
 
 log = logging.getLogger("strata.lookups")
 
@@ -86,6 +87,7 @@ class LookupRegistry:
         self._lock = threading.Lock()  # one sync at a time; readers never wait
         self.generation = 0
         self.synced = False  # a tier's configuration was applied at least once
+        self.refresh: Callable[[], Awaitable[None]] | None = None  # a forced poll (set by the node's sync)
 
     # -- readers ---------------------------------------------------------------------------------
     def get(self, name: str) -> LoadedLookup | None:
@@ -108,8 +110,11 @@ class LookupRegistry:
         }
 
     # -- the tier's configuration applied ----------------------------------------------------------
-    def sync(self, configured: Mapping[str, LookupContainer], now: float | None = None) -> bool:
-        """Load, replace, re-read and drop lookups to match `configured`; True when anything changed."""
+    def sync(
+        self, configured: Mapping[str, LookupContainer], now: float | None = None, *, force: bool = False
+    ) -> bool:
+        """Load, replace, re-read and drop lookups to match `configured`; True when anything changed.
+        `force`: re-read a changed namespace file before its pollPeriod has passed."""
         now = time.time() if now is None else now
         with self._lock:
             loaded = dict(self._loaded)
@@ -121,7 +126,11 @@ class LookupRegistry:
             self._pending = {n: p for n, p in self._pending.items() if n in configured}
             for name, container in configured.items():
                 current = loaded.get(name)
-                if current is not None and current.container == container and not self._due(current, now):
+                if (
+                    current is not None
+                    and current.container == container
+                    and not self._due(current, now, force)
+                ):
                     continue
                 fresh = self._load(name, container, now, current)
                 if fresh is not None and (current is None or fresh.fingerprint != current.fingerprint
@@ -136,13 +145,13 @@ class LookupRegistry:
             self.synced = True
             return changed
 
-    def _due(self, current: LoadedLookup, now: float) -> bool:
+    def _due(self, current: LoadedLookup, now: float, force: bool = False) -> bool:
         """A namespace is re-read once its pollPeriod has passed and its file changed."""
         factory = current.container.factory
         if factory["type"] != "cachedNamespace":
             return False
         period = poll_period_ms(factory["extractionNamespace"]) / 1000
-        if period <= 0 or now - current.loaded_at < period:
+        if period <= 0 or (now - current.loaded_at < period and not force):
             return False
         return _stamp(current.container) != current.source_stamp
 
@@ -164,6 +173,40 @@ class LookupRegistry:
             log.info("lookup %s loaded: version %s, %d keys", name, container.version, len(mapping))
         fingerprint = _fingerprint(container.version, mapping)
         return LoadedLookup(name, container, MappingProxyType(mapping), fingerprint, now, stamp)
+
+
+LOOKUP_FINGERPRINTS = "lookupFingerprints"  # the context key a broker sends its fingerprints in
+
+
+class LookupsDiffer(QueryError):
+    """A data node's lookup values differ from the broker's, even after reloading: answering would
+    let the broker cache a partial under the wrong lookup. Transient (a poll period at most)."""
+
+    error = "druidException"
+    error_class = "org.apache.druid.error.DruidException"
+    status = 503
+    category = "SERVICE_UNAVAILABLE"
+    persona = "OPERATOR"
+    error_code = "serviceUnavailable"
+
+
+async def check_fingerprints(expected: Any, names: set[str], registry: LookupRegistry | None = None) -> None:
+    """On a data node: the lookups a query reads must be the broker's (`expected`, from the query's
+    context); a node behind reloads once first."""
+    registry = registry or REGISTRY
+    if not isinstance(expected, dict) or not names:
+        return
+    wanted = {n: expected.get(n) for n in names}
+    if registry.fingerprints(names) == wanted:
+        return
+    if registry.refresh is not None:
+        await registry.refresh()
+    held = registry.fingerprints(names)
+    if held != wanted:
+        differ = sorted(n for n in names if held[n] != wanted[n])
+        raise LookupsDiffer(
+            f"Lookup(s) {differ} on this node differ from the broker's (being reloaded): try again"
+        )
 
 
 REGISTRY = LookupRegistry()

@@ -78,6 +78,7 @@ class LookupSync:
         self._unreachable = False
 
     async def start(self) -> None:
+        self.registry.refresh = lambda: self.refresh(force=True)
         self._task = asyncio.create_task(self._loop(), name="lookup-sync")
 
     async def stop(self) -> None:
@@ -95,8 +96,9 @@ class LookupSync:
                 log.exception("lookup poll failed")
             await asyncio.sleep(self.poll_s)
 
-    async def refresh(self) -> None:
-        """One poll: read the tier's lookups, apply them, report the node's state."""
+    async def refresh(self, force: bool = False) -> None:
+        """One poll: read the tier's lookups, apply them, report the node's state (`force`: re-read
+        changed namespace files now)."""
         async with self._lock:
             address = self._coordinator()
             if address is None:
@@ -104,7 +106,7 @@ class LookupSync:
             base = f"{self._scheme}://{address}{CONFIG}"
             configured = await self._read(f"{base}/config/{self.tier}")
             if configured is not None:
-                await asyncio.to_thread(self.registry.sync, configured)
+                await asyncio.to_thread(lambda: self.registry.sync(configured, force=force))
             with contextlib.suppress(httpx.HTTPError):
                 await self._client.post(
                     f"{base}/nodeStatus/{self.tier}/{self.node}", json=self.registry.state()
