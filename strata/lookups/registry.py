@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from strata.lookups.namespace import DEFAULT_MAX_BYTES, LookupLoadError, load_map, namespace_file
 from strata.lookups.spec import LookupContainer, poll_period_ms
-from strata.query.errors import QueryError
+from strata.query.errors import ServiceUnavailable
 
 log = logging.getLogger("strata.lookups")
 
@@ -178,16 +178,9 @@ class LookupRegistry:
 LOOKUP_FINGERPRINTS = "lookupFingerprints"  # the context key a broker sends its fingerprints in
 
 
-class LookupsDiffer(QueryError):
+class LookupsDiffer(ServiceUnavailable):
     """A data node's lookup values differ from the broker's, even after reloading: answering would
     let the broker cache a partial under the wrong lookup. Transient (a poll period at most)."""
-
-    error = "druidException"
-    error_class = "org.apache.druid.error.DruidException"
-    status = 503
-    category = "SERVICE_UNAVAILABLE"
-    persona = "OPERATOR"
-    error_code = "serviceUnavailable"
 
 
 async def check_fingerprints(expected: Any, names: set[str], registry: LookupRegistry | None = None) -> None:
