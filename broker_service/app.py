@@ -36,6 +36,7 @@ from broker_service.datasource_info import (
 )
 from broker_service.fast_path import WholeAnswerPath, remember
 from broker_service.laning import scheduling_keys
+from broker_service.lookup_keys import answer_version
 from broker_service.query_runner import QueryResult
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
@@ -92,7 +93,9 @@ async def post_query(request: Request) -> Response:
         if isinstance(query, ScanQuery) and wants_arrow(request.headers.get("accept")):
             status = 200  # errors found later travel inside the stream (broker_service.arrow_scan)
             return await arrow_scan_response(broker, query, dict(headers))
-        version = broker.view.version  # before planning: a change meanwhile leaves the offer stale
+        version = answer_version(
+            broker.view.version
+        )  # before planning: a change meanwhile leaves the offer stale
         priority, lane = scheduling_keys(query.context.raw)
         async with broker.admission.admit(priority=priority, lane=lane):
             result = await broker.runner.run(query)

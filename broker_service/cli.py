@@ -9,6 +9,7 @@ from strata.security.settings import add_security_flags
 from strata.server.address_flags import add_address_flags
 from strata.server.engine_flags import GiB, MiB, add_engine_flags, size
 from strata.server.lifecycle import add_drain_flag
+from strata.server.lookup_sync import add_lookup_flags
 
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
 
@@ -132,6 +133,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set for each worker
     add_drain_flag(parser)
+    add_lookup_flags(parser, coordinator_flag=False)
     add_security_flags(parser, metadata=True)
 
 
@@ -143,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     from strata.security.client import internal_headers
     from strata.security.guard import SecurityStartError, start_security
     from strata.server.lifecycle import serve
+    from strata.server.lookup_sync import attach_lookups, sync_from_args
 
     log = logging.getLogger("strata.broker")
     if args.workers > 1:
@@ -158,6 +161,9 @@ def run(args: argparse.Namespace) -> int:
     configure_engine(broker.settings.engine)  # the merge threads' DuckDB: the same limits, no file access
     link = CoordinatorLink(args.coordinator, args.zk, args.zk_base, tls_ca=settings.tls_ca)
     app = create_app(broker, guard, link if (args.coordinator or args.zk) else None)
+    node = broker.settings.host
+    sync = sync_from_args(args, node, lambda: link.address, internal_headers(settings), settings.tls_ca)
+    attach_lookups(app, sync)
     log.info("broker listening on http://%s:%d (%s discovery)", args.bind, args.port, broker_kind(broker))
     return serve(
         app, args.bind, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port, tls=settings.tls

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from strata.discovery import ZkPaths, make_kazoo_client
 from strata.discovery.druid_node import node_address
-from strata.query.errors import QueryError
+from strata.query.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +34,8 @@ UNKNOWN = (
 TIMEOUT_S = 60.0
 
 
-class CoordinatorUnknown(QueryError):
-    error = "druidException"
-    error_class = "org.apache.druid.error.DruidException"
-    status = 503
-    category = "SERVICE_UNAVAILABLE"
-    persona = "OPERATOR"
-    error_code = "serviceUnavailable"
+class CoordinatorUnknown(ServiceUnavailable):
+    """No coordinator-overlord to relay to."""
 
 
 class CoordinatorLink:

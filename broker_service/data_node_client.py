@@ -21,7 +21,9 @@ import orjson
 import pyarrow as pa
 
 from broker_service.errors import NodeFailure, RemoteQueryError
+from broker_service.lookup_keys import lookup_fingerprints
 from strata.discovery.server_metadata import ServerMetadata
+from strata.lookups.registry import LOOKUP_FINGERPRINTS
 from strata.query import Query
 from strata.query.errors import QueryTimeout
 from strata.query.segment_spec import SegmentsSpec
@@ -113,6 +115,8 @@ class DataNodeClient:
         """
         downstream = query.with_segment_spec(SegmentsSpec(tuple(descriptors)))
         context: dict[str, object] = {"queryId": query.context.query_id}
+        if fingerprints := lookup_fingerprints(query):
+            context[LOOKUP_FINGERPRINTS] = fingerprints
         if not per_segment:
             context[PER_SEGMENT_PARTIALS] = False
         if timeout_s is not None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from broker_service.answer_memo import MAX_BODY_BYTES, AnswerMemo, MemoAnswer
+from broker_service.lookup_keys import answer_version
 from broker_service.segment_path import SegmentPath
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class WholeAnswerPath:
         began = time.monotonic()
         messages, body = await _read_body(receive)
         if body is not None:
-            answer = memo.get(body, self.broker.view.version) if memo is not None else None
+            answer = memo.get(body, answer_version(self.broker.view.version)) if memo is not None else None
             if answer is not None:
                 await _send_answer(answer, send)
                 self._count(answer, began)

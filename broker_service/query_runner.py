@@ -32,6 +32,7 @@ from broker_service.segment_plan import SegmentPlanner, SegmentTask
 from broker_service.server_view import BrokerServerView
 from strata.discovery.server_metadata import ServerMetadata
 from strata.engine.subquery import answer_over_inline, answer_over_rows, inline_of
+from strata.lookups.rows import lookup_inline
 from strata.query import Query
 from strata.query.context import DEFAULT_TIMEOUT_MS, timeout_within
 from strata.query.data_source import (
@@ -42,7 +43,6 @@ from strata.query.data_source import (
     TableSource,
     UnionSource,
     leaf,
-    lookup_unsupported,
     replace_right,
     with_leaf,
     wrappers,
@@ -185,11 +185,11 @@ class QueryRunner:
             results = await loop.run_in_executor(self.merge_pool, answer_over_rows, query, rows)
             return QueryResult(results, dict(inner.response_context), body=encode_json(results))
         base = leaf(query.data_source_spec)
+        if isinstance(base, LookupSource):  # the lookup's k, v rows, answered as inline rows are
+            base = lookup_inline(base.name)
         if isinstance(base, InlineSource):  # answered here, as Druid's broker answers inline rows
             results = await loop.run_in_executor(self.merge_pool, answer_over_inline, query, base)
             return QueryResult(results, {}, body=encode_json(results))
-        if isinstance(base, LookupSource):
-            raise lookup_unsupported(base.name)
         if isinstance(base, UnionSource):
             return await self._union(query, base, deadline)
         gathered = await self._gathered(query, deadline)
@@ -281,7 +281,10 @@ class QueryRunner:
         source = query.data_source_spec
         changed = False
         for w in wrappers(source):
-            if isinstance(w, JoinSource) and isinstance(w.right, QuerySource):
+            if isinstance(w, JoinSource) and isinstance(w.right, LookupSource):
+                source = replace_right(source, w, lookup_inline(w.right.name))
+                changed = True
+            elif isinstance(w, JoinSource) and isinstance(w.right, QuerySource):
                 inner = await self._run(w.right.query, deadline)
                 rows = inner.results if inner.results is not None else orjson.loads(inner.body or b"[]")
                 inline = inline_of(w.right.query, rows)

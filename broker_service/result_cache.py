@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from broker_service.cache_policy import AsyncBulkCache
+from broker_service.lookup_keys import lookup_key
 from broker_service.segment_plan import SegmentPlan
 from strata.query import Query
 
@@ -32,7 +33,7 @@ def result_key(query: Query) -> bytes:
     body = query.to_json()
     body["context"] = {k: v for k, v in body.get("context", {}).items() if k not in _RUN_ONLY_CONTEXT}
     options = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-    return orjson.dumps(body, option=options)
+    return orjson.dumps(body, option=options) + lookup_key(query)
 
 
 def segments_etag(plan: SegmentPlan) -> str | None:

@@ -22,6 +22,7 @@ from cachetools import LRUCache
 
 from broker_service.cache_policy import AsyncBulkCache, CacheLookup, SharedPartial
 from broker_service.cached_partials import DecodedPartials, encode_partial
+from broker_service.lookup_keys import lookup_key
 from broker_service.query_memo import PerQuery
 from broker_service.segment_plan import SegmentTask
 from strata.query import SEGMENT_COLUMN, Query
@@ -74,7 +75,7 @@ def _query_key(query: Query) -> bytes | None:
     if not (query.context.use_cache or query.context.populate_cache):
         return None
     try:
-        return _cache_keys(query)
+        return _cache_keys(query) + lookup_key(query)
     except NotImplementedError:
         return None
 

@@ -8,6 +8,7 @@ import sys
 from strata.data_node.node_flags import add_announce_flags, add_data_node_flags, advertised, configure_engine
 from strata.security.settings import add_security_flags
 from strata.server.lifecycle import add_drain_flag
+from strata.server.lookup_sync import add_lookup_flags
 
 HELP = "Run a historical node: load segments from deep storage, announce them, serve queries"
 
@@ -36,6 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drop-delay", type=float, default=30.0,
                         help="seconds a dropped segment's files outlive queries reading them")  # fmt: skip
     add_drain_flag(parser)
+    add_lookup_flags(parser, coordinator_flag=True)
     add_security_flags(parser)
 
 
@@ -44,9 +46,11 @@ def run(args: argparse.Namespace) -> int:
 
     from historical_service.app import HistoricalConfig, create_app, leave_cluster
     from strata.discovery import ServerType, ZkPaths
+    from strata.security.client import internal_headers
     from strata.security.guard import SecurityStartError, start_security
     from strata.security.http import secure_data_node
     from strata.server.lifecycle import serve
+    from strata.server.lookup_sync import attach_lookups, sync_from_args
     from strata.storage.deep_storage import DeepStorageError
     from strata.storage.deep_storage_flags import deep_storage_from_args
 
@@ -88,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
         segment_cache_format=args.segment_cache_format,
     )
     app = create_app(config)
+    coordinator = args.coordinator
+    attach_lookups(
+        app, sync_from_args(args, name, lambda: coordinator, internal_headers(settings), settings.tls_ca)
+    )
     secure_data_node(app, guard, name)
     # SIGTERM/SIGINT: leave ZooKeeper first (brokers stop sending queries), then drain and exit
     state = app.state.historical

@@ -292,11 +292,14 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             discovery = []
             print("ZooKeeper is not installed: the broker follows the historicals' HTTP change feeds")
         drain = ["--drain-seconds", str(args.drain_seconds)]
+        # data nodes read their lookups from the coordinator (strata.server.lookup_sync)
+        lookups = ["--coordinator", f"127.0.0.1:{args.coordinator_port}"] if args.coordinator_port else []
         for i, port in enumerate(ports):
             argv = [
                 "historical", "--port", str(port), *discovery, *drain,
                 "--deep-storage", str(work / "deep-storage"),
-                "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2", *secure_flags,
+                "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2",
+                *lookups, *secure_flags,
             ]  # fmt: skip
             children.append(_spawn(argv, work / f"historical-{i}.log", metadata, secrets))
         nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
@@ -306,7 +309,7 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             argv = [
                 "realtime", "--port", str(args.realtime_port), *discovery, *drain, "--spec", str(spec),
                 "--deep-storage", str(work / "deep-storage"),
-                "--base-dir", str(work / "realtime"), *secure_flags,
+                "--base-dir", str(work / "realtime"), *lookups, *secure_flags,
             ]  # fmt: skip
             children.append(_spawn(argv, work / "realtime.log", metadata, secrets))
             nodes += f",127.0.0.1:{args.realtime_port}/realtime"

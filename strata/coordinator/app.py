@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from strata.coordinator.compaction_api import COMPACTION_ROUTES
 from strata.coordinator.datasource_api import DATASOURCE_ROUTES
+from strata.coordinator.lookups_api import LOOKUP_ROUTES
 from strata.coordinator.rules_api import RULES_ROUTES
 from strata.coordinator.service import Coordinator
 from strata.coordinator.task_api import TASK_ROUTES, coordinator, is_leader, leader, pretty
@@ -69,6 +70,7 @@ ROUTES = [
     *DATASOURCE_ROUTES,
     *RULES_ROUTES,
     *COMPACTION_ROUTES,
+    *LOOKUP_ROUTES,
     Route("/druid/coordinator/v1/isLeader", is_leader, methods=["GET"]),
     Route("/druid/coordinator/v1/leader", leader, methods=["GET"]),
     Route("/status", status, methods=["GET"]),

@@ -19,6 +19,7 @@ from typing import Any
 from strata.coordinator.announce import NodeAnnouncer
 from strata.coordinator.auto_compaction import compact_segments
 from strata.coordinator.duties import Duty, DutyLoop
+from strata.coordinator.lookup_reports import LookupReports
 from strata.coordinator.rule_duty import RuleRunStats, run_rules
 from strata.coordinator.task_logs import TaskLogs
 from strata.coordinator.task_processes import ProcessLauncher, RunnerSettings
@@ -68,6 +69,7 @@ class Coordinator:
         self.rule_stats = RuleRunStats()
         self.duties.add(Duty("run-rules", settings.period_s, run_rules))
         self.configs = ConfigStore(metadata)
+        self.lookup_reports = LookupReports()
         self.compaction_status: dict[
             str, dict[str, Any]
         ] = {}  # the last auto-compaction run's, per data source

@@ -35,7 +35,9 @@ from strata.engine import (
     run_for_broker,
     run_merged,
 )
+from strata.engine.lookup_tables import query_lookups
 from strata.engine.whole_scan import whole_scan_batches, whole_scan_schema
+from strata.lookups.registry import LOOKUP_FINGERPRINTS, check_fingerprints
 from strata.query import Query, QueryError, parse_query
 from strata.query.duck import connection, discard_connection, engine_limits
 from strata.query.engine_errors import query_engine_error, unforeseen
@@ -199,6 +201,8 @@ class QueryEndpoint:
                 query = _parse(body)
             require_table_source(query)
             query_id, data_source, query_type = query.context.query_id, query.data_source, query.query_type
+            if LOOKUP_FINGERPRINTS in query.context.raw:
+                await check_fingerprints(query.context.raw[LOOKUP_FINGERPRINTS], query_lookups(query))
             headers[QUERY_ID_HEADER] = query_id
             inputs, missing = self._resolve(query)
             headers[RESPONSE_CONTEXT_HEADER] = missing_segments_context(missing)

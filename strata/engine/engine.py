@@ -6,12 +6,15 @@ These are CPU-bound and block: services call them from a worker thread, never th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from strata.engine.footer import one_look_per_file
+from strata.engine.lookup_tables import query_lookups, registered_lookups
 from strata.engine.mapped_source import request_views
 from strata.engine.registry import merged, partials
 from strata.engine.segment_input import SegmentInput
@@ -33,7 +36,7 @@ def run_partials(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """Per-segment partial results, labelled by `__segment` (what the broker caches and merges)."""
     require_table_source(query)
     conn = connection()
-    with one_look_per_file(), request_views(), registered_inline(conn, query.source):
+    with one_look_per_file(), request_views(), _sources(conn, query):
         return partials(query, conn, inputs)
 
 
@@ -41,8 +44,15 @@ def run_merged(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:
     """The merged partial of `inputs` (`__segment` null), in one pass where the type can."""
     require_table_source(query)
     conn = connection()
-    with one_look_per_file(), request_views(), registered_inline(conn, query.source):
+    with one_look_per_file(), request_views(), _sources(conn, query):
         return merged(query, conn, inputs)
+
+
+@contextlib.contextmanager
+def _sources(conn: duckdb.DuckDBPyConnection, query: Query) -> Iterator[None]:
+    """A join's inline right sides and the lookups the query reads, visible to `conn`."""
+    with registered_inline(conn, query.source), registered_lookups(conn, query_lookups(query)):
+        yield
 
 
 def run_for_broker(query: Query, inputs: Sequence[SegmentInput]) -> pa.Table:

@@ -25,13 +25,13 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from strata.lookups.rows import lookup_inline
 from strata.query.data_source import (
     DataSource,
     InlineSource,
     JoinSource,
     LookupSource,
     UnnestSource,
-    lookup_unsupported,
     wrappers,
 )
 from strata.query.duck import duck_type, is_multi_value, quote_ident
@@ -120,8 +120,8 @@ def _unnest(relation: str, types: dict[str, str], source: UnnestSource) -> tuple
 
 
 def _inline(source: JoinSource) -> InlineSource:
-    if isinstance(source.right, LookupSource):
-        raise lookup_unsupported(source.right.name)
+    if isinstance(source.right, LookupSource):  # a query sent to a data node itself: its own lookup
+        return lookup_inline(source.right.name)
     if not isinstance(source.right, InlineSource):
         raise QueryUnsupported("The right side of a join reaches a data node as inline rows only")
     return source.right

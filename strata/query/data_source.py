@@ -8,8 +8,9 @@ inline, a lookup or a query, on an equality condition, INNER or LEFT).
 Where each part runs, as in Druid: data nodes read the table of `table`, `unnest` and `join`
 datasources (the right side of a join travels in the query as inline rows); the broker runs a
 `query` leaf or right side first, splits a `union` into one query per table, and answers an
-`inline` leaf itself. A lookup needs lookups loaded, which Strata does not do yet: it is parsed,
-so the error names it (`lookup_unsupported`).
+`inline` leaf itself. A `lookup` leaf or right side is the loaded lookup's rows (`k`, `v`): the
+broker answers a lookup leaf itself and sends a lookup join's right side as inline rows, as it
+does a query's (`strata.lookups.rows`).
 """
 
 from __future__ import annotations
@@ -179,10 +180,6 @@ def replace_right(source: DataSource, join: JoinSource, right: DataSource) -> Da
         return JoinSource(replace_right(source.left, join, right), source.right, source.prefix,
                           source.condition, source.keys, source.join_type)  # fmt: skip
     return source
-
-
-def lookup_unsupported(name: str) -> QueryUnsupported:
-    return QueryUnsupported(f"Lookup [{name}] cannot be read: Strata does not load lookups yet")
 
 
 def parse_data_source(value: Any, parse_query: ParseQuery, what: str = "dataSource") -> DataSource:

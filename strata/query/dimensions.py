@@ -129,6 +129,9 @@ def parse_dimension_spec(value: Any, what: str = "dimension") -> DimensionSpec:
     kind = value.get("type", "default")
     if kind in FILTERED_SPECS:
         return _parse_filtered(value, kind, what)
+    if kind == "lookup":
+        value = _lookup_as_extraction(value, what)
+        kind = "extraction"
     if kind not in ("default", "extraction"):
         raise QueryUnsupported(f"Dimension spec type [{kind}] is not supported")
     extraction = None
@@ -146,6 +149,23 @@ def parse_dimension_spec(value: Any, what: str = "dimension") -> DimensionSpec:
     if extraction is not None and output_type != "STRING":
         raise QueryUnsupported("An extraction dimension spec with a non-STRING outputType is not supported")
     return DimensionSpec(dimension, output_name, output_type, extraction)
+
+
+def _lookup_as_extraction(value: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """Druid's `lookup` dimension spec (an inline `lookup` map or a registered lookup's `name`) as
+    the extraction spec it means."""
+    keys = ("retainMissingValue", "replaceMissingValueWith", "optimize")
+    fn: dict[str, Any] = {k: value[k] for k in keys if k in value}
+    if value.get("lookup") is not None and value.get("name") is not None:
+        raise invalid("A lookup dimension spec takes [lookup] or [name], not both")
+    if value.get("lookup") is not None:
+        fn.update(type="lookup", lookup=value["lookup"])
+    elif isinstance(value.get("name"), str):
+        fn.update(type="registeredLookup", lookup=value["name"])
+    else:
+        raise invalid("%s: a lookup dimension spec needs a [lookup] map or a lookup [name]", what)
+    rest = {k: v for k, v in value.items() if k in ("dimension", "outputName")}
+    return {"type": "extraction", **rest, "extractionFn": fn}
 
 
 def _parse_filtered(value: Mapping[str, Any], kind: str, what: str) -> DimensionSpec:

@@ -121,6 +121,17 @@ class QueryCapacityExceeded(QueryError):
     category = "CAPACITY_EXCEEDED"
 
 
+class ServiceUnavailable(QueryError):
+    """Druid's 503 DruidException: something this request needs is not there now; try again."""
+
+    error = "druidException"
+    error_class = "org.apache.druid.error.DruidException"
+    status = 503
+    category = "SERVICE_UNAVAILABLE"
+    persona = "OPERATOR"
+    error_code = "serviceUnavailable"
+
+
 class QueryUnsupported(QueryError):
     error = "Unsupported operation"
     error_class = "org.apache.druid.query.QueryUnsupportedException"

@@ -1,7 +1,9 @@
 """Druid's extraction functions as SQL over a column's string value (filters with `extractionFn`).
 
 Each function maps the value Druid's legacy filters would see (the column as a string, `__time`
-as epoch milliseconds) to the string the filter then matches. The ones with a lookup table, a
+as epoch milliseconds) to the string the filter then matches. `lookup` (an inline map) and
+`registeredLookup` (a lookup the node loaded, registered on the engine's connection as a `k`, `v`
+table) map a value through the lookup, a missing one kept or replaced as asked. The ones with a
 JavaScript body or a search query answer 501 naming themselves.
 """
 
@@ -15,12 +17,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from strata.query.duck import quote_ident, quote_str
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.fields import JAVA_INT_MAX, get_int
+from strata.query.lookup_refs import lookup_sql, lookup_table
 from strata.query.regex_check import check_regex
 
 # an extraction function's SQL over `text` (the value so far) and `raw` (the column, of `raw_type`)
 _Apply = Callable[[Mapping[str, Any], str, str, "str | None"], str]
 
-UNSUPPORTED = frozenset({"lookup", "registeredLookup", "javascript", "searchQuery", "bucket", "time"})
+UNSUPPORTED = frozenset({"javascript", "searchQuery", "bucket", "time"})
 
 # Joda-Time pattern letters Druid's timeFormat uses most, as DuckDB strftime codes
 _JODA = [("yyyy", "%Y"), ("YYYY", "%Y"), ("yy", "%y"), ("MMMM", "%B"), ("MMM", "%b"), ("MM", "%m"),
@@ -76,6 +79,8 @@ def _check(fn: Mapping[str, Any]) -> None:
     for key in _STRINGS.get(kind, ()):
         if fn.get(key) is not None and not isinstance(fn.get(key), str):
             raise invalid("Field [%s] of %s must be a string", key, what)
+    if kind in ("lookup", "registeredLookup"):
+        _check_lookup(fn, kind)
     if kind == "timeFormat":  # checked here, on the broker, not first by a data node's engine
         zone = fn.get("timeZone")
         if zone not in (None, "UTC", "Z", "Etc/UTC"):
@@ -85,6 +90,37 @@ def _check(fn: Mapping[str, Any]) -> None:
                 raise invalid("Unknown timeZone [%s] in %s", zone, what) from None
         if fn.get("format") is not None:
             joda_to_strftime(fn["format"])
+
+
+def _check_lookup(fn: Mapping[str, Any], kind: str) -> None:
+    if kind == "registeredLookup":
+        if not isinstance(fn.get("lookup"), str) or not fn["lookup"]:
+            raise invalid("extractionFn [registeredLookup] needs a [lookup] name")
+    else:
+        inner = fn.get("lookup")
+        pairs = inner.get("map") if isinstance(inner, Mapping) else None
+        if not isinstance(inner, Mapping) or inner.get("type") != "map" or not isinstance(pairs, dict):
+            raise invalid("extractionFn [lookup] needs a [lookup] of type [map] with a [map] object")
+        if any(not isinstance(k, str) or not isinstance(v, str) for k, v in inner["map"].items()):
+            raise invalid("extractionFn [lookup]: the [map] must map strings to strings")
+    replacement = fn.get("replaceMissingValueWith")
+    if replacement is not None and not isinstance(replacement, str):
+        raise invalid("Field [replaceMissingValueWith] of extractionFn [%s] must be a string", kind)
+    if fn.get("retainMissingValue") and replacement:
+        raise invalid("Cannot specify a [replaceMissingValueWith] and set [retainMissingValue] to true")
+
+
+def _lookup(fn: Mapping[str, Any], text: str, raw: str, raw_type: str | None) -> str:
+    if fn["type"] == "registeredLookup":
+        table = lookup_table(fn["lookup"])
+    else:
+        pairs = fn["lookup"]["map"]
+        if not pairs:
+            table = "(SELECT NULL::VARCHAR AS k, NULL::VARCHAR AS v WHERE false)"
+        else:
+            values = ", ".join(f"({quote_str(k)}, {quote_str(v)})" for k, v in pairs.items())
+            table = f"(SELECT * FROM (VALUES {values}) AS __m(k, v))"
+    return lookup_sql(text, table, bool(fn.get("retainMissingValue")), fn.get("replaceMissingValueWith"))
 
 
 _INTEGERS = {"substring": ("index", "length"), "regex": ("index",)}
@@ -193,4 +229,6 @@ _KINDS: dict[str, _Apply] = {
     "lower": _simple("lower"),
     "strlen": _strlen,
     "cascade": _apply,
+    "lookup": _lookup,
+    "registeredLookup": _lookup,
 }

@@ -8,6 +8,7 @@ import sys
 from strata.data_node.node_flags import add_announce_flags, add_data_node_flags, advertised, configure_engine
 from strata.security.settings import add_security_flags
 from strata.server.lifecycle import add_drain_flag
+from strata.server.lookup_sync import add_lookup_flags
 
 HELP = "Run a real-time node: push ingestion, queries over live segments, handoff to historicals"
 
@@ -28,6 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="seconds a handed-off segment stays readable for queries already running",
     )
     add_drain_flag(parser)
+    add_lookup_flags(parser, coordinator_flag=True)
     add_security_flags(parser)
 
 
@@ -38,9 +40,11 @@ def run(args: argparse.Namespace) -> int:
     from strata.ingestion.errors import SpecError
     from strata.realtime.app import RealtimeConfig, create_app, leave_cluster
     from strata.realtime.spec import load_realtime_spec
+    from strata.security.client import internal_headers
     from strata.security.guard import SecurityStartError, start_security
     from strata.security.http import secure_data_node
     from strata.server.lifecycle import serve
+    from strata.server.lookup_sync import attach_lookups, sync_from_args
     from strata.storage.deep_storage import DeepStorageError
     from strata.storage.deep_storage_flags import deep_storage_from_args
 
@@ -81,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         drop_delay_s=args.drop_delay,
     )
     app = create_app(config)
+    coordinator = args.coordinator
+    attach_lookups(
+        app, sync_from_args(args, name, lambda: coordinator, internal_headers(settings), settings.tls_ca)
+    )
     secure_data_node(app, guard, name)
     state = app.state.realtime
     return serve(

@@ -104,6 +104,9 @@ COORDINATOR_RULES: Sequence[Rule] = [
     _rule("POST DELETE", _COORDINATOR_V1 + r"/config/compaction(?:/.*)?", _always(CONFIG_WRITE)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/compaction/(?:status|progress)", _always(STATE_READ)),
     _rule("POST", _COORDINATOR_V1 + r"/compaction/compact", _always(CONFIG_WRITE)),
+    # lookups as Druid's LookupCoordinatorResource: the CONFIG resource (nodes report as the internal user)
+    _rule("GET HEAD", _COORDINATOR_V1 + r"/lookups(?:/.*)?", _always(CONFIG_READ)),
+    _rule("POST DELETE", _COORDINATOR_V1 + r"/lookups(?:/.*)?", _always(CONFIG_WRITE)),
     _rule(None, r"/druid/indexer/v1/.*", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/(?:metadata/)?datasources", _always(AUTHENTICATED)),
     _rule("GET HEAD", _COORDINATOR_V1 + r"/metadata/segments", _always(AUTHENTICATED)),

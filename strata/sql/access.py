@@ -16,7 +16,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from strata.query.errors import QueryError
 from strata.sql.planner import parse_statement
 
-SYSTEM_SCHEMAS = ("sys", "information_schema")
+SYSTEM_SCHEMAS = ("sys", "information_schema", "lookup")
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,7 @@ _NAMED = {
     "CONTAINS_STRING": "contains_string",
     "ICONTAINS_STRING": "icontains_string",
     "REGEXP_EXTRACT": "regexp_extract",
+    "LOOKUP": "lookup",
     "REGEXP_LIKE": "regexp_like",
     "NVL": "nvl",
     "GREATEST": "greatest",

@@ -34,7 +34,7 @@ from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.typing_rules import sql_type
 
 ETERNITY = "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
-SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
+SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys", "lookup": "lookup"}
 
 
 class TableCatalog(Protocol):

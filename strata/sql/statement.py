@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 from sqlglot import exp
 
+from strata.lookups.registry import REGISTRY
 from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, TypeMismatch, invalid
 from strata.sql.aggregate_split import split_aggregate
 from strata.sql.column_types import jdbc_type, sql_type_name
@@ -376,6 +377,7 @@ def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
 
 def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
     tables = list(catalog.tables())
+    lookups = REGISTRY.snapshot()
     schemata = [("druid", s) for s in ("druid", "INFORMATION_SCHEMA", "sys", "lookup", "view")]
     table_rows = (
         [("druid", "druid", t, "TABLE", "NO", "NO") for t in tables]
@@ -384,6 +386,7 @@ def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
             for t in ("SCHEMATA", "TABLES", "COLUMNS")
         ]
         + [("druid", "sys", t, "SYSTEM_TABLE", "NO", "NO") for t in ("segments", "servers")]
+        + [("druid", "lookup", t, "TABLE", "YES", "YES") for t in lookups]
     )
     column_rows = []
     for t in tables:
@@ -393,6 +396,10 @@ def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
             column_rows.append(
                 ("druid", "druid", t, name, position, "", nullable, sql_type, jdbc_type(sql_type))
             )
+    for t in lookups:  # Druid's lookup tables: k and v, strings
+        column_rows += [
+            ("druid", "lookup", t, c, i, "", "YES", "VARCHAR", 12) for i, c in ((1, "k"), (2, "v"))
+        ]
     names = {
         "SCHEMATA": ["CATALOG_NAME", "SCHEMA_NAME"],
         "TABLES": [
@@ -428,6 +435,7 @@ def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
         )
         for k, rows in (("SCHEMATA", schemata), ("TABLES", table_rows), ("COLUMNS", column_rows))
     }
+    out.update({f"lookup__{name.lower()}": lookup.table() for name, lookup in lookups.items()})
     out["sys__segments"] = _rows_table(
         catalog.segments(),
         [

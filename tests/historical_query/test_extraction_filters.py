@@ -105,7 +105,23 @@ def test_extraction_and_comparison_filters(app: Starlette, rows: list[Row], name
     assert count(app, {"type": "not", "field": flt}) == sum(1 for v in verdicts if v is False)
 
 
-@pytest.mark.parametrize("fn", [{"type": "lookup", "lookup": {"type": "map", "map": {}}},
+LANGS = {"#en.wikipedia": "EN", "#fr.wikipedia": "FR", "#de.wikipedia": "EN"}
+
+
+@pytest.mark.parametrize(("fn", "value", "mapped"), [
+    ({}, "EN", lambda v: LANGS.get(v)),
+    ({"retainMissingValue": True}, "#ja.wikipedia", lambda v: LANGS.get(v, v)),
+    ({"replaceMissingValueWith": "other"}, "other", lambda v: LANGS.get(v, "other")),
+])  # fmt: skip
+def test_lookup_extraction_filters(app: Starlette, rows: list[Row], fn: dict[str, Any], value: str,
+                                   mapped: Callable[[str | None], str | None]) -> None:  # fmt: skip
+    """An inline `lookup` map as a filter's extractionFn, against the map applied in Python."""
+    lookup = {"type": "lookup", "lookup": {"type": "map", "map": LANGS}, **fn}
+    flt = {"type": "selector", "dimension": "channel", "value": value, "extractionFn": lookup}
+    assert count(app, flt) == sum(1 for r in rows if mapped(r["channel"]) == value)
+
+
+@pytest.mark.parametrize("fn", [{"type": "searchQuery", "query": {"type": "contains", "value": "x"}},
                                 {"type": "javascript", "function": "function(x){return x}"}])  # fmt: skip
 def test_unsupported_extraction_is_501_naming_it(app: Starlette, fn: dict[str, Any]) -> None:
     body = {"queryType": "timeseries", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],

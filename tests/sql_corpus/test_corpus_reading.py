@@ -78,7 +78,8 @@ def test_skips_name_their_reason() -> None:
     assert skip_reason(case("select dim3 from druid.foo")) is None  # a multi-value string, rebuilt
     assert "unique_dim1" in str(skip_reason(case("select unique_dim1 from druid.foo")))
     assert "unique_dim1" in str(skip_reason(case("select * from numfoo")))
-    assert "lookup" in str(skip_reason(case("select k from lookup.lookyloo")))
+    assert skip_reason(case("select k from lookup.lookyloo")) is None  # lookups run now
+    assert skip_reason(case("select lookup(dim1, 'lookyloo') from foo")) is None
     assert "kttm" in str(skip_reason(case("select 1 from kttm")))
     assert "INSERT" in str(skip_reason(case("insert into w select * from foo")))
     assert skip_reason(case("select extract(year from __time) from wikipedia")) is None

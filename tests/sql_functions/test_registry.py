@@ -237,7 +237,6 @@ OUT_OF_SCOPE = {
     "BLOOM_FILTER_TEST",  # druid-bloom-filter
     "TDIGEST_GENERATE_SKETCH",  # druid-tdigestsketch
     "TDIGEST_QUANTILE",  # druid-tdigestsketch
-    "LOOKUP",  # no lookups
 }
 
 
@@ -290,7 +289,6 @@ def _parse_call(name: str) -> exp.Expr:
 @pytest.mark.parametrize(
     ("sql", "name"),
     [
-        ("SELECT LOOKUP(a, 'code_to_name')", "LOOKUP"),
         ("SELECT APPROX_QUANTILE(a, 0.5)", "APPROX_QUANTILE"),
         ("SELECT COUNT(*) FROM t WHERE BLOOM_FILTER_TEST(a, 'x')", "BLOOM_FILTER_TEST"),
         ("SELECT TDIGEST_QUANTILE(a, 0.5)", "TDIGEST_QUANTILE"),

@@ -32,6 +32,7 @@ from strata.query.expressions.typed import (
     common_kind,
     truth,
 )
+from strata.query.lookup_refs import lookup_sql, lookup_table
 
 FunctionCompiler = Callable[[Scope, tuple[Node, ...]], Typed]
 
@@ -301,7 +302,19 @@ def _abs(scope: Scope, args: tuple[Node, ...]) -> Typed:
     )
 
 
+def _lookup(scope: Scope, args: tuple[Node, ...]) -> Typed:
+    """Druid's `lookup(expr, 'name'[, 'replaceMissingValueWith'])` over a loaded lookup."""
+    arity("lookup", args, 2, 3)
+    name = constant_string("lookup", args[1], "its lookup name")
+    replacement = None
+    if len(args) == 3:
+        replacement = constant_string("lookup", args[2], "its replaceMissingValueWith")
+    text = as_text(scope.compile(args[0]))
+    return Typed(lookup_sql(text, lookup_table(name), replacement=replacement), STRING)
+
+
 FUNCTIONS: dict[str, FunctionCompiler] = {
+    "lookup": _lookup,
     "concat": _concat,
     "lower": _text_fn("lower"),
     "upper": _text_fn("upper"),

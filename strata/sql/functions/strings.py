@@ -11,7 +11,10 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from strata.lookups.registry import REGISTRY
+from strata.query.duck import quote_str
 from strata.query.errors import invalid
+from strata.query.lookup_refs import lookup_sql
 from strata.sql.functions.fragments import (
     arguments,
     duck,
@@ -91,7 +94,24 @@ def _string_format(node: exp.Expr, ctx: Context) -> exp.Expr:
     return typed(duck(f"strata_string_format({text_of(args[0])}, [{values}]::VARCHAR[])"), "VARCHAR")
 
 
+def _lookup(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """LOOKUP(expr, 'name'[, 'replaceMissingValueWith']) in the broker's engine: the loaded lookup's
+    pairs as a VALUES table (the native plan reads the registered table instead)."""
+    args = arguments(node)
+    if len(args) not in (2, 3):
+        raise invalid("Function [LOOKUP] needs 2 or 3 arguments, got %d", len(args))
+    name = string_value(args[1], "LOOKUP", "lookup name")
+    found = REGISTRY.get(name or "")
+    if found is None:
+        raise invalid("Lookup [%s] not found", name)
+    replacement = string_value(args[2], "LOOKUP", "replaceMissingValueWith") if len(args) == 3 else None
+    pairs = ", ".join(f"({quote_str(k)}, {quote_str(v)})" for k, v in found.mapping.items())
+    table = f"(SELECT * FROM (VALUES {pairs}) AS __m(k, v))" if pairs else "(SELECT NULL AS k, NULL AS v)"
+    return typed(duck(lookup_sql(text_of(args[0]), table, replacement=replacement)), "VARCHAR")
+
+
 STRINGS: dict[str, Rewrite] = {
+    "LOOKUP": _lookup,
     "LENGTH": _length,
     "STRLEN": _length,
     "CONCAT": _concat,
@@ -270,11 +290,9 @@ STRING_SPECS: list[FunctionSpec] = [
                 "REGEXP_LIKE",
                 "CONTAINS_STRING",
                 "ICONTAINS_STRING",
+                "LOOKUP",
             }
         ),
-        unsupported={
-            "LOOKUP": "Strata has no query-time lookups (no lookup registry to read from)",
-        },
     ),
     *specs(
         "scalar",
