@@ -64,6 +64,7 @@ CHAPTERS = {
     "broker": "[broker.md](broker.md), [cache.md](cache.md)",
     "quickstart": "[operations.md](operations.md#the-quickstart-cluster)",
     "sql": "[query-api.md](query-api.md#strata-sql)",
+    "lookups": "[lookups.md](lookups.md#strata-lookups)",
 }
 
 

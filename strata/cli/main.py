@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, str] = {
     "quickstart": "strata.cli.quickstart",
     "sql": "strata.cli.sql_cli",
     "security": "strata.security.cli",
+    "lookups": "strata.cli.lookups_cli",
 }
 
 

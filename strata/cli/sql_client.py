@@ -52,6 +52,18 @@ def error_line(status: int, body: bytes) -> str:
     return " ".join(f"{kind}: {message}".split()) if message else str(kind)
 
 
+def http_client(*, timeout: float | None, auth: tuple[str, str] | None, verify: str | bool,
+                transport: httpx.BaseTransport | None = None) -> httpx.Client:  # fmt: skip
+    """How the command-line clients call a server: Basic credentials, a CA bundle for https://
+    (--tls-ca), connecting within 10 s however long the answer may take."""
+    return httpx.Client(
+        timeout=httpx.Timeout(timeout, connect=min(timeout or 10.0, 10.0)),
+        transport=transport,
+        auth=auth,
+        verify=ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify,
+    )
+
+
 class SqlClient:
     """Druid SQL over HTTP; `transport` is the seam for tests (httpx.MockTransport)."""
 
@@ -65,12 +77,7 @@ class SqlClient:
         verify: str | bool = True,  # a CA bundle for https:// (--tls-ca)
     ) -> None:
         self.url = url.rstrip("/")
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout or 10.0, 10.0)),
-            transport=transport,
-            auth=auth,
-            verify=ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify,
-        )
+        self._http = http_client(timeout=timeout, transport=transport, auth=auth, verify=verify)
 
     def close(self) -> None:
         self._http.close()
