@@ -2,14 +2,17 @@
 // and a refresh every few seconds of the page on screen (never of the Query page).
 
 import { getJson } from "./api.js";
+import { refreshLookups } from "./lookups.js";
 import { refreshCache, refreshDatasources, refreshIngestion, refreshServers } from "./pages.js";
 import { initQueryPage } from "./query_page.js";
 
 const REFRESH_MS = 5000;
 // sys.segments and a COUNT(*) per datasource cost the cluster more than a status read: less often
-const REFRESH_EVERY = { datasources: 30000, servers: REFRESH_MS, cache: REFRESH_MS, ingestion: REFRESH_MS };
-const PAGES = ["query", "datasources", "servers", "cache", "ingestion"];
-const REFRESH = { datasources: refreshDatasources, servers: refreshServers, cache: refreshCache, ingestion: refreshIngestion };
+const REFRESH_EVERY = { datasources: 30000, servers: REFRESH_MS, cache: REFRESH_MS, ingestion: REFRESH_MS, lookups: REFRESH_MS };
+const PAGES = ["query", "datasources", "servers", "cache", "ingestion", "lookups"];
+const REFRESH = {
+  datasources: refreshDatasources, servers: refreshServers, cache: refreshCache, ingestion: refreshIngestion, lookups: refreshLookups,
+};
 
 let timer = null;
 let query = null;

@@ -521,6 +521,50 @@ def test_the_ingestion_page_lists_the_tasks_as_the_task_api_does(
     snap(page, shots, "tasks")
 
 
+def test_the_lookups_page_matches_the_lookup_api(page: Any, cluster: dict[str, Any], shots: Path,
+                                               tmp_path: Path) -> None:  # fmt: skip
+    """A map lookup every node loads and a file lookup none can (its file is missing): the page's
+    rows against what was configured and the coordinator's status and nodeStatus."""
+    api = cluster["coordinator"] + "/druid/coordinator/v1/lookups"
+    if httpx.get(api + "/config", timeout=30).status_code == 404:
+        assert httpx.post(api + "/config", json={}, timeout=30).status_code == 202
+    missing = {"type": "cachedNamespace", "extractionNamespace": {"type": "uri", "uri": (tmp_path / "gone.json").as_uri(),
+               "namespaceParseSpec": {"format": "simpleJson"}}}  # fmt: skip
+    config = {"__default": {"country": {"version": "v1", "lookupExtractorFactory": {"type": "map", "map": {"US": "USA"}}},
+                            "owners": {"version": "2024-05", "lookupExtractorFactory": missing}},
+              "analysts": {"country": {"version": "v9", "lookupExtractorFactory": {"type": "map", "map": {}}}}}  # fmt: skip
+    assert httpx.post(api + "/config", json=config, timeout=30).status_code == 202
+    node_count = 4  # the quickstart's broker, two historicals and real-time node serve __default
+
+    def reported() -> bool:
+        nodes = httpx.get(api + "/nodeStatus/__default", timeout=30).json()
+        return len(nodes) == node_count and all(
+            "country" in s["current"] and "owners" in s["toLoad"] for s in nodes.values()
+        )
+
+    _wait(reported, 60, "every node to load country and fail owners")
+    status = httpx.get(api + "/status", params={"detailed": "true"}, timeout=30).json()
+    node_status = httpx.get(api + "/nodeStatus", timeout=30).json()
+    page.goto(cluster["broker"] + "/console/#lookups")
+    page.wait_for_selector("#lookups-table tbody tr")
+    rows = _table(page, "#lookups-table", "lookup")
+    assert sorted(rows) == ["__default/country", "__default/owners", "analysts/country"]
+    types = {"__default/country": "map", "__default/owners": "cachedNamespace/uri", "analysts/country": "map"}
+    for key, row in rows.items():
+        tier, name = key.split("/")
+        want = status[tier][name]
+        assert row == {"tier": tier, "name": name, "version": config[tier][name]["version"], "type": types[key],
+                       "state": "loaded" if want["loaded"] else "pending",
+                       "pendingNodes": ",".join(want["pendingNodes"])}  # fmt: skip
+    assert rows["__default/owners"]["state"] == "pending" and rows["__default/country"]["state"] == "loaded"
+    nodes = _table(page, "#lookup-nodes", "node")
+    assert sorted(nodes) == sorted(node_status["__default"])
+    for node, row in nodes.items():
+        assert row["loaded"].split(",") == sorted(node_status["__default"][node]["current"])
+        assert row["toLoad"] == "owners" and "gone.json" in row["loadError"]
+    snap(page, shots, "lookups")
+
+
 def test_a_hybrid_brokers_cache_page_shows_both_levels_and_the_memcached_breaker(
     page: Any, cluster: dict[str, Any], shots: Path, tmp_path: Path
 ) -> None:
