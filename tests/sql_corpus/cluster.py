@@ -2,23 +2,35 @@
 
 The tables are rebuilt from the data and ingestion specs in `tables/` (and the Wikipedia sample
 shipped in the package), each as one segment like Druid's test harness builds them. The broker
-follows the historical over HTTP (no ZooKeeper needed); both stop when the context exits.
+follows the historical over HTTP (no ZooKeeper needed); both stop when the context exits. With
+lookups, a coordinator holds them and both nodes load them from it, as a Druid cluster's do: the
+corpus's are Druid's test lookups (its LookylooModule's maps).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 from harness.processes import StrataProcess
 from strata.data import WIKIPEDIA_SAMPLE
 from strata.ingestion.api import ingest
-from tests.cluster.cluster_kit import wait_settled
+from tests.cluster.cluster_kit import wait_settled, wait_until
+from tests.coordinator.kit import coordinator
 
 TABLES = Path(__file__).parent / "tables"
 DATA_SOURCES = ("foo", "foo2", "numfoo", "wikipedia")
+# Druid's SQL tests' lookups (sql/src/test/.../calcite/util/LookylooModule.java): name -> (map, injective)
+LOOKUPS: dict[str, tuple[dict[str, str], bool]] = {
+    "lookyloo": ({"a": "xa", "abc": "xabc", "nosuchkey": "mysteryvalue", "6": "x6"}, False),
+    "lookyloo-chain": ({"xa": "za", "xabc": "zabc", "x6": "z6"}, False),
+    "lookyloo121": ({"": "x", "10.1": "x10.1", "2": "x2", "1": "x1", "def": "xdef", "abc": "xabc"}, True),
+}
+LOOKUP_API = "/druid/coordinator/v1/lookups"
 
 
 def ingest_tables(root: Path) -> None:
@@ -33,28 +45,53 @@ def ingest_tables(root: Path) -> None:
 def corpus_cluster(root: Path, timeout: float = 60) -> Iterator[StrataProcess]:
     """Yields the broker once it sees every segment of the test tables."""
     ingest_tables(root)
-    with serving(root, timeout) as broker:
+    with serving(root, timeout, lookups=LOOKUPS) as broker:
         yield broker
 
 
+def configure_lookups(coord: StrataProcess, lookups: Mapping[str, tuple[dict[str, str], bool]]) -> None:
+    """The `__default` tier's map lookups, through Druid's configuration API."""
+    url = coord.url + LOOKUP_API + "/config"
+    tier = {name: {"version": "v1", "lookupExtractorFactory": {"type": "map", "map": pairs, "injective": one}}
+            for name, (pairs, one) in lookups.items()}  # fmt: skip
+    for body in ({}, {"__default": tier}):
+        resp = httpx.post(url, json=body, timeout=30)
+        assert resp.status_code == 202, resp.text
+
+
+def lookups_loaded(coord: StrataProcess, names: Iterable[str], count: int) -> bool:
+    """Every one of `count` nodes reported holding each of `names`."""
+    nodes = httpx.get(coord.url + LOOKUP_API + "/nodeStatus/__default", timeout=10).json()
+    return len(nodes) == count and all(set(names) <= set(n.get("current", {})) for n in nodes.values())
+
+
 @contextmanager
-def serving(root: Path, timeout: float = 60) -> Iterator[StrataProcess]:
+def serving(root: Path, timeout: float = 60,
+            lookups: Mapping[str, tuple[dict[str, str], bool]] | None = None) -> Iterator[StrataProcess]:  # fmt: skip
     """A historical and a broker over the segments published in `root/deep` and `root/meta.db`;
-    yields the broker once it sees every used segment, stops both on exit."""
+    yields the broker once it sees every used segment (and both hold `lookups`), stops all on exit."""
+    coord = coordinator(root, str(root / "meta.db")) if lookups else None
+    from_coord = ["--coordinator", coord.address, "--lookup-poll-period", "0.5"] if coord else []
     historical = StrataProcess(
         "historical",
         ["--deep-storage", str(root / "deep"), "--metadata", str(root / "meta.db"),
-         "--segment-cache", str(root / "cache"), "--poll-period", "1"],
+         "--segment-cache", str(root / "cache"), "--poll-period", "1", *from_coord],
         root / "historical.log",
     )  # fmt: skip
     broker = StrataProcess(
-        "broker", ["--discovery", "http", "--nodes", historical.address], root / "broker.log"
+        "broker", ["--discovery", "http", "--nodes", historical.address, *from_coord], root / "broker.log"
     )
     started: list[StrataProcess] = []
     try:
+        if coord is not None and lookups:
+            started.append(coord.start(timeout=timeout))
+            configure_lookups(coord, lookups)
         started.append(historical.start(timeout=timeout))
         started.append(broker.start(timeout=timeout))
         wait_settled(broker, root / "meta.db", [historical], timeout)
+        if coord is not None and lookups:
+            wait_until(lambda: lookups_loaded(coord, lookups, 2), "the nodes to load the lookups", timeout,
+                       [historical, broker])  # fmt: skip
         yield broker
     finally:
         for process in reversed(started):
