@@ -5,7 +5,8 @@ Pure planning over a catalog of columns; the broker runs the native queries thro
 """
 
 from strata.sql.formats import RESULT_FORMATS, encode_rows
-from strata.sql.statement import Catalog, PlannedStatement, plan_parsed, plan_statement, referenced_tables
+from strata.sql.statement import PlannedStatement, plan_parsed, plan_statement, referenced_tables
+from strata.sql.system_tables import Catalog
 
 __all__ = [
     "RESULT_FORMATS",

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
-import pyarrow as pa
 from sqlglot import exp
 
-from strata.lookups.registry import REGISTRY
 from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExceeded, TypeMismatch, invalid
 from strata.sql.aggregate_split import split_aggregate
-from strata.sql.column_types import jdbc_type, sql_type_name
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata.sql.functions import check_supported, druid_name
 from strata.sql.literals import check_literals
@@ -26,23 +23,10 @@ from strata.sql.relational import Relational, plan_relational
 from strata.sql.session import current_zone, parse_time_zone, time_zone
 from strata.sql.subqueries import plan_composed
 from strata.sql.subquery_limits import max_subquery_rows
+from strata.sql.system_tables import Catalog, system_tables
 from strata.sql.unnest import plan_unnest, unnest_joins
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
-
-
-class Catalog(Protocol):
-    """What the planner needs to know of the cluster."""
-
-    def tables(self) -> Sequence[str]: ...
-
-    def columns(self, table: str) -> Mapping[str, str] | None:
-        """Column name -> Druid type (STRING, LONG, DOUBLE, FLOAT, ARRAY<...>, COMPLEX<json>,
-        MULTI_VALUE_STRING), `__time` first; None: no such table."""
-
-    def segments(self) -> list[dict[str, Any]]: ...
-
-    def servers(self) -> list[dict[str, Any]]: ...
 
 
 @dataclass
@@ -373,95 +357,3 @@ def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
         condition = inner_where.this if outer_where is None else exp.and_(inner_where.this, outer_where.this)
         flat.set("where", exp.Where(this=condition))
     return flat
-
-
-def system_tables(catalog: Catalog) -> dict[str, pa.Table]:
-    tables = list(catalog.tables())
-    lookups = REGISTRY.snapshot()
-    schemata = [("druid", s) for s in ("druid", "INFORMATION_SCHEMA", "sys", "lookup", "view")]
-    table_rows = (
-        [("druid", "druid", t, "TABLE", "NO", "NO") for t in tables]
-        + [
-            ("druid", "INFORMATION_SCHEMA", t, "SYSTEM_TABLE", "NO", "NO")
-            for t in ("SCHEMATA", "TABLES", "COLUMNS")
-        ]
-        + [("druid", "sys", t, "SYSTEM_TABLE", "NO", "NO") for t in ("segments", "servers")]
-        + [("druid", "lookup", t, "TABLE", "YES", "YES") for t in lookups]
-    )
-    column_rows = []
-    for t in tables:
-        for position, (name, kind) in enumerate((catalog.columns(t) or {}).items(), start=1):
-            sql_type = "TIMESTAMP" if name == "__time" else sql_type_name(kind)
-            nullable = "NO" if name == "__time" else "YES"
-            column_rows.append(
-                ("druid", "druid", t, name, position, "", nullable, sql_type, jdbc_type(sql_type))
-            )
-    for t in lookups:  # Druid's lookup tables: k and v, strings
-        column_rows += [
-            ("druid", "lookup", t, c, i, "", "YES", "VARCHAR", 12) for i, c in ((1, "k"), (2, "v"))
-        ]
-    names = {
-        "SCHEMATA": ["CATALOG_NAME", "SCHEMA_NAME"],
-        "TABLES": [
-            "TABLE_CATALOG",
-            "TABLE_SCHEMA",
-            "TABLE_NAME",
-            "TABLE_TYPE",
-            "IS_JOINABLE",
-            "IS_BROADCAST",
-        ],
-        "COLUMNS": [
-            "TABLE_CATALOG",
-            "TABLE_SCHEMA",
-            "TABLE_NAME",
-            "COLUMN_NAME",
-            "ORDINAL_POSITION",
-            "COLUMN_DEFAULT",
-            "IS_NULLABLE",
-            "DATA_TYPE",
-            "JDBC_TYPE",
-        ],
-    }
-    out = {
-        f"information_schema__{k.lower()}": pa.table(
-            {n: [r[i] for r in rows] for i, n in enumerate(names[k])}
-        )
-        if rows
-        else pa.table(
-            {
-                n: pa.array([], pa.int64() if n in ("ORDINAL_POSITION", "JDBC_TYPE") else pa.string())
-                for n in names[k]
-            }
-        )
-        for k, rows in (("SCHEMATA", schemata), ("TABLES", table_rows), ("COLUMNS", column_rows))
-    }
-    out.update({f"lookup__{name.lower()}": lookup.table() for name, lookup in lookups.items()})
-    out["sys__segments"] = _rows_table(
-        catalog.segments(),
-        [
-            "segment_id",
-            "datasource",
-            "start",
-            "end",
-            "size",
-            "version",
-            "partition_num",
-            "num_replicas",
-            "num_rows",
-            "is_published",
-            "is_available",
-            "is_realtime",
-            "is_overshadowed",
-        ],
-    )
-    out["sys__servers"] = _rows_table(
-        catalog.servers(),
-        ["server", "host", "plaintext_port", "tls_port", "server_type", "tier", "curr_size", "max_size"],
-    )
-    return out
-
-
-def _rows_table(rows: list[dict[str, Any]], names: list[str]) -> pa.Table:
-    if not rows:
-        return pa.table({n: pa.array([], pa.string()) for n in names})
-    return pa.table({n: [r.get(n) for r in rows] for n in names})
