@@ -59,8 +59,24 @@ def query_engine_error(exc: BaseException, host: str | None = None) -> QueryErro
     if isinstance(exc, re.error):
         return invalid("Invalid regular expression: %s", engine_message(exc))
     if isinstance(exc, OSError):
+        streamed = _STREAMED.get(str(exc).split(":")[0])
+        if streamed is not None:  # DuckDB's error, met while its answer streamed through Arrow
+            return duckdb_error(streamed(str(exc)))
         return RuntimeFailure(f"Reading segment data failed: {engine_message(exc)}", host=host)
     return unknown_exception(exc, host)
+
+
+# DuckDB's errors as an Arrow reader of its answer raises them (OSError): only their banner says
+# what they were
+_STREAMED: dict[str, type[duckdb.Error]] = {
+    "Conversion Error": duckdb.ConversionException,
+    "Invalid Input Error": duckdb.InvalidInputException,
+    "Out of Range Error": duckdb.OutOfRangeException,
+    "Binder Error": duckdb.BinderException,
+    "Not implemented Error": duckdb.NotImplementedException,
+    "Out of Memory Error": duckdb.OutOfMemoryException,
+    "INTERRUPT Error": duckdb.InterruptException,
+}
 
 
 def unforeseen(err: QueryError) -> bool:
