@@ -147,6 +147,8 @@ class BrokerServerView:
     # -- servers ----------------------------------------------------------------------------------
     def add_server(self, server: ServerMetadata) -> None:
         """Register (or re-describe) a server; its segments keep being served."""
+        if self._servers.get(server.name) == server:
+            return  # the inventory repeats every server on each change of the set: a thousand nodes
         self._servers[server.name] = server
         served = self._served.setdefault(server.name, {})
         for segment_id in served:

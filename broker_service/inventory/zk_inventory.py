@@ -56,7 +56,7 @@ class ZkInventory(ServerInventory):
         # each watch carries a token; a watch whose token is no longer current stops itself
         self._tokens = itertools.count(1)
         self._server_tokens: dict[str, int] = {}
-        self._batch_tokens: dict[tuple[str, str], int] = {}
+        self._batch_tokens: dict[str, dict[str, int]] = {}  # server -> batch -> token
         # loop-thread state: per server, per batch, the segment ids it held (ids only, the view's own
         # strings: the segments themselves live once, in the view); and reference counts
         self._batches: dict[str, dict[str, frozenset[str]]] = {}
@@ -142,8 +142,7 @@ class ZkInventory(ServerInventory):
         with self._lock:
             for name in [n for n in self._server_tokens if n not in present]:
                 del self._server_tokens[name]
-                for key in [k for k in self._batch_tokens if k[0] == name]:
-                    del self._batch_tokens[key]
+                self._batch_tokens.pop(name, None)
             for name in present:
                 if name not in self._server_tokens:
                     self._server_tokens[name] = token = next(self._tokens)
@@ -159,13 +158,17 @@ class ZkInventory(ServerInventory):
         with self._lock:
             if self._server_tokens.get(server) != token or self._stopped:
                 return False
-            for key in [k for k in self._batch_tokens if k[0] == server and k[1] not in children]:
-                del self._batch_tokens[key]
+            # per server, not over every batch of the cluster: a thousand nodes hold tens of
+            # thousands of batches, and each node's batch changes would otherwise scan them all
+            tokens = self._batch_tokens.setdefault(server, {})
+            present = set(children)
+            for batch in [b for b in tokens if b not in present]:
+                del tokens[batch]
             for child in children:
-                if (server, child) not in self._batch_tokens:
-                    self._batch_tokens[(server, child)] = batch_token = next(self._tokens)
+                if child not in tokens:
+                    tokens[child] = batch_token = next(self._tokens)
                     started.append((child, batch_token))
-        self._post(self._batches_present, server, set(children), self._vanished(server))
+        self._post(self._batches_present, server, present, self._vanished(server))
         from kazoo.recipe.watchers import DataWatch
 
         for child, batch_token in started:
@@ -177,10 +180,11 @@ class ZkInventory(ServerInventory):
         self, token: int, server: str, batch: str, data: bytes | None, stat: Any
     ) -> bool | None:
         with self._lock:
-            if self._batch_tokens.get((server, batch)) != token or self._stopped:
+            tokens = self._batch_tokens.get(server, {})
+            if tokens.get(batch) != token or self._stopped:
                 return False
             if stat is None:  # the batch znode is gone
-                del self._batch_tokens[(server, batch)]
+                del tokens[batch]
         if stat is None:
             self._post(self._apply_batch, server, batch, [], self._vanished(server))
             return False
