@@ -65,15 +65,20 @@ class ServerSelector:
     def set_server(self, server: ServerMetadata, announced: DataSegment | None = None) -> None:
         """`announced`: the segment as this server announced it (None: a server re-described)."""
         names = [s.name for s in self._servers]
+        facts = None if announced is None else self._shared(RowFacts.of(announced))
         if server.name in names:
             i = names.index(server.name)
-            facts = self._facts[i] if announced is None else RowFacts.of(announced)
+            facts = self._facts[i] if announced is None else facts
             self._servers = (*self._servers[:i], server, *self._servers[i + 1 :])
             self._facts = (*self._facts[:i], facts, *self._facts[i + 1 :])
         else:
             self._servers = (*self._servers, server)
-            self._facts = (*self._facts, RowFacts.of(announced or self.segment))
+            self._facts = (*self._facts, facts if announced else self._shared(RowFacts.of(self.segment)))
         self._servers_changed()
+
+    def _shared(self, facts: RowFacts | None) -> RowFacts | None:
+        """Replicas announce equal facts: one object for all (a million segments hold two each)."""
+        return next((f for f in self._facts if f == facts), facts)
 
     def remove_server(self, name: str) -> None:
         keep = [i for i, s in enumerate(self._servers) if s.name != name]
@@ -178,7 +183,6 @@ class BrokerServerView:
         served = self._served.setdefault(server_name, {})
         if segment.id in served:
             return
-        served[segment.id] = segment
         self._lost.pop(segment.id, None)
         selector = self._selectors.get(segment.id)
         if selector is None:
@@ -187,6 +191,10 @@ class BrokerServerView:
             if timeline is None:
                 timeline = self._timelines[segment.data_source] = VersionedIntervalTimeline()
             timeline.add_segment(segment, selector)
+        # every replica announcing the very same segment shares one object (Druid interns them
+        # too): a million segments on two nodes each are then a million objects, not two
+        shared = selector.segment
+        served[shared.id] = shared if shared.same_announcement(segment) else segment
         selector.set_server(server, segment)
         self.version += 1
 

@@ -80,6 +80,18 @@ class DataSegment:
         partition = self.shard_spec.partition_num
         object.__setattr__(self, "_id", base if partition == 0 else f"{base}_{partition}")
 
+    def same_announcement(self, other: DataSegment) -> bool:
+        """Equal in every field, not only in identity (`==` compares the id's parts alone)."""
+        return self is other or (
+            self == other
+            and self.size == other.size
+            and self.binary_version == other.binary_version
+            and self.dimensions == other.dimensions
+            and self.metrics == other.metrics
+            and self.load_spec == other.load_spec
+            and self.extra == other.extra
+        )
+
     @property
     def partition_num(self) -> int:
         return self.shard_spec.partition_num

@@ -6,8 +6,8 @@
 kazoo runs watch callbacks on its own thread; they only read ZooKeeper and parse JSON, then hand
 the result to the event loop (`call_soon_threadsafe`), where all view mutations happen. Each
 ChildrenWatch callback is taken as the latest complete state of that level, and each batch's
-array is diffed against what that batch held before (a per-server reference count, so a segment
-moving between batches never blinks out). When the session is lost the last view keeps serving;
+array is diffed against what that batch held before (a segment leaves a server only once none of
+its batches holds it, so a segment moving between batches never blinks out). When the session is lost the last view keeps serving;
 a new session re-reads everything and the view is diffed to it.
 """
 
@@ -58,9 +58,9 @@ class ZkInventory(ServerInventory):
         self._server_tokens: dict[str, int] = {}
         self._batch_tokens: dict[str, dict[str, int]] = {}  # server -> batch -> token
         # loop-thread state: per server, per batch, the segment ids it held (ids only, the view's own
-        # strings: the segments themselves live once, in the view); and reference counts
-        self._batches: dict[str, dict[str, frozenset[str]]] = {}
-        self._refs: dict[str, dict[str, int]] = {}
+        # strings: the segments themselves live once, in the view)
+        # (tuples: a million segments' ids fill them, and a set weighs six times a tuple per id)
+        self._batches: dict[str, dict[str, tuple[str, ...]]] = {}
         self._status = InventoryStatus(kind="zk")
         self._lost = False
         self._stopped = False
@@ -230,7 +230,6 @@ class ZkInventory(ServerInventory):
     def _servers_present(self, present: dict[str, ServerMetadata]) -> None:
         for name in [n for n in self._batches if n not in present]:
             self._batches.pop(name, None)
-            self._refs.pop(name, None)
             self.view.remove_server(name)
         for server in present.values():
             self._batches.setdefault(server.name, {})
@@ -246,24 +245,22 @@ class ZkInventory(ServerInventory):
         if server not in self._batches or self.view.server(server) is None:
             return  # server gone (or not announced yet): its segments are not served
         batches = self._batches[server]
-        refs = self._refs.setdefault(server, {})
-        old = batches.get(batch, frozenset())
+        old = batches.get(batch, ())
+        held_before = set(old)
         new = {s.id: s for s in segments}
         for segment_id, segment in new.items():
-            if segment_id not in old:
-                refs[segment_id] = refs.get(segment_id, 0) + 1
-                if refs[segment_id] == 1:
-                    self.view.add_segment(server, segment)
-        for segment_id in old:
-            if segment_id not in new:
-                refs[segment_id] -= 1
-                if refs[segment_id] <= 0:
-                    del refs[segment_id]
-                    self.view.remove_segment(server, segment_id, vanished=vanished)
+            if segment_id not in held_before:
+                self.view.add_segment(server, segment)  # no-op when another batch holds it already
         if new:
-            batches[batch] = frozenset(map(self._shared_id, new))
+            batches[batch] = tuple(map(self._shared_id, new))
         else:
             batches.pop(batch, None)
+        for segment_id in old:
+            # gone from the server only once no batch of it holds the segment (a segment moving
+            # between batches never blinks out); asked of the batches, not of a per-segment count:
+            # removals are rare, and a count per segment and server weighed 90 B of each segment
+            if segment_id not in new and not any(segment_id in held for held in batches.values()):
+                self.view.remove_segment(server, segment_id, vanished=vanished)
 
     def _shared_id(self, segment_id: str) -> str:
         """The view's copy of the id string, so a batch holds no second copy of it."""
