@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
@@ -45,7 +45,7 @@ class ServerSelector:
     selector per segment (100,000 of them in the many-small-segments case), and nearly all have one
     or two servers, which tuples hold in a fraction of a dict's memory; they change rarely."""
 
-    __slots__ = ("_facts", "_historical", "_row_facts", "_servers", "segment")
+    __slots__ = ("_facts", "_historical", "_preferred", "_row_facts", "_servers", "segment")
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
@@ -53,6 +53,7 @@ class ServerSelector:
         self._facts: tuple[RowFacts | None, ...] = ()  # what each of `_servers` announced
         self._historical = False
         self._row_facts: RowFacts | None = None
+        self._preferred: tuple[ServerMetadata, ...] = ()  # what `pick` ranks when nothing is excluded
 
     @property
     def servers(self) -> Mapping[str, ServerMetadata]:
@@ -93,6 +94,7 @@ class ServerSelector:
         only = facts.pop() if len(facts) == 1 else None
         every_historical = bool(self._servers) and all(s.is_historical for s in self._servers)
         self._row_facts = only if every_historical else None
+        self._preferred = _preferred(self._servers)
 
     @property
     def row_facts(self) -> RowFacts | None:
@@ -116,13 +118,13 @@ class ServerSelector:
         if len(self._servers) == 1:  # one replica, the common case: nothing to rank (100 picks a query)
             (only,) = self._servers
             return None if only.name in exclude else only
-        pool = [s for s in self._servers if s.name not in exclude]
+        pool: Sequence[ServerMetadata]
+        if exclude:  # a retry: ranked afresh
+            pool = _preferred([s for s in self._servers if s.name not in exclude])
+        else:  # the first try, every segment of every query: ranked when the servers changed
+            pool = self._preferred
         if not pool:
             return None
-        historicals = [s for s in pool if s.is_historical]
-        pool = historicals or pool
-        top = max(s.priority for s in pool)
-        pool = [s for s in pool if s.priority == top]
         if len(pool) > 1:
             counts = [load.open_connections(s.name) for s in pool]
             least = min(counts)
@@ -131,6 +133,16 @@ class ServerSelector:
 
     def __repr__(self) -> str:
         return f"ServerSelector({self.segment.id}, {sorted(s.name for s in self._servers)})"
+
+
+def _preferred(servers: Collection[ServerMetadata]) -> tuple[ServerMetadata, ...]:
+    """Historicals before real-time nodes, then the highest tier priority."""
+    historicals = [s for s in servers if s.is_historical]
+    pool = historicals or list(servers)
+    if not pool:
+        return ()
+    top = max(s.priority for s in pool)
+    return tuple(s for s in pool if s.priority == top)
 
 
 SegmentRemovedListener = Callable[[DataSegment], None]
