@@ -11,13 +11,14 @@ gigabyte of JSON held here beside the broker being measured.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import NoNodeError, NodeExistsError
+from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent, ZnodeStat
 
 Data = bytes | Callable[[], bytes]
@@ -59,8 +60,6 @@ class MemoryZooKeeper:
         self._events: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._listeners: list[Callable[[str], object]] = []
-        self._idle = threading.Event()
-        self._pending = 0
         self.handler = _Handler(self._events)
 
     # -- the client side kazoo's recipes and ZkInventory use ----------------------------------------
@@ -120,7 +119,9 @@ class MemoryZooKeeper:
             return sorted(node.children)
 
     # -- the simulated data nodes' side ---------------------------------------------------------------
-    def create(self, path: str, data: Data = b"", *, owner: str | None = None, makepath: bool = False) -> None:
+    def create(
+        self, path: str, data: Data = b"", *, owner: str | None = None, makepath: bool = False
+    ) -> None:
         with self._lock:
             if path in self._nodes:
                 raise NodeExistsError(path)
@@ -174,7 +175,7 @@ class MemoryZooKeeper:
     def _fire(self, watches: dict[str, list[Watcher]], path: str, kind: str) -> None:
         for watch in watches.pop(path, ()):
             event = WatchedEvent(kind, KeeperState.CONNECTED, path)
-            self._events.put(lambda w=watch, e=event: w(e))
+            self._events.put(functools.partial(watch, event))
 
     def _run(self) -> None:
         while (call := self._events.get()) is not None:

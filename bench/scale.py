@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import random
 import statistics
-import threading
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,8 @@ class SimulatedCluster:
         held = self.held(node)
         for b in range(0, len(held), PER_BATCH):
             part = held[b : b + PER_BATCH]
-            yield f"{self.name(node)}_historical__default_tier_{b // PER_BATCH}", lambda p=part: self.encode(p)
+            name = f"{self.name(node)}_historical__default_tier_{b // PER_BATCH}"
+            yield name, functools.partial(self.encode, part)
 
     def encode(self, segment_ids: np.ndarray) -> bytes:
         """A batch znode's JSON as a historical writes it (made when read, see memory_zookeeper)."""
@@ -109,7 +110,8 @@ class SimulatedCluster:
         )
 
     def interval_text(self, first_hour: int, hours: int) -> str:
-        return f"{_instant(START_MS + first_hour * HOUR_MS)}/{_instant(START_MS + (first_hour + hours) * HOUR_MS)}"
+        start = START_MS + first_hour * HOUR_MS
+        return f"{_instant(start)}/{_instant(start + hours * HOUR_MS)}"
 
 
 class Simulation:
@@ -128,6 +130,10 @@ class Simulation:
         self.zk.create(self.paths.announcement(name), meta.to_bytes(), owner=name, makepath=True)
         for batch, data in self.cluster.batches(node):
             self.zk.create(self.paths.batch(name, batch), data, owner=name, makepath=True)
+
+    def announce_all(self, nodes: Iterable[int]) -> None:
+        for node in nodes:
+            self.announce(node)
 
     async def timed(self, writes: Callable[[], None]) -> float:
         """Seconds from the first write until the view settled: every watch callback ran (on the
@@ -190,7 +196,7 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
     if heap:
         tracemalloc.start()
     rss_before, heap_before = rss_bytes(), tracemalloc.get_traced_memory()[0]
-    absorb_s = await sim.timed(lambda: [sim.announce(n) for n in range(nodes)])
+    absorb_s = await sim.timed(lambda: sim.announce_all(range(nodes)))
     view = sim.view
     if view.segment_count != segments:
         raise RuntimeError(f"view holds {view.segment_count} segments, expected {segments}")
@@ -200,7 +206,8 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
     if heap:
         out["bytes_per_segment"] = round((tracemalloc.get_traced_memory()[0] - heap_before) / segments)
         out["measured_by"] = "tracemalloc (Python heap)"
-        print("where the heap goes (top lines):", *heap_report(tracemalloc.take_snapshot(), segments), sep="\n")
+        top = heap_report(tracemalloc.take_snapshot(), segments)
+        print("where the heap goes (top lines):", *top, sep="\n")
         tracemalloc.stop()
     else:
         out["bytes_per_segment"] = round((rss_bytes() - rss_before) / segments)
@@ -221,7 +228,9 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--segments", type=int, default=1_000_000)
     parser.add_argument("--replicas", type=int, default=2)

@@ -168,7 +168,6 @@ def group_by_server(
     return groups, unread
 
 
-
 def _key(task: SegmentTask) -> SegmentTaskKey:
     d = task.descriptor
     return (d.interval.start, d.interval.end, d.version, d.partition)

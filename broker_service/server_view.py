@@ -118,11 +118,11 @@ class ServerSelector:
         if len(self._servers) == 1:  # one replica, the common case: nothing to rank (100 picks a query)
             (only,) = self._servers
             return None if only.name in exclude else only
-        pool: Sequence[ServerMetadata]
-        if exclude:  # a retry: ranked afresh
-            pool = _preferred([s for s in self._servers if s.name not in exclude])
-        else:  # the first try, every segment of every query: ranked when the servers changed
-            pool = self._preferred
+        # the first try (every segment of every query) takes the ranking made when the servers
+        # changed; a retry ranks afresh without the servers it excludes
+        pool: Sequence[ServerMetadata] = (
+            _preferred([s for s in self._servers if s.name not in exclude]) if exclude else self._preferred
+        )
         if not pool:
             return None
         if len(pool) > 1:

@@ -7,8 +7,8 @@ kazoo runs watch callbacks on its own thread; they only read ZooKeeper and parse
 the result to the event loop (`call_soon_threadsafe`), where all view mutations happen. Each
 ChildrenWatch callback is taken as the latest complete state of that level, and each batch's
 array is diffed against what that batch held before (a segment leaves a server only once none of
-its batches holds it, so a segment moving between batches never blinks out). When the session is lost the last view keeps serving;
-a new session re-reads everything and the view is diffed to it.
+its batches holds it, so a segment moving between batches never blinks out). When the session is
+lost the last view keeps serving; a new session re-reads everything and the view is diffed to it.
 """
 
 from __future__ import annotations

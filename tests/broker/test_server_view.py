@@ -214,9 +214,9 @@ def _oracle_candidates(servers: list[ServerMetadata], exclude: set[str]) -> set[
 def test_pick_matches_the_rules_over_random_server_sets_exclusions_and_changes():
     rng = random.Random(40)
     for _ in range(300):
+        kinds = [ServerType.HISTORICAL, ServerType.REALTIME]
         servers = [
-            ServerMetadata(f"n{i}:1", f"n{i}:1", rng.choice([ServerType.HISTORICAL, ServerType.REALTIME]),
-                           "_default_tier", rng.choice([0, 0, 5]))  # fmt: skip
+            ServerMetadata(f"n{i}:1", f"n{i}:1", rng.choice(kinds), "_default_tier", rng.choice([0, 0, 5]))
             for i in range(rng.randint(1, 4))
         ]
         s = selector(*servers)
