@@ -24,6 +24,7 @@ import asyncio
 import functools
 import gc
 import json
+import os
 import random
 import statistics
 import time
@@ -34,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.many_segments import rss_bytes
 from bench.memory_zookeeper import MemoryZooKeeper
 from broker_service.inventory.zk_inventory import ZkInventory
 from broker_service.scatter import group_by_server
@@ -152,13 +154,6 @@ class Simulation:
         return time.perf_counter() - began
 
 
-def rss_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
-
-
 def route_times(view: BrokerServerView, cluster: SimulatedCluster, hours: int, samples: int) -> list[float]:
     """Seconds to route queries over `hours` of one datasource: plan + pick a server per segment."""
     rng = random.Random(hours)
@@ -195,7 +190,7 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
     gc.collect()
     if heap:
         tracemalloc.start()
-    rss_before, heap_before = rss_bytes(), tracemalloc.get_traced_memory()[0]
+    rss_before, heap_before = rss_bytes(os.getpid()), tracemalloc.get_traced_memory()[0]
     absorb_s = await sim.timed(lambda: sim.announce_all(range(nodes)))
     view = sim.view
     if view.segment_count != segments:
@@ -210,7 +205,7 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
         print("where the heap goes (top lines):", *top, sep="\n")
         tracemalloc.stop()
     else:
-        out["bytes_per_segment"] = round((rss_bytes() - rss_before) / segments)
+        out["bytes_per_segment"] = round((rss_bytes(os.getpid()) - rss_before) / segments)
         out["measured_by"] = "resident memory"
     day, year = route_times(view, cluster, 24, 2000), route_times(view, cluster, 24 * 365, 40)
     out["route_one_day_us"] = round(statistics.median(day) * 1e6, 1)
