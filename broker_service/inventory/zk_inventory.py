@@ -255,12 +255,15 @@ class ZkInventory(ServerInventory):
             batches[batch] = tuple(map(self._shared_id, new))
         else:
             batches.pop(batch, None)
-        for segment_id in old:
+        gone = [segment_id for segment_id in old if segment_id not in new]
+        if gone:
             # gone from the server only once no batch of it holds the segment (a segment moving
             # between batches never blinks out); asked of the batches, not of a per-segment count:
             # removals are rare, and a count per segment and server weighed 90 B of each segment
-            if segment_id not in new and not any(segment_id in held for held in batches.values()):
-                self.view.remove_segment(server, segment_id, vanished=vanished)
+            elsewhere = set().union(*batches.values())
+            for segment_id in gone:
+                if segment_id not in elsewhere:
+                    self.view.remove_segment(server, segment_id, vanished=vanished)
 
     def _shared_id(self, segment_id: str) -> str:
         """The view's copy of the id string, so a batch holds no second copy of it."""
