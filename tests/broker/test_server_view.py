@@ -239,7 +239,7 @@ def test_replicas_announcing_the_same_segment_share_one_object_and_one_row_facts
     assert view.segments_of(H2.name)[first.id] is first
     sel = view.selector(first.id)
     assert sel is not None and sel.row_facts == RowFacts(7, (1, 9))
-    assert len({id(f) for f in sel._facts}) == 1
+    assert sel._facts is None  # nothing held per server: both announced the segment's own facts
 
 
 def test_a_replica_announcing_other_details_keeps_its_own():
@@ -250,3 +250,26 @@ def test_a_replica_announcing_other_details_keeps_its_own():
     view.add_segment(H2.name, bigger)
     assert view.segments_of(H2.name)[first.id].size == first.size + 1
     assert view.segments_of(H1.name)[first.id].size == first.size
+
+
+def test_row_facts_only_while_every_server_is_a_historical_announcing_the_same():
+    view = BrokerServerView()
+    for server in (H1, H2, RT):
+        view.add_server(server)
+    agreed = dataclasses.replace(segment(), extra={"numRows": 7, "minTime": 1, "maxTime": 9})
+    other = dataclasses.replace(segment(), extra={"numRows": 8, "minTime": 1, "maxTime": 9})
+    view.add_segment(H1.name, agreed)
+    sel = view.selector(agreed.id)
+    assert sel is not None and sel.row_facts == RowFacts(7, (1, 9))
+    view.add_segment(H2.name, other)
+    assert sel.row_facts is None  # the replicas disagree
+    view.remove_segment(H1.name, agreed.id)
+    assert sel.row_facts == RowFacts(8, (1, 9))  # only H2's facts are left
+    view.add_segment(H1.name, agreed)
+    view.remove_segment(H2.name, agreed.id)
+    assert sel.row_facts == RowFacts(7, (1, 9))
+    view.add_segment(RT.name, agreed)
+    assert sel.row_facts is None  # a real-time node's rows still change
+    view.remove_segment(RT.name, agreed.id)
+    view.add_server(H1)  # re-described: what it announced is kept
+    assert sel.row_facts == RowFacts(7, (1, 9))
