@@ -59,6 +59,12 @@ def test_compact_segments_equal_plain_ones_but_for_the_load_spec(
         plain.metrics,
         plain.extra,
     )
+    assert list(compact.extra.items()) == list(plain.extra.items()) and compact.extra == plain.extra
+    assert plain.same_announcement(DataSegment.from_json(obj)) and compact.same_announcement(
+        DataSegment.from_json(obj, compact=True)
+    )
+    assert compact.extra.get("absent") is None and "absent" not in compact.extra
+    assert compact.interval is DataSegment.from_json(obj, compact=True).interval  # one shared object
     assert compact.shard_spec.to_json() == plain.shard_spec.to_json()
     assert dict(compact.load_spec) == {} and plain.load_spec == {"type": "local", "path": "/p"}
     assert plain.to_json() == {**compact.to_json(), "loadSpec": {"type": "local", "path": "/p"}}
