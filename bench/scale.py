@@ -173,7 +173,7 @@ def route_times(view: BrokerServerView, cluster: SimulatedCluster, hours: int, s
     return out
 
 
-def heap_report(snapshot: tracemalloc.Snapshot, segments: int, top: int = 12) -> list[str]:
+def heap_report(snapshot: tracemalloc.Snapshot, segments: int, top: int = 24) -> list[str]:
     stats = snapshot.statistics("lineno")
     lines = []
     for stat in stats[:top]:
