@@ -34,6 +34,12 @@ _INSTANT = re.compile(
 _CANONICAL = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z", re.ASCII)
 
 
+def prints_as_read(text: str) -> bool:
+    """Is `text` an instant exactly as `format_instant` prints the instant it parses to? (Druid's
+    own form; 24:00 is the next day's 00:00.) Then a reader may keep the text it was given."""
+    return _CANONICAL.fullmatch(text) is not None and text[11:13] != "24"
+
+
 @lru_cache(maxsize=4096)
 def _canonical_day(date: str) -> int | None:
     """Days since the epoch of `YYYY-MM-DD`; None when it names no day."""
