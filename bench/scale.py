@@ -9,6 +9,7 @@ facts a historical adds) in an in-memory ZooKeeper (`bench.memory_zookeeper`); f
 code is the broker's own: kazoo's watch recipes, `ZkInventory` (its watch callbacks on the event
 thread, parsing, the hand-over to the event loop), `BrokerServerView` and its timelines. Measured:
 - `absorb_s`: from the first announcement to a settled view (every callback run, every replica in);
+  `absorb_cpu_s`: the CPU time this process spent meanwhile (on a busy machine, the steadier figure);
 - `bytes_per_segment`: the process's resident memory after minus before, over distinct segments;
   (`--heap`: the Python heap under tracemalloc instead, with the lines that allocate most: slower);
 - `route_one_day_us` / `route_one_year_ms`: p50 of planning one datasource's query over a day / a
@@ -191,13 +192,16 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
     if heap:
         tracemalloc.start()
     rss_before, heap_before = rss_bytes(os.getpid()), tracemalloc.get_traced_memory()[0]
+    cpu_before = time.process_time()
     absorb_s = await sim.timed(lambda: sim.announce_all(range(nodes)))
+    absorb_cpu_s = time.process_time() - cpu_before
     view = sim.view
     if view.segment_count != segments:
         raise RuntimeError(f"view holds {view.segment_count} segments, expected {segments}")
     gc.collect()
     out: dict[str, Any] = {"nodes": nodes, "segments": segments, "replicas": replicas,
-                           "datasources": datasources, "absorb_s": round(absorb_s, 1)}  # fmt: skip
+                           "datasources": datasources, "absorb_s": round(absorb_s, 1),
+                           "absorb_cpu_s": round(absorb_cpu_s, 1)}  # fmt: skip
     if heap:
         out["bytes_per_segment"] = round((tracemalloc.get_traced_memory()[0] - heap_before) / segments)
         out["measured_by"] = "tracemalloc (Python heap)"
