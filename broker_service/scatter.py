@@ -10,7 +10,7 @@ is returned as missing; the caller decides between an error and a flagged partia
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -19,7 +19,7 @@ from broker_service.data_node_client import DataNodeClient, NodeResponse
 from broker_service.errors import NodeFailure
 from broker_service.inflight import ServerLeft
 from broker_service.segment_plan import SegmentTask
-from broker_service.server_view import BrokerServerView
+from broker_service.server_view import NO_LOAD, BrokerServerView, LoadGauge
 from strata.discovery.server_metadata import ServerMetadata
 from strata.query import Query
 from strata.query.errors import QueryError
@@ -71,20 +71,7 @@ class Scatter:
         pending = list(tasks)
         retries_left = query.context.num_retries_on_missing_segments
         while pending:
-            groups: dict[str, tuple[ServerMetadata, list[SegmentTask]]] = {}
-            unread: list[SegmentTask] = []
-            for task in pending:
-                # the servers tried are recorded only for segments left unread (a retry excludes
-                # them): per segment, the common first round costs a pick and an append
-                exclude = tried.get((task.segment_id, _key(task)), ()) if tried else ()
-                server = task.selector.pick(self.client, exclude=exclude)
-                if server is None:
-                    unread.append(task)
-                    continue
-                slot = groups.get(server.name)
-                if slot is None:
-                    slot = groups[server.name] = (server, [])
-                slot[1].append(task)
+            groups, unread = group_by_server(pending, self.client, tried)
             calls = [
                 self._call(server, query, group, time_left(), per_segment)
                 for server, group in groups.values()
@@ -154,6 +141,31 @@ class Scatter:
 
 
 SegmentTaskKey = tuple[int, int, str, int]
+ServerGroups = dict[str, tuple[ServerMetadata, list[SegmentTask]]]
+
+
+def group_by_server(
+    tasks: Sequence[SegmentTask],
+    load: LoadGauge = NO_LOAD,
+    tried: Mapping[tuple[str, SegmentTaskKey], set[str]] | None = None,
+) -> tuple[ServerGroups, list[SegmentTask]]:
+    """One round's routing: a server picked per segment (not one in `tried` for it), segments
+    grouped by server; and the segments no server is left for."""
+    groups: ServerGroups = {}
+    unread: list[SegmentTask] = []
+    for task in tasks:
+        # the servers tried are recorded only for segments left unread (a retry excludes them):
+        # per segment, the common first round costs a pick and an append
+        exclude = tried.get((task.segment_id, _key(task)), ()) if tried else ()
+        server = task.selector.pick(load, exclude=exclude)
+        if server is None:
+            unread.append(task)
+            continue
+        slot = groups.get(server.name)
+        if slot is None:
+            slot = groups[server.name] = (server, [])
+        slot[1].append(task)
+    return groups, unread
 
 
 def _key(task: SegmentTask) -> SegmentTaskKey:

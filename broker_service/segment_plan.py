@@ -23,14 +23,20 @@ class SegmentTask:
 
     selector: ServerSelector
     descriptor: SegmentDescriptor
-    # Druid's per-segment cache key starts with the clipped interval, version and partition; built
-    # once per plan, since a reused plan serves every repeat of a dashboard's query
-    cache_key_prefix: bytes = field(init=False, repr=False, compare=False)
+    _prefix: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        d = self.descriptor
-        prefix = struct.pack(">qq", d.interval.start, d.interval.end) + d.version.encode()
-        object.__setattr__(self, "cache_key_prefix", prefix + struct.pack(">i", d.partition))
+    @property
+    def cache_key_prefix(self) -> bytes:
+        """Druid's per-segment cache key starts with the clipped interval, version and partition.
+        Built when first asked (a broker without a cache never asks, and routing a query makes a
+        task per segment) and kept, since a reused plan serves every repeat of a query."""
+        prefix = self._prefix
+        if prefix is None:
+            d = self.descriptor
+            prefix = struct.pack(">qq", d.interval.start, d.interval.end) + d.version.encode()
+            prefix += struct.pack(">i", d.partition)
+            object.__setattr__(self, "_prefix", prefix)
+        return prefix
 
     @property
     def segment_id(self) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
@@ -43,16 +43,21 @@ class ServerSelector:
 
     The servers and what each announced are two parallel tuples, not two dicts: a broker holds one
     selector per segment (100,000 of them in the many-small-segments case), and nearly all have one
-    or two servers, which tuples hold in a fraction of a dict's memory; they change rarely."""
+    or two servers, which tuples hold in a fraction of a dict's memory; they change rarely.
+    What each server announced is kept only when it differs from the segment's own facts (almost
+    never: replicas announce the very same segment), and the agreed facts are read from the
+    segment when asked, not held: a million selectors held 100 B each of copies."""
 
-    __slots__ = ("_facts", "_historical", "_row_facts", "_servers", "segment")
+    __slots__ = ("_facts", "_historical", "_preferred", "_row_facts", "_servers", "segment")
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
         self._servers: tuple[ServerMetadata, ...] = ()
-        self._facts: tuple[RowFacts | None, ...] = ()  # what each of `_servers` announced
+        # what each of `_servers` announced, `_OWN` for the segment's own facts; None: all `_OWN`
+        self._facts: tuple[object, ...] | None = None
         self._historical = False
-        self._row_facts: RowFacts | None = None
+        self._row_facts: object = None  # RowFacts, None or `_OWN`
+        self._preferred: tuple[ServerMetadata, ...] = ()  # what `pick` ranks when nothing is excluded
 
     @property
     def servers(self) -> Mapping[str, ServerMetadata]:
@@ -65,35 +70,56 @@ class ServerSelector:
     def set_server(self, server: ServerMetadata, announced: DataSegment | None = None) -> None:
         """`announced`: the segment as this server announced it (None: a server re-described)."""
         names = [s.name for s in self._servers]
+        every = self._every_facts()
+        facts = _OWN if announced is None else self._facts_of(announced)
         if server.name in names:
             i = names.index(server.name)
-            facts = self._facts[i] if announced is None else RowFacts.of(announced)
+            facts = every[i] if announced is None else facts
             self._servers = (*self._servers[:i], server, *self._servers[i + 1 :])
-            self._facts = (*self._facts[:i], facts, *self._facts[i + 1 :])
+            every = (*every[:i], facts, *every[i + 1 :])
         else:
             self._servers = (*self._servers, server)
-            self._facts = (*self._facts, RowFacts.of(announced or self.segment))
+            every = (*every, facts)
+        self._keep_facts(every)
         self._servers_changed()
+
+    def _every_facts(self) -> tuple[object, ...]:
+        return (_OWN,) * len(self._servers) if self._facts is None else self._facts
+
+    def _keep_facts(self, every: tuple[object, ...]) -> None:
+        self._facts = None if all(f is _OWN for f in every) else every
+
+    def _facts_of(self, announced: DataSegment) -> object:
+        if announced is self.segment:
+            return _OWN
+        facts = RowFacts.of(announced)
+        return _OWN if facts == RowFacts.of(self.segment) else facts
 
     def remove_server(self, name: str) -> None:
         keep = [i for i, s in enumerate(self._servers) if s.name != name]
         if len(keep) != len(self._servers):
+            every = self._every_facts()
             self._servers = tuple(self._servers[i] for i in keep)
-            self._facts = tuple(self._facts[i] for i in keep)
+            self._keep_facts(tuple(every[i] for i in keep))
         self._servers_changed()
 
     def _servers_changed(self) -> None:
         self._historical = any(s.is_historical for s in self._servers)
-        facts = set(self._facts)
+        facts = set(self._every_facts())
         only = facts.pop() if len(facts) == 1 else None
         every_historical = bool(self._servers) and all(s.is_historical for s in self._servers)
         self._row_facts = only if every_historical else None
+        self._preferred = _preferred(self._servers)
 
     @property
     def row_facts(self) -> RowFacts | None:
         """The segment's row count and time span, when every server serving it is a historical
         and all announced the same ones (None otherwise: a real-time node's rows still change)."""
-        return self._row_facts
+        facts = self._row_facts
+        if facts is _OWN:
+            return RowFacts.of(self.segment)
+        assert facts is None or isinstance(facts, RowFacts)
+        return facts
 
     @property
     def is_historical(self) -> bool:
@@ -111,13 +137,13 @@ class ServerSelector:
         if len(self._servers) == 1:  # one replica, the common case: nothing to rank (100 picks a query)
             (only,) = self._servers
             return None if only.name in exclude else only
-        pool = [s for s in self._servers if s.name not in exclude]
+        # the first try (every segment of every query) takes the ranking made when the servers
+        # changed; a retry ranks afresh without the servers it excludes
+        pool: Sequence[ServerMetadata] = (
+            _preferred([s for s in self._servers if s.name not in exclude]) if exclude else self._preferred
+        )
         if not pool:
             return None
-        historicals = [s for s in pool if s.is_historical]
-        pool = historicals or pool
-        top = max(s.priority for s in pool)
-        pool = [s for s in pool if s.priority == top]
         if len(pool) > 1:
             counts = [load.open_connections(s.name) for s in pool]
             least = min(counts)
@@ -126,6 +152,21 @@ class ServerSelector:
 
     def __repr__(self) -> str:
         return f"ServerSelector({self.segment.id}, {sorted(s.name for s in self._servers)})"
+
+
+_OWN = object()  # a server announced the facts of the segment its selector holds
+
+
+def _preferred(servers: Collection[ServerMetadata]) -> tuple[ServerMetadata, ...]:
+    """Historicals before real-time nodes, then the highest tier priority; `servers` itself when
+    that is all of them (the common case: no second tuple per selector)."""
+    historicals = [s for s in servers if s.is_historical]
+    pool = historicals or list(servers)
+    if not pool:
+        return ()
+    top = max(s.priority for s in pool)
+    ranked = tuple(s for s in pool if s.priority == top)
+    return servers if isinstance(servers, tuple) and len(ranked) == len(servers) else ranked
 
 
 SegmentRemovedListener = Callable[[DataSegment], None]
@@ -147,6 +188,8 @@ class BrokerServerView:
     # -- servers ----------------------------------------------------------------------------------
     def add_server(self, server: ServerMetadata) -> None:
         """Register (or re-describe) a server; its segments keep being served."""
+        if self._servers.get(server.name) == server:
+            return  # the inventory repeats every server on each change of the set: a thousand nodes
         self._servers[server.name] = server
         served = self._served.setdefault(server.name, {})
         for segment_id in served:
@@ -176,7 +219,6 @@ class BrokerServerView:
         served = self._served.setdefault(server_name, {})
         if segment.id in served:
             return
-        served[segment.id] = segment
         self._lost.pop(segment.id, None)
         selector = self._selectors.get(segment.id)
         if selector is None:
@@ -185,7 +227,12 @@ class BrokerServerView:
             if timeline is None:
                 timeline = self._timelines[segment.data_source] = VersionedIntervalTimeline()
             timeline.add_segment(segment, selector)
-        selector.set_server(server, segment)
+        # every replica announcing the very same segment shares one object (Druid interns them
+        # too): a million segments on two nodes each are then a million objects, not two
+        shared = selector.segment
+        announced = shared if shared.same_announcement(segment) else segment
+        served[shared.id] = announced
+        selector.set_server(server, announced)
         self.version += 1
 
     def remove_segment(self, server_name: str, segment_id: str, *, vanished: bool = False) -> None:

@@ -29,6 +29,26 @@ _INSTANT = re.compile(
 )
 
 
+# Druid's own form (every segment interval a broker is announced): parsed without the general
+# pattern's optional groups, the day's number kept per date (a million segments span few days)
+_CANONICAL = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z", re.ASCII)
+
+
+def prints_as_read(text: str) -> bool:
+    """Is `text` an instant exactly as `format_instant` prints the instant it parses to? (Druid's
+    own form; 24:00 is the next day's 00:00.) Then a reader may keep the text it was given."""
+    return _CANONICAL.fullmatch(text) is not None and text[11:13] != "24"
+
+
+@lru_cache(maxsize=4096)
+def _canonical_day(date: str) -> int | None:
+    """Days since the epoch of `YYYY-MM-DD`; None when it names no day."""
+    year, month, day = int(date[:4]), int(date[5:7]), int(date[8:10])
+    if not (1 <= month <= 12 and 1 <= day <= _days_in_month(year, month)):
+        return None
+    return days_from_civil(year, month, day)
+
+
 def days_from_civil(y: int, m: int, d: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
     y -= m <= 2
@@ -72,6 +92,12 @@ def _days_in_month(year: int, month: int) -> int:
 
 def parse_instant(text: str, tz: ZoneInfo | None = None) -> int:
     """Epoch ms of an ISO-8601 instant; missing fields default to their start, no zone means `tz` (UTC)."""
+    canonical = _CANONICAL.fullmatch(text)
+    if canonical is not None:
+        day = _canonical_day(text[:10])
+        hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+        if day is not None and hour <= 24 and minute < 60 and second < 60:
+            return (day * 86400 + hour * 3600 + minute * 60 + second) * 1000 + int(text[20:23])
     m = _INSTANT.match(text.strip())
     if m is None:
         raise ValueError(f"not an ISO-8601 instant: {text!r}")

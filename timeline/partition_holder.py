@@ -12,31 +12,31 @@ T = TypeVar("T")
 
 
 class PartitionHolder(Generic[T]):
-    """Chunks kept sorted by chunk number; completeness and the chunks' tuple (which every lookup
-    returns) cached until the set changes."""
+    """Chunks kept sorted by chunk number in a tuple (what every lookup returns, so none is made
+    per lookup; rebuilt on a change, rare and over few chunks); completeness cached until then."""
 
-    __slots__ = ("_chunks", "_complete", "_tuple")
+    __slots__ = ("_chunks", "_complete")
 
     def __init__(self) -> None:
-        self._chunks: list[PartitionChunk[T]] = []
+        self._chunks: tuple[PartitionChunk[T], ...] = ()
         self._complete: bool | None = None
-        self._tuple: tuple[PartitionChunk[T], ...] | None = None
 
     def add(self, chunk: PartitionChunk[T]) -> bool:
         """False (and nothing added) when a chunk with that number is already there."""
-        numbers = [c.chunk_number for c in self._chunks]
+        chunks = self._chunks
+        numbers = [c.chunk_number for c in chunks]
         i = bisect.bisect_left(numbers, chunk.chunk_number)
         if i < len(numbers) and numbers[i] == chunk.chunk_number:
             return False
-        self._chunks.insert(i, chunk)
-        self._complete = self._tuple = None
+        self._chunks = (*chunks[:i], chunk, *chunks[i:])
+        self._complete = None
         return True
 
     def remove(self, chunk: PartitionChunk[T]) -> PartitionChunk[T] | None:
         for i, existing in enumerate(self._chunks):
             if existing.chunk_number == chunk.chunk_number and existing.object == chunk.object:
-                del self._chunks[i]
-                self._complete = self._tuple = None
+                self._chunks = (*self._chunks[:i], *self._chunks[i + 1 :])
+                self._complete = None
                 return existing
         return None
 
@@ -55,9 +55,7 @@ class PartitionHolder(Generic[T]):
         return not self._chunks
 
     def chunks(self) -> tuple[PartitionChunk[T], ...]:
-        if self._tuple is None:
-            self._tuple = tuple(self._chunks)
-        return self._tuple
+        return self._chunks
 
     def __iter__(self) -> Iterator[PartitionChunk[T]]:
         return iter(self._chunks)
@@ -66,7 +64,7 @@ class PartitionHolder(Generic[T]):
         return len(self._chunks)
 
 
-def _complete(chunks: list[PartitionChunk[Any]]) -> bool:
+def _complete(chunks: tuple[PartitionChunk[Any], ...]) -> bool:
     if not chunks or not chunks[0].is_start():
         return False
     prev = chunks[0]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import InitVar, dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from timeline.instant import prints_as_read
 from timeline.interval import Interval
 from timeline.shard_spec import ShardSpec
 
@@ -36,12 +37,78 @@ def _names(value: Any) -> tuple[str, ...]:
 _NO_LOAD_SPEC: Mapping[str, Any] = MappingProxyType({})
 _NAMES: dict[str | tuple[str, ...], tuple[str, ...]] = {}
 _NAMES_MAX = 65_536
+# a broker's segments share their intervals: ten datasources' hours are the same hours (bounded:
+# beyond it each parse keeps its own, as before; an entry weighs a third of an unshared interval)
+_INTERVALS: dict[Interval, Interval] = {}
+_INTERVALS_MAX = 262_144
 
 
 def _share(key: str | tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
     if len(_NAMES) < _NAMES_MAX:
         _NAMES[key] = names
     return names
+
+
+def _prints_as_read(text: Any) -> bool:
+    if not isinstance(text, str) or len(text) != 49 or text[24] != "/":
+        return False
+    return prints_as_read(text[:24]) and prints_as_read(text[25:])
+
+
+def _shared_interval(interval: Interval) -> Interval:
+    shared = _INTERVALS.get(interval)
+    if shared is None:
+        if len(_INTERVALS) >= _INTERVALS_MAX:
+            return interval
+        shared = _INTERVALS[interval] = interval
+    return shared
+
+
+class _Extra(Mapping[str, Any]):
+    """A segment's other keys as a broker holds a million of them (`compact`): the key tuple
+    shared by every segment announced with the same keys, the values in a tuple (a dict of three
+    weighs 190 B, this 110 B). Read-only, in the order the keys were announced."""
+
+    __slots__ = ("_keys", "_values")
+
+    def __init__(self, keys: tuple[str, ...], values: tuple[Any, ...]):
+        self._keys = keys
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._values[self._keys.index(key)]
+        except ValueError:
+            raise KeyError(key) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Extra) and self._keys is other._keys:
+            return self._values == other._values
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # as a dict's
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+
+
+def _compact_extra(extra: dict[str, Any]) -> Mapping[str, Any]:
+    if not extra:
+        return _NO_EXTRA
+    keys = tuple(extra)
+    shared = _NAMES.get(keys)
+    if shared is None:
+        shared = _share(keys, keys)
+    return _Extra(shared, tuple(extra.values()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +141,27 @@ class DataSegment:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     # the id, built once: a broker reads it for every segment of every query (cache keys, routing)
     _id: str = field(init=False, repr=False, compare=False)
+    # the interval's text when the reader holds it exactly as it prints (saves printing it again:
+    # a third of parsing a segment's JSON)
+    interval_text: InitVar[str | None] = None
 
-    def __post_init__(self) -> None:
-        base = f"{self.data_source}_{self.interval.text_unshared().replace('/', '_')}_{self.version}"
+    def __post_init__(self, interval_text: str | None) -> None:
+        text = interval_text if interval_text is not None else self.interval.text_unshared()
+        base = f"{self.data_source}_{text.replace('/', '_')}_{self.version}"
         partition = self.shard_spec.partition_num
         object.__setattr__(self, "_id", base if partition == 0 else f"{base}_{partition}")
+
+    def same_announcement(self, other: DataSegment) -> bool:
+        """Equal in every field, not only in identity (`==` compares the id's parts alone)."""
+        return self is other or (
+            self == other
+            and self.size == other.size
+            and self.binary_version == other.binary_version
+            and self.dimensions == other.dimensions
+            and self.metrics == other.metrics
+            and self.load_spec == other.load_spec
+            and self.extra == other.extra
+        )
 
     @property
     def partition_num(self) -> int:
@@ -98,12 +181,14 @@ class DataSegment:
         """`compact`: as a broker holds 100,000 of them, without where its files lie (a broker never
         reads that, and the path is a tenth of what it holds per segment) and with its interval
         parsed apart from the shared text memo (whose entry would cost more than the segment's
-        interval itself)."""
+        interval itself) but shared with other segments of the same interval, and its other keys
+        in a compact read-only mapping."""
         try:
             text = obj["interval"]
+            extra = {k: v for k, v in obj.items() if k not in _KNOWN}
             return cls(
                 data_source=sys.intern(str(obj["dataSource"])),
-                interval=Interval.parse_unshared(text) if compact else Interval.parse(text),
+                interval=_shared_interval(Interval.parse_unshared(text)) if compact else Interval.parse(text),
                 version=sys.intern(str(obj["version"])),
                 load_spec=_NO_LOAD_SPEC if compact else (obj.get("loadSpec") or {}),
                 dimensions=_names(obj.get("dimensions")),
@@ -111,7 +196,8 @@ class DataSegment:
                 shard_spec=ShardSpec.from_json(obj.get("shardSpec")),
                 binary_version=int(obj.get("binaryVersion") or 9),
                 size=int(obj.get("size") or 0),
-                extra={k: v for k, v in obj.items() if k not in _KNOWN},
+                extra=_compact_extra(extra) if compact else extra,
+                interval_text=text if _prints_as_read(text) else None,
             )
         except KeyError as e:
             raise ValueError(f"DataSegment JSON lacks required field {e.args[0]!r}") from None

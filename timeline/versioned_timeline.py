@@ -2,8 +2,9 @@
 
 Every added (interval, version) is kept; two "visible" maps hold non-overlapping pieces of the
 newest version at each instant: one built from complete partition sets only (what queries use),
-one from any set (for queries that name exact segments). Both are sorted lists of pieces, so a
-lookup is a bisect plus the pieces it returns: O(log n + k).
+one from any set (for queries that name exact segments). Both are sorted maps of pieces
+(`IntervalMap`, blocks of sorted lists), so a lookup is a bisect plus the pieces it returns,
+O(log n + k), and an insert moves one block, not every piece after it.
 
 Not thread-safe by design: the broker mutates and reads timelines only on its event-loop thread,
 so a query always sees a consistent state without locks.
@@ -11,12 +12,12 @@ so a query always sees a consistent state without locks.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from timeline.interval import Interval
+from timeline.interval_map import IntervalMap
 from timeline.partition_holder import PartitionHolder
 from timeline.shard_spec import PartitionChunk
 
@@ -33,13 +34,38 @@ class OverlappingSameVersionError(ValueError):
     """Two different entries with the same version cover overlapping intervals."""
 
 
-class _Entry(Generic[T]):
-    __slots__ = ("holder", "true_interval", "version")
+class _Entry(PartitionHolder[T]):
+    """One stored (interval, version) and its partitions: a holder itself, not beside one (a
+    broker holds one per segment, so one object rather than two)."""
+
+    __slots__ = ("true_interval", "version")
 
     def __init__(self, true_interval: Interval, version: str):
+        super().__init__()
         self.true_interval = true_interval
         self.version = version
-        self.holder: PartitionHolder[T] = PartitionHolder()
+
+    @property
+    def holder(self) -> PartitionHolder[T]:
+        return self
+
+
+# the versions stored for one interval, oldest first: nearly always one, and a tuple of one weighs
+# a third of a dict of one (a broker holds one per segment)
+_Versions = tuple["_Entry[T]", ...]
+
+
+def _version(versions: _Versions[T], version: str) -> _Entry[T] | None:
+    for entry in versions:
+        if entry.version == version:
+            return entry
+    return None
+
+
+def _with(versions: _Versions[T], entry: _Entry[T]) -> _Versions[T]:
+    if not versions:
+        return (entry,)
+    return tuple(sorted((*versions, entry), key=lambda e: e.version))
 
 
 class TimelineObjectHolder(NamedTuple, Generic[T]):
@@ -56,89 +82,26 @@ class TimelineObjectHolder(NamedTuple, Generic[T]):
         return [c.object for c in self.chunks]
 
 
-class _Visible(Generic[T]):
-    """Non-overlapping pieces sorted by start: parallel lists for bisect."""
-
-    __slots__ = ("entries", "keys", "starts")
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.keys: list[Interval] = []
-        self.entries: list[_Entry[T]] = []
-
-    def get(self, key: Interval) -> _Entry[T] | None:
-        i = bisect.bisect_left(self.starts, key.start)
-        if i < len(self.keys) and self.keys[i] == key:
-            return self.entries[i]
-        return None
-
-    def put(self, key: Interval, entry: _Entry[T]) -> None:
-        if key.end <= key.start:
-            return
-        i = bisect.bisect_left(self.starts, key.start)
-        if i < len(self.keys) and self.keys[i] == key:
-            self.entries[i] = entry
-            return
-        self.starts.insert(i, key.start)
-        self.keys.insert(i, key)
-        self.entries.insert(i, entry)
-
-    def pop(self, key: Interval) -> _Entry[T] | None:
-        i = bisect.bisect_left(self.starts, key.start)
-        if i < len(self.keys) and self.keys[i] == key:
-            del self.starts[i], self.keys[i]
-            return self.entries.pop(i)
-        return None
-
-    def lower_key(self, key: Interval) -> Interval | None:
-        """Greatest key ordered before `key` (by start, then end); keys have distinct starts."""
-        i = bisect.bisect_left(self.starts, key.start)
-        if i < len(self.keys) and self.keys[i].start == key.start and self.keys[i] < key:
-            return self.keys[i]
-        return self.keys[i - 1] if i > 0 else None
-
-    def higher_key(self, key: Interval) -> Interval | None:
-        i = bisect.bisect_left(self.starts, key.start)
-        if i < len(self.keys) and self.keys[i].start == key.start and self.keys[i] <= key:
-            i += 1
-        return self.keys[i] if i < len(self.keys) else None
-
-    def overlapping(self, interval: Interval) -> range:
-        """Indexes of pieces overlapping `interval` (pieces are disjoint and sorted)."""
-        lo = bisect.bisect_right(self.starts, interval.start) - 1
-        if lo < 0 or self.keys[lo].end <= interval.start:
-            lo += 1
-        hi = bisect.bisect_left(self.starts, interval.end)
-        return range(lo, hi)
-
-
 class VersionedIntervalTimeline(Generic[T]):
     def __init__(self) -> None:
-        self._all: dict[Interval, dict[str, _Entry[T]]] = {}
-        # true intervals sorted by start, for overlap queries over every stored entry
-        self._all_starts: list[int] = []
-        self._all_keys: list[Interval] = []
+        # every stored (interval, version), by interval: sorted, for overlap queries over them all
+        self._all: IntervalMap[_Versions[T]] = IntervalMap()
         self._max_duration = 0
-        self._complete: _Visible[T] = _Visible()
-        self._incomplete: _Visible[T] = _Visible()
+        self._complete: IntervalMap[_Entry[T]] = IntervalMap()
+        self._incomplete: IntervalMap[_Entry[T]] = IntervalMap()
         # changes on every add and remove: what was looked up at one generation holds until the next
         self.generation = next(_GENERATIONS)
 
     # -- mutation -------------------------------------------------------------------------------------
     def add(self, interval: Interval, version: str, chunk: PartitionChunk[T]) -> None:
         self.generation = next(_GENERATIONS)
-        versions = self._all.get(interval)
-        if versions is None:
-            versions = self._all[interval] = {}
-            i = bisect.bisect_left(self._all_starts, interval.start)
-            while i < len(self._all_keys) and self._all_keys[i] < interval:
-                i += 1
-            self._all_starts.insert(i, interval.start)
-            self._all_keys.insert(i, interval)
+        versions = self._all.get(interval) or ()
+        if not versions:
             self._max_duration = max(self._max_duration, interval.duration_ms)
-        entry = versions.get(version)
+        entry = _version(versions, version)
         if entry is None:
-            entry = versions[version] = _Entry(interval, version)
+            entry = _Entry(interval, version)
+            self._all.set(interval, _with(versions, entry))
         if not entry.holder.add(chunk):
             return  # duplicate chunk number: ignored, as Druid does
         if entry.holder.is_complete():
@@ -157,21 +120,19 @@ class VersionedIntervalTimeline(Generic[T]):
 
     def remove(self, interval: Interval, version: str, chunk: PartitionChunk[T]) -> PartitionChunk[T] | None:
         self.generation = next(_GENERATIONS)
-        versions = self._all.get(interval)
-        entry = versions.get(version) if versions else None
-        if entry is None or versions is None:
+        versions = self._all.get(interval) or ()
+        entry = _version(versions, version)
+        if entry is None:
             return None
         removed = entry.holder.remove(chunk)
         if removed is None:
             return None
         if entry.holder.is_empty():
-            del versions[version]
-            if not versions:
-                del self._all[interval]
-                i = bisect.bisect_left(self._all_starts, interval.start)
-                while self._all_keys[i] != interval:
-                    i += 1
-                del self._all_starts[i], self._all_keys[i]
+            left = tuple(e for e in versions if e is not entry)
+            if left:
+                self._all.set(interval, left)
+            else:
+                self._all.pop(interval)
             self._remove_visible(self._incomplete, entry, incomplete_ok=True)
         self._remove_visible(self._complete, entry, incomplete_ok=False)
         return removed
@@ -185,12 +146,12 @@ class VersionedIntervalTimeline(Generic[T]):
         return self._lookup(self._incomplete, interval)
 
     def find_chunk(self, interval: Interval, version: str, partition_num: int) -> PartitionChunk[T] | None:
-        versions = self._all.get(interval)
-        if versions and version in versions:
-            return versions[version].holder.get(partition_num)
+        entry = _version(self._all.get(interval) or (), version)
+        if entry is not None:
+            return entry.holder.get(partition_num)
         for key in self._stored_overlapping(interval):
             if key.contains(interval):
-                entry = self._all[key].get(version)
+                entry = _version(self._all.get(key) or (), version)
                 if entry is not None:
                     return entry.holder.get(partition_num)
         return None
@@ -205,36 +166,34 @@ class VersionedIntervalTimeline(Generic[T]):
         exact = visible.get(interval)
         if exact is not None:
             return version < exact.version
-        i = bisect.bisect_right(visible.starts, interval.start) - 1
-        if i < 0 or not visible.keys[i].overlaps(interval):
+        pieces = visible.rows_from(interval.start)
+        first = next(pieces, None)
+        if first is None or first[0].start > interval.start or not first[0].overlaps(interval):
             return False
         prev_end: int | None = None
-        while True:
-            if i >= len(visible.keys):
-                return False
-            key = visible.keys[i]
+        for key, piece in itertools.chain((first,), pieces):
             if prev_end is not None and key.start > prev_end:
                 return False
-            if version >= visible.entries[i].version:
+            if version >= piece.version:
                 return False
             prev_end = key.end
             if interval.end <= prev_end:
                 return True
-            i += 1
+        return False
 
     def find_fully_overshadowed(self) -> list[TimelineObjectHolder[T]]:
         """Stored (interval, version) sets visible in neither map: safe to drop."""
-        visible = {id(e) for e in self._complete.entries} | {id(e) for e in self._incomplete.entries}
+        visible = {id(e) for e in self._complete.values()} | {id(e) for e in self._incomplete.values()}
         out = []
-        for key in self._all_keys:
-            for entry in self._all[key].values():
+        for key, versions in self._all.items():
+            for entry in versions:
                 if id(entry) not in visible:
                     out.append(TimelineObjectHolder(key, key, entry.version, entry.holder.chunks()))
         return out
 
     def iterate_all_objects(self) -> Iterator[T]:
         for versions in self._all.values():
-            for entry in versions.values():
+            for entry in versions:
                 for chunk in entry.holder:
                     yield chunk.object
 
@@ -243,17 +202,16 @@ class VersionedIntervalTimeline(Generic[T]):
 
     def __len__(self) -> int:
         """Number of stored chunks."""
-        return sum(len(e.holder) for v in self._all.values() for e in v.values())
+        return sum(len(e.holder) for v in self._all.values() for e in v)
 
     # -- internals ------------------------------------------------------------------------------------
-    def _lookup(self, visible: _Visible[T], interval: Interval) -> list[TimelineObjectHolder[T]]:
+    def _lookup(self, visible: IntervalMap[_Entry[T]], interval: Interval) -> list[TimelineObjectHolder[T]]:
         if interval.start >= interval.end:
             return []
-        idx = visible.overlapping(interval)
-        lo, hi = idx.start, idx.stop
+        keys, entries = visible.overlapping(interval)
         out = [
             TimelineObjectHolder(key, e.true_interval, e.version, e.holder.chunks())
-            for key, e in zip(visible.keys[lo:hi], visible.entries[lo:hi], strict=True)
+            for key, e in zip(keys, entries, strict=True)
         ]
         if out:
             first, last = out[0], out[-1]
@@ -272,25 +230,23 @@ class VersionedIntervalTimeline(Generic[T]):
         return out
 
     def _stored_overlapping(self, interval: Interval) -> list[Interval]:
-        lo = bisect.bisect_right(self._all_starts, interval.start - self._max_duration)
-        hi = bisect.bisect_left(self._all_starts, interval.end)
-        return [k for k in self._all_keys[lo:hi] if k.overlaps(interval)]
+        keys, _ = self._all.starting_in(interval.start - self._max_duration + 1, interval.end)
+        return [k for k in keys if k.overlaps(interval)]
 
-    def _add_visible(self, visible: _Visible[T], interval: Interval, entry: _Entry[T]) -> None:
-        existing = visible.get(interval)
+    def _add_visible(self, visible: IntervalMap[_Entry[T]], interval: Interval, entry: _Entry[T]) -> None:
+        existing, lower, higher = visible.around(interval)
         if existing is not None:
             if entry.version > existing.version:
-                visible.put(interval, entry)
+                _put(visible, interval, entry)
             return
-        lower = visible.lower_key(interval)
         if lower is not None and self._add_at_key(visible, lower, entry):
             return
-        higher = visible.higher_key(interval)
+        # (_add_at_key changed nothing when it answered False: `higher` still holds)
         if higher is not None and self._add_at_key(visible, higher, entry):
             return
-        visible.put(interval, entry)
+        _put(visible, interval, entry)
 
-    def _add_at_key(self, visible: _Visible[T], key: Interval, entry: _Entry[T]) -> bool:
+    def _add_at_key(self, visible: IntervalMap[_Entry[T]], key: Interval, entry: _Entry[T]) -> bool:
         current: Interval | None = key
         if not key.overlaps(entry.true_interval):
             return False
@@ -306,20 +262,20 @@ class VersionedIntervalTimeline(Generic[T]):
                 if current.start < pending.start:
                     pending = Interval(current.end, pending.end)
                 else:
-                    visible.put(Interval(pending.start, current.start), entry)
+                    _put(visible, Interval(pending.start, current.start), entry)
                     pending = Interval(current.end, pending.end) if pending.end > current.end else None
             elif entry.version > existing.version:
                 old = visible.pop(current)
                 assert old is not None
                 if current.contains(pending):
-                    visible.put(Interval(current.start, pending.start), old)
-                    visible.put(Interval(pending.end, current.end), old)
-                    visible.put(pending, entry)
+                    _put(visible, Interval(current.start, pending.start), old)
+                    _put(visible, Interval(pending.end, current.end), old)
+                    _put(visible, pending, entry)
                     return True
                 if current.start < pending.start:
-                    visible.put(Interval(current.start, pending.start), old)
+                    _put(visible, Interval(current.start, pending.start), old)
                 elif pending.end < current.end:
-                    visible.put(Interval(pending.end, current.end), old)
+                    _put(visible, Interval(pending.end, current.end), old)
             else:
                 if existing is entry:
                     visible.pop(current)  # re-adding the same entry (restore)
@@ -331,23 +287,25 @@ class VersionedIntervalTimeline(Generic[T]):
             current = next_key
             added = True
         if pending is not None:
-            visible.put(pending, entry)
+            _put(visible, pending, entry)
         return added
 
-    def _remove_visible(self, visible: _Visible[T], entry: _Entry[T], incomplete_ok: bool) -> None:
-        pieces = [
-            visible.keys[i] for i in visible.overlapping(entry.true_interval) if visible.entries[i] is entry
-        ]
+    def _remove_visible(self, visible: IntervalMap[_Entry[T]], entry: _Entry[T], incomplete_ok: bool) -> None:
+        keys, entries = visible.overlapping(entry.true_interval)
+        pieces = [key for key, e in zip(keys, entries, strict=True) if e is entry]
         for piece in pieces:
             visible.pop(piece)
             for key in self._stored_overlapping(piece):
-                versions = self._all[key]
+                versions = self._all.get(key) or ()
                 if incomplete_ok:
-                    newest = versions[max(versions)]
-                    self._add_visible(visible, key, newest)
+                    self._add_visible(visible, key, versions[-1])  # the newest
                 else:
-                    for version in sorted(versions, reverse=True):
-                        candidate = versions[version]
+                    for candidate in reversed(versions):
                         if candidate.holder.is_complete():
                             self._add_visible(visible, key, candidate)
                             break
+
+
+def _put(visible: IntervalMap[_Entry[T]], key: Interval, entry: _Entry[T]) -> None:
+    if key.end > key.start:  # an empty piece shows nothing
+        visible.set(key, entry)

@@ -6,9 +6,9 @@
 kazoo runs watch callbacks on its own thread; they only read ZooKeeper and parse JSON, then hand
 the result to the event loop (`call_soon_threadsafe`), where all view mutations happen. Each
 ChildrenWatch callback is taken as the latest complete state of that level, and each batch's
-array is diffed against what that batch held before (a per-server reference count, so a segment
-moving between batches never blinks out). When the session is lost the last view keeps serving;
-a new session re-reads everything and the view is diffed to it.
+array is diffed against what that batch held before (a segment leaves a server only once none of
+its batches holds it, so a segment moving between batches never blinks out). When the session is
+lost the last view keeps serving; a new session re-reads everything and the view is diffed to it.
 """
 
 from __future__ import annotations
@@ -56,11 +56,11 @@ class ZkInventory(ServerInventory):
         # each watch carries a token; a watch whose token is no longer current stops itself
         self._tokens = itertools.count(1)
         self._server_tokens: dict[str, int] = {}
-        self._batch_tokens: dict[tuple[str, str], int] = {}
+        self._batch_tokens: dict[str, dict[str, int]] = {}  # server -> batch -> token
         # loop-thread state: per server, per batch, the segment ids it held (ids only, the view's own
-        # strings: the segments themselves live once, in the view); and reference counts
-        self._batches: dict[str, dict[str, frozenset[str]]] = {}
-        self._refs: dict[str, dict[str, int]] = {}
+        # strings: the segments themselves live once, in the view)
+        # (tuples: a million segments' ids fill them, and a set weighs six times a tuple per id)
+        self._batches: dict[str, dict[str, tuple[str, ...]]] = {}
         self._status = InventoryStatus(kind="zk")
         self._lost = False
         self._stopped = False
@@ -142,8 +142,7 @@ class ZkInventory(ServerInventory):
         with self._lock:
             for name in [n for n in self._server_tokens if n not in present]:
                 del self._server_tokens[name]
-                for key in [k for k in self._batch_tokens if k[0] == name]:
-                    del self._batch_tokens[key]
+                self._batch_tokens.pop(name, None)
             for name in present:
                 if name not in self._server_tokens:
                     self._server_tokens[name] = token = next(self._tokens)
@@ -159,13 +158,17 @@ class ZkInventory(ServerInventory):
         with self._lock:
             if self._server_tokens.get(server) != token or self._stopped:
                 return False
-            for key in [k for k in self._batch_tokens if k[0] == server and k[1] not in children]:
-                del self._batch_tokens[key]
+            # per server, not over every batch of the cluster: a thousand nodes hold tens of
+            # thousands of batches, and each node's batch changes would otherwise scan them all
+            tokens = self._batch_tokens.setdefault(server, {})
+            present = set(children)
+            for batch in [b for b in tokens if b not in present]:
+                del tokens[batch]
             for child in children:
-                if (server, child) not in self._batch_tokens:
-                    self._batch_tokens[(server, child)] = batch_token = next(self._tokens)
+                if child not in tokens:
+                    tokens[child] = batch_token = next(self._tokens)
                     started.append((child, batch_token))
-        self._post(self._batches_present, server, set(children), self._vanished(server))
+        self._post(self._batches_present, server, present, self._vanished(server))
         from kazoo.recipe.watchers import DataWatch
 
         for child, batch_token in started:
@@ -177,10 +180,11 @@ class ZkInventory(ServerInventory):
         self, token: int, server: str, batch: str, data: bytes | None, stat: Any
     ) -> bool | None:
         with self._lock:
-            if self._batch_tokens.get((server, batch)) != token or self._stopped:
+            tokens = self._batch_tokens.get(server, {})
+            if tokens.get(batch) != token or self._stopped:
                 return False
             if stat is None:  # the batch znode is gone
-                del self._batch_tokens[(server, batch)]
+                del tokens[batch]
         if stat is None:
             self._post(self._apply_batch, server, batch, [], self._vanished(server))
             return False
@@ -226,7 +230,6 @@ class ZkInventory(ServerInventory):
     def _servers_present(self, present: dict[str, ServerMetadata]) -> None:
         for name in [n for n in self._batches if n not in present]:
             self._batches.pop(name, None)
-            self._refs.pop(name, None)
             self.view.remove_server(name)
         for server in present.values():
             self._batches.setdefault(server.name, {})
@@ -242,24 +245,25 @@ class ZkInventory(ServerInventory):
         if server not in self._batches or self.view.server(server) is None:
             return  # server gone (or not announced yet): its segments are not served
         batches = self._batches[server]
-        refs = self._refs.setdefault(server, {})
-        old = batches.get(batch, frozenset())
+        old = batches.get(batch, ())
+        held_before = set(old)
         new = {s.id: s for s in segments}
         for segment_id, segment in new.items():
-            if segment_id not in old:
-                refs[segment_id] = refs.get(segment_id, 0) + 1
-                if refs[segment_id] == 1:
-                    self.view.add_segment(server, segment)
-        for segment_id in old:
-            if segment_id not in new:
-                refs[segment_id] -= 1
-                if refs[segment_id] <= 0:
-                    del refs[segment_id]
-                    self.view.remove_segment(server, segment_id, vanished=vanished)
+            if segment_id not in held_before:
+                self.view.add_segment(server, segment)  # no-op when another batch holds it already
         if new:
-            batches[batch] = frozenset(map(self._shared_id, new))
+            batches[batch] = tuple(map(self._shared_id, new))
         else:
             batches.pop(batch, None)
+        gone = [segment_id for segment_id in old if segment_id not in new]
+        if gone:
+            # gone from the server only once no batch of it holds the segment (a segment moving
+            # between batches never blinks out); asked of the batches, not of a per-segment count:
+            # removals are rare, and a count per segment and server weighed 90 B of each segment
+            elsewhere = set().union(*batches.values())
+            for segment_id in gone:
+                if segment_id not in elsewhere:
+                    self.view.remove_segment(server, segment_id, vanished=vanished)
 
     def _shared_id(self, segment_id: str) -> str:
         """The view's copy of the id string, so a batch holds no second copy of it."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 
 from broker_service.server_view import BrokerServerView, ServerSelector
 from strata.discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import segment
-from timeline import Interval
+from timeline import Interval, RowFacts
 
 H1 = ServerMetadata("h1:8083", "h1:8083", ServerType.HISTORICAL, "_default_tier", 0)
 H2 = ServerMetadata("h2:8083", "h2:8083", ServerType.HISTORICAL, "_default_tier", 0)
@@ -199,3 +200,76 @@ def test_server_metadata_update_reaches_selectors():
     view.add_segment("h1:8083", segment())
     view.add_server(ServerMetadata("h1:8083", "h1:8083", ServerType.HISTORICAL, "hot", 5))
     assert view.selector(segment().id).servers["h1:8083"].priority == 5
+
+
+def _oracle_candidates(servers: list[ServerMetadata], exclude: set[str]) -> set[str]:
+    """The selection rules in plain Python: not excluded, historicals if any, top priority."""
+    pool = [s for s in servers if s.name not in exclude]
+    historicals = [s for s in pool if s.type in (ServerType.HISTORICAL, ServerType.BRIDGE)]
+    pool = historicals or pool
+    top = max((s.priority for s in pool), default=None)
+    return {s.name for s in pool if s.priority == top}
+
+
+def test_pick_matches_the_rules_over_random_server_sets_exclusions_and_changes():
+    rng = random.Random(40)
+    for _ in range(300):
+        kinds = [ServerType.HISTORICAL, ServerType.REALTIME]
+        servers = [
+            ServerMetadata(f"n{i}:1", f"n{i}:1", rng.choice(kinds), "_default_tier", rng.choice([0, 0, 5]))
+            for i in range(rng.randint(1, 4))
+        ]
+        s = selector(*servers)
+        if rng.random() < 0.5:  # a server leaves: the ranking follows
+            gone = servers.pop(rng.randrange(len(servers)))
+            s.remove_server(gone.name)
+        exclude = {x.name for x in servers if rng.random() < 0.3}
+        expected = _oracle_candidates(servers, exclude)
+        picked = {p.name for p in (s.pick(exclude=exclude, rng=rng) for _ in range(40)) if p is not None}
+        assert picked == expected  # every allowed server, and only those, over 40 random ties
+
+
+def test_replicas_announcing_the_same_segment_share_one_object_and_one_row_facts():
+    view = BrokerServerView()
+    facts = {"numRows": 7, "minTime": 1, "maxTime": 9}
+    first = dataclasses.replace(segment(), extra=facts)
+    second = dataclasses.replace(segment(), extra=dict(facts))  # equal, not the same object
+    view.add_segment(H1.name, first)
+    view.add_segment(H2.name, second)
+    assert view.segments_of(H2.name)[first.id] is first
+    sel = view.selector(first.id)
+    assert sel is not None and sel.row_facts == RowFacts(7, (1, 9))
+    assert sel._facts is None  # nothing held per server: both announced the segment's own facts
+
+
+def test_a_replica_announcing_other_details_keeps_its_own():
+    view = BrokerServerView()
+    first = segment()
+    bigger = dataclasses.replace(segment(), size=first.size + 1)
+    view.add_segment(H1.name, first)
+    view.add_segment(H2.name, bigger)
+    assert view.segments_of(H2.name)[first.id].size == first.size + 1
+    assert view.segments_of(H1.name)[first.id].size == first.size
+
+
+def test_row_facts_only_while_every_server_is_a_historical_announcing_the_same():
+    view = BrokerServerView()
+    for server in (H1, H2, RT):
+        view.add_server(server)
+    agreed = dataclasses.replace(segment(), extra={"numRows": 7, "minTime": 1, "maxTime": 9})
+    other = dataclasses.replace(segment(), extra={"numRows": 8, "minTime": 1, "maxTime": 9})
+    view.add_segment(H1.name, agreed)
+    sel = view.selector(agreed.id)
+    assert sel is not None and sel.row_facts == RowFacts(7, (1, 9))
+    view.add_segment(H2.name, other)
+    assert sel.row_facts is None  # the replicas disagree
+    view.remove_segment(H1.name, agreed.id)
+    assert sel.row_facts == RowFacts(8, (1, 9))  # only H2's facts are left
+    view.add_segment(H1.name, agreed)
+    view.remove_segment(H2.name, agreed.id)
+    assert sel.row_facts == RowFacts(7, (1, 9))
+    view.add_segment(RT.name, agreed)
+    assert sel.row_facts is None  # a real-time node's rows still change
+    view.remove_segment(RT.name, agreed.id)
+    view.add_server(H1)  # re-described: what it announced is kept
+    assert sel.row_facts == RowFacts(7, (1, 9))

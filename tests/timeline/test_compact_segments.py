@@ -20,6 +20,18 @@ def test_unshared_interval_text_and_parse_equal_the_memoised_ones(start: int, le
     assert interval.text_unshared() == str(interval)
     assert Interval.parse_unshared(str(interval)) == Interval.parse(str(interval)) == interval
     assert ETERNITY.text_unshared() == str(ETERNITY)
+    # a segment's id from its interval's text as read equals the one printed from the interval
+    for text in (str(interval), interval.text_unshared().replace("Z", "+00:00")):
+        obj = {"dataSource": "d", "interval": text, "version": "v"}
+        for segment in (DataSegment.from_json(obj), DataSegment.from_json(obj, compact=True)):
+            assert segment.id == f"d_{str(interval).replace('/', '_')}_v"
+
+
+def test_an_interval_read_at_24_00_is_named_as_the_next_day() -> None:
+    obj = {"dataSource": "d", "interval": "2015-01-01T24:00:00.000Z/2015-01-03T00:00:00.000Z", "version": "v"}
+    assert (
+        DataSegment.from_json(obj, compact=True).id == "d_2015-01-02T00:00:00.000Z_2015-01-03T00:00:00.000Z_v"
+    )
 
 
 shard_specs = st.one_of(
@@ -59,6 +71,12 @@ def test_compact_segments_equal_plain_ones_but_for_the_load_spec(
         plain.metrics,
         plain.extra,
     )
+    assert list(compact.extra.items()) == list(plain.extra.items()) and compact.extra == plain.extra
+    assert plain.same_announcement(DataSegment.from_json(obj)) and compact.same_announcement(
+        DataSegment.from_json(obj, compact=True)
+    )
+    assert compact.extra.get("absent") is None and "absent" not in compact.extra
+    assert compact.interval is DataSegment.from_json(obj, compact=True).interval  # one shared object
     assert compact.shard_spec.to_json() == plain.shard_spec.to_json()
     assert dict(compact.load_spec) == {} and plain.load_spec == {"type": "local", "path": "/p"}
     assert plain.to_json() == {**compact.to_json(), "loadSpec": {"type": "local", "path": "/p"}}

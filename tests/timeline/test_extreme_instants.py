@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,3 +56,20 @@ def test_any_year_round_trips_against_datetime(year: int, month: int, day: int, 
         return  # no such day in that month
     assert parse_instant(text(year, month, day, ms_of_day)) == expected
     assert format_instant(expected) == text(year, month, day, ms_of_day)
+
+
+@given(st.integers(0, 253402300799999))
+def test_druids_own_form_parses_as_datetime_reads_it(ms: int) -> None:
+    """The canonical form's fast path (`YYYY-MM-DDTHH:MM:SS.mmmZ`) against datetime's reading."""
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    when = epoch + datetime.timedelta(milliseconds=ms)
+    text = f"{when.year:04d}-{when:%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+    assert parse_instant(text) == ms
+
+
+def test_druids_own_form_with_no_such_day_or_time_is_refused() -> None:
+    for text in ("2015-02-29T00:00:00.000Z", "2015-13-01T00:00:00.000Z", "2015-01-01T25:00:00.000Z",
+                 "2015-01-01T10:60:00.000Z", "2015-04-31T00:00:00.000Z"):  # fmt: skip
+        with pytest.raises(ValueError):
+            parse_instant(text)
+    assert parse_instant("2016-02-29T24:00:00.000Z") == parse_instant("2016-03-01T00:00:00.000Z")
