@@ -35,12 +35,8 @@ from strata.query.expressions.parser import (
     parse_expression,
 )
 from strata.query.expressions.typed import (
-    ARRAY_DOUBLE,
-    ARRAY_LONG,
     ARRAY_STRING,
-    DOUBLE,
-    JSON,
-    LONG,
+    NAMED_KINDS,
     STRING,
     Typed,
     as_array,
@@ -48,17 +44,6 @@ from strata.query.expressions.typed import (
     is_array_kind,
 )
 from strata.query.fields import as_object, get_bool, get_list, get_str
-
-_OUTPUT_TYPES = {
-    "LONG": LONG,
-    "DOUBLE": DOUBLE,
-    "FLOAT": DOUBLE,
-    "STRING": STRING,
-    "ARRAY<LONG>": ARRAY_LONG,
-    "ARRAY<DOUBLE>": ARRAY_DOUBLE,
-    "ARRAY<STRING>": ARRAY_STRING,
-    "COMPLEX<JSON>": JSON,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +66,7 @@ class VirtualColumn:
 
     def compile(self, scope: Mapping[str, str]) -> Typed:
         typed = compile_expression(self.tree, scope)
-        kind = None if self.output_type is None else _OUTPUT_TYPES[self.output_type]
+        kind = None if self.output_type is None else NAMED_KINDS[self.output_type]
         if (typed.multi and (kind is None or not is_array_kind(kind))) or (
             kind == STRING and is_array_kind(typed.kind)
         ):
@@ -210,8 +195,8 @@ def _output_type(spec: Mapping[str, Any], key: str, where: str, default: str | N
     output = spec.get(key, default)
     if output is None:
         return None
-    if not isinstance(output, str) or output.upper() not in _OUTPUT_TYPES:
-        raise invalid("Field [%s] of %s must be one of %s", key, where, ", ".join(_OUTPUT_TYPES))
+    if not isinstance(output, str) or output.upper() not in NAMED_KINDS:
+        raise invalid("Field [%s] of %s must be one of %s", key, where, ", ".join(NAMED_KINDS))
     return output.upper()
 
 

@@ -15,12 +15,9 @@ from strata.query.errors import invalid
 from strata.query.expressions.parser import Literal, Node
 from strata.query.expressions.time_functions import TIME_FUNCTIONS
 from strata.query.expressions.typed import (
-    ARRAY_DOUBLE,
-    ARRAY_LONG,
-    ARRAY_STRING,
     DOUBLE,
-    JSON,
     LONG,
+    NAMED_KINDS,
     NULL,
     STRING,
     Scope,
@@ -224,24 +221,12 @@ def _nullif(scope: Scope, args: tuple[Node, ...]) -> Typed:
     return Typed(f"nullif({cast_to(a, kind).sql}, {cast_to(b, kind).sql})", kind)
 
 
-_CAST_TYPES = {
-    "LONG": LONG,
-    "DOUBLE": DOUBLE,
-    "FLOAT": DOUBLE,
-    "STRING": STRING,
-    "ARRAY<LONG>": ARRAY_LONG,
-    "ARRAY<DOUBLE>": ARRAY_DOUBLE,
-    "ARRAY<STRING>": ARRAY_STRING,
-    "COMPLEX<JSON>": JSON,
-}
-
-
 def _cast(scope: Scope, args: tuple[Node, ...]) -> Typed:
     arity("cast", args, 2)
     target = constant_string("cast", args[1], "its type").upper()
-    if target not in _CAST_TYPES:
+    if target not in NAMED_KINDS:
         raise invalid("Function [cast] cannot cast to type [%s]", target)
-    return cast_to(scope.compile(args[0]), _CAST_TYPES[target])
+    return cast_to(scope.compile(args[0]), NAMED_KINDS[target])
 
 
 def _math(sql_name: str, keep_long: bool = False) -> FunctionCompiler:

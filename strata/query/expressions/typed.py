@@ -25,6 +25,17 @@ ARRAY_LONG, ARRAY_DOUBLE, ARRAY_STRING, ARRAY_JSON = (
     "ARRAY<STRING>",
     "ARRAY<COMPLEX<json>>",
 )
+# a type as a query names it (a cast's target, a virtual column's outputType; upper case) -> its kind
+NAMED_KINDS = {
+    "LONG": LONG,
+    "DOUBLE": DOUBLE,
+    "FLOAT": DOUBLE,
+    "STRING": STRING,
+    "ARRAY<LONG>": ARRAY_LONG,
+    "ARRAY<DOUBLE>": ARRAY_DOUBLE,
+    "ARRAY<STRING>": ARRAY_STRING,
+    "COMPLEX<JSON>": JSON,
+}
 _TO_DUCK = {
     LONG: "BIGINT",
     DOUBLE: "DOUBLE",
