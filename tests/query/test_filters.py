@@ -539,12 +539,6 @@ def test_invalid_filters_are_400(bad: Any) -> None:
 @pytest.mark.parametrize(
     "unsupported",
     [
-        {
-            "type": "selector",
-            "dimension": "s",
-            "value": "a",
-            "extractionFn": {"type": "registeredLookup", "lookup": "countries"},
-        },
         {"type": "javascript", "dimension": "s", "function": "function(x){return true}"},
         {"type": "and", "fields": [{"type": "spatial", "dimension": "s", "bound": {}}]},
     ],
