@@ -9,4 +9,5 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy"; .venv/bin/mypy .
 echo "== import layers"; .venv/bin/lint-imports
-echo "== pytest"; .venv/bin/python -m pytest --durations=25 "$@"  # the slowest tests named, to keep the run short
+# two workers, whole modules each, the slow ones first (tests/workers.py); the slowest tests named
+echo "== pytest"; .venv/bin/python -m pytest -n 2 --durations=25 "$@"

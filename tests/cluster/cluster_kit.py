@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,6 +81,53 @@ def ingest_wikipedia_by_hour(root: Path, sample: Path, index_spec: Path) -> None
 
 def query(broker: StrataProcess, body: dict[str, Any], timeout: float = 60) -> httpx.Response:
     return httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=timeout)
+
+
+WIKIPEDIA_HOURS = 24  # the sample's hourly segments
+
+
+def served_segments(broker: StrataProcess) -> int:
+    """How many wikipedia segments the broker answers for (-1 while it cannot answer)."""
+    resp = query(broker, {"queryType": "segmentMetadata", "dataSource": "wikipedia",
+                          "intervals": ["2015-09-12/2015-09-13"], "analysisTypes": []})  # fmt: skip
+    return len(resp.json()) if resp.status_code == 200 else -1
+
+
+def wait_for_segments(broker: StrataProcess, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while served_segments(broker) != count:
+        assert time.monotonic() < deadline, f"broker never saw {count} segments:\n{broker.log_text()[-3000:]}"
+        time.sleep(0.3)
+
+
+@contextmanager
+def wikipedia_cluster(root: Path, zk_hosts: str, sample: Path, spec: Path, *, historical_args: Sequence[str] = (),
+                      broker_args: Sequence[str] = ()) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Two historicals (one replica of each segment) and a broker over the sample in hourly
+    segments, every process stopped whatever happens; yields {"broker", "historicals", "root",
+    "base"} once the broker answers for every segment."""
+    ingest_wikipedia_by_hour(root, sample, spec)
+    base = f"/strata-e2e-{uuid.uuid4().hex[:8]}"
+    common = ["--zk", zk_hosts, "--zk-base", base, "--deep-storage", str(root / "deep"),
+              "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1", *historical_args]  # fmt: skip
+    historicals = [
+        StrataProcess(
+            "historical", [*common, "--segment-cache", str(root / f"cache{i}")], root / f"hist{i}.log"
+        )
+        for i in range(2)
+    ]
+    started: list[StrataProcess] = []
+    try:
+        for h in historicals:
+            started.append(h.start())
+        flags = ["--zk", zk_hosts, "--zk-base", base, *broker_args]
+        broker = StrataProcess("broker", flags, root / "broker.log").start()
+        started.append(broker)
+        wait_for_segments(broker, WIKIPEDIA_HOURS)
+        yield {"broker": broker, "historicals": historicals, "root": root, "base": base}
+    finally:
+        for p in reversed(started):
+            p.stop()
 
 
 def wait_until(

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +15,10 @@ import httpx
 import pytest
 
 from harness.processes import StrataProcess
-from tests.cluster.cluster_kit import ingest_wikipedia_by_hour
+from tests.cluster.cluster_kit import WIKIPEDIA_HOURS as HOURS
+from tests.cluster.cluster_kit import served_segments, wait_for_segments
 
 pytestmark = pytest.mark.integration
-
-HOURS = 24
 
 
 def raw(sql: str, sample: Path) -> list[tuple[Any, ...]]:
@@ -34,54 +30,10 @@ def query(broker: StrataProcess, body: dict[str, Any]) -> httpx.Response:
     return httpx.post(f"{broker.url}/druid/v2/", json=body, timeout=60)
 
 
-def served_segments(broker: StrataProcess) -> int:
-    resp = query(broker, {"queryType": "segmentMetadata", "dataSource": "wikipedia",
-                          "intervals": ["2015-09-12/2015-09-13"], "analysisTypes": []})  # fmt: skip
-    return len(resp.json()) if resp.status_code == 200 else -1
-
-
-def wait_for_segments(broker: StrataProcess, count: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while served_segments(broker) != count:
-        assert time.monotonic() < deadline, f"broker never saw {count} segments:\n{broker.log_text()[-3000:]}"
-        time.sleep(0.3)
-
-
-@contextmanager
-def wikipedia_cluster(root: Path, zk_hosts: str, sample: Path, spec: Path, *, historical_args: Sequence[str] = (),
-                      broker_args: Sequence[str] = ()) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """Two historicals (one replica of each segment) and a broker over the sample in hourly
-    segments, every process stopped whatever happens."""
-    ingest_wikipedia_by_hour(root, sample, spec)
-    base = f"/strata-e2e-{uuid.uuid4().hex[:8]}"
-    common = ["--zk", zk_hosts, "--zk-base", base, "--deep-storage", str(root / "deep"),
-              "--metadata", str(root / "meta.db"), "--replicas", "1", "--poll-period", "1", *historical_args]  # fmt: skip
-    historicals = [
-        StrataProcess(
-            "historical", [*common, "--segment-cache", str(root / f"cache{i}")], root / f"hist{i}.log"
-        )
-        for i in range(2)
-    ]
-    started: list[StrataProcess] = []
-    try:
-        for h in historicals:
-            started.append(h.start())
-        flags = ["--zk", zk_hosts, "--zk-base", base, *broker_args]
-        broker = StrataProcess("broker", flags, root / "broker.log").start()
-        started.append(broker)
-        wait_for_segments(broker, HOURS)
-        yield {"broker": broker, "historicals": historicals, "root": root, "base": base}
-    finally:
-        for p in reversed(started):
-            p.stop()
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path,
-            wikipedia_index_spec: Path) -> Iterator[dict[str, Any]]:  # fmt: skip
-    root = tmp_path_factory.mktemp("cluster")
-    with wikipedia_cluster(root, zk_hosts, wikipedia_sample, wikipedia_index_spec) as c:
-        yield c
+def cluster(wikipedia_cluster: dict[str, Any]) -> dict[str, Any]:
+    """The session's wikipedia cluster (tests/conftest.py), under the name these modules use."""
+    return wikipedia_cluster
 
 
 def test_scan_with_filter_through_the_broker(cluster: dict[str, Any], wikipedia_sample: Path) -> None:

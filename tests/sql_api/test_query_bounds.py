@@ -20,7 +20,7 @@ import pytest
 
 from harness.proc_stats import cpu_used, memory_watchdog, peak_rss_bytes
 from harness.processes import StrataProcess
-from tests.cluster.test_broker_cluster import wikipedia_cluster
+from tests.cluster.cluster_kit import wikipedia_cluster
 from tests.historical_query.wiki_http import RawRows
 
 pytestmark = pytest.mark.integration

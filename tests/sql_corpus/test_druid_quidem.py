@@ -8,6 +8,8 @@ the per-file table).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tests.sql_corpus.cluster import corpus_cluster
@@ -18,17 +20,16 @@ pytestmark = pytest.mark.integration
 
 
 def test_druid_quidem_corpus_fails_only_the_listed_cases(
-    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+    tmp_path_factory: pytest.TempPathFactory, record_property: Callable[[str, object], None]
 ) -> None:
     cases = corpus_cases()
     assert len(cases) > 50, "the corpus files are missing"
     with corpus_cluster(tmp_path_factory.mktemp("sql-corpus")) as broker:
         outcomes = run_cases(broker.url, cases, time_bound=150)
-    with capsys.disabled():  # the pass rate is shown on every run, not only on failure
-        table = summary_table(outcomes).splitlines()
-        print("\n" + table[0] + "\n" + table[-1])
-        for category, n in failure_categories(outcomes):
-            print(f"{n:5}  {category}")
+    # the pass rate is shown on every run, not only on failure (tests/conftest.py prints it)
+    table = summary_table(outcomes).splitlines()
+    categories = [f"{n:5}  {category}" for category, n in failure_categories(outcomes)]
+    record_property("shown", "\n".join([table[0], table[-1], *categories]))
     problems = ratchet_problems(outcomes, read_known())
     assert not problems, (
         "the corpus moved (regenerate the list with `python -m tests.sql_corpus --write-known-failures` "

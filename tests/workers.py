@@ -1,0 +1,66 @@
+"""How `pytest -n 2` (scripts/test.sh) shares the suite between its two workers.
+
+A unit of work is a whole test module, so a module's cluster starts once; the modules that use
+the Spark session form one unit, so one JVM runs, and so do the network-namespace labs, so two
+never pick a subnet at the same moment. The units that take minutes are handed out first, so no
+worker is left alone with one of them at the end. Every worker has its own session fixtures
+(ZooKeeper, memcached, the wikipedia cluster), free ports and its own temporary directory.
+
+The order is set where each worker collects (`order_items`), not in the scheduler: xdist names a
+test to a worker by its index in that worker's collection, so both must hold the same order.
+"""
+
+from __future__ import annotations
+
+import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling
+
+# path prefixes -> the unit their modules share
+SHARED_UNITS = {
+    "tests/spark/": "spark",
+    "tests/spark_ingest/": "spark",
+    "tests/deep_storage/test_s3_spark": "spark",
+    "tests/multihost/": "multihost",
+}
+# units of minutes, longest first: seconds summed per unit from `--junitxml` of a whole `-n 2` run
+# (noisy: a shared machine at a load of 10 on 2 cores; their order is what counts)
+SLOW_UNITS = (
+    "spark",  # 294 s
+    "tests/differential/test_differential.py",  # 289 s
+    "tests/docs/test_readme_commands.py",  # 263 s
+    "multihost",  # 202 s
+    "tests/sql_corpus/test_druid_qa.py",  # 156 s
+    "tests/sql_api/test_sql_api.py",  # 111 s
+    "tests/realtime/test_push.py",  # 104 s
+    "tests/coordinator/test_lifecycle_differential.py",  # 103 s
+    "tests/differential/test_sql_reference.py",  # 101 s
+    "tests/sql_api/test_query_bounds.py",  # 88 s
+)
+
+
+def unit_of(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0]
+    return next((unit for prefix, unit in SHARED_UNITS.items() if module.startswith(prefix)), module)
+
+
+def rank(nodeid: str) -> int:
+    """The slow units by their place in SLOW_UNITS, then every other unit in collection order."""
+    unit = unit_of(nodeid)
+    return SLOW_UNITS.index(unit) if unit in SLOW_UNITS else len(SLOW_UNITS)
+
+
+def order_items(items: list[pytest.Item]) -> None:
+    """The slow units first; stable, so a module's tests keep their order and stay together."""
+    items.sort(key=lambda item: rank(item.nodeid))
+
+
+class ModuleUnits(LoadScopeScheduling):
+    """xdist's scope scheduling with our units, handed out in the workers' collection order."""
+
+    def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
+        super().__init__(config, log)
+        config.option.loadscopereorder = False  # the order is the collection's: slow units first
+
+    def _split_scope(self, nodeid: str) -> str:
+        return unit_of(nodeid)
