@@ -226,6 +226,25 @@ ORACLES: dict[tuple[str, str], list[Oracle]] = {
     ("coordinator.md", "%{http_code}"): [expect(200)],  # the rule: the kill task is submitted, no body
     ("coordinator.md", "killUnusedSegments"): [coordinator.killed],
     ("coordinator.md", "--datasource pageviews --all"): [expect(0)],  # nothing left, used or unused
+    # lookups.md: the rule `strata lookups` states — each command names what it did; `list` and `get`
+    # show what the page configured (lookups.json, and the first block's `country`); once loaded, no
+    # node is pending
+    ("lookups.md", "set lookups.json"): [expect("set __default/app_owner")],
+    ("lookups.md", "8081 list"): [
+        expect(
+            "TIER       LOOKUP     VERSION  TYPE\n__default  app_owner  v1       map\n__default  country    v1       map"
+        )
+    ],
+    ("lookups.md", "get __default app_owner"): [
+        expect(
+            {
+                "version": "v1",
+                "lookupExtractorFactory": {"type": "map", "map": {"app1": "alice", "app2": "bob"}},
+            }
+        )
+    ],
+    ("lookups.md", "status\n# __default"): [expect("__default/app_owner: loaded\n__default/country: loaded")],
+    ("lookups.md", "delete __default app_owner"): [expect("deleted __default/app_owner")],
     # coordinator.md's rules, compaction and auto-compaction: Druid's answers and serializations
     ("coordinator.md", "%{response_code}"): [expect(200)] * 4,  # a change answers 200, no body
     ("coordinator.md", "v1/rules/pageviews\n"): [expect(coordinator.RULES_AS_DRUID_WRITES_THEM)],
