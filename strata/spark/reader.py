@@ -24,27 +24,31 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from strata.spark.broker_client import BrokerClient, StrataError
-from strata.spark.data_nodes import DATA_NODE_TYPES, read_from_nodes
+from strata.spark.data_nodes import BATCH_ROWS, DATA_NODE_TYPES, read_from_nodes
 from strata.spark.pushdown import Pushed, push
 from strata.spark.results import conform_batch, native_rows, rows_batch
+from strata.spark.segment_files import published_files, read_files, split_by_file
 from strata.wire import SEGMENT_LABELS
 from timeline import Interval
 
 
 class SegmentsPartition(InputPartition):
     """Exact segments for one Spark task: Druid descriptors `{"itvl", "ver", "part"}`, and for each
-    the URLs of the data nodes serving it (the broker's `locations`, historicals only) and its size."""
+    the URLs of the data nodes serving it (the broker's `locations`, historicals only), its size,
+    and its file in deep storage when the task may read it there (strata.spark.segment_files)."""
 
     def __init__(
         self,
         segments: list[dict[str, Any]],
         servers: list[list[str]] | None = None,
         sizes: list[int] | None = None,
+        files: list[str | None] | None = None,
     ) -> None:
         super().__init__(segments)
         self.segments = segments
         self.servers = servers if servers is not None else [[] for _ in segments]
         self.sizes = sizes if sizes is not None else [0 for _ in segments]
+        self.files = files if files is not None else [None for _ in segments]
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ class TableReader(DataSourceReader):
         split: Split,
         context: dict[str, Any],
         data_nodes: bool = True,
+        metadata: str | None = None,
     ) -> None:
         self.client = client
         self.data_source = data_source
@@ -106,6 +111,7 @@ class TableReader(DataSourceReader):
         self.split = split
         self.context = context
         self.data_nodes = data_nodes
+        self.metadata = metadata  # the metadata store: segments' files are read from deep storage
         self.pushed = Pushed()
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
@@ -125,13 +131,19 @@ class TableReader(DataSourceReader):
         descriptors: list[dict[str, Any]] = []
         servers: list[list[str]] = []
         sizes: list[int] = []
-        for interval in self.window():
+        files: list[str | None] = []
+        window = self.window()
+        published = published_files(self.metadata, self.data_source) if self.metadata and window else {}
+        for interval in window:
             for c in self.client.candidates(self.data_source, [str(interval)]):
                 clipped = Interval.parse(c["itvl"]).overlap(interval)
                 if clipped is not None and not clipped.is_empty:
                     descriptors.append({"itvl": str(clipped), "ver": c["ver"], "part": c["part"]})
                     servers.append(node_urls(c.get("locations") or []))
                     sizes.append(int(c.get("size") or 0))
+                    # a file only for what a historical serves: published, no realtime rows
+                    key = (str(c["itvl"]), str(c["ver"]), int(c["part"]))
+                    files.append(published.get(key) if servers[-1] else None)
         if self.split.segments is not None:
             n = self.split.segments
             runs = [list(range(i, min(i + n, len(descriptors)))) for i in range(0, len(descriptors), n)]
@@ -140,7 +152,10 @@ class TableReader(DataSourceReader):
             runs = [[order[j] for j in run] for run in pack([sizes[i] for i in order], self.split.partitions)]
         return [
             SegmentsPartition(
-                [descriptors[i] for i in run], [servers[i] for i in run], [sizes[i] for i in run]
+                [descriptors[i] for i in run],
+                [servers[i] for i in run],
+                [sizes[i] for i in run],
+                [files[i] for i in run],
             )
             for run in map(sorted, runs)
         ]
@@ -158,17 +173,29 @@ class TableReader(DataSourceReader):
             query["filter"] = druid_filter
         return query
 
+    def raw_batches(self, partition: SegmentsPartition) -> Iterator[pa.RecordBatch]:
+        """The partition's rows as its sources give them, before `conform_batch`: the segment files
+        it may read, then the data nodes (or the broker) for the others."""
+        rest = list(range(len(partition.segments)))
+        if any(partition.files):
+            scan = self.scan_query(partition.segments)
+            direct, rest = split_by_file(scan, partition.segments, partition.files)
+            yield from read_files(direct, BATCH_ROWS)
+        if not rest:
+            return
+        segments = [partition.segments[i] for i in rest]
+        servers = [partition.servers[i] for i in rest]
+        if self.data_nodes and any(servers):
+            sizes = [partition.sizes[i] for i in rest]
+            yield from read_from_nodes(self.client, segments, servers, sizes, self.scan_query)
+        else:
+            yield from self.client.scan_batches(self.scan_query(segments))
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SegmentsPartition) or not partition.segments:
             return  # no segment in the window: Spark's single empty partition
         target = to_arrow_schema(self.schema, timezone="UTC")
-        if self.data_nodes and any(partition.servers):
-            batches = read_from_nodes(
-                self.client, partition.segments, partition.servers, partition.sizes, self.scan_query
-            )
-        else:
-            batches = self.client.scan_batches(self.scan_query(partition.segments))
-        for batch in batches:
+        for batch in self.raw_batches(partition):
             if batch.num_rows:
                 yield conform_batch(batch, target)
 

@@ -6,13 +6,16 @@ Options (all strings, as Spark passes them):
   and `__time` ranges pushed down; `partitions` (default: Spark's default parallelism, one task
   per core) or `segmentsPerPartition` set how segments are packed into Spark partitions, and
   `dataNodes` (default true) whether tasks ask the historicals serving their segments directly;
+  `metadata` (the metadata store, as the writer takes it) lets tasks read published segments'
+  files straight from deep storage, `segmentFiles` (default true) whether they do;
 - `sql`: one Druid SQL statement, or `query`: one native JSON query (timeseries, topN, groupBy,
   scan), run whole on the broker so aggregations never reach Spark;
 - `intervals`: comma-separated ISO-8601 intervals (default: all time);
 - `timeout`: seconds for each broker request (default 300);
 - `user` and `password` (or STRATA_PASSWORD in the driver's environment) for a secured broker,
   `tlsCa`: the CA file an https:// broker's certificate must chain to;
-  with either, `dataNodes` defaults to false (data nodes answer only the cluster's own identity).
+  with either, `dataNodes` and `segmentFiles` default to false (data nodes answer only the
+  cluster's own identity, and its deep storage is rarely the caller's to read).
 Writing (`df.write.format("strata")`) takes the options of `strata.spark.write_options`.
 The schema comes from the broker (segmentMetadata, or the SQL/native answer's types) unless the
 caller gives `.schema(...)`. Everything here runs in Spark's Python workers; broker failures
@@ -108,13 +111,21 @@ class StrataDataSource(DataSource):
             return Split(segments=segments)
         return Split(partitions=partitions or max(1, int(self.default_partitions)))
 
-    def _data_nodes(self) -> bool:
-        # a secured cluster's data nodes answer only its internal identity: a user reads through the broker
+    def _flag(self, key: str) -> bool:
+        # a secured cluster's data nodes answer only its internal identity, and its deep storage is
+        # its own: a user reads through the broker unless told otherwise
         default = "false" if self._option("user") or self._option("tlsCa") else "true"
-        raw = (self._option("dataNodes") or default).lower()
+        raw = (self._option(key) or default).lower()
         if raw not in ("true", "false"):
-            raise StrataError(f"option dataNodes must be true or false, got {raw!r}")
+            raise StrataError(f"option {key} must be true or false, got {raw!r}")
         return raw == "true"
+
+    def _metadata(self) -> str | None:
+        """The metadata store whose loadSpecs say where segment files lie, when tasks read them."""
+        metadata = self._option("metadata")
+        if metadata is None or not self._flag("segmentFiles"):
+            return None
+        return metadata if "://" in metadata else os.path.abspath(metadata)
 
     def _context(self) -> dict[str, Any]:
         timeout = self._option("timeout")
@@ -157,7 +168,8 @@ class StrataDataSource(DataSource):
             self._column_types(client),
             self._split(),
             self._context(),
-            self._data_nodes(),
+            self._flag("dataNodes"),
+            self._metadata(),
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
