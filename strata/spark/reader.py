@@ -48,7 +48,7 @@ class SegmentsPartition(InputPartition):
         self.segments = segments
         self.servers = servers if servers is not None else [[] for _ in segments]
         self.sizes = sizes if sizes is not None else [0 for _ in segments]
-        self.files = files if files is not None else [None for _ in segments]
+        self.files: list[str | None] = files if files is not None else [None for _ in segments]
 
 
 @dataclass(frozen=True)

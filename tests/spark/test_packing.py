@@ -1,15 +1,22 @@
-"""Packing segments into Spark partitions and a task's segments into data-node requests (pure;
-end to end in test_spark_read.py)."""
+"""Packing segments into Spark partitions and a task's segments into data-node requests, and which
+segments a task may read from their files (end to end in test_spark_read.py, test_segment_files.py)."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
 
+import pyarrow as pa
 import pytest
+from pyspark.sql.types import StructField, StructType, TimestampType
 
 from strata.spark import data_nodes
 from strata.spark.data_nodes import node_requests
-from strata.spark.reader import node_urls, pack
+from strata.spark.reader import SegmentsPartition, Split, TableReader, node_urls, pack
+from strata.storage import open_metadata_store
+from timeline import DataSegment, Interval, ShardSpec
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 24])
@@ -56,3 +63,47 @@ def test_a_request_is_split_past_its_byte_cap(monkeypatch: pytest.MonkeyPatch) -
     segments = [seg(i) for i in range(4)]
     requests, _ = node_requests(segments, [["http://a"]] * 4, [10, 10, 10, 30])
     assert requests == [("http://a", [seg(0), seg(1)]), ("http://a", [seg(2)]), ("http://a", [seg(3)])]
+
+
+class FakeBroker:
+    """The broker's candidates listing and scans, as the reader asks them (a unit test's stand-in;
+    the real cluster is in test_segment_files.py)."""
+
+    timeout_s = 5.0
+
+    def __init__(self, candidates: list[dict[str, Any]]) -> None:
+        self.listing = candidates
+        self.scanned: list[list[dict[str, Any]]] = []
+
+    def candidates(self, data_source: str, intervals: list[str]) -> list[dict[str, Any]]:
+        return self.listing
+
+    def scan_batches(self, query: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        self.scanned.append(query["intervals"]["segments"])
+        yield pa.record_batch({"__time": pa.array([START_MS], pa.int64())})
+
+
+START_MS = 1_442_016_000_000  # 2015-09-12T00:00Z
+
+
+def test_segments_only_a_realtime_node_serves_are_read_through_the_broker(tmp_path: Path) -> None:
+    hours = [Interval(START_MS + h * 3_600_000, START_MS + (h + 1) * 3_600_000) for h in range(2)]
+    published = [DataSegment("rt", iv, "v1", load_spec={"type": "local", "path": str(tmp_path / f"{h}.parquet")},
+                             shard_spec=ShardSpec.numbered(0, 1)) for h, iv in enumerate(hours)]  # fmt: skip
+    store = open_metadata_store(tmp_path / "meta.db")
+    try:
+        store.publish(published, overwrite=False)
+    finally:
+        store.close()
+    kinds = ["historical", "realtime"]  # hour 1 is still served by the realtime node only
+    broker = FakeBroker([{"itvl": str(iv), "ver": "v1", "part": 0, "size": 1, "locations": [{"host": f"{k}:1", "type": k}]}
+                         for iv, k in zip(hours, kinds, strict=True)])  # fmt: skip
+    schema = StructType([StructField("__time", TimestampType())])
+    reader = TableReader(cast(Any, broker), "rt", [Interval(hours[0].start, hours[1].end)], schema,
+                         {"__time": "LONG"}, Split(partitions=1), {}, metadata=str(tmp_path / "meta.db"))  # fmt: skip
+    (part,) = reader.partitions()
+    assert isinstance(part, SegmentsPartition)
+    assert part.files == [published[0].load_spec["path"], None]
+    realtime = SegmentsPartition(part.segments[1:], part.servers[1:], part.sizes[1:], part.files[1:])
+    assert sum(b.num_rows for b in reader.read(realtime)) == 1
+    assert broker.scanned == [part.segments[1:]]  # the realtime segment went to the broker
