@@ -19,7 +19,7 @@ from typing import Any
 from bench.child import run_one
 
 INGEST_TARGET = 1.0  # Spark seconds / local seconds: at least as fast as the local engine
-FULL_READ_TARGET = 2.0  # through the broker / Spark reading the files directly: within 2x
+FULL_READ_TARGET = 1.5  # through Strata / Spark reading the files directly: within 1.5x (issue 41)
 FILTERED_READ_TARGET = 1.0  # strictly faster than the direct read
 
 
@@ -37,15 +37,15 @@ def verdicts(ingest: dict[str, Any], read: dict[str, Any]) -> list[Verdict]:
         detail = f"Spark {spark:,} rows/s, local {local:,} rows/s"
         out.append((what, ratio, f"<= {INGEST_TARGET}", ratio <= INGEST_TARGET, detail))
     reads = (("full read", FULL_READ_TARGET, False), ("filtered read", FILTERED_READ_TARGET, True))
-    for name, bound, strict in reads:
+    for name, bound, strict in reads:  # (the full read via the data nodes is reported, not judged)
         if name in read:
             fig = read[name]
             ratio = float(fig["broker_over_direct"])
             met = ratio < bound if strict else ratio <= bound
             via, direct = fig.get("broker_s", 0), fig.get("spark_direct_s", 0)
-            detail = f"broker {via:.2f} s, Spark direct {direct:.2f} s"
+            detail = f"Strata {via:.2f} s, Spark direct {direct:.2f} s"
             target = f"{'<' if strict else '<='} {bound}"
-            out.append((f"{name}: broker / Spark direct", ratio, target, met, detail))
+            out.append((f"{name}: Strata / Spark direct", ratio, target, met, detail))
     return out
 
 
