@@ -7,8 +7,9 @@ task costs tens of milliseconds whatever it reads (or `partitions` of them, or
 `segmentsPerPartition` segments each). Each task asks for a native scan of exactly its segments
 (`{"type":"segments"}`, Druid's MultipleSpecificSegmentSpec), with the pushed filters and the asked
 columns: of each data node holding some of them, one request per node (strata.spark.data_nodes),
-or of the broker, read as a streamed Arrow stream. Readers hold only plain values: Spark pickles
-them to its executors.
+or of the broker, read as a streamed Arrow stream; given the metadata store, a task first reads
+what it can of that scan from the segments' own files (strata.spark.segment_files). Readers hold
+only plain values: Spark pickles them to its executors.
 """
 
 from __future__ import annotations
