@@ -24,18 +24,36 @@ went second: it found the JIT warmer.)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import duckdb
 
-from bench.cluster_setup import cluster, wait_for_segments, write_dataset
+from bench.cluster_setup import Cluster, Dataset, cluster, wait_for_segments, write_dataset
+from harness.processes import StrataProcess
 from harness.spark_session import local_session
+
+
+@contextlib.contextmanager
+def served(rows: int, segments: int, app: str) -> Iterator[tuple[Cluster, Dataset, StrataProcess, Any]]:
+    """The synthetic datasource `bench` served by two historicals and a broker, and a local Spark
+    session: (cluster, dataset, broker, session), all stopped on the way out."""
+    with cluster() as c:
+        data = write_dataset(c.root, "bench", rows, segments)
+        c.start_data_nodes(2)
+        broker = c.start_broker()
+        wait_for_segments(broker, segments)
+        spark = local_session(app)
+        try:
+            yield c, data, broker, spark
+        finally:
+            spark.stop()
 
 
 def alternated(fns: Sequence[Callable[[], Any]], warmup: int, repeat: int) -> tuple[list[float], list[Any]]:
@@ -62,55 +80,47 @@ def main(argv: list[str] | None = None) -> None:
 
     from pyspark.sql import functions as F
 
-    with cluster() as c:
-        data = write_dataset(c.root, "bench", args.rows, args.segments)
-        c.start_data_nodes(2)
-        broker = c.start_broker()
-        wait_for_segments(broker, args.segments)
-        spark = local_session("strata-bench-spark-read")
-        try:
-            through_broker = (
-                spark.read.format("strata")
-                .option("broker", broker.url)
-                .option("datasource", "bench")
-                .option("metadata", str(c.root / "meta.db"))
+    with served(args.rows, args.segments, "strata-bench-spark-read") as (c, data, broker, spark):
+        through_broker = (
+            spark.read.format("strata")
+            .option("broker", broker.url)
+            .option("datasource", "bench")
+            .option("metadata", str(c.root / "meta.db"))
+        )
+        via_nodes = through_broker.option("segmentFiles", "false")
+        direct = spark.read.parquet(*data.files)
+        selective = (F.col("channel") == "#ch3") & (F.col("country") == "country07")
+
+        def full(df: Any) -> Callable[[], Any]:
+            return lambda: df.write.format("noop").mode("overwrite").save()
+
+        def filtered(df: Any) -> Callable[[], int]:
+            return lambda: df.where(selective).count()
+
+        if through_broker.load().count() != direct.count():
+            raise SystemExit("full read: row counts differ between the broker and the files")
+        rows: list[tuple[str, float, float, float]] = []
+        duck = duckdb.connect()
+        files = data.parquet_list()
+        where = "channel = '#ch3' AND country = 'country07'"
+
+        def duck_full() -> int:
+            return int(duck.sql(f"SELECT * FROM read_parquet({files})").to_arrow_table().num_rows)
+
+        def duck_filtered() -> Any:
+            return duck.execute(f"SELECT count(*) FROM read_parquet({files}) WHERE {where}").fetchall()
+
+        for name, broker_fn, direct_fn, duck_fn in (
+            ("full read", full(through_broker.load()), full(direct), duck_full),
+            ("full read via data nodes", full(via_nodes.load()), full(direct), duck_full),
+            ("filtered read", filtered(through_broker.load()), filtered(direct), duck_filtered),
+        ):
+            (t_broker, t_direct, t_duck), (got, want, _) = alternated(
+                (broker_fn, direct_fn, duck_fn), args.warmup, args.repeat
             )
-            via_nodes = through_broker.option("segmentFiles", "false")
-            direct = spark.read.parquet(*data.files)
-            selective = (F.col("channel") == "#ch3") & (F.col("country") == "country07")
-
-            def full(df: Any) -> Callable[[], Any]:
-                return lambda: df.write.format("noop").mode("overwrite").save()
-
-            def filtered(df: Any) -> Callable[[], int]:
-                return lambda: df.where(selective).count()
-
-            if through_broker.load().count() != direct.count():
-                raise SystemExit("full read: row counts differ between the broker and the files")
-            rows: list[tuple[str, float, float, float]] = []
-            duck = duckdb.connect()
-            files = data.parquet_list()
-            where = "channel = '#ch3' AND country = 'country07'"
-
-            def duck_full() -> int:
-                return int(duck.sql(f"SELECT * FROM read_parquet({files})").to_arrow_table().num_rows)
-
-            def duck_filtered() -> Any:
-                return duck.execute(f"SELECT count(*) FROM read_parquet({files}) WHERE {where}").fetchall()
-
-            for name, broker_fn, direct_fn, duck_fn in (
-                ("full read", full(through_broker.load()), full(direct), duck_full),
-                ("full read via data nodes", full(via_nodes.load()), full(direct), duck_full),
-                ("filtered read", filtered(through_broker.load()), filtered(direct), duck_filtered),
-            ):
-                (t_broker, t_direct, t_duck), (got, want, _) = alternated(
-                    (broker_fn, direct_fn, duck_fn), args.warmup, args.repeat
-                )
-                if got != want:
-                    raise SystemExit(f"{name}: through the broker {got} rows, direct {want}")
-                rows.append((name, t_broker, t_direct, t_duck))
-        finally:
-            spark.stop()
+            if got != want:
+                raise SystemExit(f"{name}: through the broker {got} rows, direct {want}")
+            rows.append((name, t_broker, t_direct, t_duck))
 
     # the table for people on stderr, the figures as one JSON line last on stdout (`python -m bench`)
     say = functools.partial(print, file=sys.stderr)

@@ -24,8 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.cluster_setup import cluster, wait_for_segments, write_dataset
-from harness.spark_session import local_session
+from bench.spark_read import served
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -146,42 +145,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args(argv)
 
-    with cluster() as c:
-        data = write_dataset(c.root, "bench", args.rows, args.segments)
-        c.start_data_nodes(2)
-        broker = c.start_broker()
-        wait_for_segments(broker, args.segments)
-        spark = local_session("strata-bench-spark-stages")
-        try:
-            servers = {h.pid: "historicals" for h in c.historicals} | {broker.pid: "broker"}
+    with served(args.rows, args.segments, "strata-bench-spark-stages") as (c, data, broker, spark):
+        servers = {h.pid: "historicals" for h in c.historicals} | {broker.pid: "broker"}
 
-            metadata = str(c.root / "meta.db")
+        metadata = str(c.root / "meta.db")
 
-            def classify() -> dict[int, str]:
-                spark_side = {p: f"spark_{k}" for p, k in _tree(os.getpid()).items() if p not in servers}
-                return {**spark_side, **servers}
+        def classify() -> dict[int, str]:
+            spark_side = {p: f"spark_{k}" for p, k in _tree(os.getpid()).items() if p not in servers}
+            return {**spark_side, **servers}
 
-            def strata_read(files: str) -> Callable[[], Any]:
-                df = (spark.read.format("strata").option("broker", broker.url).option("datasource", "bench")
-                      .option("metadata", metadata).option("segmentFiles", files).load())  # fmt: skip
-                return lambda: df.write.format("noop").mode("overwrite").save()
+        def strata_read(files: str) -> Callable[[], Any]:
+            df = (spark.read.format("strata").option("broker", broker.url).option("datasource", "bench")
+                  .option("metadata", metadata).option("segmentFiles", files).load())  # fmt: skip
+            return lambda: df.write.format("noop").mode("overwrite").save()
 
-            direct_df = spark.read.parquet(*data.files)
-            reads = {
-                "strata, data nodes": strata_read("false"),
-                "strata, segment files": strata_read("true"),
-                "spark direct": lambda: direct_df.write.format("noop").mode("overwrite").save(),
-            }
-            for _ in range(args.warmup):
-                for fn in reads.values():
-                    fn()
-            figures: dict[str, Any] = {
-                name: measured(fn, classify, args.repeat) for name, fn in reads.items()
-            }
-            stages = python_stages(broker.url, "bench", metadata)
-            figures["python stages, one task over every segment"] = stages
-        finally:
-            spark.stop()
+        direct_df = spark.read.parquet(*data.files)
+        reads = {
+            "strata, data nodes": strata_read("false"),
+            "strata, segment files": strata_read("true"),
+            "spark direct": lambda: direct_df.write.format("noop").mode("overwrite").save(),
+        }
+        for _ in range(args.warmup):
+            for fn in reads.values():
+                fn()
+        figures: dict[str, Any] = {name: measured(fn, classify, args.repeat) for name, fn in reads.items()}
+        stages = python_stages(broker.url, "bench", metadata)
+        figures["python stages, one task over every segment"] = stages
     print(f"{args.rows:,} rows in {args.segments} segments, Spark local[2], 2 cores", file=sys.stderr)
     print(json.dumps({"rows": args.rows, "segments": args.segments, **figures}, indent=1))
 
