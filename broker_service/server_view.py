@@ -142,6 +142,13 @@ class ServerSelector:
         pool: Sequence[ServerMetadata] = (
             _preferred([s for s in self._servers if s.name not in exclude]) if exclude else self._preferred
         )
+        if len(pool) == 2:  # two replicas, the usual case: compared without lists (100 picks a query)
+            first, second = pool
+            if load is not NO_LOAD:
+                a, b = load.open_connections(first.name), load.open_connections(second.name)
+                if a != b:
+                    return first if a < b else second
+            return first if (rng or random).random() < 0.5 else second
         if not pool:
             return None
         if len(pool) > 1:
