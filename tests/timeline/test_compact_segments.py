@@ -86,3 +86,26 @@ def test_compact_segments_equal_plain_ones_but_for_the_load_spec(
     assert DataSegment.from_json({**obj, "shardSpec": spec}).shard_spec.to_json() == (
         ShardSpec._parse(spec).to_json() if spec is not None else ShardSpec.none().to_json()
     )
+
+
+extra_values = st.one_of(
+    st.integers(-(2**70), 2**70), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.none(),
+    st.floats(allow_nan=False), st.text(max_size=3), st.lists(st.integers(0, 3), max_size=2),
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.sampled_from(["numRows", "minTime", "maxTime", "x"]), extra_values), st.data())
+def test_compact_extra_keys_read_back_as_announced_packed_or_not(extra: dict[str, Any], data: Any) -> None:
+    """Integer row facts are packed; each value reads back as a plain dict holds it (type too),
+    and equality is a dict's, whether both, one or neither side was packed (1 == 1.0 == True)."""
+    obj = {"dataSource": "d", "interval": "2015-01-01T00:00:00.000Z/2015-01-01T01:00:00.000Z", "version": "v"}
+    compact = DataSegment.from_json({**obj, **extra}, compact=True).extra
+    assert [(k, type(v), v) for k, v in compact.items()] == [(k, type(v), v) for k, v in extra.items()]
+    assert len(compact) == len(extra) and all(compact[k] == v for k, v in extra.items())
+    other = data.draw(
+        st.fixed_dictionaries({k: st.sampled_from([v, 1, 1.0, True, 2**64, "1"]) for k, v in extra.items()})
+    )
+    other_compact = DataSegment.from_json({**obj, **other}, compact=True).extra
+    assert (compact == other_compact) == (extra == other) == (other_compact == compact)
+    assert (compact == other) == (extra == other)
