@@ -46,17 +46,17 @@ class ServerSelector:
     or two servers, which tuples hold in a fraction of a dict's memory; they change rarely.
     What each server announced is kept only when it differs from the segment's own facts (almost
     never: replicas announce the very same segment), and the agreed facts are read from the
-    segment when asked, not held: a million selectors held 100 B each of copies."""
+    segment when asked, not held: a million selectors held 100 B each of copies. Whether a
+    historical serves it and which facts all servers agree on are read from these tuples when
+    asked (two slots fewer, 16 B of each of a million selectors)."""
 
-    __slots__ = ("_facts", "_historical", "_preferred", "_row_facts", "_servers", "segment")
+    __slots__ = ("_facts", "_preferred", "_servers", "segment")
 
     def __init__(self, segment: DataSegment):
         self.segment = segment
         self._servers: tuple[ServerMetadata, ...] = ()
         # what each of `_servers` announced, `_OWN` for the segment's own facts; None: all `_OWN`
         self._facts: tuple[object, ...] | None = None
-        self._historical = False
-        self._row_facts: object = None  # RowFacts, None or `_OWN`
         self._preferred: tuple[ServerMetadata, ...] = ()  # what `pick` ranks when nothing is excluded
 
     @property
@@ -104,28 +104,29 @@ class ServerSelector:
         self._servers_changed()
 
     def _servers_changed(self) -> None:
-        self._historical = any(s.is_historical for s in self._servers)
-        facts = set(self._every_facts())
-        only = facts.pop() if len(facts) == 1 else None
-        every_historical = bool(self._servers) and all(s.is_historical for s in self._servers)
-        self._row_facts = only if every_historical else None
         self._preferred = _preferred(self._servers)
 
     @property
     def row_facts(self) -> RowFacts | None:
         """The segment's row count and time span, when every server serving it is a historical
         and all announced the same ones (None otherwise: a real-time node's rows still change)."""
-        facts = self._row_facts
-        if facts is _OWN:
+        servers = self._servers
+        if not servers or not all(s.is_historical for s in servers):
+            return None
+        facts = set(self._every_facts())
+        only = facts.pop() if len(facts) == 1 else None
+        if only is _OWN:
             return RowFacts.of(self.segment)
-        assert facts is None or isinstance(facts, RowFacts)
-        return facts
+        assert only is None or isinstance(only, RowFacts)
+        return only
 
     @property
     def is_historical(self) -> bool:
         """Served by at least one historical: its partial results are immutable and cacheable.
-        Kept up to date on each change: every query asks it of every segment it reads."""
-        return self._historical
+        The preferred servers are historicals whenever any serves it (every query asks this of
+        every segment it reads: one look at a tuple)."""
+        preferred = self._preferred
+        return bool(preferred) and preferred[0].is_historical
 
     def pick(
         self,
