@@ -23,7 +23,7 @@ def test_posts_from_another_thread_apply_in_order_with_few_wake_ups() -> None:
             wake_ups += 1
             return wake(*args)  # type: ignore[arg-type]
 
-        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
 
         def fail() -> None:
             raise RuntimeError("a bad change")
