@@ -325,6 +325,13 @@ class BrokerServerView:
     def selector(self, segment_id: str) -> ServerSelector | None:
         return self._selectors.get(segment_id)
 
+    def held_segment(self, segment_id: str) -> DataSegment | None:
+        """The segment held under `segment_id`, if any. The one read safe from another thread (an
+        inventory's, to compare a replica's announcement with it before parsing it): one lookup
+        in a dict only the loop changes, giving an immutable segment or nothing."""
+        selector = self._selectors.get(segment_id)
+        return None if selector is None else selector.segment
+
     def selectors(self) -> Iterator[ServerSelector]:
         return iter(self._selectors.values())
 

@@ -182,6 +182,33 @@ class DataSegment:
             and self.extra == other.extra
         )
 
+    def announced_as(self, obj: Mapping[str, Any]) -> bool:
+        """Would `from_json(obj, compact=True)` announce exactly this compact segment? Told without
+        building it (a replica's announcement, met once per extra replica of each segment: a
+        million of them), so False may also mean "could not tell cheaply": then parse it."""
+        if self.load_spec is not _NO_LOAD_SPEC:
+            return False  # only compact segments leave their load spec out
+        try:
+            data_source, text, version = obj["dataSource"], obj["interval"], obj["version"]
+            if type(data_source) is not str or type(version) is not str or not _prints_as_read(text):
+                return False
+            # the id names the interval as it prints, and `text` is exactly such a print
+            name = f"{data_source}_{text[:24]}_{text[25:]}_{version}"
+            partition = self.shard_spec.partition_num
+            return (
+                self._id == (name if partition == 0 else f"{name}_{partition}")
+                and self.data_source == data_source
+                and self.version == version
+                and ShardSpec.from_json(obj.get("shardSpec")) == self.shard_spec
+                and int(obj.get("binaryVersion") or 9) == self.binary_version
+                and int(obj.get("size") or 0) == self.size
+                and _names(obj.get("dimensions")) == self.dimensions
+                and _names(obj.get("metrics")) == self.metrics
+                and _compact_extra({k: v for k, v in obj.items() if k not in _KNOWN}) == self.extra
+            )
+        except (KeyError, ValueError, TypeError, AttributeError):
+            return False
+
     @property
     def partition_num(self) -> int:
         return self.shard_spec.partition_num

@@ -193,7 +193,7 @@ class ZkInventory(ServerInventory):
             self._post(self._apply_batch, server, batch, [], self._vanished(server))
             return False
         try:
-            segments = parse_batch(data, compact=True)
+            segments = parse_batch(data, compact=True, held=self.view.held_segment)
         except ValueError as e:
             log.warning("ignoring malformed segment batch %s/%s: %s", server, batch, e)
             return None
