@@ -69,6 +69,12 @@ class ServerSelector:
 
     def set_server(self, server: ServerMetadata, announced: DataSegment | None = None) -> None:
         """`announced`: the segment as this server announced it (None: a server re-described)."""
+        servers = self._servers
+        if announced is self.segment and self._facts is None and all(s.name != server.name for s in servers):
+            # a further replica of the very segment held, the common case: nothing to compare
+            self._servers = (*servers, server)
+            self._servers_changed()
+            return
         names = [s.name for s in self._servers]
         every = self._every_facts()
         facts = _OWN if announced is None else self._facts_of(announced)
@@ -168,6 +174,10 @@ _OWN = object()  # a server announced the facts of the segment its selector hold
 def _preferred(servers: Collection[ServerMetadata]) -> tuple[ServerMetadata, ...]:
     """Historicals before real-time nodes, then the highest tier priority; `servers` itself when
     that is all of them (the common case: no second tuple per selector)."""
+    if isinstance(servers, tuple) and servers:  # the common case, told without lists
+        top = servers[0].priority
+        if all(s.is_historical and s.priority == top for s in servers):
+            return servers
     historicals = [s for s in servers if s.is_historical]
     pool = historicals or list(servers)
     if not pool:
