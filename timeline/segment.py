@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import struct
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from timeline.compact_extra import compact_extra
 from timeline.instant import prints_as_read
 from timeline.interval import Interval
 from timeline.shard_spec import ShardSpec
@@ -63,70 +63,6 @@ def _shared_interval(interval: Interval) -> Interval:
             return interval
         shared = _INTERVALS[interval] = interval
     return shared
-
-
-class _Extra(Mapping[str, Any]):
-    """A segment's other keys as a broker holds a million of them (`compact`): the key tuple
-    shared by every segment announced with the same keys, the values in a tuple (a dict of three
-    weighs 190 B, this 110 B), or packed as 64-bit integers when all are integers (the row facts
-    a historical adds: three int objects and a tuple weigh 160 B, packed 64 B). Read-only, in
-    the order the keys were announced."""
-
-    __slots__ = ("_keys", "_values")
-
-    def __init__(self, keys: tuple[str, ...], values: tuple[Any, ...]):
-        self._keys = keys
-        self._values: tuple[Any, ...] | bytes = _packed(values)
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            i = self._keys.index(key)
-        except ValueError:
-            raise KeyError(key) from None
-        values = self._values
-        if isinstance(values, bytes):
-            return _INT64.unpack_from(values, 8 * i)[0]
-        return values[i]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __eq__(self, other: object) -> bool:
-        mine = self._values
-        if isinstance(other, _Extra) and self._keys is other._keys and type(mine) is type(other._values):
-            return mine == other._values
-        return super().__eq__(other)  # e.g. 1 and 1.0: packed the one, not the other
-
-    __hash__ = None  # type: ignore[assignment]  # as a dict's
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
-_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
-_INT64 = struct.Struct("<q")
-_INT64_RANGE = range(-(2**63), 2**63)
-
-
-def _packed(values: tuple[Any, ...]) -> tuple[Any, ...] | bytes:
-    """`values` packed as 64-bit integers when every one is an int (not a bool) that fits."""
-    for value in values:
-        if type(value) is not int or value not in _INT64_RANGE:
-            return values
-    return struct.pack(f"<{len(values)}q", *values)
-
-
-def _compact_extra(extra: dict[str, Any]) -> Mapping[str, Any]:
-    if not extra:
-        return _NO_EXTRA
-    keys = tuple(extra)
-    shared = _NAMES.get(keys)
-    if shared is None:
-        shared = _share(keys, keys)
-    return _Extra(shared, tuple(extra.values()))
 
 
 class SegmentDescriptor(NamedTuple):
@@ -204,7 +140,7 @@ class DataSegment:
                 and int(obj.get("size") or 0) == self.size
                 and _names(obj.get("dimensions")) == self.dimensions
                 and _names(obj.get("metrics")) == self.metrics
-                and _compact_extra({k: v for k, v in obj.items() if k not in _KNOWN}) == self.extra
+                and compact_extra({k: v for k, v in obj.items() if k not in _KNOWN}) == self.extra
             )
         except (KeyError, ValueError, TypeError, AttributeError):
             return False
@@ -242,7 +178,7 @@ class DataSegment:
                 shard_spec=ShardSpec.from_json(obj.get("shardSpec")),
                 binary_version=int(obj.get("binaryVersion") or 9),
                 size=int(obj.get("size") or 0),
-                extra=_compact_extra(extra) if compact else extra,
+                extra=compact_extra(extra) if compact else extra,
                 interval_text=text if _prints_as_read(text) else None,
             )
         except KeyError as e:

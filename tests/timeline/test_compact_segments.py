@@ -3,12 +3,15 @@ shared shard specs and column lists, and un-memoised interval text equal the pla
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from timeline import DataSegment, Interval, ShardSpec
+from timeline.compact_extra import PackedExtra, compact_extra
 from timeline.interval import ETERNITY
 
 MS = st.integers(-(2**40), 2**42)
@@ -109,3 +112,17 @@ def test_compact_extra_keys_read_back_as_announced_packed_or_not(extra: dict[str
     other_compact = DataSegment.from_json({**obj, **other}, compact=True).extra
     assert (compact == other_compact) == (extra == other) == (other_compact == compact)
     assert (compact == other) == (extra == other)
+
+
+def test_packed_row_facts_behave_as_the_dict_they_came_from() -> None:
+    facts = {"numRows": 1_042, "minTime": -5, "maxTime": 2**63 - 1}
+    packed = compact_extra(facts)
+    assert isinstance(packed, PackedExtra) and len(bytes(packed)) == 2 + 8 * 3
+    assert dict(packed) == {**packed} == facts and list(packed.items()) == list(facts.items())
+    assert "numRows" in packed and "x" not in packed and packed.get("x") is None and len(packed) == 3
+    assert pickle.loads(pickle.dumps(packed)) == facts and copy.deepcopy(packed) == packed
+    reordered = compact_extra(dict(reversed(facts.items())))
+    assert reordered == packed and packed == reordered and list(reordered) != list(packed)
+    assert packed != compact_extra({**facts, "numRows": 1_043}) and packed != {**facts, "x": 1}
+    assert compact_extra({**facts, "numRows": 1_042.0}) == packed and repr(packed) == repr(facts)
+    assert not isinstance(compact_extra({"numRows": True}), PackedExtra)
