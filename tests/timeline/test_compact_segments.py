@@ -117,7 +117,8 @@ def test_compact_extra_keys_read_back_as_announced_packed_or_not(extra: dict[str
 def test_packed_row_facts_behave_as_the_dict_they_came_from() -> None:
     facts = {"numRows": 1_042, "minTime": -5, "maxTime": 2**63 - 1}
     packed = compact_extra(facts)
-    assert isinstance(packed, PackedExtra) and len(bytes(packed)) == 2 + 8 * 3
+    one_object = packed  # (checked apart: mypy would read `packed` as bytes after the isinstance)
+    assert isinstance(one_object, PackedExtra) and len(bytes(one_object)) == 2 + 8 * 3
     assert dict(packed) == {**packed} == facts and list(packed.items()) == list(facts.items())
     assert "numRows" in packed and "x" not in packed and packed.get("x") is None and len(packed) == 3
     assert pickle.loads(pickle.dumps(packed)) == facts and copy.deepcopy(packed) == packed
