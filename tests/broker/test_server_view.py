@@ -278,7 +278,7 @@ def test_row_facts_only_while_every_server_is_a_historical_announcing_the_same()
     assert sel.row_facts == RowFacts(7, (1, 9))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # timing is not what it checks (a busy CI)
 @given(
     st.lists(st.tuples(st.sampled_from(list(ServerType)), st.integers(0, 2), st.integers(0, 3)), max_size=4),
     st.dictionaries(st.sampled_from(["h0", "h1", "h2", "h3"]), st.integers(0, 2)),
