@@ -9,11 +9,14 @@ facts a historical adds) in an in-memory ZooKeeper (`bench.memory_zookeeper`); f
 code is the broker's own: kazoo's watch recipes, `ZkInventory` (its watch callbacks on the event
 thread, parsing, the hand-over to the event loop), `BrokerServerView` and its timelines. Measured:
 - `absorb_s`: from the first announcement to a settled view (every callback run, every replica in);
-  `absorb_cpu_s`: the CPU time this process spent meanwhile (on a busy machine, the steadier figure);
+  `absorb_cpu_s`: the CPU time this process spent meanwhile (on a busy machine, the steadier figure),
+  `absorb_gc_s` the part of it the cyclic garbage collector took;
 - `bytes_per_segment`: the process's resident memory after minus before, over distinct segments;
   (`--heap`: the Python heap under tracemalloc instead, with the lines that allocate most: slower);
 - `route_one_day_us` / `route_one_year_ms`: p50 of planning one datasource's query over a day / a
   year (timeline lookup, one descriptor per segment) and picking a server per segment, grouped;
+  `route_one_day_p99_us` beside `route_one_day_p99_frozen_us` (the same after `gc.freeze()`) and
+  `route_one_day_gc_ms` (the collector's time over the unfrozen routes);
 - `node_leave_ms` / `node_join_ms`: one node's session expiring, then the node announcing again.
 Nothing is asserted; figures are printed beside their targets, then one JSON line.
 """
@@ -174,6 +177,30 @@ def route_times(view: BrokerServerView, cluster: SimulatedCluster, hours: int, s
     return out
 
 
+class CollectorClock:
+    """CPU seconds the cyclic garbage collector ran, by generation, while installed (`gc.callbacks`;
+    the process's CPU time, as nothing else runs Python meanwhile), and how many runs."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.runs = [0, 0, 0]
+        self._began = 0.0
+
+    def __enter__(self) -> CollectorClock:
+        gc.callbacks.append(self._tick)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._tick)
+
+    def _tick(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.process_time()
+        else:
+            self.seconds[info["generation"]] += time.process_time() - self._began
+            self.runs[info["generation"]] += 1
+
+
 def heap_report(snapshot: tracemalloc.Snapshot, segments: int, top: int = 24) -> list[str]:
     stats = snapshot.statistics("lineno")
     lines = []
@@ -193,7 +220,8 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
         tracemalloc.start()
     rss_before, heap_before = rss_bytes(os.getpid()), tracemalloc.get_traced_memory()[0]
     cpu_before = time.process_time()
-    absorb_s = await sim.timed(lambda: sim.announce_all(range(nodes)))
+    with CollectorClock() as collector:
+        absorb_s = await sim.timed(lambda: sim.announce_all(range(nodes)))
     absorb_cpu_s = time.process_time() - cpu_before
     view = sim.view
     if view.segment_count != segments:
@@ -201,7 +229,10 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
     gc.collect()
     out: dict[str, Any] = {"nodes": nodes, "segments": segments, "replicas": replicas,
                            "datasources": datasources, "absorb_s": round(absorb_s, 1),
-                           "absorb_cpu_s": round(absorb_cpu_s, 1)}  # fmt: skip
+                           "absorb_cpu_s": round(absorb_cpu_s, 1),
+                           "absorb_gc_s": round(sum(collector.seconds), 1),
+                           "absorb_gc_by_generation_s": [round(s, 2) for s in collector.seconds],
+                           "absorb_gc_runs": collector.runs}  # fmt: skip
     if heap:
         out["bytes_per_segment"] = round((tracemalloc.get_traced_memory()[0] - heap_before) / segments)
         out["measured_by"] = "tracemalloc (Python heap)"
@@ -211,9 +242,18 @@ async def run(nodes: int, segments: int, replicas: int, datasources: int, heap: 
     else:
         out["bytes_per_segment"] = round((rss_bytes(os.getpid()) - rss_before) / segments)
         out["measured_by"] = "resident memory"
-    day, year = route_times(view, cluster, 24, 2000), route_times(view, cluster, 24 * 365, 40)
+    with CollectorClock() as collector:
+        day = route_times(view, cluster, 24, 2000)
+    year = route_times(view, cluster, 24 * 365, 40)
     out["route_one_day_us"] = round(statistics.median(day) * 1e6, 1)
     out["route_one_day_p99_us"] = round(sorted(day)[int(0.99 * (len(day) - 1))] * 1e6, 1)
+    out["route_one_day_gc_ms"] = round(sum(collector.seconds) * 1e3, 1)  # over all 2,000 routes
+    # the same again with every object so far moved out of the collector's sight (`gc.freeze()`,
+    # the usual remedy for collections walking millions of long-lived objects)
+    gc.freeze()
+    frozen = route_times(view, cluster, 24, 2000)
+    gc.unfreeze()
+    out["route_one_day_p99_frozen_us"] = round(sorted(frozen)[int(0.99 * (len(frozen) - 1))] * 1e6, 1)
     out["route_one_year_ms"] = round(statistics.median(year) * 1e3, 2)
     leaving = nodes // 2
     out["node_leave_ms"] = round(1e3 * await sim.timed(lambda: sim.zk.expire(cluster.name(leaving))), 1)

@@ -17,13 +17,29 @@ from timeline import Interval, SegmentDescriptor, VersionedIntervalTimeline
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class SegmentTask:
-    """One segment to read: its selector and the descriptor (interval clipped to the query)."""
+    """One segment to read: its selector and the descriptor (interval clipped to the query).
+    Read-only by convention, equal by value; a plain slotted class, not a frozen dataclass:
+    routing makes one per segment of every query, and a frozen dataclass's field-by-field
+    setattr took as long as the rest of making it."""
 
-    selector: ServerSelector
-    descriptor: SegmentDescriptor
-    _prefix: bytes | None = field(default=None, init=False, repr=False, compare=False)
+    __slots__ = ("_prefix", "descriptor", "selector")
+
+    def __init__(self, selector: ServerSelector, descriptor: SegmentDescriptor):
+        self.selector = selector
+        self.descriptor = descriptor
+        self._prefix: bytes | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SegmentTask):
+            return NotImplemented
+        return self.selector is other.selector and self.descriptor == other.descriptor
+
+    def __hash__(self) -> int:
+        return hash((id(self.selector), self.descriptor))
+
+    def __repr__(self) -> str:
+        return f"SegmentTask(selector={self.selector!r}, descriptor={self.descriptor!r})"
 
     @property
     def cache_key_prefix(self) -> bytes:
@@ -35,7 +51,7 @@ class SegmentTask:
             d = self.descriptor
             prefix = struct.pack(">qq", d.interval.start, d.interval.end) + d.version.encode()
             prefix += struct.pack(">i", d.partition)
-            object.__setattr__(self, "_prefix", prefix)
+            self._prefix = prefix
         return prefix
 
     @property

@@ -51,8 +51,19 @@ class _Entry(PartitionHolder[T]):
 
 
 # the versions stored for one interval, oldest first: nearly always one, and a tuple of one weighs
-# a third of a dict of one (a broker holds one per segment)
+# a third of a dict of one (a broker holds one per segment); stored as the entry itself when it is
+# the only one (the tuple of one was 48 B a segment), see `_stored` and `_unstored`
 _Versions = tuple["_Entry[T]", ...]
+
+
+def _stored(versions: _Versions[T]) -> _Entry[T] | _Versions[T]:
+    return versions[0] if len(versions) == 1 else versions
+
+
+def _unstored(stored: _Entry[T] | _Versions[T] | None) -> _Versions[T]:
+    if stored is None:
+        return ()
+    return stored if isinstance(stored, tuple) else (stored,)
 
 
 def _version(versions: _Versions[T], version: str) -> _Entry[T] | None:
@@ -85,7 +96,7 @@ class TimelineObjectHolder(NamedTuple, Generic[T]):
 class VersionedIntervalTimeline(Generic[T]):
     def __init__(self) -> None:
         # every stored (interval, version), by interval: sorted, for overlap queries over them all
-        self._all: IntervalMap[_Versions[T]] = IntervalMap()
+        self._all: IntervalMap[_Entry[T] | _Versions[T]] = IntervalMap()
         self._max_duration = 0
         self._complete: IntervalMap[_Entry[T]] = IntervalMap()
         self._incomplete: IntervalMap[_Entry[T]] = IntervalMap()
@@ -95,13 +106,13 @@ class VersionedIntervalTimeline(Generic[T]):
     # -- mutation -------------------------------------------------------------------------------------
     def add(self, interval: Interval, version: str, chunk: PartitionChunk[T]) -> None:
         self.generation = next(_GENERATIONS)
-        versions = self._all.get(interval) or ()
+        versions = _unstored(self._all.get(interval))
         if not versions:
             self._max_duration = max(self._max_duration, interval.duration_ms)
         entry = _version(versions, version)
         if entry is None:
             entry = _Entry(interval, version)
-            self._all.set(interval, _with(versions, entry))
+            self._all.set(interval, _stored(_with(versions, entry)))
         if not entry.holder.add(chunk):
             return  # duplicate chunk number: ignored, as Druid does
         if entry.holder.is_complete():
@@ -120,7 +131,7 @@ class VersionedIntervalTimeline(Generic[T]):
 
     def remove(self, interval: Interval, version: str, chunk: PartitionChunk[T]) -> PartitionChunk[T] | None:
         self.generation = next(_GENERATIONS)
-        versions = self._all.get(interval) or ()
+        versions = _unstored(self._all.get(interval))
         entry = _version(versions, version)
         if entry is None:
             return None
@@ -130,7 +141,7 @@ class VersionedIntervalTimeline(Generic[T]):
         if entry.holder.is_empty():
             left = tuple(e for e in versions if e is not entry)
             if left:
-                self._all.set(interval, left)
+                self._all.set(interval, _stored(left))
             else:
                 self._all.pop(interval)
             self._remove_visible(self._incomplete, entry, incomplete_ok=True)
@@ -146,12 +157,12 @@ class VersionedIntervalTimeline(Generic[T]):
         return self._lookup(self._incomplete, interval)
 
     def find_chunk(self, interval: Interval, version: str, partition_num: int) -> PartitionChunk[T] | None:
-        entry = _version(self._all.get(interval) or (), version)
+        entry = _version(_unstored(self._all.get(interval)), version)
         if entry is not None:
             return entry.holder.get(partition_num)
         for key in self._stored_overlapping(interval):
             if key.contains(interval):
-                entry = _version(self._all.get(key) or (), version)
+                entry = _version(_unstored(self._all.get(key)), version)
                 if entry is not None:
                     return entry.holder.get(partition_num)
         return None
@@ -185,15 +196,15 @@ class VersionedIntervalTimeline(Generic[T]):
         """Stored (interval, version) sets visible in neither map: safe to drop."""
         visible = {id(e) for e in self._complete.values()} | {id(e) for e in self._incomplete.values()}
         out = []
-        for key, versions in self._all.items():
-            for entry in versions:
+        for key, stored in self._all.items():
+            for entry in _unstored(stored):
                 if id(entry) not in visible:
                     out.append(TimelineObjectHolder(key, key, entry.version, entry.holder.chunks()))
         return out
 
     def iterate_all_objects(self) -> Iterator[T]:
-        for versions in self._all.values():
-            for entry in versions:
+        for stored in self._all.values():
+            for entry in _unstored(stored):
                 for chunk in entry.holder:
                     yield chunk.object
 
@@ -202,7 +213,7 @@ class VersionedIntervalTimeline(Generic[T]):
 
     def __len__(self) -> int:
         """Number of stored chunks."""
-        return sum(len(e.holder) for v in self._all.values() for e in v)
+        return sum(len(e.holder) for v in self._all.values() for e in _unstored(v))
 
     # -- internals ------------------------------------------------------------------------------------
     def _lookup(self, visible: IntervalMap[_Entry[T]], interval: Interval) -> list[TimelineObjectHolder[T]]:
@@ -296,7 +307,7 @@ class VersionedIntervalTimeline(Generic[T]):
         for piece in pieces:
             visible.pop(piece)
             for key in self._stored_overlapping(piece):
-                versions = self._all.get(key) or ()
+                versions = _unstored(self._all.get(key))
                 if incomplete_ok:
                     self._add_visible(visible, key, versions[-1])  # the newest
                 else:

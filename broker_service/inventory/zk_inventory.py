@@ -3,9 +3,9 @@
     <base>/announcements/<host:port>          ephemeral, DruidServerMetadata JSON
     <base>/segments/<host:port>/<batch>       ephemeral, JSON array of DataSegment
 
-kazoo runs watch callbacks on its own thread; they only read ZooKeeper and parse JSON, then hand
-the result to the event loop (`call_soon_threadsafe`), where all view mutations happen. Each
-ChildrenWatch callback is taken as the latest complete state of that level, and each batch's
+kazoo runs watch callbacks on its own thread; they only read ZooKeeper and parse JSON, then queue
+the result for the event loop (one wake-up per run of posts), where all view mutations happen.
+Each ChildrenWatch callback is taken as the latest complete state of that level, and each batch's
 array is diffed against what that batch held before (a segment leaves a server only once none of
 its batches holds it, so a segment moving between batches never blinks out). When the session is
 lost the last view keeps serving; a new session re-reads everything and the view is diffed to it.
@@ -62,6 +62,10 @@ class ZkInventory(ServerInventory):
         # (tuples: a million segments' ids fill them, and a set weighs six times a tuple per id)
         self._batches: dict[str, dict[str, tuple[str, ...]]] = {}
         self._status = InventoryStatus(kind="zk")
+        # kazoo thread -> event loop: posted calls, and whether a drain is already scheduled
+        self._inbox_lock = threading.Lock()
+        self._inbox: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self._drain_due = False
         self._lost = False
         self._stopped = False
 
@@ -189,7 +193,7 @@ class ZkInventory(ServerInventory):
             self._post(self._apply_batch, server, batch, [], self._vanished(server))
             return False
         try:
-            segments = parse_batch(data, compact=True)
+            segments = parse_batch(data, compact=True, held=self.view.held_segment)
         except ValueError as e:
             log.warning("ignoring malformed segment batch %s/%s: %s", server, batch, e)
             return None
@@ -209,9 +213,18 @@ class ZkInventory(ServerInventory):
             return True
 
     def _post(self, fn: Callable[..., None], *args: Any) -> None:
+        """Queue `fn(*args)` for the event loop, in order. The loop is woken once per run of
+        posts, not once per post: each wake-up writes its self-pipe while the GIL changes hands,
+        a tenth of absorbing a thousand nodes' batches when each batch woke it."""
         loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(fn, *args)
+        if loop is None or loop.is_closed():
+            return
+        with self._inbox_lock:
+            self._inbox.append((fn, args))
+            if self._drain_due:
+                return
+            self._drain_due = True
+        loop.call_soon_threadsafe(self._drain)
 
     def _set_status(self, *, connected: bool, error: str | None = None, outage: bool = False) -> None:
         def apply() -> None:
@@ -224,6 +237,17 @@ class ZkInventory(ServerInventory):
         self._post(apply)
 
     # -- event loop thread ------------------------------------------------------------------------
+    def _drain(self) -> None:
+        """Run what was posted, in order; a post arriving meanwhile schedules the next drain."""
+        with self._inbox_lock:
+            posted, self._inbox = self._inbox, []
+            self._drain_due = False
+        for fn, args in posted:
+            try:
+                fn(*args)
+            except Exception:  # one failing change stops no other (as separate callbacks did)
+                log.exception("applying a ZooKeeper change to the server view failed")
+
     def _mark_initialized(self) -> None:
         self._status.initialized = True
 

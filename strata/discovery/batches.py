@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -50,9 +50,13 @@ def batch_znode_name(
     return f"{server}_{server_type}_{tier}_{stamp}_{uuid.uuid4().hex}{counter}"
 
 
-def parse_batch(data: bytes | None, *, compact: bool = False) -> list[DataSegment]:
+def parse_batch(
+    data: bytes | None, *, compact: bool = False, held: Callable[[str], DataSegment | None] | None = None
+) -> list[DataSegment]:
     """Read a batch znode; malformed entries are skipped (logged) so one bad segment hides no others.
-    `compact`: segments as a broker holds them (see DataSegment.from_json)."""
+    `compact`: segments as a broker holds them (see DataSegment.from_json). `held`: the compact
+    segment a reader already holds under an id, returned instead of a new one when this batch
+    announces it exactly so (each further replica of a segment costs a comparison, not a parse)."""
     if not data:
         return []
     try:
@@ -64,6 +68,12 @@ def parse_batch(data: bytes | None, *, compact: bool = False) -> list[DataSegmen
     out = []
     for item in items:
         try:
+            identifier = item.get("identifier") if compact and held and isinstance(item, dict) else None
+            if isinstance(identifier, str) and held is not None:
+                known = held(identifier)  # only where to look: `announced_as` decides
+                if known is not None and known.announced_as(item):
+                    out.append(known)
+                    continue
             out.append(DataSegment.from_json(item, compact=compact))
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             log.warning("skipping malformed segment in batch: %s", e)

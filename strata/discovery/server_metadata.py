@@ -43,8 +43,11 @@ class ServerMetadata:
 
     @property
     def is_historical(self) -> bool:
-        """Historicals serve immutable segments: a broker prefers them and caches only their partials."""
-        return self.type in REPLICATION_TARGET_TYPES
+        """Historicals serve immutable segments: a broker prefers them and caches only their partials.
+        Compared by identity first: an enum member's hash runs in Python, and a broker asks this
+        of every replica it absorbs."""
+        kind = self.type
+        return kind is ServerType.HISTORICAL or kind is ServerType.BRIDGE or kind in REPLICATION_TARGET_TYPES
 
     def to_json(self) -> dict[str, Any]:
         return {

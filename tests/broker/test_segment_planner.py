@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from broker_service.segment_plan import SegmentPlanner, plan_segments
+import struct
+
+from broker_service.segment_plan import SegmentPlanner, SegmentTask, plan_segments
 from broker_service.server_view import BrokerServerView
 from strata.discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import segment, sum_query
@@ -81,3 +83,22 @@ def test_the_etag_names_the_segments_read_and_skips_real_time_ones() -> None:
     view.add_segment(H1.name, live)  # handed off: a historical serves it too, same timeline entry
     handed = segments_etag(planner.plan(query))
     assert handed is not None and handed != tag
+
+
+def test_tasks_are_equal_by_selector_and_descriptor_and_key_their_cache_entries_by_the_descriptor() -> None:
+    view = BrokerServerView()
+    view.add_server(H1)
+    for day in DAYS[:2]:
+        view.add_segment(H1.name, segment(interval=day))
+    query = sum_query("2015-09-10T06:00:00.000Z/2015-09-12")
+    first, again = plan_segments(view, query).tasks, plan_segments(view, query).tasks
+    assert first == again and [hash(t) for t in first] == [hash(t) for t in again]
+    assert first[0] != first[1] and len({*first, *again}) == 2
+    assert SegmentTask(first[0].selector, first[1].descriptor) != first[0]
+    for task in first:  # oracle: Druid's key prefix, the clipped interval's bounds, version, partition
+        d = task.descriptor
+        expected = (
+            struct.pack(">qq", d.interval.start, d.interval.end) + d.version.encode() + struct.pack(">i", 0)
+        )
+        assert task.cache_key_prefix == expected and task.cache_key_prefix is task.cache_key_prefix
+    assert str(first[0].descriptor.interval) == "2015-09-10T06:00:00.000Z/2015-09-11T00:00:00.000Z"

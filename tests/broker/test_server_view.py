@@ -6,6 +6,9 @@ import dataclasses
 import random
 from collections import Counter
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from broker_service.server_view import BrokerServerView, ServerSelector
 from strata.discovery.server_metadata import ServerMetadata, ServerType
 from tests.broker.helpers import segment
@@ -273,3 +276,36 @@ def test_row_facts_only_while_every_server_is_a_historical_announcing_the_same()
     view.remove_segment(RT.name, agreed.id)
     view.add_server(H1)  # re-described: what it announced is kept
     assert sel.row_facts == RowFacts(7, (1, 9))
+
+
+@settings(max_examples=200, deadline=None)  # timing is not what it checks (a busy CI)
+@given(
+    st.lists(st.tuples(st.sampled_from(list(ServerType)), st.integers(0, 2), st.integers(0, 3)), max_size=4),
+    st.dictionaries(st.sampled_from(["h0", "h1", "h2", "h3"]), st.integers(0, 2)),
+    st.lists(st.integers(0, 3), max_size=3),
+)
+def test_picks_and_kinds_follow_a_plain_ranking(
+    servers: list[tuple[ServerType, int, int]], load: dict[str, int], removed: list[int]
+) -> None:
+    """Oracle: historicals (and bridges) first, then the highest priority, then the fewest open
+    connections; `is_historical` is whether any server of the segment is one."""
+    s = ServerSelector(segment())
+    held: dict[str, ServerMetadata] = {}
+    for kind, priority, n in servers:
+        server = ServerMetadata(f"h{n}", f"h{n}", kind, "_default_tier", priority)
+        s.set_server(server)
+        held[server.name] = server
+    for n in removed:
+        s.remove_server(f"h{n}")
+        held.pop(f"h{n}", None)
+    replication = {ServerType.HISTORICAL.value, ServerType.BRIDGE.value}
+    assert s.is_historical == any(str(m.type) in replication for m in held.values())
+    pool = [m for m in held.values() if str(m.type) in replication] or list(held.values())
+    top = max((m.priority for m in pool), default=0)
+    pool = [m for m in pool if m.priority == top]
+    least = min((load.get(m.name, 0) for m in pool), default=0)
+    expected = {m.name for m in pool if load.get(m.name, 0) == least}
+    picks = {
+        p.name for p in (s.pick(FakeLoad(load), rng=random.Random(i)) for i in range(100)) if p is not None
+    }
+    assert picks == expected

@@ -3,12 +3,15 @@ shared shard specs and column lists, and un-memoised interval text equal the pla
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from timeline import DataSegment, Interval, ShardSpec
+from timeline.compact_extra import PackedExtra, compact_extra
 from timeline.interval import ETERNITY
 
 MS = st.integers(-(2**40), 2**42)
@@ -86,3 +89,41 @@ def test_compact_segments_equal_plain_ones_but_for_the_load_spec(
     assert DataSegment.from_json({**obj, "shardSpec": spec}).shard_spec.to_json() == (
         ShardSpec._parse(spec).to_json() if spec is not None else ShardSpec.none().to_json()
     )
+
+
+extra_values = st.one_of(
+    st.integers(-(2**70), 2**70), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.none(),
+    st.floats(allow_nan=False), st.text(max_size=3), st.lists(st.integers(0, 3), max_size=2),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)  # timing is not what it checks (a busy CI)
+@given(st.dictionaries(st.sampled_from(["numRows", "minTime", "maxTime", "x"]), extra_values), st.data())
+def test_compact_extra_keys_read_back_as_announced_packed_or_not(extra: dict[str, Any], data: Any) -> None:
+    """Integer row facts are packed; each value reads back as a plain dict holds it (type too),
+    and equality is a dict's, whether both, one or neither side was packed (1 == 1.0 == True)."""
+    obj = {"dataSource": "d", "interval": "2015-01-01T00:00:00.000Z/2015-01-01T01:00:00.000Z", "version": "v"}
+    compact = DataSegment.from_json({**obj, **extra}, compact=True).extra
+    assert [(k, type(v), v) for k, v in compact.items()] == [(k, type(v), v) for k, v in extra.items()]
+    assert len(compact) == len(extra) and all(compact[k] == v for k, v in extra.items())
+    other = data.draw(
+        st.fixed_dictionaries({k: st.sampled_from([v, 1, 1.0, True, 2**64, "1"]) for k, v in extra.items()})
+    )
+    other_compact = DataSegment.from_json({**obj, **other}, compact=True).extra
+    assert (compact == other_compact) == (extra == other) == (other_compact == compact)
+    assert (compact == other) == (extra == other)
+
+
+def test_packed_row_facts_behave_as_the_dict_they_came_from() -> None:
+    facts = {"numRows": 1_042, "minTime": -5, "maxTime": 2**63 - 1}
+    packed = compact_extra(facts)
+    one_object = packed  # (checked apart: mypy would read `packed` as bytes after the isinstance)
+    assert isinstance(one_object, PackedExtra) and len(bytes(one_object)) == 2 + 8 * 3
+    assert dict(packed) == {**packed} == facts and list(packed.items()) == list(facts.items())
+    assert "numRows" in packed and "x" not in packed and packed.get("x") is None and len(packed) == 3
+    assert pickle.loads(pickle.dumps(packed)) == facts and copy.deepcopy(packed) == packed
+    reordered = compact_extra(dict(reversed(facts.items())))
+    assert reordered == packed and packed == reordered and list(reordered) != list(packed)
+    assert packed != compact_extra({**facts, "numRows": 1_043}) and packed != {**facts, "x": 1}
+    assert compact_extra({**facts, "numRows": 1_042.0}) == packed and repr(packed) == repr(facts)
+    assert not isinstance(compact_extra({"numRows": True}), PackedExtra)

@@ -94,14 +94,16 @@ def test_partition_chunks_order_by_chunk_number() -> None:
 
 
 def test_holder_chunks_follow_every_change() -> None:
-    """A lookup returns the holder's chunks as a tuple kept between changes; a chunk added or removed
-    after a lookup shows in the next one."""
+    """A lookup returns the holder's chunks as a tuple (kept between changes when there are several;
+    a lone chunk is held as itself); a chunk added or removed after a lookup shows in the next one."""
     holder: PartitionHolder[str] = PartitionHolder()
     holder.add(ShardSpec.numbered(0, 0).create_chunk("a"))
     first = holder.chunks()
-    assert holder.chunks() is first
+    assert holder.chunks() == first and len(holder) == 1 and not holder.is_empty()
     holder.add(ShardSpec.numbered(1, 0).create_chunk("b"))
-    assert [c.object for c in holder.chunks()] == ["a", "b"]
+    assert [c.object for c in holder.chunks()] == ["a", "b"] and holder.chunks() is holder.chunks()
     assert holder.remove(ShardSpec.numbered(0, 0).create_chunk("a")) is not None
     assert [c.object for c in holder.chunks()] == ["b"]
     assert [c.object for c in first] == ["a"]  # what an earlier lookup returned does not change
+    assert holder.remove(ShardSpec.numbered(1, 0).create_chunk("b")) is not None
+    assert holder.chunks() == () and holder.is_empty() and len(holder) == 0 and not holder.is_complete()
