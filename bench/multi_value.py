@@ -44,7 +44,7 @@ from bench.nested_layout import tag_lists
 TARGET = 1.5
 NO_CACHE = {"useCache": False, "populateCache": False, "useResultLevelCache": False,
             "populateResultLevelCache": False}  # fmt: skip
-DIMS = [
+DIMS: list[dict[str, Any]] = [
     {"name": "tags", "type": "string", "columnType": "STRING", "multiValue": True},
     {"name": "nums", "type": "auto", "columnType": "ARRAY<LONG>"},
 ]

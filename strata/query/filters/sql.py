@@ -219,8 +219,8 @@ def in_sql(types: Mapping[str, str], column: str, values: list[Any], value_type:
         and 0 < len(strings) <= _LONG_LIST
     ):
         # DuckDB's list search once per value: 2-3x faster than a lambda over the row's values
-        parts = [contains_value(column, quote_str(v)) for v in strings]
-        return "(" + " OR ".join([*parts, *([holds_null(column)] if None in values else [])]) + ")"
+        found = [contains_value(column, quote_str(v)) for v in strings]
+        return "(" + " OR ".join([*found, *([holds_null(column)] if None in values else [])]) + ")"
     if is_multi_value(column_type(types, column)) or is_array(column_type(types, column)):
         return per_value(types, column, lambda t, c: in_sql(t, c, values, value_type), "in")
     ident = quote_ident(column)
