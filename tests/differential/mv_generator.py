@@ -97,12 +97,8 @@ def _value_filter(rnd: random.Random, col: str, values: list[str], x: str) -> tu
         return {"type": "regex", "dimension": col, "pattern": pattern}, f"regexp_matches({x}, {_q(pattern)})"
     if roll < 0.88:
         return {"type": "null", "column": col}, f"{x} IS NULL"
-    return {
-        "type": "equals",
-        "column": col,
-        "matchValueType": "STRING",
-        "matchValue": value,
-    }, f"{x} = {_q(value)}"
+    equals = {"type": "equals", "column": col, "matchValueType": "STRING", "matchValue": value}
+    return equals, f"{x} = {_q(value)}"
 
 
 def gen_filter(rnd: random.Random, depth: int = 0) -> tuple[dict[str, Any], str]:
