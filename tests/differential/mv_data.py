@@ -37,14 +37,19 @@ PAGES = [f"page{i}" for i in range(12)]
 FILE = "mv-rows.json"
 
 
+def _no_value(roll: float, cuts: tuple[float, float, float]) -> tuple[bool, Any]:
+    """(True, `null` / `[]` / `[null]`) when `roll` falls under the first, second or third cut."""
+    for cut, value in zip(cuts, (None, [], [None]), strict=True):
+        if roll < cut:
+            return True, value
+    return False, None
+
+
 def _multi(rnd: random.Random, vocabulary: list[str]) -> Any:
     roll = rnd.random()
-    if roll < 0.15:
-        return None
-    if roll < 0.22:
-        return []
-    if roll < 0.25:
-        return [None]
+    missing, value = _no_value(roll, (0.15, 0.22, 0.25))
+    if missing:
+        return value
     if roll < 0.40:
         return rnd.choice(vocabulary)  # a plain string
     if roll < 0.50:
@@ -59,13 +64,9 @@ def _multi(rnd: random.Random, vocabulary: list[str]) -> Any:
 
 
 def _array(rnd: random.Random, make: Any) -> Any:
-    roll = rnd.random()
-    if roll < 0.15:
-        return None
-    if roll < 0.25:
-        return []
-    if roll < 0.28:
-        return [None]
+    missing, value = _no_value(rnd.random(), (0.15, 0.25, 0.28))
+    if missing:
+        return value
     values = [make() for _ in range(rnd.randint(1, 4))]
     if rnd.random() < 0.05:
         values.insert(rnd.randrange(len(values) + 1), None)
