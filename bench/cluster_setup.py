@@ -86,25 +86,40 @@ def write_dataset(
 ) -> Dataset:
     """`segments` hourly segments of `rows` rows in total, pushed to `root/deep` and published."""
     table = synthetic_rows(rows, segments, seed, pages)
+    dims = [{"name": d, "type": "string"} for d in ("country", "channel", "page")]
+    return write_hourly(root, name, table, segments, dims, METRICS, sort_by=("country", "channel"))
+
+
+def write_hourly(
+    root: Path,
+    name: str,
+    table: pa.Table,
+    segments: int,
+    dims: Sequence[dict[str, Any]],
+    metrics: Sequence[dict[str, Any]],
+    sort_by: Sequence[str] = (),
+) -> Dataset:
+    """`table` (sorted by `__time`, from START_MS) as `segments` hourly segments in `root/deep`,
+    published; `dims` are the footer's dimension entries (segment_layout)."""
     millis = table.column("__time").cast(pa.int64()).to_numpy()
     bounds = np.searchsorted(millis, START_MS + np.arange(segments + 1) * HOUR_MS)
     deep = LocalDeepStorage(root / "deep")
-    dims = [{"name": d, "type": "string"} for d in ("country", "channel", "page")]
     pushed: list[DataSegment] = []
     for h in range(segments):
         part = table.slice(int(bounds[h]), int(bounds[h + 1] - bounds[h]))
-        part = part.sort_by([("__time", "ascending"), ("country", "ascending"), ("channel", "ascending")])
+        part = part.sort_by([("__time", "ascending"), *((c, "ascending") for c in sort_by)])
         interval = Interval(START_MS + h * HOUR_MS, START_MS + (h + 1) * HOUR_MS)
         staging = deep.staging_dir()
         facts = {"dataSource": name, "interval": str(interval), "version": VERSION, "partitionNum": 0,
-                 "dimensions": dims, "metrics": METRICS, "queryGranularity": {"type": "none"},
+                 "dimensions": list(dims), "metrics": list(metrics), "queryGranularity": {"type": "none"},
                  "rollup": False, "numRows": part.num_rows}  # fmt: skip
         write_segment_file(part, staging / SEGMENT_FILE, facts)
-        segment = DataSegment(name, interval, VERSION, dimensions=("country", "channel", "page"),
-                              metrics=("added", "score"), shard_spec=ShardSpec.numbered(0, 1))  # fmt: skip
+        segment = DataSegment(name, interval, VERSION, dimensions=tuple(d["name"] for d in dims),
+                              metrics=tuple(m["name"] for m in metrics),
+                              shard_spec=ShardSpec.numbered(0, 1))  # fmt: skip
         pushed.append(deep.push(staging, segment))
     publish(root, pushed)
-    return Dataset(name, rows, segments, [str(s.load_spec["path"]) for s in pushed])
+    return Dataset(name, table.num_rows, segments, [str(s.load_spec["path"]) for s in pushed])
 
 
 def publish(root: Path, segments: Sequence[DataSegment]) -> None:

@@ -39,7 +39,7 @@ VOCABULARY = 1000
 SEP = "\x1f"
 
 
-def _tags(rows: int, rng: np.random.Generator) -> pa.ListArray:
+def tag_lists(rows: int, rng: np.random.Generator) -> pa.ListArray:
     lengths = rng.integers(0, 5, rows)
     nulls = rng.random(rows) < 0.05
     lengths[nulls] = 0
@@ -51,7 +51,7 @@ def _tags(rows: int, rng: np.random.Generator) -> pa.ListArray:
 
 
 def mv_layouts(rows: int, rng: np.random.Generator, out: Path) -> dict[str, Path]:
-    tags = _tags(rows, rng)
+    tags = tag_lists(rows, rng)
     flat = pc.list_flatten(tags)
     parents = pc.list_parent_indices(tags)
     joined = pc.binary_join(tags, SEP)

@@ -179,6 +179,7 @@ class Spec:
     order: DimensionOrder | None = None  # topN ranked by its dimension (exact)
     dim_output: str = ""  # topN output name of the dimension (its column when empty)
     context: dict[str, Any] = field(default_factory=dict)
+    source: str = "raw"  # the rows the query reads (a subquery exploding multi-value dimensions)
 
 
 class Oracle:
@@ -205,10 +206,14 @@ class Oracle:
         where = f"{self._in_intervals(condense(spec.intervals))} AND ({spec.where})"
         cols = [*keys, *(f"{a.sql} AS {_ident(a.name)}" for a in spec.aggs)]
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
-        cur = self.conn.execute(f"SELECT {', '.join(cols)} FROM raw WHERE {where}{group}")
+        cur = self.conn.execute(f"SELECT {', '.join(cols)} FROM {spec.source} WHERE {where}{group}")
         names = [a.name for a in spec.aggs]
         n = len(keys)
-        return [(r[:n], dict(zip(names, r[n:], strict=True))) for r in cur.fetchall()]
+        # an ARRAY key (a list) as a tuple, to be hashed; `_groupBy` answers it as a list again
+        keyed = [
+            (tuple(tuple(v) if isinstance(v, list) else v for v in r[:n]), r[n:]) for r in cur.fetchall()
+        ]
+        return [(k, dict(zip(names, values, strict=True))) for k, values in keyed]
 
     def _bucketed(self, spec: Spec, dims: list[str]) -> dict[tuple[Any, ...], dict[str, Any]]:
         """Aggregates per (bucket, dims...) over the matching rows (bucket None for `all`)."""
@@ -271,7 +276,7 @@ class Oracle:
 
     def _any_row(self, spec: Spec, start: int, end: int) -> bool:
         where = f"{self._in_intervals([(start, end)])} AND ({spec.where})"
-        row = self.conn.execute(f"SELECT count(*) FROM raw WHERE {where}").fetchone()
+        row = self.conn.execute(f"SELECT count(*) FROM {spec.source} WHERE {where}").fetchone()
         return bool(row and row[0])
 
     def _groupBy(self, spec: Spec) -> list[Any]:
@@ -282,7 +287,8 @@ class Oracle:
         rows: list[dict[str, Any]] = []
         for key, row in groups.items():
             stamp = utc_text(first) if spec.gran.is_all else spec.gran.text(key[0])
-            event = {**dict(zip(spec.dims, key[1:], strict=True)), **self._finish(spec, row)}
+            keys = [list(v) if isinstance(v, tuple) else v for v in key[1:]]
+            event = {**dict(zip(spec.dims, keys, strict=True)), **self._finish(spec, row)}
             rows.append({"version": "v1", "timestamp": stamp, "event": event})
         if spec.having is not None:
             name, bound = spec.having

@@ -14,7 +14,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,14 +157,15 @@ def _error_code(body: Any) -> Any:
 
 
 def run(n: int, seed: int, targets: dict[str, StrataProcess], conn: duckdb.DuckDBPyConnection,
-        ranges: dict[str, list[tuple[int, int]]], *, show: int = 5) -> Outcome:  # fmt: skip
-    """`n` generated queries, each against every datasource through every target."""
+        ranges: dict[str, list[tuple[int, int]]], *, show: int = 5,
+        generate_query: Callable[[random.Random, str], Spec] = generate) -> Outcome:  # fmt: skip
+    """`n` generated queries (`generate_query`), each against every datasource through every target."""
     rnd = random.Random(seed)
     outcome = Outcome()
     oracles = {ds: Oracle(conn, segs) for ds, segs in ranges.items()}
     with Fanout(_chains(targets), contexts=SEGMENT_LEVEL) as fanout:
         for _ in range(n):
-            template = generate(rnd, "")
+            template = generate_query(rnd, "")
             for ds, oracle in oracles.items():
                 spec = generate_for(template, ds)
                 want = oracle.answer(spec)

@@ -16,7 +16,7 @@ import math
 import random
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +52,16 @@ def run_sql(
     *,
     show: int = 5,
     data_sources: Sequence[str] = tuple(SEGMENTATIONS),
+    generate: Callable[[random.Random, str], SqlCase] = generate_sql,
 ) -> Outcome:
-    """`data_sources`: those the statements run on (each holding exactly the rows `conn` has)."""
+    """`data_sources`: those the statements run on (each holding exactly the rows `conn` has);
+    `generate` makes each statement."""
     rnd = random.Random(seed)
     outcome = Outcome()
     chains = [[("plain", targets["plain"])], [("lru", targets["lru"]), ("lru-warm", targets["lru"])]]
     with Fanout(chains) as fanout:
         for _ in range(n):
-            template = generate_sql(rnd, "TABLE")
+            template = generate(rnd, "TABLE")
             want = expected(conn, template)
             for ds in data_sources:
                 statement = template.druid.replace("TABLE", ds)

@@ -1,0 +1,201 @@
+"""Filtering and grouping on a multi-value string and an ARRAY column (issue 37 item 7), through a
+real historical and broker, beside DuckDB over the same Parquet files.
+
+    python -m bench.multi_value [--rows 10000000] [--segments 24] [--repeat 5]
+
+`--rows` rows in `--segments` hourly segments written straight into deep storage in the segment
+layout (`tags`: a multi-value STRING, 0-4 values a row of 1,000, sorted, as bench.nested_layout;
+`nums`: an ARRAY<LONG> of 0-4 elements of 100; `added`: LONG), served by one `strata historical`
+(Arrow copies) and a `strata broker` without cache. Each shape is a native query (cache off)
+beside the same question in DuckDB SQL over `read_parquet` of the segment files, set up as an
+expert would (threads = cores, footers cached); where DuckDB has two ways to say it (`list_has_any`
+or an OR of `list_has`) the faster is the baseline. Medians of `--repeat`, then each ratio against
+issue 37's 1.5x target and one JSON line. The answers are compared (totals, top groups) first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from bench.cluster_setup import (
+    HOUR_MS,
+    START_MS,
+    Dataset,
+    QueryConnection,
+    cluster,
+    duckdb_baseline,
+    log,
+    time_calls,
+    wait_for_segments,
+    write_hourly,
+)
+from bench.nested_layout import tag_lists
+
+TARGET = 1.5
+NO_CACHE = {"useCache": False, "populateCache": False, "useResultLevelCache": False,
+            "populateResultLevelCache": False}  # fmt: skip
+DIMS: list[dict[str, Any]] = [
+    {"name": "tags", "type": "string", "columnType": "STRING", "multiValue": True},
+    {"name": "nums", "type": "auto", "columnType": "ARRAY<LONG>"},
+]
+METRICS = [{"type": "longSum", "name": "added", "fieldName": "added"}]
+AGGS = [{"type": "count", "name": "rows"}, {"type": "longSum", "name": "added", "fieldName": "added"}]
+IN_TAGS = ["tag1", "tag20", "tag300"]
+
+
+def rows_table(rows: int, segments: int, seed: int = 37) -> pa.Table:
+    """The rows, sorted by time; a multi-value row's values sorted, no value null (the layout)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 5, rows)
+    offsets = np.zeros(rows + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    elements = pa.array(rng.integers(0, 100, int(offsets[-1])))
+    generated = pa.table({  # DuckDB reads it by name
+        "__time": pa.array(np.sort(START_MS + rng.integers(0, segments * HOUR_MS, rows))),
+        "tags": tag_lists(rows, rng),
+        "nums": pa.ListArray.from_arrays(pa.array(offsets), elements, mask=pa.array(rng.random(rows) < 0.05)),
+        "added": pa.array(rng.integers(0, 1000, rows), pa.int64()),
+    })  # fmt: skip
+    shaped = duckdb.sql(
+        "SELECT CASE WHEN len(tags) > 0 THEN list_sort(tags) END AS tags, nums, added FROM generated"
+    ).to_arrow_table()
+    return shaped.add_column(0, "__time", generated.column("__time").cast(pa.timestamp("ms", tz="UTC")))
+
+
+def shapes(ds: Dataset) -> dict[str, tuple[dict[str, Any], list[str]]]:
+    """Native query and DuckDB SQL (one or more ways to say it) per shape."""
+    src = f"read_parquet({ds.parquet_list()})"
+    base = {"dataSource": ds.name, "intervals": [ds.interval], "granularity": "all", "context": NO_CACHE,
+            "aggregations": AGGS}  # fmt: skip
+    total = "count(*), sum(added)"
+    in_any = "list_has_any(tags, [" + ", ".join(f"'{t}'" for t in IN_TAGS) + "])"
+    in_or = " OR ".join(f"list_has(tags, '{t}')" for t in IN_TAGS)
+    exploded_tags = (
+        f"(SELECT unnest(CASE WHEN tags IS NULL THEN [NULL] ELSE tags END) AS tag, added FROM {src})"
+    )
+    selector = {"type": "selector", "dimension": "tags", "value": "tag7"}
+    contains = {
+        "type": "arrayContainsElement",
+        "column": "nums",
+        "elementMatchValueType": "LONG",
+        "elementMatchValue": 7,
+    }
+    whole = {"type": "default", "dimension": "nums", "outputName": "nums", "outputType": "ARRAY<LONG>"}
+    unnest = {
+        "type": "unnest",
+        "base": {"type": "table", "name": ds.name},
+        "virtualColumn": {
+            "type": "expression",
+            "name": "n",
+            "expression": "nums",
+            "outputType": "ARRAY<LONG>",
+        },
+    }
+    return {
+        "MV filter =": (
+            {**base, "queryType": "timeseries", "filter": selector},
+            [f"SELECT {total} FROM {src} WHERE list_has(tags, 'tag7')"],
+        ),
+        "MV filter in(3)": (
+            {**base, "queryType": "timeseries", "filter": {"type": "in", "dimension": "tags",
+                                                           "values": IN_TAGS}},
+            [f"SELECT {total} FROM {src} WHERE {in_any}", f"SELECT {total} FROM {src} WHERE {in_or}"],
+        ),
+        "MV groupBy": (
+            {**base, "queryType": "groupBy", "dimensions": ["tags"]},
+            [f"SELECT tag, {total} FROM {exploded_tags} GROUP BY tag"],
+        ),
+        "MV topN x10": (
+            {**base, "queryType": "topN", "dimension": "tags", "metric": "rows", "threshold": 10},
+            [f"SELECT tag, {total} AS c FROM {exploded_tags} GROUP BY tag ORDER BY 2 DESC LIMIT 10"],
+        ),
+        "ARRAY filter contains": (
+            {**base, "queryType": "timeseries", "filter": contains},
+            [f"SELECT {total} FROM {src} WHERE list_has(nums, 7)"],
+        ),
+        "ARRAY groupBy": (
+            {**base, "queryType": "groupBy", "dimensions": [whole]},
+            [f"SELECT nums, {total} FROM {src} GROUP BY nums"],
+        ),
+        "ARRAY unnest groupBy": (
+            {**base, "queryType": "groupBy", "dataSource": unnest,
+             "dimensions": [{"type": "default", "dimension": "n", "outputType": "LONG"}]},
+            [f"SELECT n, {total} FROM (SELECT unnest(nums) AS n, added FROM {src}) GROUP BY n"],
+        ),
+    }  # fmt: skip
+
+
+def row_total(native: Any) -> int:
+    """Rows counted by a native answer (timeseries, topN or groupBy)."""
+    if native and "result" in native[0]:
+        result = native[0]["result"]
+        return sum(e["rows"] for e in result) if isinstance(result, list) else int(result["rows"])
+    return sum(e["event"]["rows"] for e in native)
+
+
+def measure(url: str, ds: Dataset, repeat: int) -> list[dict[str, Any]]:
+    conn = duckdb_baseline()
+    conn.execute(f"SET threads = {os.cpu_count()}")
+    strata = QueryConnection(url)
+    out = []
+    try:
+        for name, (native, sqls) in shapes(ds).items():
+            answer = strata.post(native)
+            rows = [conn.execute(sql).fetchall() for sql in sqls]
+            expected = sum(r[-2] for r in rows[0]) if "groupBy" in name or "topN" in name else rows[0][0][0]
+            if row_total(answer) != expected or any(
+                sorted(map(str, r)) != sorted(map(str, rows[0])) for r in rows
+            ):
+                raise RuntimeError(f"{name}: Strata counted {row_total(answer)} rows, DuckDB {expected}")
+            ours = time_calls(lambda native=native: strata.post(native), repeat)
+            theirs = min((time_calls(_runner(conn, sql), repeat) for sql in sqls), key=statistics.median)
+            ratio = statistics.median(ours) / statistics.median(theirs)
+            out.append({"shape": name, "strata_ms": round(statistics.median(ours) * 1e3, 1),
+                        "duckdb_ms": round(statistics.median(theirs) * 1e3, 1), "ratio": round(ratio, 2),
+                        "within_1.5x": ratio <= TARGET})  # fmt: skip
+            log(f"{name:24} strata {out[-1]['strata_ms']:9.1f} ms  duckdb {out[-1]['duckdb_ms']:9.1f} ms  "
+                f"{ratio:5.2f}x {'ok' if ratio <= TARGET else 'PAST 1.5x'}")  # fmt: skip
+    finally:
+        strata.close()
+    return out
+
+
+def _runner(conn: duckdb.DuckDBPyConnection, sql: str) -> Callable[[], object]:
+    return lambda: conn.execute(sql).fetchall()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--segments", type=int, default=24)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dir", type=Path, default=None, help="work directory (a temporary one by default)")
+    args = ap.parse_args(argv)
+    with cluster(args.dir) as c:
+        log(f"writing {args.rows:,} rows in {args.segments} hourly segments")
+        ds = write_hourly(c.root, "mv", rows_table(args.rows, args.segments), args.segments, DIMS, METRICS)
+        c.start_data_nodes(1)
+        broker = c.start_broker("--cache", "none")
+        wait_for_segments(broker, args.segments, nodes=c.historicals)
+        results = measure(broker.url, ds, args.repeat)
+    cores = os.cpu_count()
+    print(f"{'shape':24} {'Strata ms':>10} {'DuckDB ms':>10} {'ratio':>6}  (target {TARGET}x; {cores} cores)")
+    for r in results:
+        print(f"{r['shape']:24} {r['strata_ms']:10.1f} {r['duckdb_ms']:10.1f} {r['ratio']:6.2f}"
+              f"  {'ok' if r['within_1.5x'] else 'past the target'}")  # fmt: skip
+    print(json.dumps({"rows": args.rows, "segments": args.segments, "shapes": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
