@@ -7,12 +7,14 @@ cases stop after `--time-bound` seconds.
 
 `--qa` runs Druid's QA files instead (`qa.py`: every statement of quidem-ut's `qaAggFuncs`,
 `qaArray` and `qaUnnest` against a cluster per dataset, none skipped) and prints the pass rate per
-folder and per file; `--write-qa-rates` records the per-folder rates in `qa_pass_rates.json`.
+folder and per file; `--files GLOB` runs only the files matching `<folder>/<file>` (a subset to
+iterate on); `--write-qa-rates` records the per-folder rates in `qa_pass_rates.json`.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         "--write-qa-rates", action="store_true", help="with --qa: record the per-folder rates"
     )
     parser.add_argument("--workers", type=int, default=4, help="with --qa: statements in flight at once")
+    parser.add_argument(
+        "--files",
+        metavar="GLOB",
+        help="with --qa: only the files whose `<folder>/<file>` name matches (`qaArray/ops_funcs_*`)",
+    )
     args = parser.parse_args(argv)
     if args.qa:
         return _qa(args)
@@ -67,6 +74,14 @@ def report(outcomes: list[Outcome], *, failures: bool) -> None:
 
 def _qa(args: argparse.Namespace) -> int:
     cases = qa_cases()
+    if args.files:
+        cases = [c for c in cases if fnmatch.fnmatchcase(c.file, args.files)]
+        if not cases:
+            print(f"no QA file matches {args.files!r}", file=sys.stderr)
+            return 2
+        if args.write_qa_rates:
+            print("--write-qa-rates records whole folders: not with --files", file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory(prefix="sql-qa-") as tmp:
         outcomes = run_qa(Path(tmp), cases, workers=args.workers)
     report(outcomes, failures=args.failures)
