@@ -17,6 +17,7 @@ from strata.sql.aggregate_split import split_aggregate
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata.sql.functions import check_supported, druid_name
 from strata.sql.literals import check_literals
+from strata.sql.operand_checks import check_operand_types
 from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
 from strata.sql.relational import Relational, plan_relational
@@ -116,6 +117,7 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
     context = {**context, **parsed.settings}
     _refuse_unplannable(parsed.tree)
     check_literals(parsed.tree)
+    check_operand_types(parsed.tree, catalog.columns)
     tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()
