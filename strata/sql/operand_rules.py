@@ -180,22 +180,22 @@ ARRAY_FUNCTIONS: dict[str, tuple[Operand, ...]] = {
     "ARRAY_TO_STRING": ("array", "scalar"),
     "ARRAY_TO_MV": ("mv",),
     "ARRAY_CONCAT_AGG": ("array",),
-    "MV_LENGTH": ("mv",),
-    "MV_OFFSET": ("mv", "scalar"),
-    "MV_ORDINAL": ("mv", "scalar"),
-    "MV_CONTAINS": ("mv", "any"),
-    "MV_OVERLAP": ("mv", "mv"),
-    "MV_OFFSET_OF": ("mv", "element"),
-    "MV_ORDINAL_OF": ("mv", "element"),
-    "MV_PREPEND": ("element", "mv"),
-    "MV_APPEND": ("mv", "element"),
-    "MV_CONCAT": ("mv", "mv"),
-    "MV_SLICE": ("mv", "scalar", "scalar"),
-    "MV_TO_STRING": ("mv", "scalar"),
-    "MV_TO_ARRAY": ("mv",),
-    "MV_FILTER_ONLY": ("scalar", "literal_array"),
-    "MV_FILTER_NONE": ("scalar", "literal_array"),
 }
+# each ARRAY_ function's MV_ twin takes a multi-value operand where it takes an array
+ARRAY_FUNCTIONS.update(
+    {
+        "MV_" + name.removeprefix("ARRAY_"): tuple("mv" if o == "array" else o for o in operands)
+        for name, operands in list(ARRAY_FUNCTIONS.items())
+        if name not in ("ARRAY_TO_MV", "ARRAY_CONCAT_AGG")
+    }
+)
+ARRAY_FUNCTIONS.update(
+    {
+        "MV_TO_ARRAY": ("mv",),
+        "MV_FILTER_ONLY": ("scalar", "literal_array"),
+        "MV_FILTER_NONE": ("scalar", "literal_array"),
+    }
+)
 
 
 _FAMILIES = {
