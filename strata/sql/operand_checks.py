@@ -94,6 +94,10 @@ class _Checker:
         for join in node.args.get("joins") or []:
             if join.args.get("on") is not None:
                 self.expr(join.args["on"], scope, ctes)
+                _check_join_keys(join.args["on"], scope, every_equality=True)
+        tables = [s for s in sources if s is not None and not isinstance(s.this, exp.Unnest)]
+        if len(tables) > 1 and node.args.get("where") is not None:
+            _check_join_keys(node.args["where"].this, scope, every_equality=False)
         # in Calcite's order: WHERE, GROUP BY, HAVING, then the select list, then ORDER BY
         for key in ("where", "group", "having", "qualify"):
             clause = node.args.get(key)
@@ -218,6 +222,24 @@ _OPERATORS: dict[type[exp.Expr], str] = {
     exp.Between: "BETWEEN ASYMMETRIC",
     exp.DPipe: "||",
 }
+
+
+def _check_join_keys(condition: exp.Expr, scope: Scope, *, every_equality: bool) -> None:
+    """Druid joins on scalar keys: an equality of ARRAY or nested JSON values between two sources
+    (in ON, or in WHERE between columns of two tables) is refused."""
+    for eq in condition.find_all(exp.EQ):
+        left, right = eq.this, eq.expression
+        if not every_equality and not (
+            isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table != right.table
+        ):
+            continue
+        for side in (left, right):
+            kind = scope.lookup(side) if isinstance(side, exp.Column) else None
+            if kind is not None and (kind.is_array or kind.is_json):
+                raise TypeMismatch(
+                    f"Cannot join on values of type [{kind}]: join conditions do not support "
+                    "ARRAY or COMPLEX<JSON> keys"
+                )
 
 
 def _check_in_subquery(kind: SqlType | None) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from strata.sql.operand_types import BIGINT, BOOLEAN, DOUBLE, TIMESTAMP, VARCHAR, SqlType, array_of
+from strata.sql.operand_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR, SqlType, array_of
 
 Kinds = Sequence[SqlType | None]
 Operand = Literal["scalar", "timestamp", "array", "element", "mv", "literal_array", "any"]
@@ -239,6 +239,9 @@ def _rules() -> dict[str, Rule]:
         rules[name] = Rule(operands, _form(name, [_FAMILIES[o] for o in operands]), shown=name.split()[0])
     for name in AGGREGATES:
         rules[name] = _scalar(name, "NUMERIC")
+    for name in ("MIN", "MAX"):
+        refused = f"Aggregation [{name}] does not support ARRAY or COMPLEX<JSON> values"
+        rules[name] = Rule(("scalar",), _form(name, ["COMPARABLE_TYPE"]), message=refused)
     for name in COMPARABLE:
         rules[name] = _scalar(name, "COMPARABLE_TYPE")
     comparable = "'<COMPARABLE_TYPE> {} <COMPARABLE_TYPE>'"
@@ -280,8 +283,8 @@ def result_type(name: str, kinds: Kinds) -> SqlType | None:
     """The type a call of `name` over operands of `kinds` gives, where the checks need it."""
     if name in ("MV_TO_ARRAY", "STRING_TO_ARRAY"):
         return array_of(VARCHAR)
-    if name == "ARRAY":
-        element = next((k for k in kinds if k is not None and k.name != "NULL"), None)
+    if name == "ARRAY":  # ARRAY[NULL, NULL] is a NULL ARRAY, as in Calcite
+        element = next((k for k in kinds if k is None or k.name != "NULL"), NULL if kinds else None)
         return None if element is None or element.is_array else array_of(element)
     if name in _ARRAY_RESULTS:
         array = next((k for k in kinds if k is not None and k.is_array), None)

@@ -105,6 +105,17 @@ def refusal(sql: str) -> str | None:
             "Cannot apply 'LENGTH' to arguments of type 'LENGTH(<VARCHAR ARRAY>)'",
         ),
         ("SELECT * FROM test_array WHERE a_bool IN (SELECT a_bool FROM test_array)", "ARRAY"),
+        ("SELECT t1.a_int FROM test_array t1 FULL JOIN test_array t2 ON t1.a_int = t2.a_int", "not support"),
+        ("SELECT t1.a_str FROM test_array t1, test_array t2 WHERE t1.a_str = t2.a_str", "not support"),
+        (
+            "SELECT t1.a_nested FROM test_array t1 JOIN test_array t2 ON t1.a_nested = t2.a_nested",
+            "Cannot join",
+        ),
+        ("SELECT min(a_bool) FROM test_array", "does not support"),
+        (
+            "SELECT a_nested, count(*) FROM test_array GROUP BY a_nested HAVING a_nested = ARRAY[NULL, NULL]",
+            "Cannot apply '=' to arguments of type",
+        ),
     ],
 )
 def test_druid_refuses(sql: str, druid_says: str) -> None:
@@ -129,6 +140,8 @@ def test_druid_refuses(sql: str, druid_says: str) -> None:
         "SELECT * FROM test_array WHERE a_int = ARRAY[1, 2] AND a_str <> a_str",
         "SELECT time_floor(__time, 'P1D'), floor(__time TO DAY), floor(t_int_scalar1) FROM test_array",
         "SELECT greatest(c, c_long, 1) FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
+        "SELECT t1.a_int FROM test_array t1 JOIN test_array t2 ON t1.t_int_scalar1 = t2.t_int_scalar1",
+        "SELECT min(t_int_scalar1), max(t_str_scalar1) FROM test_array",
         # what the checks cannot type is let through
         "SELECT exp(x) FROM unknown_table",
         "SELECT exp(c) FROM test_array, unnest(no_such_column) AS u(c)",
