@@ -59,9 +59,12 @@ def judge(hostile: Hostile, resp: httpx.Response, seconds: float) -> str | None:
 
 
 def send(client: httpx.Client, url: str, hostile: Hostile) -> Outcome:
+    """One request and its judged answer. The body is read as it streams and only its start kept
+    (a cross join streams gigabytes until its deadline)."""
     started = time.monotonic()
     try:
-        resp = client.post(url + hostile.path, timeout=CLIENT_TIMEOUT_S, **hostile.kwargs)
+        with client.stream("POST", url + hostile.path, timeout=CLIENT_TIMEOUT_S, **hostile.kwargs) as resp:
+            kept, cut = _read_start(resp)
     except httpx.TimeoutException:
         seconds = time.monotonic() - started
         return Outcome(
@@ -72,7 +75,40 @@ def send(client: httpx.Client, url: str, hostile: Hostile) -> Outcome:
             hostile.category, str(hostile), 0, time.monotonic() - started, f"connection failed: {e!r}"
         )
     seconds = time.monotonic() - started
-    return Outcome(hostile.category, str(hostile), resp.status_code, seconds, judge(hostile, resp, seconds))
+    if cut is not None:
+        problem = _cut_short(hostile, resp.status_code, seconds, cut)
+        return Outcome(hostile.category, str(hostile), resp.status_code, seconds, problem)
+    answer = httpx.Response(resp.status_code, headers=resp.headers, content=kept)
+    return Outcome(hostile.category, str(hostile), resp.status_code, seconds, judge(hostile, answer, seconds))
+
+
+KEPT_BYTES = 1 << 20  # of an answer's body, for judging it
+
+
+def _read_start(resp: httpx.Response) -> tuple[bytes, str | None]:
+    """The first KEPT_BYTES of the body, and why it ended short (None: it was whole)."""
+    kept = bytearray()
+    try:
+        for chunk in resp.iter_bytes():
+            if len(kept) < KEPT_BYTES:
+                kept += chunk[: KEPT_BYTES - len(kept)]
+    except (httpx.RemoteProtocolError, httpx.ReadError) as e:
+        return bytes(kept), repr(e)
+    return bytes(kept), None
+
+
+def _cut_short(hostile: Hostile, status: int, seconds: float, why: str) -> str | None:
+    """A 200 whose body ends short at the request's deadline is Druid's answer to a statement that
+    runs out of time after its first rows were sent (the status cannot change any more); any other
+    body cut short is a dropped connection."""
+    deadline = hostile.deadline_s
+    if (
+        status == 200
+        and deadline is not None
+        and deadline - DEADLINE_GRACE_S <= seconds <= deadline + DEADLINE_GRACE_S
+    ):
+        return None
+    return f"answer cut short after {seconds:.1f}s (status {status}): {why}"
 
 
 def run_requests(
