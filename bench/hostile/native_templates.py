@@ -112,7 +112,15 @@ EXTRACTION_FNS: dict[str, dict[str, Any]] = {
     "stringFormat": {"type": "stringFormat", "format": "[%s]", "nullHandling": "nullString"},
     "timeFormat": {"type": "timeFormat", "format": "yyyy-MM-dd HH", "timeZone": "UTC", "locale": "en"},
     "cascade": {"type": "cascade", "extractionFns": [{"type": "lower"}, {"type": "substring", "index": 0}]},
+    "lookup": {
+        "type": "lookup",
+        "lookup": {"type": "map", "map": {"#en.wikipedia": "English"}},
+        "retainMissingValue": True,
+    },
+    # a cluster without this lookup refuses it, naming it; one with it answers
+    "registeredLookup": {"type": "registeredLookup", "lookup": "channel_names", "retainMissingValue": True},
 }
+UNREGISTERED_LOOKUP = "channel_names"
 
 POST_AGGREGATORS: dict[str, dict[str, Any]] = {
     "fieldAccess": {"type": "fieldAccess", "name": "p", "fieldName": "s"},

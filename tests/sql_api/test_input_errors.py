@@ -195,6 +195,9 @@ def test_every_native_type_has_a_template_that_answers(cluster: dict[str, Any]) 
     for family, found, wrap in templates.FAMILIES:
         for name, template in found.items():
             resp = native(broker, wrap(template))
+            if name == "registeredLookup":  # this cluster has no lookups: Druid's refusal naming it
+                assert resp.status_code == 400 and templates.UNREGISTERED_LOOKUP in resp.text, resp.text[:300]
+                continue
             assert resp.status_code == 200, (family, name, resp.text[:300])
 
 
