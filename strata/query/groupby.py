@@ -22,6 +22,7 @@ from strata.query.aggregation_engine import BUCKET, GroupingPlan, dim_col, null_
 from strata.query.aggregators import Aggregator, json_values, parse_aggregators
 from strata.query.base import CommonFields, Query, register
 from strata.query.cache_key import digest_key
+from strata.query.collector import collector_paused
 from strata.query.dimensions import DimensionSpec, parse_dimension_spec
 from strata.query.duck import connection
 from strata.query.errors import invalid
@@ -164,14 +165,15 @@ class GroupByQuery(Query):
         )
         picked = pa.array(order, pa.int64())
         merged, times = merged.take(picked), times[order]
-        values: dict[str, list[Any]] = {}
-        for i, d in enumerate(self.dimensions):
-            values[d.output_name] = json_values(merged.column(dim_col(i)))
-        sub_env = plan.env(merged)
-        values.update(plan.aggregator_json(merged, sub_env, self.context.finalize))
-        for name in posts:
-            values[name] = json_values(columns[name].take(picked))
-        return self._rows(times, values)
+        with collector_paused():  # millions of new objects, no cycles among them
+            values: dict[str, list[Any]] = {}
+            for i, d in enumerate(self.dimensions):
+                values[d.output_name] = json_values(merged.column(dim_col(i)))
+            sub_env = plan.env(merged)
+            values.update(plan.aggregator_json(merged, sub_env, self.context.finalize))
+            for name in posts:
+                values[name] = json_values(columns[name].take(picked))
+            return self._rows(times, values)
 
     def _finalize_subtotals(self, merged: pa.Table) -> list[Any]:
         """Druid's subtotalsSpec: the merged groups re-aggregated over each listed subset of the

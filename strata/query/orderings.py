@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from strata.query.aggregators.base import as_array
+from strata.query.duck import connection, query_arrow
 from strata.query.string_comparators import LEXICOGRAPHIC, sort_key
 
 
@@ -48,15 +49,23 @@ def ordinal(values: pa.Array | pa.ChunkedArray, ordering: str = LEXICOGRAPHIC) -
 
 def _array_ordinal(arr: pa.Array) -> np.ndarray:
     """Dense ranks of whole arrays as Druid orders them: element by element, a null element first,
-    a prefix before the longer array; a null array first of all."""
-    rows = [None if v is None else tuple(v) for v in arr.to_pylist()]
+    a prefix before the longer array; a null array first of all.
 
-    def key(row: tuple[object, ...]) -> tuple[tuple[int, object], ...]:
-        return tuple((0, 0) if v is None else (1, v) for v in row)
-
-    distinct = sorted({r for r in rows if r is not None}, key=key)
-    rank = {r: i + 1 for i, r in enumerate(distinct)}
-    return np.asarray([0 if r is None else rank[r] for r in rows], dtype=np.int64)
+    Each element becomes its own rank plus one (a null element 1), so no list holds a null and
+    DuckDB's list ORDER BY, element-wise with the shorter prefix first, is exactly that order.
+    """
+    assert isinstance(arr, pa.ListArray | pa.LargeListArray)
+    offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    elements = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    codes = pa.array(ordinal(elements) + 1, pa.int64())
+    keys = pa.LargeListArray.from_arrays(pa.array(offsets - offsets[0]), codes, mask=arr.is_null())
+    table = pa.table({"k": keys, "i": pa.array(np.arange(len(arr), dtype=np.int64))})
+    ranked = query_arrow(
+        connection(), table, "a", "SELECT i, dense_rank() OVER (ORDER BY k ASC NULLS FIRST) AS r FROM a"
+    )
+    out = np.empty(len(arr), dtype=np.int64)
+    out[ranked.column("i").to_numpy()] = ranked.column("r").to_numpy()
+    return out - 1 if arr.null_count else out
 
 
 def numeric_key(values: pa.Array | pa.ChunkedArray, descending: bool) -> np.ndarray:
