@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.cluster_setup import log
+from bench.measure import log
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ARGS = {

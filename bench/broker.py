@@ -42,20 +42,14 @@ from bench.cluster_setup import (
     START_MS,
     Cluster,
     Dataset,
-    QueryConnection,
     cluster,
-    cpu_seconds,
     duckdb_baseline,
-    load_test,
-    log,
-    post_query,
     served_segments,
-    spread,
-    time_calls,
     wait_for_segments,
     workloads,
     write_dataset,
 )
+from bench.measure import QueryConnection, cpu_seconds, load_test, log, post_query, spread, time_calls
 from strata.wire import ARROW_STREAM
 from timeline import format_instant
 

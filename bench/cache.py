@@ -37,14 +37,11 @@ from bench.cluster_setup import (
     START_MS,
     Dataset,
     cluster,
-    load_test,
-    log,
-    post_query,
-    spread,
     wait_for_segments,
     workloads,
     write_dataset,
 )
+from bench.measure import load_test, log, post_query, spread
 from timeline import format_instant
 
 SEGMENT_LEVEL = {"useResultLevelCache": False, "populateResultLevelCache": False}  # per-segment partials only

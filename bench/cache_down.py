@@ -21,7 +21,8 @@ import duckdb
 import httpx
 
 from bench.cache import cache_workloads, first_difference, timed
-from bench.cluster_setup import cluster, load_test, log, spread, wait_for_segments, write_dataset
+from bench.cluster_setup import cluster, wait_for_segments, write_dataset
+from bench.measure import load_test, log, spread
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,5 @@
-"""Shared by bench.broker and bench.cache: synthetic segments, a real cluster, and timing helpers.
+"""Shared by the cluster benchmarks: synthetic segments, a real cluster, and the baseline workloads
+(native query beside DuckDB SQL). Timing and load clients are in bench.measure.
 
 The data is written straight into deep storage in the segment layout and published in a SQLite
 metadata store, so the benchmarks spend their time on queries, not on ingestion. The cluster is
@@ -8,11 +9,7 @@ segments) and as many `strata broker` processes as a benchmark asks for, all sto
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
-import socket
-import statistics
 import sys
 import tempfile
 import time
@@ -26,7 +23,6 @@ from typing import Any
 import duckdb
 import httpx
 import numpy as np
-import orjson
 import pyarrow as pa
 
 from harness.processes import StrataProcess
@@ -238,180 +234,6 @@ def served_segments(node: StrataProcess) -> list[dict[str, Any]]:
     body = httpx.get(node.url + "/druid-internal/v1/segments", params=params, timeout=30).json()
     loads = [r for r in body["requests"] if r.get("action") == "load"]
     return [{k: v for k, v in r.items() if k != "action"} for r in loads]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (all its threads) so far, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-# -- timing -----------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def spread(samples: Sequence[float]) -> str:
-    """`median [min-max]` in ms."""
-    return f"{statistics.median(samples) * 1e3:.1f} [{min(samples) * 1e3:.1f}-{max(samples) * 1e3:.1f}]"
-
-
-def post_query(client: httpx.Client, url: str, body: dict[str, Any]) -> Any:
-    resp = client.post(url + "/druid/v2/", json=body, timeout=300)
-    if resp.status_code != 200:
-        raise RuntimeError(f"query failed ({resp.status_code}): {resp.text[:500]}")
-    return resp.json()
-
-
-class QueryConnection:
-    """One keep-alive connection posting native queries, for timing a few-ms answer.
-
-    A bare HTTP/1.1 exchange on a socket (the request encoded once per body, the response framed
-    by Content-Length), in the spirit of wrk: httpx costs about 0.8 ms of CPU per request and the
-    standard library's client about 0.15 ms, which beside a 1 ms answer is the client's time, not
-    the server's.
-    """
-
-    def __init__(self, url: str, timeout: float = 300):
-        host, port = url.removeprefix("http://").rsplit(":", 1)
-        self._host = f"{host}:{port}"
-        self._sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._requests: dict[bytes, bytes] = {}
-        self._buffer = b""
-
-    def post(self, body: dict[str, Any]) -> Any:
-        payload = orjson.dumps(body)
-        request = self._requests.get(payload)
-        if request is None:
-            line = (f"POST /druid/v2/ HTTP/1.1\r\nHost: {self._host}\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(payload)}\r\n\r\n")  # fmt: skip
-            request = self._requests[payload] = line.encode() + payload
-        self._sock.sendall(request)
-        while b"\r\n\r\n" not in self._buffer:
-            self._read()
-        head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        length = next(
-            int(v) for n, _, v in (h.partition(b":") for h in lines[1:]) if n.lower() == b"content-length"
-        )
-        while len(self._buffer) < length:
-            self._read()
-        data, self._buffer = self._buffer[:length], self._buffer[length:]
-        if not lines[0].startswith(b"HTTP/1.1 200"):
-            raise RuntimeError(f"query failed ({lines[0]!r}): {data[:500]!r}")
-        return orjson.loads(data)
-
-    def _read(self) -> None:
-        chunk = self._sock.recv(1 << 20)
-        if not chunk:
-            raise ConnectionError("the server closed the connection")
-        self._buffer += chunk
-
-    def close(self) -> None:
-        self._sock.close()
-
-
-def time_calls(fn: Any, repeat: int, warmup: int = 1) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return samples
-
-
-@dataclass
-class LoadResult:
-    queries: int
-    errors: int
-    seconds: float
-    latencies: list[float]
-    client_cpu: float = 0.0  # the load generator's CPU seconds per wall second (1.0: one core busy)
-
-    @property
-    def qps(self) -> float:
-        return self.queries / self.seconds
-
-    def summary(self) -> dict[str, float]:
-        return {"qps": round(self.qps), "p50_ms": round(percentile(self.latencies, 0.5) * 1e3, 1),
-                "p99_ms": round(percentile(self.latencies, 0.99) * 1e3, 1),
-                "errors": self.errors, "client_cpu": round(self.client_cpu, 2)}  # fmt: skip
-
-    def row(self) -> str:
-        s = self.summary()
-        return (f"{s['qps']:7.0f} qps  p50 {s['p50_ms']:6.1f} ms  p99 {s['p99_ms']:6.1f} ms  "
-                f"errors {s['errors']:.0f}  client CPU {s['client_cpu']:.2f} cores")  # fmt: skip
-
-
-def load_test(
-    url: str | Sequence[str], body: dict[str, Any], concurrency: int = 16, seconds: float = 8.0
-) -> LoadResult:
-    """`concurrency` keep-alive connections sending `body` back to back for `seconds`.
-
-    A minimal HTTP/1.1 client on asyncio streams (a pre-encoded request, responses framed by
-    Content-Length), in the spirit of wrk: httpx costs ~1.8 ms of CPU per request, more than the
-    broker's own ~0.5 ms, so on a 2-core machine it measured the client instead of the server.
-    Several urls (brokers behind a load balancer) share the connections round robin.
-    """
-    urls = [url] if isinstance(url, str) else list(url)
-    payload = orjson.dumps(body)
-    targets = []
-    for u in urls:
-        host, port = u.removeprefix("http://").rsplit(":", 1)
-        request = (
-            f"POST /druid/v2/ HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\nConnection: keep-alive\r\n\r\n"
-        ).encode() + payload
-        targets.append((host, int(port), request))
-
-    async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> bool:
-        writer.write(request)
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        await reader.readexactly(length)
-        return head.startswith(b"HTTP/1.1 200")
-
-    async def run() -> LoadResult:
-        latencies: list[float] = []
-        errors = 0
-        connections = []
-        for i in range(concurrency):
-            host, port, request = targets[i % len(targets)]
-            connections.append((*await asyncio.open_connection(host, port), request))
-        for reader, writer, request in connections:  # warm each connection before the clock starts
-            await exchange(reader, writer, request)
-        stop_at = time.perf_counter() + seconds
-
-        async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> None:
-            nonlocal errors
-            while time.perf_counter() < stop_at:
-                t = time.perf_counter()
-                if await exchange(reader, writer, request):
-                    latencies.append(time.perf_counter() - t)
-                else:
-                    errors += 1
-            writer.close()
-
-        began, cpu = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(worker(r, w, q) for r, w, q in connections))
-        wall = time.perf_counter() - began
-        return LoadResult(len(latencies), errors, wall, latencies, (time.process_time() - cpu) / wall)
-
-    return asyncio.run(run())
-
-
-def log(*parts: object) -> None:
-    print(*parts, flush=True, file=sys.stderr)
 
 
 AGGS = [

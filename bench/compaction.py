@@ -30,15 +30,13 @@ import httpx
 
 from bench.cluster_setup import (
     BenchProcess,
-    QueryConnection,
     cluster,
-    log,
     served_segments,
-    time_calls,
     wait_for_segments,
     workloads,
     write_dataset,
 )
+from bench.measure import QueryConnection, log, time_calls
 from timeline import format_instant
 
 DAY_START = "2020-01-01T00:00:00.000Z"

@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.cluster_setup import ETERNITY, cpu_seconds, duckdb_baseline
+from bench.cluster_setup import ETERNITY, duckdb_baseline
+from bench.measure import cpu_seconds
 from strata.cli.local_servers import free_port
 from strata.engine import SegmentInput, run_for_broker, run_to_json
 from strata.query import parse_query

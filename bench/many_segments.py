@@ -41,13 +41,10 @@ from bench.cluster_setup import (
     Dataset,
     cluster,
     duckdb_baseline,
-    log,
-    post_query,
     publish,
     served_segments,
-    spread,
-    time_calls,
 )
+from bench.measure import log, post_query, spread, time_calls
 from harness.processes import StrataProcess
 from strata.storage import open_metadata_store
 from strata.storage.deep_storage import SEGMENT_FILE, segment_path

@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import pyarrow as pa
 
-from bench.cluster_setup import log
+from bench.measure import log
 from harness.postgres import PostgresServer
 from harness.processes import StrataProcess
 from strata.storage import LocalDeepStorage, open_metadata_store

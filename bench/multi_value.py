@@ -31,14 +31,12 @@ from bench.cluster_setup import (
     HOUR_MS,
     START_MS,
     Dataset,
-    QueryConnection,
     cluster,
     duckdb_baseline,
-    log,
-    time_calls,
     wait_for_segments,
     write_hourly,
 )
+from bench.measure import QueryConnection, log, time_calls
 from bench.nested_layout import tag_lists
 
 TARGET = 1.5

@@ -32,7 +32,8 @@ from typing import Any
 
 import httpx
 
-from bench.cluster_setup import HOUR_MS, START_MS, log, percentile, write_dataset
+from bench.cluster_setup import HOUR_MS, START_MS, write_dataset
+from bench.measure import log, percentile
 from bench.wiki_cluster import wikipedia_cluster
 from harness.memory import MemoryWatchdog, server_pids
 from timeline import format_instant

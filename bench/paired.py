@@ -32,15 +32,8 @@ from typing import Any
 import httpx
 
 from bench.ab import tree
-from bench.cluster_setup import (
-    BenchProcess,
-    Dataset,
-    cluster,
-    log,
-    wait_for_segments,
-    workloads,
-    write_dataset,
-)
+from bench.cluster_setup import BenchProcess, Dataset, cluster, wait_for_segments, workloads, write_dataset
+from bench.measure import log
 from bench.sql_end_to_end import join_statements
 
 NO_CACHE = {"useCache": False, "populateCache": False}

@@ -25,19 +25,8 @@ from typing import Any
 import httpx
 
 from bench import many_segments
-from bench.cluster_setup import (
-    AGGS,
-    Dataset,
-    cluster,
-    duckdb_baseline,
-    load_test,
-    log,
-    post_query,
-    spread,
-    time_calls,
-    wait_for_segments,
-    write_dataset,
-)
+from bench.cluster_setup import AGGS, Dataset, cluster, duckdb_baseline, wait_for_segments, write_dataset
+from bench.measure import load_test, log, post_query, spread, time_calls
 
 COLD = {
     "useCache": False,

@@ -32,7 +32,8 @@ import httpx
 import orjson
 
 from bench.cache import SEGMENT_LEVEL
-from bench.cluster_setup import HOUR_MS, METRICS, START_MS, BenchProcess, cpu_seconds, write_dataset
+from bench.cluster_setup import HOUR_MS, METRICS, START_MS, BenchProcess, write_dataset
+from bench.measure import cpu_seconds
 from harness.processes import StrataProcess
 from strata.security.client import basic_header
 from strata.security.resources import Permission

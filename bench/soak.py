@@ -30,10 +30,10 @@ from typing import Any
 
 import httpx
 
-from bench.cluster_setup import log, percentile
 from bench.hostile.categories import CATEGORIES
 from bench.hostile.guardrails import GUARDRAIL_CATEGORIES
 from bench.hostile.run import send
+from bench.measure import log, percentile
 from bench.soak_queries import CHECKED, Oracle, same_rows
 from bench.wiki_cluster import wikipedia_cluster
 from harness.memory import MemoryWatchdog, server_pids

@@ -11,17 +11,8 @@ from typing import Any
 import duckdb
 import httpx
 
-from bench.cluster_setup import (
-    Dataset,
-    cluster,
-    log,
-    post_query,
-    spread,
-    time_calls,
-    wait_for_segments,
-    workloads,
-    write_dataset,
-)
+from bench.cluster_setup import Dataset, cluster, wait_for_segments, workloads, write_dataset
+from bench.measure import log, post_query, spread, time_calls
 
 NO_CACHE = {"useCache": False, "populateCache": False}
 

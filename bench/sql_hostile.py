@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from bench.cluster_setup import cluster, log, wait_for_segments, write_dataset
+from bench.cluster_setup import cluster, wait_for_segments, write_dataset
+from bench.measure import log
 from strata.sql.guard import MAX_STATEMENT_CHARS
 
 

@@ -39,17 +39,8 @@ import httpx
 import orjson
 
 from bench.cache import COLD, SEGMENT_LEVEL, first_difference
-from bench.cluster_setup import (
-    AGGS,
-    HOUR_MS,
-    START_MS,
-    Cluster,
-    cluster,
-    cpu_seconds,
-    log,
-    wait_for_segments,
-    write_dataset,
-)
+from bench.cluster_setup import AGGS, HOUR_MS, START_MS, Cluster, cluster, wait_for_segments, write_dataset
+from bench.measure import cpu_seconds, log
 from bench.wrk import WrkResult, run_wrk
 from strata.cli.local_servers import free_port
 from timeline import format_instant

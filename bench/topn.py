@@ -19,18 +19,8 @@ from typing import Any
 
 import httpx
 
-from bench.cluster_setup import (
-    AGGS,
-    cluster,
-    cpu_seconds,
-    duckdb_baseline,
-    log,
-    post_query,
-    spread,
-    time_calls,
-    wait_for_segments,
-    write_dataset,
-)
+from bench.cluster_setup import AGGS, cluster, duckdb_baseline, wait_for_segments, write_dataset
+from bench.measure import cpu_seconds, log, post_query, spread, time_calls
 
 NO_CACHE = {"useCache": False, "populateCache": False}
 TARGET = 0.8

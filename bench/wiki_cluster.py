@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.cluster_setup import Cluster, cluster, log, wait_for_segments
+from bench.cluster_setup import Cluster, cluster, wait_for_segments
+from bench.measure import log
 from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
 from strata.ingestion.api import ingest
 

@@ -26,12 +26,12 @@ from typing import Any
 
 import httpx
 
-from bench.cluster_setup import log
 from bench.hostile.categories import CATEGORIES
 from bench.hostile.guardrails import GUARDRAIL_CATEGORIES, HEAVY
 from bench.hostile.request import Hostile
 from bench.hostile.run import Outcome, run_requests, tally
 from bench.hostile.sweep import sweep_cases
+from bench.measure import log
 from bench.wiki_cluster import WIKIPEDIA_ROWS, wikipedia_cluster
 from harness.memory import MemoryWatchdog, server_pids
 
