@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -201,17 +202,18 @@ class GroupByQuery(Query):
         tuples = list(zip(*values.values(), strict=True)) if names else [() for _ in range(len(times))]
         if self.context.result_as_array:
             if self.granularity.is_all:
-                return [list(t) for t in tuples]
-            return [[int(ms), *t] for ms, t in zip(times.tolist(), tuples, strict=True)]
+                return list(map(list, tuples))
+            return [[ms, *t] for ms, t in zip(times.tolist(), tuples, strict=True)]
+        events = list(map(dict, map(zip, repeat(names), tuples)))  # C loops: a dict per row
         tz = self.granularity.tz
-        stamps: dict[int, str] = {}
-        out = []
-        for ms, t in zip(times.tolist(), tuples, strict=True):
-            stamp = stamps.get(ms)
-            if stamp is None:
-                stamp = stamps[ms] = format_instant(ms, tz)
-            out.append({"version": "v1", "timestamp": stamp, "event": dict(zip(names, t, strict=True))})
-        return out
+        if self.granularity.is_all:
+            stamp = format_instant(int(times[0]), tz) if len(times) else ""
+            return [{"version": "v1", "timestamp": stamp, "event": e} for e in events]
+        stamps = {ms: format_instant(ms, tz) for ms in np.unique(times).tolist()}
+        return [
+            {"version": "v1", "timestamp": stamps[ms], "event": e}
+            for ms, e in zip(times.tolist(), events, strict=True)
+        ]
 
 
 def _parse_subtotals(value: Any, names: list[str]) -> tuple[tuple[str, ...], ...] | None:
