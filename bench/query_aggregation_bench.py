@@ -9,7 +9,6 @@ import functools
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.measure import time_calls
 from harness.raw_segments import DAY_MS, write_segments
 from strata.engine import run_to_json
 from strata.query import parse_query
@@ -43,13 +43,7 @@ def rows() -> pa.Table:
 
 
 def median_seconds(fn: Callable[[], Any], repeat: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return statistics.median(time_calls(fn, repeat))
 
 
 def main() -> None:
