@@ -219,6 +219,9 @@ def test_order_by_an_array_puts_nulls_first(cluster: tuple[StrataProcess, Path])
     assert got == [list(r) for r in sorted(want, key=lambda r: druid_order(r[0]))]
     descending = sql(broker, "SELECT nums, COUNT(*) FROM dm GROUP BY nums ORDER BY nums DESC")
     assert descending == got[::-1]
+    every = sorted((r[0] for r in oracle(rows, "SELECT nums FROM RAW")), key=druid_order)
+    assert [r[0] for r in sql(broker, "SELECT nums AS c FROM dm ORDER BY c")] == every  # on the broker
+    assert [r[0] for r in sql(broker, "SELECT nums FROM dm ORDER BY 1 DESC")] == every[::-1]
 
 
 def test_arrays_and_nested_values_refused_where_druid_refuses(cluster: tuple[StrataProcess, Path]) -> None:
