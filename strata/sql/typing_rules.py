@@ -23,6 +23,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from strata.query.expressions.duck import null_elements_first
 from strata.sql.dialect import DIALECT
 
 _INTEGERS = (
@@ -119,8 +120,7 @@ def array_order(tree: exp.Expr, names: Sequence[str], kinds: Sequence[str]) -> e
     for ordered in out.args["order"].expressions:
         name = _output_named(ordered.this, items, names)
         if name in lists:
-            reference = exp.column(name, quoted=True).sql(dialect="duckdb")
-            pairs = f"list_transform({reference}, lambda __e: {{'n': __e IS NOT NULL, 'v': __e}})"
+            pairs = null_elements_first(exp.column(name, quoted=True).sql(dialect="duckdb"))
             ordered.set("this", sqlglot.parse_one(pairs, read="duckdb"))
             changed = True
     return out if changed else None

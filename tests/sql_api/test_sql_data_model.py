@@ -222,6 +222,10 @@ def test_order_by_an_array_puts_nulls_first(cluster: tuple[StrataProcess, Path])
     every = sorted((r[0] for r in oracle(rows, "SELECT nums FROM RAW")), key=druid_order)
     assert [r[0] for r in sql(broker, "SELECT nums AS c FROM dm ORDER BY c")] == every  # on the broker
     assert [r[0] for r in sql(broker, "SELECT nums FROM dm ORDER BY 1 DESC")] == every[::-1]
+    for bound in ([1, None], [None, 1], [2]):  # comparisons order arrays the same way
+        literal = f"ARRAY[{', '.join('NULL' if v is None else str(v) for v in bound)}]"
+        got = sql(broker, f"SELECT COUNT(*) FROM dm WHERE nums >= {literal}")
+        assert got == [[sum(v is not None and druid_order(v) >= druid_order(bound) for v in every)]]
 
 
 def test_arrays_and_nested_values_refused_where_druid_refuses(cluster: tuple[StrataProcess, Path]) -> None:
