@@ -114,7 +114,7 @@ def array_order(tree: exp.Expr, names: Sequence[str], kinds: Sequence[str]) -> e
     if order is None:
         return None
     lists = {name for name, kind in zip(names, kinds, strict=True) if kind.endswith("]")}
-    items = tree.selects
+    items = tree.selects if isinstance(tree, exp.Query) else []
     out = tree.copy()
     changed = False
     for ordered in out.args["order"].expressions:
