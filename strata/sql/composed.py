@@ -27,7 +27,7 @@ from strata.sql.column_types import relational_arrow_type
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.sandbox import BATCH_ROWS, ResultBatches, Rows
 from strata.sql.sql_types import unnamed_column
-from strata.sql.typing_rules import integer_division
+from strata.sql.typing_rules import array_order, integer_division
 from timeline import parse_instant
 
 _stage_numbers = itertools.count()
@@ -76,9 +76,13 @@ class ComposedPlan:
         for name, table in tables.items():
             conn.register(name, table)
         outer = integer_division(self.outer, {name: table.schema for name, table in tables.items()})
-        relation = conn.sql(to_duckdb(outer, self.time_zone).sql(dialect="duckdb"))
+        statement = to_duckdb(outer, self.time_zone)
+        relation = conn.sql(statement.sql(dialect="duckdb"))
         if relation is None:
             raise QueryUnsupported("Only a SELECT runs in the broker's engine")
+        reordered = array_order(statement, relation.columns, [str(kind) for kind in relation.types])
+        if reordered is not None:  # an ARRAY in ORDER BY: its null elements first, as in Druid
+            relation = conn.sql(reordered.sql(dialect="duckdb"))
         kinds = [str(kind) for kind in relation.types]
         self.outputs = [
             _output(i, (name, kind), self.outer, self.names)

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from strata.query.errors import QueryUnsupported, invalid
+from strata.query.errors import QueryUnsupported, TypeMismatch, invalid
 from strata.sql.column_types import sql_type_name
 from strata.sql.expressions import ExpressionWriter, expression_kind
 from strata.sql.filters import TIME
@@ -76,8 +76,22 @@ def expression_output(name: str, source: str, kind: str, node: exp.Expr, is_time
     """The output of an expression, typed as Druid SQL types it (`strata.sql.sql_types`): epoch
     milliseconds of a TIMESTAMP or DATE print as instants, a BOOLEAN's 1/0 as true/false."""
     typed = sql_type(node)
+    if (is_time or typed in (TIMESTAMP, DATE)) and kind.startswith(("ARRAY<", "COMPLEX<")):
+        _refuse_array_time(node, kind)
     marked = typed if typed in (DATE, BOOLEAN) else None
     return Output(name, source, kind, is_time or typed in (TIMESTAMP, DATE), marked)
+
+
+def _refuse_array_time(node: exp.Expr, kind: str) -> None:
+    """An ARRAY or a nested value is no instant: Druid's validator refuses MILLIS_TO_TIMESTAMP (or
+    a cast to a TIMESTAMP) of one with Calcite's message."""
+    while isinstance(node, (exp.Paren, exp.Alias)):
+        node = node.this
+    name = node.name.upper() if isinstance(node, exp.Anonymous) else node.key.upper()
+    shown = {"ARRAY<LONG>": "BIGINT ARRAY", "ARRAY<DOUBLE>": "DOUBLE ARRAY", "ARRAY<STRING>": "VARCHAR ARRAY"}
+    raise TypeMismatch(
+        f"Cannot apply '{name}' to arguments of type '{name}(<{shown.get(kind, kind.upper())}>)'"
+    )
 
 
 def context_flag(context: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -86,8 +100,17 @@ def context_flag(context: Mapping[str, Any], key: str, default: bool) -> bool:
 
 
 def _sort_row(index: int, row: list[Any]) -> tuple[int, Any]:
-    value = row[index]
-    return (0, 0) if value is None else (1, value)
+    return order_key(row[index])
+
+
+def order_key(value: Any) -> tuple[int, Any]:
+    """Druid's order of a value: null first; an ARRAY element by element (its null elements
+    first), a shorter array before a longer one it begins."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, list):
+        return (1, tuple(order_key(v) for v in value))
+    return (1, value)
 
 
 def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:

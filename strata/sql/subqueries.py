@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from strata.query.errors import QueryError, QueryUnsupported
+from strata.query.errors import QueryError, QueryUnsupported, TypeMismatch
 from strata.sql.composed import ComposedPlan, DeferredPlan, Plan, Stage, aliased_table, stage_name
 from strata.sql.plan import SqlPlan
 from strata.sql.sandbox import Rows
@@ -120,11 +120,16 @@ def _in_subquery(tree: exp.Select, node: exp.In, plan_tree: PlanTree) -> Plan:
     inner = query.this if isinstance(query, exp.Subquery) else query
     if isinstance(inner, exp.Select) and len(inner.expressions) != 1:
         raise QueryUnsupported("IN (subquery) needs a subquery selecting exactly one column")
-    stage = Stage(stage_name(), plan_tree(inner))
+    planned = plan_tree(inner)
+    if isinstance(planned, SqlPlan) and len(planned.outputs) == 1:
+        _check_joinable(planned.outputs[0].druid_type)
+    stage = Stage(stage_name(), planned)
     path = _path_to(tree, node)
     zone = current_zone()  # the outer query is planned later, under the same session zone
 
     def build(results: Sequence[Rows]) -> Plan:
+        if any(r and isinstance(r[0], (list, dict)) for r in results[0]):
+            _check_joinable("ARRAY")  # multi-value or nested values found where a type did not say so
         values = sorted({r[0] for r in results[0] if r and r[0] is not None}, key=lambda v: (str(type(v)), v))
         nulls = [exp.null()] if any(r and r[0] is None for r in results[0]) else []
         outer = tree.copy()
@@ -139,6 +144,16 @@ def _in_subquery(tree: exp.Select, node: exp.In, plan_tree: PlanTree) -> Plan:
             return plan_tree(outer)
 
     return DeferredPlan([stage], build)
+
+
+def _check_joinable(druid_type: str) -> None:
+    """Druid plans `IN (subquery)` as a join on the values, and joins on no ARRAY or
+    COMPLEX<json> key: it refuses the statement, so does Strata."""
+    if druid_type.startswith(("ARRAY", "COMPLEX")):
+        raise TypeMismatch(
+            f"Cannot join when the join condition has a column of type [{druid_type}]: "
+            "IN (subquery) compares single values, not arrays or nested values"
+        )
 
 
 def _literal(value: Any) -> exp.Expr:

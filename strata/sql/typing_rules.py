@@ -8,19 +8,22 @@ A string compared for equality with a number literal (`c = 999`, `c IN ('a', 999
 with the number's text, as Druid's native filters do, where DuckDB would cast every string to a
 number and fail on the first that is not one; an ordering comparison reads the string as a number
 (null when it is not one). Types come from sqlglot's annotation over the tables the statement
-reads.
+reads. An ARRAY orders with its null elements first, as Druid orders arrays, where DuckDB puts
+them last (`array_order`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
+import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from strata.query.expressions.duck import null_elements_first
 from strata.sql.dialect import DIALECT
 
 _INTEGERS = (
@@ -100,3 +103,38 @@ def _string_with_numbers(node: exp.Expr) -> None:
         else:
             text.replace(exp.TryCast(this=text.copy(), to=exp.DataType.build("DOUBLE")))
         return
+
+
+def array_order(tree: exp.Expr, names: Sequence[str], kinds: Sequence[str]) -> exp.Expr | None:
+    """A copy of the DuckDB statement `tree` whose outer ORDER BY terms that are output columns of
+    a list type (`kinds`, DuckDB's types of the `names`) order null elements first; None when none
+    is. Each element becomes a (not null, value) pair: DuckDB compares the pairs as Druid compares
+    the elements, and DESC still reverses the whole order."""
+    order = tree.args.get("order")
+    if order is None:
+        return None
+    lists = {name for name, kind in zip(names, kinds, strict=True) if kind.endswith("]")}
+    items = tree.selects if isinstance(tree, exp.Query) else []
+    out = tree.copy()
+    changed = False
+    for ordered in out.args["order"].expressions:
+        name = _output_named(ordered.this, items, names)
+        if name in lists:
+            pairs = null_elements_first(exp.column(name, quoted=True).sql(dialect="duckdb"))
+            ordered.set("this", sqlglot.parse_one(pairs, read="duckdb"))
+            changed = True
+    return out if changed else None
+
+
+def _output_named(term: exp.Expr, items: Sequence[exp.Expr], names: Sequence[str]) -> str | None:
+    """The output column an ORDER BY term names: by name, by position, or as a select item's
+    expression."""
+    if isinstance(term, exp.Column) and not term.table and term.name in names:
+        return term.name
+    if isinstance(term, exp.Literal) and term.is_int:
+        index = int(term.this) - 1
+        return names[index] if 0 <= index < len(names) else None
+    for item, name in zip(items, names, strict=False):
+        if (item.this if isinstance(item, exp.Alias) else item) == term:
+            return name
+    return None

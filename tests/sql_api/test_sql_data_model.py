@@ -206,3 +206,32 @@ def test_arrays_answer_as_json_text_by_default(cluster: tuple[StrataProcess, Pat
         f"{broker.url}/druid/v2/sql/", json={"query": "SELECT nums FROM dm WHERE n = 0"}, timeout=60
     )
     assert resp.json() == [{"nums": "[1,2]"}]  # sqlStringifyArrays, true by default
+
+
+def test_order_by_an_array_puts_nulls_first(cluster: tuple[StrataProcess, Path]) -> None:
+    broker, rows = cluster
+    got = sql(broker, "SELECT nums, COUNT(*) FROM dm GROUP BY nums ORDER BY nums")
+    want = oracle(rows, "SELECT nums, count(*) FROM RAW GROUP BY nums")
+
+    def druid_order(value: list[Any] | None) -> tuple[Any, ...]:  # arrays.md: null first, then by element
+        return (0,) if value is None else (1, *[(0,) if v is None else (1, v) for v in value])
+
+    assert got == [list(r) for r in sorted(want, key=lambda r: druid_order(r[0]))]
+    descending = sql(broker, "SELECT nums, COUNT(*) FROM dm GROUP BY nums ORDER BY nums DESC")
+    assert descending == got[::-1]
+    every = sorted((r[0] for r in oracle(rows, "SELECT nums FROM RAW")), key=druid_order)
+    assert [r[0] for r in sql(broker, "SELECT nums AS c FROM dm ORDER BY c")] == every  # on the broker
+    assert [r[0] for r in sql(broker, "SELECT nums FROM dm ORDER BY 1 DESC")] == every[::-1]
+    for bound in ([1, None], [None, 1], [2]):  # comparisons order arrays the same way
+        literal = f"ARRAY[{', '.join('NULL' if v is None else str(v) for v in bound)}]"
+        got = sql(broker, f"SELECT COUNT(*) FROM dm WHERE nums >= {literal}")
+        assert got == [[sum(v is not None and druid_order(v) >= druid_order(bound) for v in every)]]
+
+
+def test_arrays_and_nested_values_refused_where_druid_refuses(cluster: tuple[StrataProcess, Path]) -> None:
+    broker, _ = cluster  # Druid joins on no ARRAY or COMPLEX<json> key, and an array is no instant
+    for c in ("nums", "doc"):
+        assert "Cannot join" in refused(broker, f"SELECT n FROM dm WHERE {c} IN (SELECT {c} FROM dm)")
+        assert "Cannot apply 'MILLIS_TO_TIMESTAMP'" in refused(
+            broker, f"SELECT MILLIS_TO_TIMESTAMP({c}) FROM dm"
+        )

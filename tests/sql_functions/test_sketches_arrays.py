@@ -285,6 +285,19 @@ def test_druid_mv_filter_quidem_cases(sql: str, expected: str | None) -> None:
     assert one(sql) == expected
 
 
+def test_json_value_returning_an_array() -> None:  # sql-json-functions.md: RETURNING <type> ARRAY
+    nested = {"t": "SELECT * FROM (VALUES ('[[true, false, null], [1, 2, null], [0.5, \"x\"], 7]')) t(j)"}
+    sql = (
+        "SELECT JSON_VALUE(PARSE_JSON(j), '$[1]' RETURNING BIGINT ARRAY),"
+        " JSON_VALUE(PARSE_JSON(j), '$[0]' RETURNING BOOLEAN ARRAY),"
+        " JSON_VALUE(PARSE_JSON(j), '$[2]' RETURNING VARCHAR ARRAY),"
+        " JSON_VALUE(PARSE_JSON(j), '$[3]' RETURNING BIGINT ARRAY), JSON_VALUE(PARSE_JSON(j), '$[1]') FROM t"
+    )
+    assert run(sql, nested) == [([1, 2, None], [1, 0, None], ["0.5", "x"], None, None)]
+    unnested = "SELECT u FROM t, UNNEST(JSON_VALUE(PARSE_JSON(j), '$[1]' RETURNING BIGINT ARRAY)) AS x(u)"
+    assert sorted(run(unnested, nested), key=str) == [(1,), (2,), (None,)]
+
+
 def test_json_object() -> None:  # sql-json-functions.md: JSON_OBJECT with KEY ... VALUE pairs
     sql = (
         "SELECT JSON_OBJECT(KEY 'continent' VALUE JSON_VALUE(PARSE_JSON(geo_ip), '$.continent'),"

@@ -155,8 +155,16 @@ class ColumnScope:
             raise invalid("Operator [%s] does not apply to arrays", op)
         kind = array_of(common_kind(left.kind, right.kind))
         a, b = as_array(left, kind).sql, as_array(right, kind).sql
+        if op in ("<", "<=", ">", ">="):  # Druid orders a null element first, DuckDB last
+            a, b = null_elements_first(a), null_elements_first(b)
         sql_op = {"==": "=", "!=": "<>"}.get(op, op)
         return Typed(f"CAST(({a} {sql_op} {b}) AS BIGINT)", LONG)
+
+
+def null_elements_first(array_sql: str) -> str:
+    """An array whose elements are (not null, value) pairs: DuckDB compares these as Druid
+    compares the elements (a null one first)."""
+    return f"list_transform({array_sql}, lambda __e: {{'n': __e IS NOT NULL, 'v': __e}})"
 
 
 def _array_literal(node: ArrayLiteral) -> Typed:

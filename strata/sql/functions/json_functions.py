@@ -3,7 +3,8 @@
 Strata's segments hold no nested (COMPLEX<json>) columns, but a statement can still build JSON
 (PARSE_JSON of a string column, JSON_OBJECT) and read it, and DuckDB's JSON type does that. Paths
 are JSONPath as in Druid (`$.a.b`, `$.a[0]`; `$.` is the root). JSON_VALUE yields only literals
-(null for an object or array), as in Druid.
+(null for an object or array, unless RETURNING an ARRAY type asks for an array of literals), as
+in Druid.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from strata.query.errors import invalid
+from strata.query.expressions.json_functions import literal_as
+from strata.query.expressions.typed import ARRAY_DOUBLE, ARRAY_LONG, ARRAY_STRING, DOUBLE, LONG, STRING
 from strata.sql.functions.fragments import arguments, duck, kind_of_type, quote, sql_of, string_value, typed
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 
@@ -27,16 +30,25 @@ def _path(node: exp.Expr, function: str) -> str:
 
 
 def _json_value(node: exp.Expr, ctx: Context) -> exp.Expr:
-    value = node.this
-    path = _path(node.args["path"], "JSON_VALUE")
-    found = f"json_extract({sql_of(value)}, {path})"
-    literal = f"json_extract_string({sql_of(value)}, {path})"
-    text = f"(CASE WHEN json_type({found}) IN ('OBJECT', 'ARRAY') THEN NULL ELSE {literal} END)"
+    """As the data nodes read it (`literal_as`): a literal of the RETURNING type, an ARRAY type
+    taking an array of literals (UNNEST reads it), VARCHAR when none is given."""
+    found = f"json_extract({sql_of(node.this)}, {_path(node.args['path'], 'JSON_VALUE')})"
+    found = f"(CASE WHEN json_type({found}) = 'NULL' THEN NULL ELSE {found} END)"
     returning = node.args.get("returning")
-    target = kind_of_type(returning) if isinstance(returning, exp.DataType) else None
-    if target in ("BIGINT", "DOUBLE"):
-        return typed(duck(f"TRY_CAST({text} AS {target})"), target)
-    return typed(duck(text), "VARCHAR")
+    kind = _value_kind(returning) if isinstance(returning, exp.DataType) else STRING
+    value = literal_as(found, kind)
+    return typed(duck(value.sql), value.duck_type)
+
+
+def _value_kind(dtype: exp.DataType) -> str:
+    """Druid's kind for a RETURNING type (a BOOLEAN is a LONG, as Druid stores it)."""
+    if dtype.is_type(exp.DataType.Type.ARRAY) and dtype.expressions:
+        element = _value_kind(dtype.expressions[0])
+        return {LONG: ARRAY_LONG, DOUBLE: ARRAY_DOUBLE}.get(element, ARRAY_STRING)
+    family = kind_of_type(dtype)
+    if family in ("BIGINT", "BOOLEAN"):
+        return LONG
+    return DOUBLE if family == "DOUBLE" else STRING
 
 
 def _json_query(node: exp.Expr, ctx: Context) -> exp.Expr:
