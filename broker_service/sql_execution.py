@@ -39,6 +39,8 @@ from strata.sql.scan_chunks import chunk_query, scan_chunks
 
 log = logging.getLogger(__name__)
 
+BACKSTOP_GRACE_S = 1.0
+
 
 async def _parse_native(native: dict[str, Any]) -> Query:
     """A large native query (a statement's long IN list) is parsed in a worker thread: a 90,000-value
@@ -75,8 +77,12 @@ class StatementResponse(StreamingResponse):
             on_close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        deadline = self._statement.deadline
+        # a backstop for a client that stopped reading: the statement's own deadline ends the body
+        # first, cleanly (the last chunk sent, only the closing bracket missing)
+        backstop = None if deadline is None else deadline + BACKSTOP_GRACE_S
         try:
-            async with asyncio.timeout_at(self._statement.deadline):
+            async with asyncio.timeout_at(backstop):
                 await super().__call__(scope, receive, send)
         except TimeoutError:  # the body is cut short, as for any failure after the status
             log.info(

@@ -66,6 +66,19 @@ def _until_status(c: Secured, user: str, sql: str, status: int) -> httpx.Respons
         time.sleep(0.3)
 
 
+def _until_known(c: Secured, user: str) -> None:
+    """The coordinator re-reads users on its own schedule: ask it until it knows `user` (the broker
+    passes a task on with the user's identity, which a coordinator not yet knowing it refuses)."""
+    assert c.coordinator is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        resp = httpx.get(f"{c.coordinator.url}{TASKS}/tasks", headers=c.auth(user), timeout=30)
+        if resp.status_code != 401:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"the coordinator did not learn of {user} within 30 s")
+
+
 def _succeeds(c: Secured, task_id: str) -> None:
     deadline = time.monotonic() + 120
     while True:
@@ -105,6 +118,7 @@ def test_sql_ingestion_asks_write_on_the_target_read_on_its_sources_and_external
         listed = httpx.get(f"{c.broker.url}{TASKS}/tasks", headers=c.auth("admin"), timeout=30).json()
         assert listed == []  # no refused statement became a task
 
+        _until_known(c, "ingester")
         accepted = _post(c, "ingester", INLINE)
         assert accepted.status_code == 202, accepted.text
         inline_task = accepted.json()["taskId"]
