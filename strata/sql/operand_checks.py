@@ -245,8 +245,8 @@ def _check_join_keys(condition: exp.Expr, scope: Scope, *, every_equality: bool)
 def _check_in_subquery(kind: SqlType | None) -> None:
     """Druid plans `x IN (SELECT ...)` as a join on `x`: an ARRAY or nested JSON `x` is refused."""
     if kind is not None and (kind.is_array or kind.is_json):
-        raise TypeMismatch(
-            f"IN (subquery) cannot compare values of type [{kind}]: "
+        raise TypeMismatch(  # Druid's words for the join it plans ("Cannot join")
+            f"Cannot join an IN (subquery) on values of type [{kind}]: "
             "joins on ARRAY or COMPLEX<JSON> values are not supported"
         )
 
