@@ -6,12 +6,13 @@ very class the process catches.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from strata.storage.metadata_store import MetadataStore, TransactionGuard
-from strata.storage.task_store import TaskRow, TaskStore
+from strata.storage.task_store import Fenced, TaskRow, TaskStore
 from timeline import Interval
 
 
@@ -21,6 +22,18 @@ class TaskFailed(Exception):
     def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.report = report
+
+
+def coordinator_alive(parent_pid: int | None) -> bool:
+    """Whether the coordinator that started this process is still its parent (a dead parent's
+    children are re-parented, so `getppid` changes); True when run without one (tests, tools)."""
+    return parent_pid is None or os.getppid() == parent_pid
+
+
+def parent_from_env() -> int | None:
+    """The coordinator's pid as it handed it down (`STRATA_PARENT_PID`), if any."""
+    raw = os.environ.get("STRATA_PARENT_PID", "")
+    return int(raw) if raw.isdigit() else None
 
 
 @dataclass
@@ -37,6 +50,7 @@ class TaskContext:
     engine: str = "local"
     spark_master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+    parent_pid: int | None = field(default_factory=parent_from_env)  # see `guard`
 
     @property
     def task_id(self) -> str:
@@ -53,8 +67,19 @@ class TaskContext:
         publishes: bool,
         joins: Sequence[tuple[str, Interval, str]] = (),
     ) -> TransactionGuard:
-        """The check a write of this task runs in its own transaction (see TaskStore.guard)."""
-        return self.tasks.guard(self.task_id, self.attempt, writes, publishes=publishes, joins=joins)
+        """The check a write of this task runs in its own transaction (see TaskStore.guard), after
+        `coordinator_alive`: the parent-death signal is lost when the coordinator dies before the
+        task process has asked for it, so the publish itself checks once more."""
+        store_check = self.tasks.guard(self.task_id, self.attempt, writes, publishes=publishes, joins=joins)
+        parent = self.parent_pid
+
+        def check(conn: Any) -> None:
+            if not coordinator_alive(parent):
+                raise Fenced(f"task {self.task_id}: the coordinator that started it is gone; nothing was "
+                             "written (the next coordinator runs the task again)")  # fmt: skip
+            store_check(conn)
+
+        return check
 
 
 TaskRun = Callable[[TaskContext], dict[str, Any]]  # returns the task's report
