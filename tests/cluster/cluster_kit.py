@@ -41,16 +41,20 @@ def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
     return path
 
 
+SYNTHETIC_DIMENSIONS: list[Any] = ["k", {"name": "n", "type": "long"}]
+
+
 def synthetic_spec(data_source: str, rows: Path, granularity: str, *, partitions: dict[str, Any] | None = None,
-                   append: bool = False) -> dict[str, Any]:  # fmt: skip
-    """An ingestion spec over rows `{"ts", "k", "n"}` written by `write_rows`."""
+                   append: bool = False, dimensions: list[Any] = SYNTHETIC_DIMENSIONS) -> dict[str, Any]:  # fmt: skip
+    """An ingestion spec over rows `{"ts", "k", "n"}` written by `write_rows` (and whatever other
+    `dimensions` the rows carry), no rollup."""
     return {
         "type": "index_parallel",
         "spec": {
             "dataSchema": {
                 "dataSource": data_source,
                 "timestampSpec": {"column": "ts", "format": "iso"},
-                "dimensionsSpec": {"dimensions": ["k", {"name": "n", "type": "long"}]},
+                "dimensionsSpec": {"dimensions": dimensions},
                 "granularitySpec": {
                     "segmentGranularity": granularity,
                     "queryGranularity": "none",

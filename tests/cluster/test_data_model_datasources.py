@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from strata.ingestion.api import ingest
-from tests.cluster.cluster_kit import Nodes, cluster, query, raw, wait_settled, write_rows
+from tests.cluster.cluster_kit import Nodes, cluster, query, raw, synthetic_spec, wait_settled, write_rows
 
 pytestmark = pytest.mark.integration
 
@@ -31,25 +31,8 @@ def _rows() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _spec(data_source: str, rows: Path) -> dict[str, Any]:
-    dims = ["k", {"name": "n", "type": "long"}, {"name": "tags", "type": "string", "multiValueHandling": "ARRAY"},
-            {"name": "arr", "type": "auto"}]  # fmt: skip
-    return {
-        "type": "index_parallel",
-        "spec": {
-            "dataSchema": {
-                "dataSource": data_source,
-                "timestampSpec": {"column": "ts", "format": "iso"},
-                "dimensionsSpec": {"dimensions": dims},
-                "granularitySpec": {"segmentGranularity": "day", "queryGranularity": "none", "rollup": False},
-            },
-            "ioConfig": {
-                "type": "index_parallel",
-                "inputSource": {"type": "local", "baseDir": str(rows.parent), "filter": rows.name},
-                "inputFormat": {"type": "json"},
-            },
-        },
-    }
+DIMENSIONS = ["k", {"name": "n", "type": "long"}, {"name": "tags", "type": "string", "multiValueHandling": "ARRAY"},
+              {"name": "arr", "type": "auto"}]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +40,12 @@ def nodes(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str) -> Iterator[t
     root = tmp_path_factory.mktemp("datasources")
     rows = write_rows(root / "rows" / "rows.json", _rows())
     for name in ("dm", "dm2"):
-        ingest(_spec(name, rows), deep_storage=root / "deep", metadata=root / "meta.db", engine="local")
+        ingest(
+            synthetic_spec(name, rows, "day", dimensions=DIMENSIONS),
+            deep_storage=root / "deep",
+            metadata=root / "meta.db",
+            engine="local",
+        )
     with cluster(root, zk_hosts, "/strata-datasources", broker_args=["--cache", "lru"]) as running:
         wait_settled(running.broker, root / "meta.db", running.historicals, 60)
         yield running, rows

@@ -19,7 +19,7 @@ import pytest
 
 from harness.processes import StrataProcess
 from strata.ingestion.api import ingest
-from tests.cluster.cluster_kit import write_rows
+from tests.cluster.cluster_kit import synthetic_spec, write_rows
 from tests.sql_corpus.cluster import serving
 
 pytestmark = pytest.mark.integration
@@ -42,22 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StrataPr
     rows = write_rows(root / "rows" / "rows.json", _rows())
     dims = ["k", {"name": "n", "type": "long"}, {"name": "tags", "type": "string", "multiValueHandling": "ARRAY"},
             {"name": "nums", "type": "auto"}, {"name": "doc", "type": "json"}]  # fmt: skip
-    spec = {
-        "type": "index_parallel",
-        "spec": {
-            "dataSchema": {
-                "dataSource": "dm",
-                "timestampSpec": {"column": "ts", "format": "iso"},
-                "dimensionsSpec": {"dimensions": dims},
-                "granularitySpec": {"segmentGranularity": "day", "queryGranularity": "none", "rollup": False},
-            },
-            "ioConfig": {
-                "type": "index_parallel",
-                "inputSource": {"type": "local", "baseDir": str(rows.parent), "filter": rows.name},
-                "inputFormat": {"type": "json"},
-            },
-        },
-    }
+    spec = synthetic_spec("dm", rows, "day", dimensions=dims)
     ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db", engine="local")
     with serving(root) as broker:
         yield broker, rows
