@@ -22,7 +22,7 @@ from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
 from strata.sql.relational import Relational, plan_relational
 from strata.sql.session import current_zone, parse_time_zone, time_zone
-from strata.sql.subqueries import plan_composed
+from strata.sql.subqueries import plan_composed, prune_union_subqueries
 from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.system_tables import Catalog, system_tables
 from strata.sql.unnest import plan_unnest, unnest_joins
@@ -122,7 +122,7 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()
     zone = parse_time_zone(context.get("sqlTimeZone"))
-    tree = _fix_now(tree, context.get("sqlCurrentTimestamp"), zone)
+    tree = prune_union_subqueries(_fix_now(tree, context.get("sqlCurrentTimestamp"), zone))
     with time_zone(zone):
         plan = _plan_tree(tree, catalog, context)
     _refuse_unknown_functions(plan)

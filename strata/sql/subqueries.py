@@ -88,6 +88,61 @@ def _over_subquery(
     return ComposedPlan([stage], outer)
 
 
+def prune_union_subqueries(tree: exp.Expr) -> exp.Expr:
+    """`tree` with each UNION ALL subquery in a FROM left without the columns its SELECT never
+    names, as Druid's planner leaves them out of the union's native queries: a column the outer
+    query ignores must not fail the statement because its branches disagree on its type (STRING
+    in one table, LONG in another). Only plain branches are pruned (no grouping, ordering,
+    DISTINCT or `*`, where a column's position or presence could matter)."""
+    if tree.find(exp.Union) is None:
+        return tree
+    tree = tree.copy()
+    for sub in list(tree.find_all(exp.Subquery)):
+        outer = sub.parent.parent if isinstance(sub.parent, exp.From) else None
+        if isinstance(outer, exp.Select) and type(sub.this) is exp.Union:
+            _prune_union(sub, outer)
+    return tree
+
+
+def _prune_union(sub: exp.Subquery, outer: exp.Select) -> None:
+    stars = [star for star in outer.find_all(exp.Star) if not _within(star, sub)]
+    if any(not isinstance(star.parent, exp.Count) for star in stars):
+        return
+    leaves = _union_leaves(sub.this)
+    if leaves is None or len({len(leaf.expressions) for leaf in leaves}) != 1:
+        return
+    used = {c.name for c in outer.find_all(exp.Column) if not _within(c, sub)}
+    keep = [i for i, e in enumerate(leaves[0].expressions) if e.alias_or_name in used]
+    if keep and len(keep) < len(leaves[0].expressions):
+        for leaf in leaves:
+            leaf.set("expressions", [leaf.expressions[i] for i in keep])
+
+
+def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _union_leaves(node: exp.Expr) -> list[exp.Select] | None:
+    """The plain SELECTs of a tree of UNION ALLs, left to right; None if any is not plain."""
+    if type(node) is exp.Union and not node.args.get("distinct"):
+        left, right = _union_leaves(node.this), _union_leaves(node.expression)
+        return None if left is None or right is None else left + right
+    if isinstance(node, exp.Subquery):
+        return _union_leaves(node.this)
+    if not isinstance(node, exp.Select) or any(
+        node.args.get(k) for k in ("group", "having", "order", "limit", "offset", "distinct", "qualify")
+    ):
+        return None
+    if node.find(exp.Star) is not None or node.find(exp.AggFunc) is not None:
+        return None
+    return [node]
+
+
 def _as_query_data_source(tree: exp.Select, inner: Plan, context: Mapping[str, Any]) -> SqlPlan | None:
     """The outer SELECT as one native query over a `query` dataSource, as Druid plans it, when the
     inner answer's native rows are exactly the subquery's rows (fields named as its columns, no
