@@ -52,7 +52,9 @@ class RowStage:
             object.__setattr__(self, key, value)
 
     def apply(self, block: Block) -> Block:
-        table = self.conform(block.table)
+        # without a statement to run, the parsed times go straight to the segment build, which
+        # reads epoch milliseconds: no round trip through DuckDB's microseconds
+        table = self.conform(block.table, time_unit="us" if self.sql is not None else "ms")
         if self.sql is None:
             out = pa.table({name: table.column(src) for name, src in self.columns})
             return Block(out, block.source, block.first_line, block.line_numbers, block.problems,
@@ -65,7 +67,9 @@ class RowStage:
         return Block(out, block.source, block.first_line, lines, block.problems, block.progress_bytes,
                      block.end_line)  # fmt: skip
 
-    def conform(self, raw: pa.Table) -> pa.Table:
+    def conform(self, raw: pa.Table, *, time_unit: str = "us") -> pa.Table:
+        """`raw` in the signature's types, with the `TIME_PARSE` columns added (as DuckDB's
+        TIMESTAMP, or in `time_unit`)."""
         n = raw.num_rows
         columns: dict[str, pa.Array | pa.ChunkedArray] = {}
         for name, kind in self.signature:
@@ -73,7 +77,7 @@ class RowStage:
             columns[name] = _typed(col, kind, n)
         for source, target in self.time_parsed:
             text = columns.get(source)
-            columns[target] = _time_parse(text if text is not None else pa.nulls(n, pa.string()))
+            columns[target] = _time_parse(text if text is not None else pa.nulls(n, pa.string()), time_unit)
         return pa.table(columns) if columns else pa.table({ROW: pa.nulls(n)}).drop_columns([ROW])
 
     def _run(self, table: pa.Table) -> pa.Table:
@@ -114,8 +118,10 @@ def _typed(col: pa.ChunkedArray | None, kind: str, n: int) -> pa.Array | pa.Chun
     return values
 
 
-def _time_parse(text: pa.Array | pa.ChunkedArray) -> pa.Array:
+def _time_parse(text: pa.Array | pa.ChunkedArray, unit: str = "us") -> pa.Array:
     """`TIME_PARSE(text)`: ISO 8601 instants as a native spec's `iso` timestamps read them; text
     that does not parse is null."""
     millis, bad = parse_timestamps(text, "iso", None)
-    return pa.array(millis, pa.int64(), mask=bad).cast(pa.timestamp("ms")).cast(TIMESTAMP_ARROW)
+    validity = pa.py_buffer(np.packbits(~bad, bitorder="little")) if bad.any() else None
+    parsed = pa.Array.from_buffers(pa.timestamp("ms"), len(millis), [validity, pa.py_buffer(millis)])
+    return parsed if unit == "ms" else parsed.cast(pa.timestamp(unit))
