@@ -95,6 +95,12 @@ class ResultCache(ABC):
             return self.get_many(keys)
         return await self.run_blocking(self.get_many, list(keys))
 
+    async def aget_all(self, keys: Sequence[CacheKey]) -> list[bytes] | None:
+        """Every key's value in the keys' order, or None when one is absent, with nothing counted
+        (the caller then runs its full lookup, which counts). The broker's per-segment warm path:
+        all of a query's segments or none. A backend without such a read returns None."""
+        return None
+
     async def aput_many(self, items: Mapping[CacheKey, bytes]) -> None:
         if not self.blocking:
             self.put_many(items)

@@ -1,7 +1,9 @@
 """Two levels: this broker's LRU (L1) in front of the memcached shared by all brokers (L2).
 
 L1 answers hot keys without a network round trip; L2 lets one broker reuse what another computed.
-An L2 hit is copied into L1 so the next lookup stays local; a put goes to both levels.
+An L2 hit is copied into L1 so the next lookup stays local; a put goes to both levels. The
+broker's warm read (`aget_all`) takes everything from L1 when it can, and asks L2 only for what
+L1 lacks.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cache.base import CacheKey, ResultCache
+from cache.lru import LruCache
 from cache.stats import CacheStats, StatsCounter
 
 
 class HybridCache(ResultCache):
     blocking = True
 
-    def __init__(self, l1: ResultCache, l2: ResultCache):
+    def __init__(self, l1: LruCache, l2: ResultCache):
         self.l1 = l1
         self.l2 = l2
         self._counters = StatsCounter()  # hits/misses as the caller sees them: found at either level
@@ -45,6 +48,26 @@ class HybridCache(ResultCache):
             await self.l1.aput_many(remote)
         self._merge(keys, found, remote)
         return found
+
+    async def aget_all(self, keys: Sequence[CacheKey]) -> list[bytes] | None:
+        """Every value from L1 without a round trip when it holds them all; else one L2 read of
+        those it lacks, all or none. Counted as `aget_many` counts (L1's hits and misses, L2's
+        hits, the promotion) once every value is found; on None nothing is counted or promoted,
+        for the caller's full lookup to do."""
+        every = await self.l1.aget_all(keys)
+        if every is not None:
+            self._counters.add("hits", len(every))
+            return every
+        local = self.l1.peek_many(keys)
+        missing = [k for k in keys if k not in local]
+        remote = await self.l2.aget_all(missing) if missing else []
+        if remote is None:
+            return None
+        fetched = dict(zip(missing, remote, strict=True))
+        self.l1.get_many(keys)  # L1's hits and misses as a lookup counts them, its hits made recent
+        self.l1.put_many(fetched)
+        self._counters.add("hits", len(keys))
+        return [local[k] if k in local else fetched[k] for k in keys]
 
     def put_many(self, items: Mapping[CacheKey, bytes]) -> None:
         self.l1.put_many(items)

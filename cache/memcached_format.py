@@ -37,20 +37,20 @@ def named_key_bytes(key: CacheKey) -> bytes:
     return _INT32.pack(len(namespace)) + namespace + key.key
 
 
-def frame(key: CacheKey, value: bytes) -> bytes:
+def frame_header(key: CacheKey) -> bytes:
+    """What a value stored for `key` starts with: `[int32 len(named)][named]`."""
     named = named_key_bytes(key)
-    return b"".join((_INT32.pack(len(named)), named, value))
+    return _INT32.pack(len(named)) + named
 
 
-def unframe(key: CacheKey, stored: bytes) -> bytes | None:
-    """The value if `stored` was framed for exactly `key`; None for anything else (collision, junk)."""
-    if len(stored) < _INT32.size:
+def frame(key: CacheKey, value: bytes, header: bytes | None = None) -> bytes:
+    return (header or frame_header(key)) + value
+
+
+def unframe(key: CacheKey, stored: bytes, header: bytes | None = None) -> bytes | None:
+    """The value if `stored` was framed for exactly `key` (`header`: its frame_header, if known);
+    None for anything else (collision, junk)."""
+    header = header or frame_header(key)
+    if not stored.startswith(header):
         return None
-    (named_length,) = _INT32.unpack_from(stored)
-    start = _INT32.size
-    end = start + named_length
-    if named_length < 0 or end > len(stored):
-        return None
-    if stored[start:end] != named_key_bytes(key):
-        return None
-    return stored[end:]
+    return stored[len(header) :]
