@@ -20,7 +20,8 @@ from cache import CacheStats
 from cache.stats import COUNTER_NAMES as _BACKEND_COUNTERS
 from strata.server.druid_metrics import DruidCacheCollector
 
-_QUERY_COUNTERS = ("hits", "misses", "shared", "puts", "errors", "bypassed")
+# warm: queries answered before routing from every segment's cached partial (broker_service.segment_path)
+_QUERY_COUNTERS = ("hits", "misses", "shared", "puts", "errors", "bypassed", "warm")
 
 
 def backend_levels(policy: SegmentCache) -> dict[str, CacheStats]:

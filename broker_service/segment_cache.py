@@ -225,10 +225,11 @@ class SegmentCache:
         self, query: Query, tasks: Sequence[SegmentTask], version: int
     ) -> list[pa.Table] | None:
         """Every planned segment's cached partial, each looked up now, or None with nothing counted
-        or touched: some segment is not cached, not cacheable, or the backend cannot say so
-        without a round trip (only in-process stores offer `get_all`). The warm path of
-        broker_service.segment_path; `lookup` does everything else. `version`: the server view's."""
-        get_all = getattr(self.cache, "get_all", None)
+        or touched: some segment is not cached, not cacheable, or the backend offers no such read
+        (`aget_all`: the LRU's in memory, memcached's one round trip, the hybrid's L1 and then L2
+        for what L1 lacks). The warm path of broker_service.segment_path; `lookup` does
+        everything else. `version`: the server view's."""
+        get_all = getattr(self.cache, "aget_all", None)
         if get_all is None or not tasks or not query.context.use_cache or not self._available():
             return None
         memo = self._keys(query, tasks, version)
@@ -239,7 +240,7 @@ class SegmentCache:
             # read concatenated last time (thousands of partials): that path's joined rows do not
             # take one big table, so it would step aside after a lookup of every segment
             return None
-        payloads: list[bytes] | None = get_all(memo.key_list)
+        payloads: list[bytes] | None = await get_all(memo.key_list)
         if payloads is None:
             return None
         every = await self._all_hits(memo, payloads, query.query_type in COMBINABLE_TYPES)

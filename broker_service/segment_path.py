@@ -5,20 +5,25 @@ What it does per request is what the full path does when everything is cached, n
 body's remembered parse, the (reused) segment plan, a lookup of every segment's partial in the
 cache now (so a segment changed since the last request reads its own new partial, and only it is
 finalized anew), the answer joined from each partial's remembered rows
-(broker_service.row_fragments), or merged inline when the partials are small. What it leaves
-out is the machinery around work that never waits: routing, Request and Response objects, a
-task per query with its timeout and cancel registry (nothing here suspends for the in-process
-LRU), the scatter over no segment to fetch, the admission slot.
+(broker_service.row_fragments), or merged inline when the partials are small. When every partial
+read is the very table object the query's last answer came from (segment_cache keeps a plan's
+last read, compared payload by payload), that answer's bytes are sent again: identity, not
+equality, so a changed segment always reads and joins its own new partial. What it leaves out
+is the machinery around work that never or briefly waits: routing, Request and Response
+objects, a task per query with its timeout and cancel registry (the in-process LRU never
+suspends; memcached's one read, or the hybrid's L2 read of what L1 lacks, is bounded by the
+cache client's own timeout), the scatter over no segment to fetch, the admission slot.
 
 It steps aside (returns False, nothing sent, nothing counted) for anything else, and the full path
 then answers as it always did: a body not parsed before (or one that fails to parse), a query type
 or context it does not cover, the whole-answer cache in play, a segment not cached or not
-cacheable, a backend that needs a round trip, an answer over a limit (the full path raises the
-error), a merge too large to run on the event loop.
+cacheable (with a remote cache: after its read), an answer over a limit (the full path raises
+the error), a merge too large to run on the event loop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -26,6 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from cachetools import LRUCache
 from starlette.types import Send
 
 from broker_service.metadata_answers import metadata_answerable
@@ -47,13 +53,24 @@ QUERY_ID_LINE = b"x-druid-query-id"
 CONTEXT_LINE = b"x-druid-response-context"
 JSON_LINE = (b"content-type", b"application/json")
 EMPTY_CONTEXT = encode_response_context({}).encode()
+ANSWER_MEMO_BYTES = 16 * 1024 * 1024  # the last answers' bytes, per query object, bounded together
+
+
+class _Answer:
+    """A query's last answer and the partials list it was made from (held: its id stays unique)."""
+
+    __slots__ = ("body", "length", "partials", "query")
+
+    def __init__(self, query: Query, partials: list[pa.Table], body: bytes):
+        self.query, self.partials, self.body = query, partials, body
+        self.length = (b"content-length", str(len(body)).encode())
 
 
 class SegmentPath:
     def __init__(self, broker: Broker, cache: SegmentCache):
         self.broker = broker
         self.cache = cache
-        self._last: tuple[list[pa.Table], int] | None = None
+        self._answers: LRUCache[int, _Answer] = LRUCache(ANSWER_MEMO_BYTES, getsizeof=_answer_size)
         self._answered: dict[str, Any] = {}  # query type -> its counter of answers (a labels lookup)
 
     async def answer(self, body: bytes, send: Send) -> bool:
@@ -71,19 +88,33 @@ class SegmentPath:
             return False
         if answer is None:
             return False
-        head = _head(query, answer, _context(query, plan.uncovered, plan.uncovered_overflowed))
+        head = _head(query, answer.length, _context(query, plan.uncovered, plan.uncovered_overflowed))
         if head is None:
             return False
         await send({"type": "http.response.start", "status": 200, "headers": head})
-        await send({"type": "http.response.body", "body": answer})
+        await send({"type": "http.response.body", "body": answer.body})
         self._count(query, len(plan.tasks), began)
         return True
 
-    async def _answer(self, query: Query, tasks: Sequence[SegmentTask]) -> bytes | None:
+    async def _answer(self, query: Query, tasks: Sequence[SegmentTask]) -> _Answer | None:
         partials = await self.cache.every_partial(query, tasks, self.broker.view.version)
         if partials is None:
             return None
-        rows = self._rows(partials)
+        # a repeat reading the very same decoded tables gets the very same list object
+        # (segment_cache's read memo, after comparing every payload): the same answer
+        last = self._answers.get(id(query))
+        if last is not None and last.query is query and last.partials is partials:
+            return last
+        body = self._joined(query, partials)
+        if body is None:
+            return None
+        answer = _Answer(query, partials, body)
+        with contextlib.suppress(ValueError):  # larger than the whole memo: not remembered
+            self._answers[id(query)] = answer
+        return answer
+
+    def _joined(self, query: Query, partials: list[pa.Table]) -> bytes | None:
+        rows = sum(t.num_rows for t in partials)
         limits = self.broker.runner.limits
         if rows > limits.max_gathered_rows:
             return None
@@ -94,18 +125,9 @@ class SegmentPath:
             return None
         return merge_and_finalize(query, partials, limits.max_result_rows)[1]
 
-    def _rows(self, partials: list[pa.Table]) -> int:
-        """The partials' rows; a repeat reading the very same decoded tables gets the very same
-        list object (segment_cache's read memo, after comparing every payload), counted once."""
-        last = self._last
-        if last is not None and last[0] is partials:
-            return last[1]
-        rows: int = sum(t.num_rows for t in partials)
-        self._last = (partials, rows)
-        return rows
-
     def _count(self, query: Query, segments: int, began: float) -> None:
         """What the handler and the runner count for a query answered from cached partials."""
+        self.cache.stats["warm"] += 1
         metrics = self.broker.metrics
         metrics.native_queries += 1
         metrics.segments_queried.inc(segments)
@@ -134,7 +156,11 @@ def _context(query: Query, uncovered: tuple[object, ...], overflowed: bool) -> b
     return encode_response_context(context).encode()
 
 
-def _head(query: Query, body: bytes, context: bytes) -> list[tuple[bytes, bytes]] | None:
+def _answer_size(answer: _Answer) -> int:
+    return len(answer.body) + 200
+
+
+def _head(query: Query, length: tuple[bytes, bytes], context: bytes) -> list[tuple[bytes, bytes]] | None:
     """The full path's head, line for line: query id, response context, length, JSON (None: an id
     Starlette could not write either, left to the full path's error)."""
     named = "queryId" in query.context.raw
@@ -145,6 +171,6 @@ def _head(query: Query, body: bytes, context: bytes) -> list[tuple[bytes, bytes]
     return [
         (QUERY_ID_LINE, query_id),
         (CONTEXT_LINE, context),
-        (b"content-length", str(len(body)).encode()),
+        length,
         JSON_LINE,
     ]

@@ -36,7 +36,8 @@ def test_status_cache_and_metrics_follow_hits_and_misses():
         n = len(DAYS)
         assert status["kind"] == "lru"
         assert status["query"] == {
-            "hits": 2 * n, "misses": n, "shared": 0, "puts": n, "errors": 0, "bypassed": 0, "hitRate": 2 / 3, "inFlight": 0,
+            "hits": 2 * n, "misses": n, "shared": 0, "puts": n, "errors": 0, "bypassed": 0, "warm": 0,
+            "hitRate": 2 / 3, "inFlight": 0,
         }  # fmt: skip
         assert status["backend"]["entries"] == n and status["backend"]["bytes"] > 0
         assert status["backend"]["hits"] == 2 * n and status["backend"]["misses"] == n
