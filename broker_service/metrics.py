@@ -81,11 +81,15 @@ class BrokerMetrics:
             "Large merges run in a worker process (--merge-processes)",
             registry=r,
         )
+        self._timers: dict[str, Histogram] = {}  # query_seconds' child per type (strata.server.druid_metrics)
         self.native_queries = 0  # run by this broker (SQL statements' too), for /status/cluster's rates
         self.node_requests: Tally[str] = Tally()  # requests to each data node, for /status/cluster
 
     def on_query(self, data_source: str, query_type: str, seconds: float, status: int) -> None:
-        self.query_seconds.labels(query_type).observe(seconds)
+        timer = self._timers.get(query_type)
+        if timer is None:
+            timer = self._timers[query_type] = self.query_seconds.labels(query_type)
+        timer.observe(seconds)
         self.druid.on_query(data_source, query_type, seconds, outcome_of(status))
 
     def on_node_request(self, server: str, seconds: float, ok: bool) -> None:

@@ -50,6 +50,9 @@ class DruidQueryMetrics:
             outcome: Counter(f"druid_query_{outcome}_count", f"Number of {outcome} queries", registry=r)
             for outcome in OUTCOMES
         }
+        # labelled children by (dataSource, type): `labels()` takes a lock and builds a key per call,
+        # ~2 µs of a cached query's ~50
+        self._timers: dict[tuple[str, str], Histogram] = {}
         self.node_time: Histogram | None = None
         self.segment_time: Histogram | None = None
         self.wait_time: Histogram | None = None
@@ -66,7 +69,10 @@ class DruidQueryMetrics:
                                        buckets=DRUID_BUCKETS, registry=r)  # fmt: skip
 
     def on_query(self, data_source: str, query_type: str, seconds: float, outcome: str) -> None:
-        self.query_time.labels(data_source, query_type).observe(seconds)
+        timer = self._timers.get((data_source, query_type))
+        if timer is None:  # prometheus keeps every labelled child anyway: this only skips the lookup
+            timer = self._timers[(data_source, query_type)] = self.query_time.labels(data_source, query_type)
+        timer.observe(seconds)
         self.query_count.inc()
         self.outcomes[outcome if outcome in self.outcomes else "failed"].inc()
 

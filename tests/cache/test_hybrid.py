@@ -23,6 +23,23 @@ def test_l2_hits_are_promoted_to_l1():
     assert hybrid.level_stats()["l1"].entries == 1
 
 
+def test_aget_all_reads_l2_only_for_what_l1_lacks_all_or_nothing():
+    l1, l2 = LruCache(100_000), LruCache(100_000)
+    hybrid = HybridCache(l1, l2)
+    l1.put_many({k(1): b"one"})
+    l2.put_many({k(2): b"two"})
+    keys = [k(1), k(2), k(3)]
+    assert asyncio.run(hybrid.aget_all(keys)) is None  # k3 nowhere: nothing counted, nothing promoted
+    assert [s.lookups for s in (hybrid.stats(), l1.stats(), l2.stats())] == [0, 0, 0]
+    assert l1.get_all([k(2)]) is None
+    l2.put_many({k(3): b"three"})
+    assert asyncio.run(hybrid.aget_all(keys)) == [b"one", b"two", b"three"]
+    assert (l1.stats().hits, l1.stats().misses, l2.stats().hits, l2.stats().misses) == (1, 2, 2, 0)
+    assert (hybrid.stats().hits, hybrid.stats().misses) == (3, 0)
+    assert asyncio.run(hybrid.aget_all(keys)) == [b"one", b"two", b"three"]  # all from L1 now
+    assert (l1.stats().hits, l2.stats().hits, hybrid.stats().hits) == (4, 2, 6)
+
+
 def test_puts_go_to_both_levels_and_close_namespace_reaches_both():
     l1, l2 = LruCache(100_000), LruCache(100_000)
     hybrid = HybridCache(l1, l2)

@@ -143,6 +143,17 @@ def test_get_all_reads_every_key_or_none():
     assert set(c.get_many([k(i) for i in range(4)])) == {k(0), k(1), k(3)}
 
 
+def test_get_all_of_one_key_or_none_and_the_hybrids_peek():
+    c = LruCache(max_bytes=10_000)
+    c.put_many({k(0): b"a", k(1): b"b"})
+    assert c.get_all([]) == [] and c.get_all([k(5)]) is None
+    assert (c.stats().hits, c.stats().misses) == (0, 0)
+    assert c.get_all([k(0)]) == [b"a"] and c.stats().hits == 1
+    assert c.peek_many([k(1), k(5), k(0)]) == {k(1): b"b", k(0): b"a"}  # nothing counted or touched
+    assert (c.stats().hits, c.stats().misses) == (1, 0)
+    assert asyncio.run(c.aget_all([k(1), k(0)])) == [b"b", b"a"]
+
+
 def test_keys_compare_by_value_and_survive_pickling():
     import pickle
 
