@@ -27,7 +27,6 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -45,7 +44,7 @@ from strata.query.timeseries import TimeseriesQuery
 if TYPE_CHECKING:
     from broker_service.broker import Broker
     from broker_service.segment_cache import SegmentCache
-    from broker_service.segment_plan import SegmentTask
+    from broker_service.segment_plan import SegmentPlan
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +56,13 @@ ANSWER_MEMO_BYTES = 16 * 1024 * 1024  # the last answers' bytes, per query objec
 
 
 class _Answer:
-    """A query's last answer and the partials list it was made from (held: its id stays unique)."""
+    """A query object's plan while the server view's version stands, and its last answer with the
+    partials list it was made from (all held: their ids stay unique while remembered)."""
 
-    __slots__ = ("body", "length", "partials", "query")
+    __slots__ = ("body", "length", "partials", "plan", "query", "version")
 
-    def __init__(self, query: Query, partials: list[pa.Table], body: bytes):
-        self.query, self.partials, self.body = query, partials, body
+    def __init__(self, query: Query, version: int, plan: SegmentPlan, partials: list[pa.Table], body: bytes):
+        self.query, self.version, self.plan, self.partials, self.body = query, version, plan, partials, body
         self.length = (b"content-length", str(len(body)).encode())
 
 
@@ -81,13 +81,13 @@ class SegmentPath:
         if query is None or not _covered(query, broker.runner.result_cache is not None):
             return False
         try:
-            plan = broker.runner.planner.plan(query)
-            answer = await self._answer(query, plan.tasks)
+            answer = await self._answer(query)
         except Exception:  # a limit crossed, anything unforeseen: the full path gives the error
             log.debug("the per-segment warm path stepped aside", exc_info=True)
             return False
         if answer is None:
             return False
+        plan = answer.plan
         head = _head(query, answer.length, _context(query, plan.uncovered, plan.uncovered_overflowed))
         if head is None:
             return False
@@ -96,19 +96,27 @@ class SegmentPath:
         self._count(query, len(plan.tasks), began)
         return True
 
-    async def _answer(self, query: Query, tasks: Sequence[SegmentTask]) -> _Answer | None:
-        partials = await self.cache.every_partial(query, tasks, self.broker.view.version)
+    async def _answer(self, query: Query) -> _Answer | None:
+        version = self.broker.view.version
+        last = self._answers.get(id(query))
+        if last is not None and last.query is not query:
+            last = None
+        # the plan changes only with the view (the planner keeps it while the timeline stands)
+        plan = last.plan if last is not None and last.version == version else None
+        if plan is None:
+            plan = self.broker.runner.planner.plan(query)
+        partials = await self.cache.every_partial(query, plan.tasks, version)
         if partials is None:
             return None
         # a repeat reading the very same decoded tables gets the very same list object
         # (segment_cache's read memo, after comparing every payload): the same answer
-        last = self._answers.get(id(query))
-        if last is not None and last.query is query and last.partials is partials:
+        if last is not None and last.plan is plan and last.partials is partials:
+            last.version = version
             return last
         body = self._joined(query, partials)
         if body is None:
             return None
-        answer = _Answer(query, partials, body)
+        answer = _Answer(query, version, plan, partials, body)
         with contextlib.suppress(ValueError):  # larger than the whole memo: not remembered
             self._answers[id(query)] = answer
         return answer

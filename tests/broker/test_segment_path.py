@@ -77,7 +77,7 @@ class Warm:
     def __init__(self, kind: str, memcached: str | None):
         self.data_source = "warm" + uuid.uuid4().hex[:8]  # keys of its own on a shared memcached
         view = BrokerServerView()
-        server = ServerMetadata("127.0.0.1:9", "127.0.0.1:9")  # never asked: nothing listens there
+        server = self.server = ServerMetadata("127.0.0.1:9", "127.0.0.1:9")  # never asked: nothing listens
         view.add_server(server)
         self.segments = []
         for h in range(HOURS):
@@ -171,9 +171,13 @@ def test_warm_answers_are_the_full_paths_and_follow_a_replaced_partial(
             assert changed is not None and changed != full
             assert changed == await w.full()
             assert orjson.loads(changed) == oracle(w.parts)
+            w.broker.view.remove_segment(w.server.name, w.segments[0].id)  # a new plan: 23 segments
+            fewer = await w.warm()
+            assert fewer is not None and orjson.loads(fewer) == oracle(w.parts[1:])
+            assert fewer == await w.full()
 
         asyncio.run(scenario())
-        assert w.policy.stats["warm"] == 3
+        assert w.policy.stats["warm"] == 4
 
 
 @pytest.mark.timeout(60)
