@@ -206,9 +206,9 @@ def rounds(
     per: dict[str, list[dict[str, Any]]] = {s.name: [] for s in chosen}
 
     def show(r: int, name: str, row: dict[str, Any]) -> None:
-        log(f"  round {r + 1} {name:36s} {row['qps']:6d} q/s  p50 {row['p50_ms']:6.2f}  "
-            f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores"
-            + (f"  {row['ratio']:.2f}x floor" if "ratio" in row else ""))  # fmt: skip
+        log(f"  round {r + 1} {name:44s} {row['qps']:6d} q/s  p50 {row['p50_ms']:6.2f}  "
+            f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores "
+            f"{row['cpu_us_per_query']:5d} µs/q" + _ratios(row))  # fmt: skip
 
     for r in range(repeat):
         for s in chosen:
@@ -227,6 +227,13 @@ def rounds(
             per[s.name].append(mine)
             show(r, s.name, mine)
     return [{**_median_row(s.name, per[s.name]), "level": s.level, "segments": s.segments} for s in chosen]
+
+
+def _ratios(row: dict[str, Any]) -> str:
+    """The q/s ratio to the floor and the CPU ratio (the floor's CPU per query over the broker's)."""
+    if "ratio" not in row:
+        return ""
+    return f"  {row['ratio']:.2f}x floor, {row.get('cpu_ratio') or 0:.2f}x by CPU"
 
 
 def sweep(
@@ -352,9 +359,9 @@ def main(argv: list[str] | None = None) -> None:
             stop()
     log("medians of the rounds (ratio: broker q/s over the floor's in the same round):")
     for row in report["results"]:
-        log(f"  {row['scenario']:36s} {row['qps']:8.0f} q/s  p50 {row['p50_ms']:6.2f}  "
-            f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores"
-            + (f"  {row['ratio']:.2f}x floor" if "ratio" in row else ""))  # fmt: skip
+        log(f"  {row['scenario']:44s} {row['qps']:8.0f} q/s  p50 {row['p50_ms']:6.2f}  "
+            f"p99 {row['p99_ms']:6.2f} ms  wrk {row['wrk_cpu']:.2f}  server {row['server_cpu']:.2f} cores "
+            f"{row['cpu_us_per_query']:5.0f} µs/q" + _ratios(row))  # fmt: skip
     for t in report["targets"]:
         log(f"  target {t['scenario']}: {t['ratio_to_floor']:.2f}x floor, wanted >= {t['target']}: "
             f"{'met' if t['met'] else 'NOT met'} (by CPU per query: {t['cpu_ratio'] or 0:.2f}x)")  # fmt: skip
