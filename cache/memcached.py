@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pymemcache.client.base import PooledClient
+from pymemcache.client.base import Client, PooledClient
 from pymemcache.exceptions import MemcacheServerError
 
 from cache.base import CacheKey, ResultCache
@@ -88,6 +88,19 @@ class _ThrottledLog:
         log.warning("%s%s", message, more)
 
 
+class _OwnKeysClient(Client):  # type: ignore[misc]  # pymemcache has no type hints
+    """pymemcache's client for the keys `memcached_key` makes (a checked prefix and two SHA-1 hex
+    digests: ASCII, no space, under 250 bytes), without its check of each key again (~0.4 µs a
+    key, a tenth of a hundred-key read)."""
+
+    def check_key(self, key: str | bytes, key_prefix: bytes) -> bytes:
+        return key_prefix + (key if isinstance(key, bytes) else key.encode("ascii"))
+
+
+class _Pool(PooledClient):  # type: ignore[misc]
+    client_class = _OwnKeysClient
+
+
 class _Server:
     """One memcached server: its connection pool and its circuit breaker."""
 
@@ -103,7 +116,7 @@ class _Server:
         self.client = self._connect()
 
     def _connect(self) -> PooledClient:
-        return PooledClient(
+        return _Pool(
             self.address,
             connect_timeout=self._timeout_s,
             timeout=self._timeout_s,
