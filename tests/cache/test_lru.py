@@ -98,27 +98,58 @@ def test_bad_sizes_are_clear_errors():
 
 
 ops = st.lists(
-    st.tuples(st.sampled_from(["get", "put"]), st.integers(0, 15), st.integers(0, 300)), max_size=120
+    st.tuples(st.sampled_from(["get", "put", "all", "drop"]), st.integers(0, 15), st.integers(0, 300)),
+    max_size=120,
 )
+
+
+def own(i: int) -> CacheKey:
+    return k(i, f"seg{i}")  # a namespace each: dropping one drops one key
+
+
+KEY_LISTS = [[own(i), own(i + 1), own((3 * i) % 16)] for i in range(14)]  # the same list objects each time
 
 
 @settings(max_examples=150, deadline=None)
 @given(ops=ops, max_bytes=st.integers(50, 2000))
 def test_matches_a_plain_lru_model(ops, max_bytes):
-    """Oracle: an OrderedDict LRU charged by the same sizes, evicting from the old end."""
+    """Oracle: an OrderedDict LRU charged by the same sizes, evicting from the old end; the keys a
+    get_all reads become the most recent at the next write (in the order their lists were first
+    read since the last one), as documented."""
     cache = LruCache(max_bytes=max_bytes, max_entry_size=max_bytes)
     model: OrderedDict[CacheKey, bytes] = OrderedDict()
+    pending: dict[int, list[CacheKey]] = {}
+
+    def settle() -> None:
+        for keys in pending.values():
+            for x in keys:
+                model.move_to_end(x)
+        pending.clear()
+
     for op, i, size in ops:
-        key = k(i)
+        key = own(i)
         if op == "get":
             got = cache.get_many([key])
             assert got.get(key) == model.get(key)
             if key in model:
                 model.move_to_end(key)
+        elif op == "all":
+            keys = KEY_LISTS[i % len(KEY_LISTS)]
+            every = cache.get_all(keys)
+            if all(x in model for x in keys):
+                assert every == [model[x] for x in keys]
+                pending.setdefault(id(keys), keys)
+            else:
+                assert every is None
+        elif op == "drop":
+            settle()
+            cache.close_namespace(key.namespace)
+            model.pop(key, None)
         else:
             value = bytes([i]) * size
             if charged_size(key, value) > max_bytes:
                 continue
+            settle()
             model.pop(key, None)
             while (
                 model
@@ -165,3 +196,15 @@ def test_keys_compare_by_value_and_survive_pickling():
     assert copy == a and type(copy) is CacheKey and repr(copy) == "CacheKey(namespace='seg', key=b'q')"
     with pytest.raises(TypeError):
         CacheKey(b"seg", b"q")  # type: ignore[arg-type]
+
+
+def test_a_repeated_get_all_sees_every_write_between():
+    c = LruCache(max_bytes=10_000)
+    keys = [own(0), own(1), own(2)]
+    c.put_many({x: b"old" for x in keys})
+    assert c.get_all(keys) == [b"old"] * 3
+    c.put_many({own(1): b"new"})  # the same key list read again: the new value, not the one read
+    assert c.get_all(keys) == [b"old", b"new", b"old"]
+    c.close_namespace(own(2).namespace)
+    assert c.get_all(keys) is None
+    assert c.stats().hits == 6
