@@ -293,13 +293,22 @@ def test_whole_answers_are_reused_while_the_segments_stay_the_same(cluster: dict
     assert span.status_code == 200 and "ETag" not in span.headers
 
 
-def test_repeats_from_cached_partials_are_the_full_paths_answers(cluster: dict[str, Any]) -> None:
-    """A repeat whose every segment is cached takes the warm path (broker_service.segment_path):
-    the same bytes and headers as the full path's first answer, each partial read from the cache."""
-    broker = start_broker(cluster, "broker-segment-path", "--cache", "lru")
+def cache_args(kind: str, memcached: MemcachedServer) -> tuple[str, ...]:
+    return ("--cache", kind) if kind == "lru" else ("--cache", kind, "--memcached", memcached.address)
+
+
+@pytest.mark.parametrize("kind", ["lru", "hybrid", "memcached"])
+def test_repeats_from_cached_partials_are_the_full_paths_answers(
+    cluster: dict[str, Any], memcached_server: MemcachedServer, kind: str
+) -> None:
+    """A repeat whose every segment is cached takes the warm path (broker_service.segment_path),
+    on every cache kind: the same bytes and headers as the full path's first answer, each
+    partial read from the cache (the hybrid's from its L1, memcached's in one round trip)."""
+    broker = start_broker(cluster, f"broker-segment-path-{kind}", *cache_args(kind, memcached_server))
     want = hourly_added(cluster["day1"])
     body = timeseries(DAY1)
     del body["context"]["queryId"]
+    body["aggregations"].append({"type": "count", "name": "rows"})  # keys of its own in memcached
     raw = json.dumps(body).encode()
 
     def ask(content: bytes = raw) -> httpx.Response:
@@ -309,10 +318,15 @@ def test_repeats_from_cached_partials_are_the_full_paths_answers(cluster: dict[s
 
     first = ask()  # the full path: fetches and caches every hour's partial
     assert as_pairs(first.json()) == want
-    before, hits = historical_queries(cluster), cache_status(broker)["query"]["hits"]
+    before, status = historical_queries(cluster), cache_status(broker)
     repeats = [ask() for _ in range(3)]
     assert historical_queries(cluster) == before  # no data node asked
-    assert cache_status(broker)["query"]["hits"] == hits + 3 * 24  # each segment looked up each time
+    after = cache_status(broker)
+    assert after["query"]["hits"] == status["query"]["hits"] + 3 * 24  # each segment looked up each time
+    assert after["query"]["warm"] == status["query"]["warm"] + 3  # each repeat on the warm path
+    if kind == "hybrid":  # from its memory: memcached not asked
+        assert after["levels"]["l2"]["hits"] == status["levels"]["l2"]["hits"]
+        assert after["levels"]["l2"]["misses"] == status["levels"]["l2"]["misses"]
     varying = {"x-druid-query-id", "date"}
     for resp in repeats:
         assert resp.content == first.content
@@ -327,9 +341,12 @@ def test_repeats_from_cached_partials_are_the_full_paths_answers(cluster: dict[s
     assert ask(span).content == ask(span).content
 
 
-def test_the_warm_path_reads_a_replaced_segment_anew(cluster: dict[str, Any]) -> None:
+def test_the_warm_path_reads_a_replaced_segment_anew(
+    cluster: dict[str, Any], memcached_server: MemcachedServer
+) -> None:
     """One day segment cached, then overwritten by a newer version: the warm path's repeats move
-    to the new version's answer (its partial read from the cache per request), never a mix."""
+    to the new version's answer (its partial read from the cache per request), never a mix, on
+    every cache kind."""
     root = cluster["root"]
     first, second = root / "hourly-v1.json", root / "hourly-v2.json"
     for path, channel in ((first, "#en.wikipedia"), (second, "#de.wikipedia")):
@@ -338,22 +355,30 @@ def test_the_warm_path_reads_a_replaced_segment_anew(cluster: dict[str, Any]) ->
     spec = hour_spec(first, "hourly-versions")
     spec["spec"]["dataSchema"]["granularitySpec"]["segmentGranularity"] = "day"
     ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")
-    broker = start_broker(cluster, "broker-segment-versions", "--cache", "lru")
-    wait_until(lambda: segments_seen(broker, DAY1, "hourly-versions") == 1, "the first version")
+    brokers = [start_broker(cluster, f"broker-segment-versions-{kind}", *cache_args(kind, memcached_server))
+               for kind in ("lru", "hybrid", "memcached")]  # fmt: skip
+    for broker in brokers:
+        wait_until(lambda b=broker: segments_seen(b, DAY1, "hourly-versions") == 1, "the first version")
     raw = json.dumps(
         {k: v for k, v in timeseries(DAY1, "hourly-versions").items() if k != "context"}
     ).encode()
     old, new = hourly_added(first), hourly_added(second)
 
-    def answer() -> list[tuple[str, int]]:
+    def answer(broker: StrataProcess) -> list[tuple[str, int]]:
         resp = httpx.post(f"{broker.url}/druid/v2/", content=raw, timeout=60)
         assert resp.status_code == 200, resp.text
         pairs = as_pairs(resp.json())
         assert pairs in (old, new), "never a mix or a stale partial of both"
         return pairs
 
-    assert [answer() for _ in range(3)] == [old] * 3  # the full path, then the warm path
+    for broker in brokers:
+        warm = cache_status(broker)["query"]["warm"]
+        assert [answer(broker) for _ in range(3)] == [old] * 3  # the full path, then the warm path
+        assert cache_status(broker)["query"]["warm"] == warm + 2
     spec["spec"]["ioConfig"]["inputSource"]["filter"] = second.name
     ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db")  # overwrite: a newer version
-    wait_until(lambda: answer() == new, "the new version", timeout=60)
-    assert [answer() for _ in range(3)] == [new] * 3
+    for broker in brokers:
+        wait_until(lambda b=broker: answer(b) == new, "the new version", timeout=60)
+        warm = cache_status(broker)["query"]["warm"]
+        assert [answer(broker) for _ in range(3)] == [new] * 3
+        assert cache_status(broker)["query"]["warm"] == warm + 3
