@@ -3,7 +3,7 @@
     python -m tests.differential [--n 5000] [--seed 1] [--show 10] [--no-memcached]
     python -m tests.differential sql-reference [--n 1000] [--seed 1] [--examples 2] [--datasources diff_hour]
 
-Starts its own historical, brokers (no cache, LRU, memcached) and memcached on free loopback
+Starts its own historical, brokers (no cache, LRU, memcached, hybrid) and memcached on free loopback
 ports under a temporary directory, prints ran/differed per query type and the first differences,
 and exits 1 when any query differed. `sql-reference` runs Druid SQL generated from Druid's SQL
 reference (tests.differential.sql_reference_generator) against DuckDB over the raw rows and prints

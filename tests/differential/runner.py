@@ -2,9 +2,12 @@
 
 The wikipedia sample is ingested three ways (one DAY segment; HOUR segments; HOUR segments of at
 most 1,000 rows, several partitions each); one historical serves them and every query goes to a
-broker without cache, one with the LRU cache (asked twice: cold, then its whole-answer cache) and
-one on memcached without whole answers (asked twice: cold, then its per-segment cache). topN is compared as Druid allows: the ranked values must be the true top values, each
-returned entry a true group, ties at the cut in any order.
+broker without cache, one with the LRU cache (asked twice: cold, then its whole-answer cache; then
+twice more without whole answers: its per-segment cache, the second time on its warm path), and
+one on memcached and one hybrid, both without whole answers (asked three times: cold, then their
+per-segment caches, twice: the warm path's first answer and its remembered one). topN is compared
+as Druid allows: the ranked values must be the true top values, each returned entry a true
+group, ties at the cut in any order.
 """
 
 from __future__ import annotations
@@ -71,9 +74,10 @@ def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess
         "lru": StrataProcess("broker", [*follow, "--cache", "lru"], root / "lru.log"),
     }
     if memcached:
-        # no whole answers: its second asking is answered from the per-segment cache
-        brokers["memcached"] = StrataProcess("broker", [*follow, "--cache", "memcached", "--memcached", memcached,
-                                                        "--result-cache", "off"], root / "memcached.log")  # fmt: skip
+        # no whole answers: their second and third askings are answered from the per-segment cache
+        for kind in ("memcached", "hybrid"):
+            brokers[kind] = StrataProcess("broker", [*follow, "--cache", kind, "--memcached", memcached,
+                                                     "--result-cache", "off"], root / f"{kind}.log")  # fmt: skip
     with running([historical, *brokers.values()]):
         historical.start()
         for b in brokers.values():
@@ -198,12 +202,13 @@ SEGMENT_LEVEL = {"lru-segments": NO_WHOLE_ANSWER, "lru-segments-warm": NO_WHOLE_
 
 
 def _chains(targets: dict[str, StrataProcess]) -> list[Chain]:
-    """Every target; the cached brokers asked twice in a row (cold, then from the cache: the LRU
-    broker's whole answers, the memcached broker's per-segment partials), the LRU broker twice more
-    from its per-segment partials."""
+    """Every target; the cached brokers asked in a row (cold, then from the cache: the LRU broker's
+    whole answers, the memcached and hybrid brokers' per-segment partials, twice), the LRU broker
+    twice more from its per-segment partials."""
     lru = [("lru", "lru"), ("lru-warm", "lru"), ("lru-segments", "lru"), ("lru-segments-warm", "lru")]
     chains = [[("historical", "historical")], [("plain", "plain")], lru,
-              [("memcached", "memcached"), ("memcached-warm", "memcached")]]  # fmt: skip
+              [("memcached", "memcached"), ("memcached-warm", "memcached"), ("memcached-again", "memcached")],
+              [("hybrid", "hybrid"), ("hybrid-warm", "hybrid"), ("hybrid-again", "hybrid")]]  # fmt: skip
     return [
         [(label, targets[key]) for label, key in chain if key in targets]
         for chain in chains

@@ -1,6 +1,6 @@
 """CI's share of the differential test: a fixed-seed batch of generated native queries over three
 segmentations of the wikipedia sample, through a broker without cache, with LRU (cold and warm)
-and on memcached, and directly on the historical, each compared with the oracle.
+and on memcached and hybrid (cold, then warm), and directly on the historical, each compared with the oracle.
 `python -m tests.differential --n 5000` runs thousands. Generated SQL goes through the same brokers
 against DuckDB answering the same question (tests.differential.sql_runner)."""
 
