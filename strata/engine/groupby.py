@@ -17,9 +17,10 @@ from strata.query.groupby import GroupByQuery
 def run_merged(
     query: GroupByQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
-    """One grouping across `inputs`: on dictionary codes where the Arrow copies allow it."""
+    """One grouping across `inputs` (on dictionary codes where the Arrow copies allow it), cut to the
+    groups the limitSpec may keep where Druid pushes the limit down to data nodes."""
     coded = coded_groups(query, conn, inputs)
-    return coded if coded is not None else group_merged(query.plan, conn, inputs)
+    return query.node_cut(coded if coded is not None else group_merged(query.plan, conn, inputs))
 
 
 @executes(GroupByQuery, merged=run_merged)
