@@ -99,13 +99,20 @@ def shared_codes(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, pa.
     shared, mappings = _shared_dictionary(rows, column)
     chunks = []
     for r, mapping in zip(rows, mappings, strict=True):
+        identity = len(mapping) == len(shared) and bool(np.all(mapping == _ascending(len(shared))))
         for chunk in r.table.column(column).chunks:
             indices = chunk.indices
-            if indices.null_count:
+            if identity:  # the copy's dictionary is the shared one (every value, in order): as they are
+                chunks.append(indices if indices.type == pa.int32() else indices.cast(pa.int32()))
+            elif indices.null_count:
                 chunks.append(pc.take(pa.array(mapping), indices))
             else:  # numpy's take: a few times faster than pyarrow's on integers
                 chunks.append(pa.array(np.take(mapping, indices.to_numpy())))
     return shared, pa.chunked_array(chunks, pa.int32())
+
+
+def _ascending(n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int32)
 
 
 def _shared_dictionary(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, list[np.ndarray]]:
