@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from strata.engine.groupby_codes import coded_groups
 from strata.engine.grouping import group_merged, group_rows
 from strata.engine.registry import executes
 from strata.engine.segment_input import SegmentInput
@@ -16,7 +17,10 @@ from strata.query.groupby import GroupByQuery
 def run_merged(
     query: GroupByQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table:
-    return group_merged(query.plan, conn, inputs)
+    """One grouping across `inputs` (on dictionary codes where the Arrow copies allow it), cut to the
+    groups the limitSpec may keep where Druid pushes the limit down to data nodes."""
+    coded = coded_groups(query, conn, inputs)
+    return query.node_cut(coded if coded is not None else group_merged(query.plan, conn, inputs))
 
 
 @executes(GroupByQuery, merged=run_merged)

@@ -117,28 +117,28 @@ def view(
     rows: Sequence[MappedRows],
     columns: Sequence[str],
     codes: tuple[str, str] | None = None,
-    extra: tuple[str, pa.ChunkedArray] | None = None,
+    extra: Sequence[tuple[str, pa.ChunkedArray]] = (),
 ) -> str:
     """A DuckDB view (quoted name) over `columns` and `ORDINAL` of all `rows`, one table in order.
 
     All `rows` must have the same types for `columns`. `codes` (column, name) adds the dictionary
     indices of that dictionary column as `name` (each copy's codes point into its own dictionary).
-    `extra` (name, values) adds a column computed for this request, one value per row of `rows`
-    in order. Registered on this thread's connection until the enclosing `request_views` ends; the
-    same rows and columns again in it reuse the view.
+    Each of `extra` (name, values) adds a column computed for this request, one value per row of
+    `rows` in order. Registered on this thread's connection until the enclosing `request_views`
+    ends; the same rows and columns again in it reuse the view.
     """
     names = [*columns, ORDINAL] + ([f"{codes[1]}={codes[0]}"] if codes else [])
     tables = tuple(r.table for r in rows)
     key = (tuple(map(id, tables)), tuple(names))
     state = _state()
-    named = key if extra is None else (key[0], (*key[1], f"{extra[0]}@{id(extra[1])}"))
+    named = (key[0], (*key[1], *(f"{n}@{id(values)}" for n, values in extra)))
     name = state.names.get(named)
     if name is None:
         name = f"__strata_arrow_{len(state.names)}"
         combined = _recent_combined(key, tables)
-        if extra is not None:
-            combined = combined.append_column(extra[0], extra[1])
-            state.pinned.append((extra[1],))  # its id is in the key
+        for column, values in extra:
+            combined = combined.append_column(column, values)
+            state.pinned.append((values,))  # its id is in the key
         connection().register(name, combined)
         state.names[named] = name
         state.pinned.append(tables)  # the ids in `key` stay theirs meanwhile

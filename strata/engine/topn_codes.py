@@ -15,9 +15,6 @@ Arrow copy with the same column types, one dictionary per segment column. Else `
 from __future__ import annotations
 
 import itertools
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import duckdb
@@ -25,9 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.engine.dictionary_codes import dictionary, shared_codes, whole_coded
 from strata.engine.grouping import stamp_window_starts, window_starts
-from strata.engine.mapped_source import ORDINAL, MappedRows, mapped, on_change, view
-from strata.engine.segment_input import SegmentInput, read_schema, reads_whole, unified_types
+from strata.engine.mapped_source import ORDINAL, MappedRows, view
+from strata.engine.segment_input import SegmentInput, read_schema, unified_types
 from strata.query.aggregation_engine import BUCKET, agg_col, dim_col
 from strata.query.base import SEGMENT_COLUMN
 from strata.query.columns import SEGMENT_INDEX, TIME_COLUMN
@@ -35,22 +33,6 @@ from strata.query.duck import quote_ident, run_arrow
 from strata.query.topn import TopNQuery
 
 _CODE = "__strata_code"
-_lock = threading.Lock()
-# per registered copy, by column: its checked dictionary (or None). Weak, so a dropped segment's
-# mapped table is not pinned here once the requests reading it end.
-_checked: weakref.WeakKeyDictionary[MappedRows, dict[str, pa.Array | None]] = weakref.WeakKeyDictionary()
-_KEPT_UNIONS = 4
-# recent shared dictionaries, by the ids of the copies (kept in the value, so the ids stay theirs)
-_Union = tuple[tuple[pa.Table, ...], pa.Array, list[np.ndarray]]
-_unions: OrderedDict[tuple[tuple[int, ...], str], _Union] = OrderedDict()
-
-
-def _forget_unions() -> None:
-    with _lock:
-        _unions.clear()
-
-
-on_change(_forget_unions)  # a copy came or went: pin none of the old ones
 
 
 def coded_partials(
@@ -100,8 +82,8 @@ def coded_merged(
     if found is None:
         return None
     rows, types, others = found
-    dictionary, codes = _shared_codes(rows, dim.dimension)
-    source = view(rows, [TIME_COLUMN, dim.dimension, *others], extra=(_CODE, codes))
+    values, codes = shared_codes(rows, dim.dimension)
+    source = view(rows, [TIME_COLUMN, dim.dimension, *others], extra=[(_CODE, codes)])
     projections = [_CODE, f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}", quote_ident(dim.dimension),
                    *map(quote_ident, others)]  # fmt: skip
     relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
@@ -112,7 +94,7 @@ def coded_merged(
             f"{_CODE} AS {dim_col(0)}"]  # fmt: skip
     grouped = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {_CODE}"
     table = run_arrow(conn, query.cut_sql(grouped, per_segment=False) or grouped)
-    strings = dictionary.take(table.column(dim_col(0)))
+    strings = values.take(table.column(dim_col(0)))
     return plan._conform(table.set_column(table.schema.get_field_index(dim_col(0)), dim_col(0), strings))
 
 
@@ -131,7 +113,7 @@ def _coded_source(
     )
     if plan.virtual_columns.needed(wanted) or dim.dimension not in wanted:
         return None
-    rows = _whole_coded(inputs, wanted, dim.dimension)
+    rows = whole_coded(inputs, wanted, [dim.dimension])
     if not rows or query.rank_column() is None:
         return None
     types = unified_types([read_schema(i.path) for i in inputs], wanted)
@@ -143,46 +125,6 @@ def _filtered(relation: str, query: TopNQuery, types: dict[str, str]) -> str:
     if query.plan.filter is None:
         return relation
     return f"SELECT * FROM ({relation}) WHERE {query.plan.filter.to_sql(types)}"
-
-
-def _shared_codes(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, pa.ChunkedArray]:
-    """One sorted dictionary of every value of `column` in `rows`, and each row's index into it
-    (null where the row's value is null), chunked as the copies are."""
-    shared, mappings = _shared_dictionary(rows, column)
-    chunks = []
-    for r, mapping in zip(rows, mappings, strict=True):
-        for chunk in r.table.column(column).chunks:
-            indices = chunk.indices
-            if indices.null_count:
-                chunks.append(pc.take(pa.array(mapping), indices))
-            else:  # numpy's take: a few times faster than pyarrow's on integers
-                chunks.append(pa.array(np.take(mapping, indices.to_numpy())))
-    return shared, pa.chunked_array(chunks, pa.int32())
-
-
-def _shared_dictionary(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, list[np.ndarray]]:
-    """The sorted union of the copies' dictionaries of `column`, and for each copy where each of
-    its codes lands in it; the last few are kept (the copies with them), as a node's dashboards
-    ask over the same segments again and again."""
-    tables = tuple(r.table for r in rows)
-    key = (tuple(map(id, tables)), column)
-    with _lock:
-        hit = _unions.get(key)
-        if hit is not None:
-            _unions.move_to_end(key)
-            return hit[1], hit[2]
-    dictionaries = [_dictionary(r, column) for r in rows]
-    union = pa.concat_arrays([d for d in dictionaries if d is not None]).cast(pa.string())
-    unique = pc.unique(union)
-    shared = unique.take(pc.array_sort_indices(unique))
-    positions = pc.index_in(union, value_set=shared).cast(pa.int32()).to_numpy()
-    bounds = np.cumsum([0, *(0 if d is None else len(d) for d in dictionaries)])
-    mappings = [positions[a:b] for a, b in itertools.pairwise(bounds)]
-    with _lock:
-        _unions[key] = (tables, shared, mappings)
-        while len(_unions) > _KEPT_UNIONS:
-            _unions.popitem(last=False)
-    return shared, mappings
 
 
 def _candidates(grouped: pa.Table, column: str, keep: int) -> pa.Table:
@@ -210,54 +152,6 @@ def _candidates(grouped: pa.Table, column: str, keep: int) -> pa.Table:
     return grouped.filter(pa.array(kept))
 
 
-def _whole_coded(
-    inputs: Sequence[SegmentInput], wanted: Sequence[str], column: str
-) -> list[MappedRows] | None:
-    """The Arrow copies of `inputs` when all are read whole, each once, with the same types for
-    `wanted` and `column` a dictionary of strings with one dictionary per copy; else None."""
-    out: list[MappedRows] = []
-    ids: set[str] = set()
-    layout = None
-    for inp in inputs:
-        rows = mapped(inp.path)
-        if rows is None or not reads_whole(inp) or any(r is rows for r in out) or inp.segment_id in ids:
-            return None
-        if any(c not in rows.types for c in wanted):
-            return None
-        mine = tuple(rows.types[c] for c in (TIME_COLUMN, *wanted))
-        if layout is not None and mine != layout:
-            return None
-        layout = mine
-        kind = rows.types[column]
-        if not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
-            return None
-        if _dictionary(rows, column) is None:
-            return None
-        out.append(rows)
-        ids.add(inp.segment_id)
-    return out
-
-
-def _dictionary(rows: MappedRows, column: str) -> pa.Array | None:
-    """The one dictionary every chunk of `column` shares (empty when it has no chunk), or None when
-    chunks differ or it repeats a value or holds a null (codes would then split a group). Checked
-    once per copy."""
-    with _lock:
-        known = _checked.get(rows, {})
-        if column in known:
-            return known[column]
-    chunks = rows.table.column(column).chunks
-    found: pa.Array | None = chunks[0].dictionary if chunks else pa.array([], pa.string())
-    for chunk in chunks[1:]:
-        if found is not None and chunk.dictionary is not found and not chunk.dictionary.equals(found):
-            found = None
-    if found is not None and (found.null_count or pc.count_distinct(found).as_py() != len(found)):
-        found = None
-    with _lock:
-        _checked.setdefault(rows, {})[column] = found
-    return found
-
-
 def _labelled(candidates: pa.Table, rows: Sequence[MappedRows], column: str) -> pa.Table:
     """`candidates` (ordinal, code, aggregates) with `__segment_index` and the strings as `d0`."""
     ordinals = candidates.column(ORDINAL).to_numpy()
@@ -271,9 +165,9 @@ def _labelled(candidates: pa.Table, rows: Sequence[MappedRows], column: str) -> 
     pieces, segment_index = [], np.empty(len(order), np.int64)
     for begin, end in itertools.pairwise(bounds):
         which = position[int(sorted_ordinals[begin])]
-        dictionary = _dictionary(rows[which], column)
-        assert dictionary is not None
-        pieces.append(pc.take(dictionary, codes.slice(begin, end - begin)))
+        values = dictionary(rows[which], column)
+        assert values is not None
+        pieces.append(pc.take(values, codes.slice(begin, end - begin)))
         segment_index[begin:end] = which
     strings = pa.chunked_array(pieces, pa.string())  # Arrays: a list of ChunkedArrays converts per value
     table = candidates.take(pa.array(order)).drop_columns([ORDINAL, _CODE])

@@ -39,6 +39,9 @@ from timeline import Granularity, format_instant
 if TYPE_CHECKING:
     pass
 
+FORCE_LIMIT_PUSH_DOWN = "forceLimitPushDown"  # context: push the limit down even when ranking by aggregators
+APPLY_LIMIT_PUSH_DOWN = "applyLimitPushDown"  # context: false keeps every group on the data nodes
+
 
 @register
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +73,7 @@ class GroupByQuery(Query):
         for i, n in enumerate(names):
             if n in names[:i]:
                 raise invalid("Duplicate output name [%s] in groupBy query", n)
-        return cls(
+        query = cls(
             **common.as_kwargs(),
             dimensions=dims,
             granularity=parse_query_granularity(obj.get("granularity")),
@@ -82,6 +85,8 @@ class GroupByQuery(Query):
             limit_spec=parse_limit_spec(obj.get("limitSpec")),
             subtotals=_parse_subtotals(obj.get("subtotalsSpec"), [d.output_name for d in dims]),
         )
+        query._forces_limit_push_down()  # Druid refuses a forced push-down it cannot apply
+        return query
 
     def to_json(self) -> dict[str, Any]:
         out = self.common_json()
@@ -124,6 +129,60 @@ class GroupByQuery(Query):
             source=self.source,
         )
 
+    # -- limit push-down: what a data node keeps of its merged partial -------------------------------
+    def _forces_limit_push_down(self) -> bool:
+        """Context `forceLimitPushDown`, checked as Druid checks it: a limit, no having, no ordering
+        by a post-aggregator."""
+        if not get_bool(self.context.raw, FORCE_LIMIT_PUSH_DOWN, False, what="context"):
+            return False
+        if self.limit_spec.limit is None:
+            raise invalid("When forcing limit push down, the provided limit spec must have a limit.")
+        if self.having is not None:
+            raise invalid("Cannot force limit push down when a having spec is present.")
+        posts = {p.name for p in self.post_aggregations}
+        if any(c.column in posts for c in self.limit_spec.columns):
+            raise invalid("Limit push down when sorting by a post aggregator is not supported.")
+        return True
+
+    @property
+    def node_limit(self) -> int | None:
+        """How many groups a data node keeps of its merged partial, ranked as the answer ranks them
+        (Druid's limit push-down); None: all. Exact when the limitSpec orders by dimensions only and
+        no having drops groups after the merge: a group among the answer's first is among its node's
+        first too. Ordered by an aggregator only with `forceLimitPushDown`, Druid's approximation."""
+        limit = self.limit_spec
+        if self.subtotals is not None or limit.limit is None:
+            return None
+        if not self._forces_limit_push_down():
+            if self.having is not None or not get_bool(
+                self.context.raw, APPLY_LIMIT_PUSH_DOWN, True, what="context"
+            ):
+                return None
+            names = {d.output_name for d in self.dimensions}
+            if any(c.column not in names for c in limit.columns):
+                return None
+        return limit.offset + limit.limit
+
+    def node_cut(self, merged: pa.Table) -> pa.Table:
+        """A data node's merged partial cut to `node_limit` groups (unchanged without one)."""
+        keep = self.node_limit
+        if keep is None or merged.num_rows <= keep:
+            return merged
+        columns = {
+            d.output_name: merged.column(dim_col(i)).combine_chunks() for i, d in enumerate(self.dimensions)
+        }
+        if any(c.column not in columns for c in self.limit_spec.columns):  # forced: by aggregators too
+            columns.update(self.plan.env(merged, raw=False).final)
+        times = None if self.granularity.is_all else np.asarray(merged.column(BUCKET).to_numpy(), np.int64)
+        order = LimitSpec(self.limit_spec.columns, keep).order(
+            times, columns, [d.output_name for d in self.dimensions], dims_first=self._dims_first
+        )
+        return merged.take(pa.array(order, pa.int64()))
+
+    @property
+    def _dims_first(self) -> bool:
+        return get_bool(self.context.raw, "sortByDimsFirst", False, what="context")
+
     # -- merge and finalize (the pass over segment rows: strata.engine) ----------------------------
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)
@@ -162,7 +221,7 @@ class GroupByQuery(Query):
             None if self.granularity.is_all else times,
             columns,
             [d.output_name for d in self.dimensions],
-            dims_first=get_bool(self.context.raw, "sortByDimsFirst", False, what="context"),
+            dims_first=self._dims_first,
         )
         picked = pa.array(order, pa.int64())
         merged, times = merged.take(picked), times[order]
