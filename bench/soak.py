@@ -2,6 +2,7 @@
 question whether memory stays flat and every answer right.
 
     python -m bench.soak [--minutes 30] [--clients 4] [--hostile-share 0.25] [--skip CATEGORY,...]
+                         [--keep DIR]
 
 A cluster over the wikipedia sample with two historicals holding every segment each (replicas 2,
 so a restarted one leaves the other serving). `--clients` threads send, back to back, native and
@@ -14,7 +15,9 @@ Reported: each process's memory every minute (RSS, MB), the checked queries' cou
 latency, wrong answers (each logged), hostile requests' problems, the broker's memory growth from
 the end of the warm-up (the first quarter) to the end, and the health check after. Timings and
 memory of a shared machine are noisy: say so beside any figure. A JSON line ends the output; the
-exit status is 1 on a wrong answer or a hostile request's problem.
+exit status is 1 on a wrong answer or a hostile request's problem. `--keep DIR` runs the cluster
+in DIR and leaves it there, the processes' logs with it: with `STRATA_MEMORY_TRACE=SECONDS` in the
+environment the broker's log tells where its memory went (strata.server.memory_trace).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -110,12 +114,15 @@ def main() -> int:
     parser.add_argument("--hostile-share", type=float, default=0.25)
     parser.add_argument("--skip", default="", help="hostile categories left out, comma-separated")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--keep", type=Path, default=None, help="run the cluster in DIR, kept after")
     args = parser.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     seconds = args.minutes * 60
     tally = Tally()
     report: dict[str, Any] = {"minutes": args.minutes, "clients": args.clients, "skipped": sorted(skip)}
-    with wikipedia_cluster(replicas=2) as c:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    with wikipedia_cluster(replicas=2, keep=args.keep) as c:
         broker = c.brokers[0]
         oracle = Oracle(c.root / "meta.db")
         pids = server_pids(broker.pid, [h.pid for h in c.historicals])

@@ -159,6 +159,9 @@ def run(args: argparse.Namespace) -> int:
     from strata.query.duck import configure as configure_engine
 
     configure_engine(broker.settings.engine)  # the merge threads' DuckDB: the same limits, no file access
+    from strata.server.memory_trace import trace_from_env
+
+    trace_from_env({"duckdb_slots": broker.relational.memory_bytes})  # STRATA_MEMORY_TRACE: for operators
     link = CoordinatorLink(args.coordinator, args.zk, args.zk_base, tls_ca=settings.tls_ca)
     app = create_app(broker, guard, link if (args.coordinator or args.zk) else None)
     node = broker.settings.host
