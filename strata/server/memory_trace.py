@@ -2,9 +2,9 @@
 
 `STRATA_MEMORY_TRACE=SECONDS` starts `tracemalloc` at start-up and, every SECONDS, logs (logger
 `strata.memory`) the process's resident size, what the C allocator holds and has free in its
-arenas (glibc's `mallinfo2`), Arrow's pool, any gauges the server adds (the broker: its DuckDB
-databases), and the source lines whose Python allocations grew most since the first report.
-`STRATA_MEMORY_TRACE_TOP` sets how many lines (default 15).
+arenas (glibc's `mallinfo2`), DuckDB's own allocator (strata.query.duck_allocator), Arrow's pool,
+any gauges the server adds (the broker: its DuckDB databases), and the source lines whose Python
+allocations grew most since the first report (`STRATA_MEMORY_TRACE_TOP` of them, default 15).
 
 What it tells apart: Python objects that pile up (a registry or cache without a bound: the same
 lines grow report after report) from allocator high-water marks (the resident size grows while
@@ -24,6 +24,8 @@ import tracemalloc
 from collections.abc import Callable, Mapping
 
 import pyarrow as pa
+
+from strata.query.duck_allocator import allocator_stats
 
 ENV = "STRATA_MEMORY_TRACE"
 TOP_ENV = "STRATA_MEMORY_TRACE_TOP"
@@ -108,6 +110,7 @@ class MemoryTrace:
         parts = {"rss": resident_bytes(), "traced": traced, "traced_peak": peak,
                  "arrow": pa.total_allocated_bytes()}  # fmt: skip
         parts.update({f"malloc_{k}": v for k, v in allocator_bytes().items()})
+        parts.update({f"duckdb_{k}": v for k, v in allocator_stats().items()})
         for name, gauge in self.gauges.items():
             try:
                 parts[name] = gauge()
