@@ -4,7 +4,8 @@
 `strata.memory`) the process's resident size, what the C allocator holds and has free in its
 arenas (glibc's `mallinfo2`), DuckDB's own allocator (strata.query.duck_allocator), Arrow's pool,
 any gauges the server adds (the broker: its DuckDB databases), and the source lines whose Python
-allocations grew most since the first report (`STRATA_MEMORY_TRACE_TOP` of them, default 15).
+allocations grew most since the first report (`STRATA_MEMORY_TRACE_TOP` of them, default 15;
+with `STRATA_MEMORY_TRACE_FRAMES=N`, each with the N calls that led to it).
 
 What it tells apart: Python objects that pile up (a registry or cache without a bound: the same
 lines grow report after report) from allocator high-water marks (the resident size grows while
@@ -29,6 +30,7 @@ from strata.query.duck_allocator import allocator_stats
 
 ENV = "STRATA_MEMORY_TRACE"
 TOP_ENV = "STRATA_MEMORY_TRACE_TOP"
+FRAMES_ENV = "STRATA_MEMORY_TRACE_FRAMES"
 log = logging.getLogger("strata.memory")
 Gauges = Mapping[str, Callable[[], int]]
 _MiB = 1 << 20
@@ -77,17 +79,18 @@ def resident_bytes() -> int:
 class MemoryTrace:
     """Reports every `period_s` from a daemon thread until `stop()`."""
 
-    def __init__(self, period_s: float, gauges: Gauges | None = None, top: int = 15) -> None:
+    def __init__(self, period_s: float, gauges: Gauges | None = None, top: int = 15, frames: int = 1) -> None:
         self.period_s = period_s
         self.gauges = dict(gauges or {})
         self.top = top
+        self.frames = max(1, frames)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="memory-trace", daemon=True)
         self._baseline: tracemalloc.Snapshot | None = None
 
     def start(self) -> MemoryTrace:
         if not tracemalloc.is_tracing():
-            tracemalloc.start()
+            tracemalloc.start(self.frames)
         self._thread.start()
         return self
 
@@ -120,10 +123,11 @@ class MemoryTrace:
         if self._baseline is None:
             self._baseline = snapshot
         else:
-            for stat in snapshot.compare_to(self._baseline, "lineno")[: self.top]:
-                frame = stat.traceback[0]
+            key = "lineno" if self.frames == 1 else "traceback"
+            for stat in snapshot.compare_to(self._baseline, key)[: self.top]:
+                where = " < ".join(f"{f.filename}:{f.lineno}" for f in reversed(stat.traceback))
                 lines.append(f"  {stat.size_diff / _MiB:+.2f}MiB ({stat.count_diff:+d} blocks, "
-                             f"{stat.size / _MiB:.2f}MiB now) {frame.filename}:{frame.lineno}")  # fmt: skip
+                             f"{stat.size / _MiB:.2f}MiB now) {where}")  # fmt: skip
         for line in lines:
             log.info("%s", line)
         return lines
@@ -137,10 +141,11 @@ def trace_from_env(gauges: Gauges | None = None) -> MemoryTrace | None:
     try:
         period = float(raw)
         top = int(os.environ.get(TOP_ENV, "15"))
+        frames = int(os.environ.get(FRAMES_ENV, "1"))
     except ValueError:
         log.warning("%s=%r is not a number of seconds: no memory trace", ENV, raw)
         return None
     if period <= 0:
         return None
     log.info("tracing memory every %g s (%s)", period, ENV)
-    return MemoryTrace(period, gauges, top).start()
+    return MemoryTrace(period, gauges, top, frames).start()
