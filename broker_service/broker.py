@@ -76,6 +76,7 @@ class Broker:
         self.view = view
         self.inventory = inventory
         self.metrics = BrokerMetrics()
+        self.metrics.serves = view.serves
         self.parsed_bodies = ParsedBodies()
         self.client = DataNodeClient(headers=node_headers, tls_ca=tls_ca)
         self.merge_pool = ThreadPoolExecutor(max_workers=settings.merge_threads, thread_name_prefix="merge")

@@ -83,14 +83,19 @@ class BrokerMetrics:
         )
         self._timers: dict[str, Histogram] = {}  # query_seconds' child per type (strata.server.druid_metrics)
         self.native_queries = 0  # run by this broker (SQL statements' too), for /status/cluster's rates
+        # a dataSource label only for datasources the broker serves: a client naming a new one on every
+        # query must not grow a histogram per name (the broker binds its server view's)
+        self.serves: Callable[[str], bool] = lambda data_source: True
         self.node_requests: Tally[str] = Tally()  # requests to each data node, for /status/cluster
 
     def on_query(self, data_source: str, query_type: str, seconds: float, status: int) -> None:
+        """One query answered; one on a datasource the broker does not serve is labeled `""`."""
         timer = self._timers.get(query_type)
         if timer is None:
             timer = self._timers[query_type] = self.query_seconds.labels(query_type)
         timer.observe(seconds)
-        self.druid.on_query(data_source, query_type, seconds, outcome_of(status))
+        label = data_source if self.serves(data_source) else ""
+        self.druid.on_query(label, query_type, seconds, outcome_of(status))
 
     def on_node_request(self, server: str, seconds: float, ok: bool) -> None:
         self.node_request_seconds.labels(server).observe(seconds)

@@ -328,6 +328,10 @@ class BrokerServerView:
         self.expire_lost_segments()
         return self._timelines.get(data_source)
 
+    def serves(self, data_source: str) -> bool:
+        """Whether some segment of `data_source` is in the view (or was, within the lost grace)."""
+        return data_source in self._timelines
+
     def data_sources(self) -> list[str]:
         self.expire_lost_segments()
         return sorted(self._timelines)
