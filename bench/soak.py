@@ -2,7 +2,7 @@
 question whether memory stays flat and every answer right.
 
     python -m bench.soak [--minutes 30] [--clients 4] [--hostile-share 0.25] [--skip CATEGORY,...]
-                         [--keep DIR]
+                         [--keep DIR] [--broker-flag=--x=y ...]
 
 A cluster over the wikipedia sample with two historicals holding every segment each (replicas 2,
 so a restarted one leaves the other serving). `--clients` threads send, back to back, native and
@@ -114,15 +114,18 @@ def main() -> int:
     parser.add_argument("--hostile-share", type=float, default=0.25)
     parser.add_argument("--skip", default="", help="hostile categories left out, comma-separated")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--broker-flag", action="append", default=[], help="an extra broker flag (--x=y)")
     parser.add_argument("--keep", type=Path, default=None, help="run the cluster in DIR, kept after")
     args = parser.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     seconds = args.minutes * 60
     tally = Tally()
-    report: dict[str, Any] = {"minutes": args.minutes, "clients": args.clients, "skipped": sorted(skip)}
+    broker_flags = [part for flag in args.broker_flag for part in flag.split("=", 1)]
+    report: dict[str, Any] = {"minutes": args.minutes, "clients": args.clients, "skipped": sorted(skip),
+                              "broker_flags": broker_flags}  # fmt: skip
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-    with wikipedia_cluster(replicas=2, keep=args.keep) as c:
+    with wikipedia_cluster(broker_flags, replicas=2, keep=args.keep) as c:
         broker = c.brokers[0]
         oracle = Oracle(c.root / "meta.db")
         pids = server_pids(broker.pid, [h.pid for h in c.historicals])

@@ -30,6 +30,7 @@ from broker_service.segment_cache import SegmentCache
 from broker_service.server_view import BrokerServerView
 from strata.query.duck import EngineLimits
 from strata.server.druid_metrics import SegmentCountCollector
+from strata.server.memory_release import MemoryRelease
 from strata.sql.subquery_limits import DEFAULT_MAX_SUBQUERY_ROWS
 
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
@@ -51,6 +52,7 @@ class BrokerSettings:
     max_subquery_rows: int = DEFAULT_MAX_SUBQUERY_ROWS  # a statement's maxSubqueryRows by default
     max_subquery_bytes: int | None = None  # the most any statement's subqueries hand it (None: a
     # quarter of the engine's query memory: JSON decoded to Python values takes several times its size)
+    release_memory_s: float = 10.0  # how often freed memory is checked for and given back (0: never)
 
     @property
     def subquery_bytes_ceiling(self) -> int:
@@ -116,15 +118,21 @@ class Broker:
             self.metrics.bind_cache(CacheCollector(self.segment_cache, result_cache))
             self.metrics.bind_cache(druid_cache_collector(self.segment_cache))
             view.on_segment_removed(self.segment_cache.forget_segment)
+        release_s = settings.release_memory_s  # allocators' high-water marks given back
+        self.memory_release = MemoryRelease(release_s) if release_s > 0 else None
         self.started = time.time()
 
     async def start(self) -> None:
         if self.inventory is not None:
             await self.inventory.start()
+        if self.memory_release is not None:
+            self.memory_release.start()
         if self.merge_processes is not None:
             await self.merge_processes.warm()
 
     async def stop(self) -> None:
+        if self.memory_release is not None:
+            await self.memory_release.stop()
         if self.inventory is not None:
             await self.inventory.stop()
         await self.client.close()

@@ -100,6 +100,7 @@ def build_broker(
         max_subquery_bytes=args.max_subquery_bytes,
         merge_processes=max(0, args.merge_processes),
         merge_process_rows=max(1, args.merge_process_rows),
+        release_memory_s=max(0.0, args.release_memory_seconds),
         laning=laning_of(args),
     )
     cache_policy = result_cache = None

@@ -125,6 +125,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --merge-processes: the partial rows from which a merge goes to a worker process",
     )
     parser.add_argument(
+        "--release-memory-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="every S seconds, once the broker grew by 64 MiB since it last did, hand the memory its "
+        "allocators (glibc's, DuckDB's) hold free back to the system, so its resident size follows "
+        "what it holds rather than its high-water mark (default 10; 0: never)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,

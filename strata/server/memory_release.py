@@ -1,0 +1,110 @@
+"""Freed memory given back to the system while a server runs, so its resident size follows what it
+holds rather than the most it ever held.
+
+Allocators keep what a finished request freed. glibc's malloc (Python objects past 512 bytes,
+sqlglot's trees of a long statement) keeps free chunks in its arenas, one per thread up to eight
+per core, and returns to the system only the top of a heap, which one live chunk pins. The
+jemalloc inside DuckDB (strata.query.duck_allocator) purges an arena's free pages only when that
+arena allocates again; Arrow's mimalloc pool keeps an idle thread's pages. After a 10 MB statement
+or a join that filled an engine slot, they sit at that high-water mark, and the next such request
+may land in other pages: the process grows over hours with nothing leaking.
+
+`MemoryRelease` looks every `period_s` and, once the resident size has grown by `threshold` bytes
+since its last release, asks each to give back its free pages (`malloc_trim(0)`, which walks every
+arena, not only the tops of heaps; a jemalloc purge; Arrow's `release_unused`), in a worker thread.
+That costs some milliseconds per hundred megabytes; a steady process pays one read of
+`/proc/self/statm` per period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from strata.query.duck_allocator import purge
+from strata.server.memory_trace import resident_bytes
+
+log = logging.getLogger("strata.memory")
+PERIOD_S = 10.0
+THRESHOLD = 64 << 20
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+def release_free_memory() -> None:
+    """Hand the pages glibc's arenas, DuckDB's allocator and Arrow's pool hold free back to the
+    system now."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+    purge()
+    pa.default_memory_pool().release_unused()
+
+
+class MemoryRelease:
+    """Releases free memory after the resident size grew by `threshold` since the last release."""
+
+    def __init__(
+        self,
+        period_s: float = PERIOD_S,
+        threshold: int = THRESHOLD,
+        resident: Callable[[], int] = resident_bytes,
+        release: Callable[[], None] = release_free_memory,
+    ) -> None:
+        self.period_s = period_s
+        self.threshold = threshold
+        self._resident = resident
+        self._release = release
+        self._floor = resident()  # the resident size after the last release
+        self.releases = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def check(self) -> bool:
+        """Release if the process grew past the threshold since the last release; whether it did
+        (blocks for the release: call it from a worker thread)."""
+        before = self._resident()
+        if before - self._floor < self.threshold:
+            self._floor = min(self._floor, before)
+            return False
+        started = time.perf_counter()
+        self._release()
+        self._floor = self._resident()
+        self.releases += 1
+        freed = before - self._floor
+        ms = (time.perf_counter() - started) * 1000
+        log.log(logging.INFO if freed >= self.threshold else logging.DEBUG,
+                "gave %d MiB of free memory back to the system (resident %d -> %d MiB, %.0f ms)",
+                freed >> 20, before >> 20, self._floor >> 20, ms)  # fmt: skip
+        return True
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="memory-release")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.period_s)
+            try:
+                await asyncio.to_thread(self.check)
+            except Exception:  # never takes the server down; the next period tries again
+                log.exception("releasing free memory failed")
