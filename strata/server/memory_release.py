@@ -19,37 +19,24 @@ That costs some milliseconds per hundred megabytes; a steady process pays one re
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
-import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pyarrow as pa
 
 from strata.query.duck_allocator import purge
-from strata.server.memory_trace import resident_bytes
+from strata.server.memory_trace import libc, resident_bytes
 
 log = logging.getLogger("strata.memory")
 PERIOD_S = 10.0
 THRESHOLD = 64 << 20
 
 
-@functools.cache
-def _malloc_trim() -> Any:
-    name = ctypes.util.find_library("c")
-    try:
-        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
-    except OSError:
-        return None
-
-
 def release_free_memory() -> None:
     """Hand the pages glibc's arenas, DuckDB's allocator and Arrow's pool hold free back to the
     system now."""
-    trim = _malloc_trim()
+    trim = getattr(libc(), "malloc_trim", None)
     if trim is not None:
         trim(0)
     purge()

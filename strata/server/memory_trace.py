@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 import os
 import threading
@@ -44,7 +45,9 @@ class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2_FIELDS]
 
 
-def _libc() -> ctypes.CDLL | None:
+@functools.cache
+def libc() -> ctypes.CDLL | None:
+    """The C library (for glibc's allocator calls), or None where it cannot be loaded."""
     name = ctypes.util.find_library("c")
     try:
         return ctypes.CDLL(name) if name else None
@@ -55,8 +58,7 @@ def _libc() -> ctypes.CDLL | None:
 def allocator_bytes() -> dict[str, int]:
     """glibc's arenas: `heap` obtained from the system (arenas and mmapped blocks), `used` by live
     allocations, `free` held in the arenas (what `malloc_trim` may give back); empty elsewhere."""
-    libc = _libc()
-    mallinfo2 = getattr(libc, "mallinfo2", None)
+    mallinfo2 = getattr(libc(), "mallinfo2", None)
     if mallinfo2 is None:
         return {}
     mallinfo2.restype = _MallInfo2
