@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     configure_engine(broker.settings.engine)  # the merge threads' DuckDB: the same limits, no file access
     from strata.server.memory_trace import trace_from_env
 
-    trace_from_env({"duckdb_slots": broker.relational.memory_bytes})  # STRATA_MEMORY_TRACE: for operators
+    trace_from_env()  # STRATA_MEMORY_TRACE=SECONDS: where memory goes, for operators
     link = CoordinatorLink(args.coordinator, args.zk, args.zk_base, tls_ca=settings.tls_ca)
     app = create_app(broker, guard, link if (args.coordinator or args.zk) else None)
     node = broker.settings.host

@@ -61,6 +61,7 @@ class EngineSlot:
             return await asyncio.shield(working)
         except asyncio.CancelledError:
             self.interrupt()
+            working.add_done_callback(_taken)  # the interrupted work's failure: nobody awaits it now
             raise
 
     def interrupt(self) -> None:
@@ -89,19 +90,16 @@ class EngineSlot:
             self.close()
         done()
 
-    def memory_bytes(self) -> int:
-        db = self._db
-        if db is None:
-            return 0
-        with contextlib.closing(db.cursor()) as probe:  # a connection of its own: any thread may
-            row = probe.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()
-        return int(row[0] or 0) if row else 0
-
     def close(self) -> None:
         db, self._db = self._db, None
         if db is not None:
             with contextlib.suppress(duckdb.Error):
                 db.close()
+
+
+def _taken(work: asyncio.Future[Any]) -> None:
+    if not work.cancelled():
+        work.exception()
 
 
 def _failing_as_druid(fn: Callable[..., T], args: tuple[Any, ...], limits: EngineLimits) -> T:
@@ -117,8 +115,7 @@ class RelationalEngine:
     def __init__(self, limits: EngineLimits) -> None:
         self.limits = limits
         self.pool = ThreadPoolExecutor(max_workers=limits.slots, thread_name_prefix="sql-engine")
-        self._slots = [EngineSlot(self, n) for n in range(limits.slots)]
-        self._free = list(self._slots)
+        self._free = [EngineSlot(self, n) for n in range(limits.slots)]
         self._available = asyncio.Semaphore(limits.slots)
 
     @property
@@ -139,11 +136,6 @@ class RelationalEngine:
     def _give_back(self, slot: EngineSlot) -> None:
         self._free.append(slot)
         self._available.release()
-
-    def memory_bytes(self) -> int:
-        """What the slots' databases hold in DuckDB's buffer managers (`duckdb_memory()`), for the
-        memory trace (strata.server.memory_trace)."""
-        return sum(slot.memory_bytes() for slot in self._slots)
 
     def close(self) -> None:
         for slot in self._free:
