@@ -3,7 +3,7 @@
 `STRATA_MEMORY_TRACE=SECONDS` starts `tracemalloc` at start-up and, every SECONDS, logs (logger
 `strata.memory`) the process's resident size, what the C allocator holds and has free in its
 arenas (glibc's `mallinfo2`), DuckDB's own allocator (strata.query.duck_allocator), Arrow's pool,
-any gauges the server adds (the broker: its DuckDB databases), and the source lines whose Python
+any gauges the caller adds, and the source lines whose Python
 allocations grew most since the first report (`STRATA_MEMORY_TRACE_TOP` of them, default 15;
 with `STRATA_MEMORY_TRACE_FRAMES=N`, each with the N calls that led to it).
 
