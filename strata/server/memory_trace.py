@@ -3,9 +3,9 @@
 `STRATA_MEMORY_TRACE=SECONDS` starts `tracemalloc` at start-up and, every SECONDS, logs (logger
 `strata.memory`) the process's resident size, what the C allocator holds and has free in its
 arenas (glibc's `mallinfo2`), DuckDB's own allocator (strata.query.duck_allocator), Arrow's pool,
-any gauges the caller adds, and the source lines whose Python
-allocations grew most since the first report (`STRATA_MEMORY_TRACE_TOP` of them, default 15;
-with `STRATA_MEMORY_TRACE_FRAMES=N`, each with the N calls that led to it).
+any gauges the caller adds, and the source lines whose Python allocations grew most since the
+first report (`STRATA_MEMORY_TRACE_TOP` of them, default 15; with `STRATA_MEMORY_TRACE_FRAMES=N`,
+each with the N calls that led to it).
 
 What it tells apart: Python objects that pile up (a registry or cache without a bound: the same
 lines grow report after report) from allocator high-water marks (the resident size grows while
