@@ -13,11 +13,13 @@ first historical is stopped (SIGTERM), left down 10 seconds and started again.
 
 Reported: each process's memory every minute (RSS, MB), the checked queries' count and p50/p99
 latency, wrong answers (each logged), hostile requests' problems, the broker's memory growth from
-the end of the warm-up (the first quarter) to the end, and the health check after. Timings and
-memory of a shared machine are noisy: say so beside any figure. A JSON line ends the output; the
-exit status is 1 on a wrong answer or a hostile request's problem. `--keep DIR` runs the cluster
-in DIR and leaves it there, the processes' logs with it: with `STRATA_MEMORY_TRACE=SECONDS` in the
-environment the broker's log tells where its memory went (strata.server.memory_trace).
+the end of the warm-up (the first quarter) to the end - of its first sample of each minute, and
+of its lowest (what it kept, without the peaks of requests running then) - and the health check
+after. Timings and memory of a shared machine are noisy: say so beside any figure. A JSON line
+ends the output; the exit status is 1 on a wrong answer or a hostile request's problem.
+`--keep DIR` runs the cluster in DIR and leaves it there, the processes' logs with it: with
+`STRATA_MEMORY_TRACE=SECONDS` in the environment the broker's log tells where its memory went
+(strata.server.memory_trace).
 """
 
 from __future__ import annotations
@@ -96,6 +98,17 @@ def client(
                     tally.wrong.append(f"{check.name}: {json.dumps(check.body)} -> {resp.text[:500]}")
 
 
+def broker_troughs(watchdog: MemoryWatchdog) -> dict[int, int]:
+    """The broker's lowest RSS (MB) of each minute: what it kept, without the transient peaks of
+    the requests running when a sample was taken."""
+    out: dict[int, int] = {}
+    for sample in watchdog.samples:
+        if "broker" in sample.rss:
+            minute = int(sample.at_s // 60)
+            out[minute] = min(out.get(minute, 1 << 62), round(sample.rss["broker"] / 1_048_576))
+    return out
+
+
 def memory_by_minute(watchdog: MemoryWatchdog) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for sample in watchdog.samples:
@@ -150,6 +163,9 @@ def main() -> int:
         series = memory_by_minute(watchdog)
     warm = next((s for s in series if s["minute"] >= args.minutes / 4), series[0])
     growth = round(100 * (series[-1].get("broker", 0) / max(1, warm.get("broker", 1)) - 1), 1)
+    troughs = broker_troughs(watchdog)
+    last_full = max((m for m in troughs if m < args.minutes), default=0)  # the last whole minute
+    warm_trough, last_trough = troughs.get(warm["minute"], 0), troughs.get(last_full, 0)
     report.update(
         checked=dict(tally.checked),
         checked_total=sum(tally.checked.values()),
@@ -163,6 +179,8 @@ def main() -> int:
         memory_mb_by_minute=series,
         memory_peak_mb=watchdog.summary(),
         broker_growth_after_warmup_pct=growth,
+        broker_trough_mb_by_minute=troughs,
+        broker_trough_growth_after_warmup_pct=round(100 * (last_trough / max(1, warm_trough) - 1), 1),
         broker_health_after=health,
     )
     for line in [*tally.wrong, *tally.failed[:20], *tally.hostile_problems[:20]]:
