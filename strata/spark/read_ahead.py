@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -29,7 +29,7 @@ class _End:
     error: BaseException | None = None  # what the producer raised; None: every item was made
 
 
-def read_ahead(items: Iterator[T], depth: int = DEPTH) -> Iterator[T]:
+def read_ahead(items: Iterator[T], depth: int = DEPTH) -> Generator[T, None, None]:
     """`items` in order, made by a thread while the caller uses the earlier ones; an error raised
     making them is raised here. Closing this iterator early (Spark stops a task, a LIMIT) stops the
     thread, which closes `items` (its open files and responses)."""
