@@ -81,13 +81,19 @@ def main(argv: list[str] | None = None) -> None:
     from pyspark.sql import functions as F
 
     with served(args.rows, args.segments, "strata-bench-spark-read") as (c, data, broker, spark):
-        through_broker = (
-            spark.read.format("strata")
-            .option("broker", broker.url)
-            .option("datasource", "bench")
-            .option("metadata", str(c.root / "meta.db"))
-        )
-        via_nodes = through_broker.option("segmentFiles", "false")
+
+        def strata(segment_files: str) -> Any:
+            # a reader of its own each: `DataFrameReader.option` sets the option on the reader it is
+            # called on, so deriving one read from the other turned both into data-node reads
+            return (
+                spark.read.format("strata")
+                .option("broker", broker.url)
+                .option("datasource", "bench")
+                .option("metadata", str(c.root / "meta.db"))
+                .option("segmentFiles", segment_files)
+            )
+
+        through_broker, via_nodes = strata("true"), strata("false")
         direct = spark.read.parquet(*data.files)
         selective = (F.col("channel") == "#ch3") & (F.col("country") == "country07")
 

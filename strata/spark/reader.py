@@ -8,7 +8,8 @@ task costs tens of milliseconds whatever it reads (or `partitions` of them, or
 (`{"type":"segments"}`, Druid's MultipleSpecificSegmentSpec), with the pushed filters and the asked
 columns: of each data node holding some of them, one request per node (strata.spark.data_nodes),
 or of the broker, read as a streamed Arrow stream; given the metadata store, a task first reads
-what it can of that scan from the segments' own files (strata.spark.segment_files). Readers hold
+what it can of that scan from the segments' own files (strata.spark.segment_files). A task makes
+its batches in a thread, ahead of Spark's converting them (strata.spark.read_ahead). Readers hold
 only plain values: Spark pickles them to its executors.
 """
 
@@ -27,6 +28,7 @@ from pyspark.sql.types import StructType
 from strata.spark.broker_client import BrokerClient, StrataError
 from strata.spark.data_nodes import BATCH_ROWS, DATA_NODE_TYPES, read_from_nodes
 from strata.spark.pushdown import Pushed, push
+from strata.spark.read_ahead import read_ahead
 from strata.spark.results import conform_batch, native_rows, rows_batch
 from strata.spark.segment_files import published_files, read_files, split_by_file
 from strata.wire import SEGMENT_LABELS
@@ -61,7 +63,11 @@ class Split:
 
 
 def pack(sizes: Sequence[int], parts: int) -> list[list[int]]:
-    """`min(parts, len(sizes))` contiguous runs of indexes, of about equal total size (each >= 1)."""
+    """`min(parts, len(sizes))` contiguous runs of indexes, of about equal total size (each >= 1).
+
+    A run ends at whichever side of its share of the total lies nearer (not only once past it): a
+    read's tasks run side by side and it lasts as long as the largest, so 8 equal segments in 2
+    tasks go 4 and 4, never 5 and 3 because one file came out a few bytes smaller."""
     parts = min(parts, len(sizes))
     if parts <= 0:
         return []
@@ -69,14 +75,17 @@ def pack(sizes: Sequence[int], parts: int) -> list[list[int]]:
     total = sum(weights)
     runs: list[list[int]] = []
     current: list[int] = []
-    acc = 0
+    acc = 0  # the weight of every index placed so far
     for i, w in enumerate(weights):
+        after = parts - len(runs) - 1  # runs still to start once `current` ends
+        if current and after > 0:
+            share = total * (len(runs) + 1)  # where `current` should end, times `parts`
+            nearer_without = (acc + w) * parts - share > share - acc * parts
+            if nearer_without or len(weights) - i == after:
+                runs.append(current)
+                current = []
         current.append(i)
         acc += w
-        runs_left = parts - len(runs) - 1
-        if runs_left > 0 and (acc * parts >= total * (len(runs) + 1) or len(weights) - i - 1 == runs_left):
-            runs.append(current)
-            current = []
     runs.append(current)
     return runs
 
@@ -195,6 +204,10 @@ class TableReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SegmentsPartition) or not partition.segments:
             return  # no segment in the window: Spark's single empty partition
+        yield from read_ahead(self.conformed_batches(partition))
+
+    def conformed_batches(self, partition: SegmentsPartition) -> Iterator[pa.RecordBatch]:
+        """The partition's rows in Spark's exact Arrow schema (`conform_batch`)."""
         target = to_arrow_schema(self.schema, timezone="UTC")
         for batch in self.raw_batches(partition):
             if batch.num_rows:

@@ -29,7 +29,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from strata.query.druid_types import arrow_type
 from strata.spark.broker_client import SqlResult, StrataError
 
 TIME_COLUMN = "__time"
@@ -60,6 +59,8 @@ def spark_type(druid_type: str) -> DataType:
     """The Spark type of a Druid column: ARRAY<...> an ArrayType (a multi-value STRING is read as
     ARRAY<STRING>), COMPLEX<json> its JSON text as a string (a nested column has no one struct
     type: a path may hold a number in one row and text in the next), others by `arrow_type`."""
+    from strata.query.druid_types import arrow_type  # here: tasks and the planner need none of strata.query
+
     kind = druid_type.upper()
     if kind in _ELEMENTS:
         return ArrayType(_ELEMENTS[kind], True)

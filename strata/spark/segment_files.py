@@ -21,16 +21,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from strata.engine.segment_input import SegmentInput
-from strata.engine.whole_scan import whole_scan_batches, whole_scan_schema
-from strata.query import Query
-from strata.query.base import parse_query
 from strata.spark.broker_client import StrataError
 from timeline import Interval, SegmentDescriptor
+
+if TYPE_CHECKING:  # imported where used: the planner never needs the engine (DuckDB and all)
+    from strata.engine.segment_input import SegmentInput
+    from strata.query import Query
 
 SegmentKey = tuple[str, str, int]  # Druid's (itvl, ver, part) of a whole segment
 
@@ -60,6 +60,9 @@ def published_files(metadata: str, data_source: str) -> dict[SegmentKey, str]:
 def _whole_scan(
     query: Query, descriptor: Mapping[str, Any], path: str
 ) -> tuple[SegmentInput, pa.Schema] | None:
+    from strata.engine.segment_input import SegmentInput
+    from strata.engine.whole_scan import whole_scan_schema
+
     if not os.access(path, os.R_OK):
         return None
     window = Interval.parse(descriptor["itvl"])
@@ -76,6 +79,8 @@ def split_by_file(
 ) -> tuple[list[tuple[SegmentInput, pa.Schema]], list[int]]:
     """The segments this task reads from their files (each with its whole scan's schema), and the
     indexes of those it asks of the data nodes or the broker."""
+    from strata.query.base import parse_query
+
     query = parse_query(dict(scan))
     direct: list[tuple[SegmentInput, pa.Schema]] = []
     rest: list[int] = []
@@ -90,6 +95,8 @@ def split_by_file(
 
 def read_files(direct: Sequence[tuple[SegmentInput, pa.Schema]], batch_rows: int) -> Iterator[pa.RecordBatch]:
     """Every row of each file, as the historical's whole scan gives it (`__time` epoch ms)."""
+    from strata.engine.whole_scan import whole_scan_batches
+
     for inp, schema in direct:
         try:
             yield from whole_scan_batches(schema, [inp], batch_rows)
