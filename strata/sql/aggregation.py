@@ -282,6 +282,8 @@ class Aggregation:
             )
             return None, "DOUBLE"
         if fn in ("EARLIEST", "LATEST", "ANY_VALUE", "ANYVALUE"):
+            if kind.startswith("ARRAY<"):  # no native first/last of arrays: computed on the broker
+                raise QueryUnsupported(f"{fn} of an {kind} value: planned relationally")
             which = "Last" if fn == "LATEST" else "First"
             prefix = "string" if kind == "STRING" else numeric
             return {"type": f"{prefix}{which}", "name": name, "fieldName": col}, kind

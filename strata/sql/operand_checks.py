@@ -64,12 +64,23 @@ def check_operand_types(tree: exp.Expr, columns: Columns) -> None:
         log.warning("operand type checks skipped a statement they could not follow", exc_info=True)
 
 
+def walk_calls(tree: exp.Expr, columns: Columns, on_call: OnCall) -> None:
+    """Type `tree` as the checks do, calling `on_call` for each call, innermost first (it may
+    replace the call's operands). Raises what a shape the walk does not follow raises."""
+    _Checker(columns, on_call).query(tree, None, {})
+
+
 Ctes = Mapping[str, dict[str, SqlType | None]]
 
 
+# called with each call's node, Druid name, operands and their types once the operands are checked
+OnCall = Callable[[exp.Expr, str, Sequence[exp.Expr], Sequence[SqlType | None]], None]
+
+
 class _Checker:
-    def __init__(self, columns: Columns) -> None:
+    def __init__(self, columns: Columns, on_call: OnCall | None = None) -> None:
         self.columns = columns
+        self.on_call = on_call
 
     def query(self, node: exp.Expr, outer: Scope | None, ctes: Ctes) -> dict[str, SqlType | None]:
         """Check a query; its output columns' types."""
@@ -172,6 +183,8 @@ class _Checker:
             name = f"{name} TO"
         if name is None:
             return None
+        if self.on_call is not None:
+            self.on_call(node, name, operands, kinds)
         rule = RULES.get(name)
         if rule is not None:
             _apply(rule, name, node, kinds)

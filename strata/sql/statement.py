@@ -16,6 +16,7 @@ from strata.query.errors import QueryError, QueryUnsupported, ResourceLimitExcee
 from strata.sql.aggregate_split import split_aggregate
 from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_name
 from strata.sql.functions import check_supported, druid_name
+from strata.sql.implicit_casts import implicit_casts
 from strata.sql.literals import check_literals
 from strata.sql.operand_checks import check_operand_types
 from strata.sql.plan import SqlPlan
@@ -118,7 +119,8 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
     _refuse_unplannable(parsed.tree)
     check_literals(parsed.tree)
     check_operand_types(parsed.tree, catalog.columns)
-    tree = _outer_limit(parsed.tree, context.get("sqlOuterLimit"))
+    tree = implicit_casts(parsed.tree, catalog.columns)
+    tree = _outer_limit(tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()
     zone = parse_time_zone(context.get("sqlTimeZone"))

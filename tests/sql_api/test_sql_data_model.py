@@ -185,6 +185,21 @@ def test_array_agg_and_string_agg_keep_druid_forms_and_limits(cluster: tuple[Str
     assert "Exceeded memory usage" in refused(broker, "SELECT STRING_AGG(k, ',', 50) FROM dm")
 
 
+def test_earliest_and_latest_of_an_array(cluster: tuple[StrataProcess, Path]) -> None:
+    # no native first/last aggregator takes arrays: the broker computes them (Druid answers them)
+    broker, rows = cluster
+    got = sql(
+        broker,
+        "SELECT k, EARLIEST(nums), LATEST(nums) FROM dm WHERE ARRAY_LENGTH(nums) > 0 GROUP BY k ORDER BY k",
+    )
+    want = oracle(
+        rows,
+        "SELECT k, arg_min(nums, CAST(ts AS TIMESTAMP)), arg_max(nums, CAST(ts AS TIMESTAMP)) FROM RAW"
+        " WHERE len(nums) > 0 GROUP BY k ORDER BY k",
+    )
+    assert got == [list(r) for r in want]
+
+
 def test_arrays_answer_as_json_text_by_default(cluster: tuple[StrataProcess, Path]) -> None:
     broker, _ = cluster
     resp = httpx.post(

@@ -7,8 +7,10 @@ cases stop after `--time-bound` seconds.
 
 `--qa` runs Druid's QA files instead (`qa.py`: every statement of quidem-ut's `qaAggFuncs`,
 `qaArray` and `qaUnnest` against a cluster per dataset, none skipped) and prints the pass rate per
-folder and per file; `--files GLOB` runs only the files matching `<folder>/<file>` (a subset to
-iterate on); `--write-qa-rates` records the per-folder rates in `qa_pass_rates.json`.
+file, then the failure categories and the rate per folder, split by file variant (`.all`/`.std`,
+the native engine's, beside `.msq`/`.dart`, Druid's MSQ and Dart engines'); `--files GLOB` runs only the files matching
+`<folder>/<file>` (a subset to iterate on); `--write-qa-rates` records the per-folder and
+per-variant rates in `qa_pass_rates.json`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ import tempfile
 from pathlib import Path
 
 from tests.sql_corpus.cluster import corpus_cluster
-from tests.sql_corpus.qa import QA_RATES, folder_table, qa_cases, run_qa, write_rates
+from tests.sql_corpus.qa import (
+    QA_RATES,
+    VARIANT_GROUPS,
+    folder_table,
+    qa_cases,
+    run_qa,
+    variant_categories,
+    write_rates,
+)
 from tests.sql_corpus.ratchet import KNOWN_FAILURES, ratchet_problems, read_known, write_known
 from tests.sql_corpus.runner import Outcome, corpus_cases, failure_categories, run_cases, summary_table
 
@@ -34,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         "--qa", action="store_true", help="run Druid's QA files (qaAggFuncs, qaArray, qaUnnest)"
     )
     parser.add_argument(
-        "--write-qa-rates", action="store_true", help="with --qa: record the per-folder rates"
+        "--write-qa-rates", action="store_true", help="with --qa: record the per-folder and per-variant rates"
     )
     parser.add_argument("--workers", type=int, default=4, help="with --qa: statements in flight at once")
     parser.add_argument(
@@ -66,10 +76,14 @@ def report(outcomes: list[Outcome], *, failures: bool) -> None:
     for category, n in failure_categories(outcomes):
         print(f"{n:5}  {category}")
     if failures:
-        print()
-        for o in outcomes:
-            if o.status == "failed":
-                print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
+        print_failures(outcomes)
+
+
+def print_failures(outcomes: list[Outcome]) -> None:
+    print()
+    for o in outcomes:
+        if o.status == "failed":
+            print(f"{o.case.case_id} (line {o.case.line}): {o.category}\n    {o.detail}")
 
 
 def _qa(args: argparse.Namespace) -> int:
@@ -84,7 +98,12 @@ def _qa(args: argparse.Namespace) -> int:
             return 2
     with tempfile.TemporaryDirectory(prefix="sql-qa-") as tmp:
         outcomes = run_qa(Path(tmp), cases, workers=args.workers)
-    report(outcomes, failures=args.failures)
+    print(summary_table(outcomes))
+    print("\nfailures by category (.all/.std, .msq/.dart):")
+    for category, counts in variant_categories(outcomes):
+        print("  ".join(f"{counts[v]:5}" for v in VARIANT_GROUPS) + f"  {category}")
+    if args.failures:
+        print_failures(outcomes)
     print("\n" + folder_table(outcomes))
     if args.write_qa_rates:
         write_rates(outcomes)

@@ -108,32 +108,70 @@ def folder_of(case: Case) -> str:
     return case.file.split("/", 1)[0]
 
 
-def folder_table(outcomes: Sequence[Outcome]) -> str:
-    """Per folder: statements, passed, failed and the pass rate; then the total."""
-    groups: dict[str, list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        groups[folder_of(o.case)].append(o)
-    lines = [f"{'folder':<12} {'statements':>10} {'passed':>7} {'failed':>7} {'rate':>6}"]
+# A file's variant is the engine Druid runs it on (`name.NN.all.iq`, `name.std.iq`, ...): `.all` and
+# `.std` are the native engine's (issue 37's scope); `.msq` and `.dart` are Druid's MSQ and Dart
+# engines, which refuse statements the native engine answers, so Strata's one engine cannot meet
+# both: their rate is shown apart.
+VARIANT_GROUPS: dict[str, frozenset[str]] = {
+    ".all/.std": frozenset({"all", "std"}),
+    ".msq/.dart": frozenset({"msq", "dart"}),
+}
 
-    def row(name: str, group: Sequence[Outcome]) -> str:
+
+def variant_group(case: Case) -> str:
+    """The variant group (a key of `VARIANT_GROUPS`) of the case's file."""
+    variant = case.file.removesuffix(".iq").rsplit(".", 1)[-1]
+    for name, members in VARIANT_GROUPS.items():
+        if variant in members:
+            return name
+    raise ValueError(f"{case.file}: not a .all, .std, .msq or .dart file")
+
+
+def folder_table(outcomes: Sequence[Outcome]) -> str:
+    """Per folder, then in total: statements, passed, failed and the pass rate of each variant
+    group and of all files."""
+    groups: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        for folder in (folder_of(o.case), "TOTAL"):
+            groups[folder, variant_group(o.case)].append(o)
+            groups[folder, "(all)"].append(o)
+    lines = [f"{'folder':<12} {'variant':<10} {'statements':>10} {'passed':>7} {'failed':>7} {'rate':>6}"]
+
+    def row(folder: str, variant: str, group: Sequence[Outcome]) -> str:
         tally = Counter(o.status for o in group)
         rate = f"{100 * tally['passed'] / len(group):.1f}%" if group else "-"
-        return f"{name:<12} {len(group):>10} {tally['passed']:>7} {tally['failed']:>7} {rate:>6}"
+        return (
+            f"{folder:<12} {variant:<10} {len(group):>10} {tally['passed']:>7} {tally['failed']:>7} {rate:>6}"
+        )
 
-    lines += [row(name, groups[name]) for name in QA_FOLDERS if name in groups]
-    lines.append(row("TOTAL", outcomes))
+    for folder in (*QA_FOLDERS, "TOTAL"):
+        lines += [
+            row(folder, variant, groups[folder, variant])
+            for variant in (*VARIANT_GROUPS, "(all)")
+            if groups[folder, variant]
+        ]
     return "\n".join(lines)
+
+
+def variant_categories(outcomes: Sequence[Outcome]) -> list[tuple[str, Counter[str]]]:
+    """Each failure category with its count per variant group, commonest first."""
+    by_category: dict[str, Counter[str]] = defaultdict(Counter)
+    for o in outcomes:
+        if o.status == "failed":
+            by_category[o.category][variant_group(o.case)] += 1
+    return sorted(by_category.items(), key=lambda item: (-item[1].total(), item[0]))
 
 
 QA_RATES = Path(__file__).parent / "qa_pass_rates.json"
 
 
 def rates(outcomes: Sequence[Outcome]) -> dict[str, dict[str, int]]:
-    """Per folder: statements and how many passed."""
+    """Per folder and per variant group (`.all/.std`, `.msq/.dart`): statements and how many passed."""
+    keyed = [(o, (folder_of(o.case), variant_group(o.case))) for o in outcomes]
     out: dict[str, dict[str, int]] = {}
-    for folder in QA_FOLDERS:
-        mine = [o for o in outcomes if folder_of(o.case) == folder]
-        out[folder] = {"statements": len(mine), "passed": sum(o.status == "passed" for o in mine)}
+    for name in (*QA_FOLDERS, *VARIANT_GROUPS):
+        mine = [o for o, keys in keyed if name in keys]
+        out[name] = {"statements": len(mine), "passed": sum(o.status == "passed" for o in mine)}
     return out
 
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+import pytest
+
 from tests.sql_corpus.compare import compare, outer_order_by
+from tests.sql_corpus.qa import folder_table, rates, variant_categories, variant_group
 from tests.sql_corpus.quidem import Case, Table, parse_cases
+from tests.sql_corpus.runner import Outcome
 from tests.sql_corpus.skips import skip_reason
 
 FILE = """!set outputformat mysql
@@ -83,3 +89,32 @@ def test_skips_name_their_reason() -> None:
     assert "kttm" in str(skip_reason(case("select 1 from kttm")))
     assert "INSERT" in str(skip_reason(case("insert into w select * from foo")))
     assert skip_reason(case("select extract(year from __time) from wikipedia")) is None
+
+
+def test_qa_rates_are_split_by_folder_and_by_engine_variant() -> None:
+    def outcome(file: str, passed: bool) -> Outcome:
+        case = Case(file, 1, 1, "select 1", "ok", Table((), ()), "")
+        return Outcome(case, "passed") if passed else Outcome(case, "failed", "wrong answer: values")
+
+    outcomes = [
+        outcome("qaArray/sql_a.01.all.iq", True),
+        outcome("qaArray/sql_b.std.iq", False),
+        outcome("qaArray/sql_b.msq.iq", False),
+        outcome("qaUnnest/mv_c.dart.iq", True),
+    ]
+    assert [variant_group(o.case) for o in outcomes] == [".all/.std", ".all/.std", ".msq/.dart", ".msq/.dart"]
+    assert rates(outcomes) == {
+        "qaAggFuncs": {"statements": 0, "passed": 0},
+        "qaArray": {"statements": 3, "passed": 1},
+        "qaUnnest": {"statements": 1, "passed": 1},
+        ".all/.std": {"statements": 2, "passed": 1},
+        ".msq/.dart": {"statements": 2, "passed": 1},
+    }
+    assert variant_categories(outcomes) == [
+        ("wrong answer: values", Counter({".all/.std": 1, ".msq/.dart": 1}))
+    ]
+    table = folder_table(outcomes).splitlines()
+    assert table[-3].split() == ["TOTAL", ".all/.std", "2", "1", "1", "50.0%"]
+    assert table[-1].split() == ["TOTAL", "(all)", "4", "2", "2", "50.0%"]
+    with pytest.raises(ValueError, match=r"not a \.all"):
+        variant_group(Case("qaArray/x.iq", 1, 1, "select 1", "ok", None, ""))

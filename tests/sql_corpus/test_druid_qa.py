@@ -8,7 +8,9 @@ asks the counting ones (`SELECT count(*) cnt FROM <table>`; for the two `qaUnnes
 whose files list their rows instead, that count with Druid's row count: 90 statements over all 12
 datasets, a cluster each), which must all pass; with `STRATA_QA_CORPUS=all` it runs all 19,991
 statements (what `python -m tests.sql_corpus --qa` runs to record `qa_pass_rates.json`; too long
-for every CI run), and then no folder may pass fewer statements than recorded.
+for every CI run), and then no folder, nor either variant group (the native engine's `.all` /
+`.std` files, Druid's MSQ and Dart engines' `.msq` / `.dart`), may pass fewer statements than
+recorded.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from tests.sql_corpus.qa import (
     QA_FOLDERS,
     QA_RATES,
     QA_ROOT,
+    VARIANT_GROUPS,
     dataset_of,
     dataset_specs,
     folder_table,
     qa_cases,
     rates,
     run_qa,
+    variant_group,
 )
 from tests.sql_corpus.quidem import Case, Table
 
@@ -55,6 +59,8 @@ def test_every_file_of_the_three_folders_is_here(cases: list[Case]) -> None:
             upstream = f"quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/{folder}/{path.name}"
             assert first == f"# Source: apache/druid {upstream} @ {COMMIT}", path
     assert Counter(c.file.split("/")[0] for c in cases) == STATEMENTS
+    # the native engine's files (issue 37's scope) and Druid's MSQ and Dart engines' files
+    assert Counter(variant_group(c) for c in cases) == {".all/.std": 16105, ".msq/.dart": 3886}
     assert {dataset_of(c) for c in cases} == {
         "qatests/qaAggFuncs",
         "qatests/qaArray/sql",
@@ -129,13 +135,10 @@ def test_statements_against_real_clusters(
     if everything:
         recorded = json.loads(QA_RATES.read_text(encoding="utf-8"))
         now = rates(outcomes)
-        for folder in QA_FOLDERS:
-            assert now[folder]["statements"] == recorded[folder]["statements"], folder
-            assert now[folder]["passed"] >= recorded[folder]["passed"], (
-                folder,
-                now[folder],
-                recorded[folder],
-            )
+        assert set(recorded) == {*QA_FOLDERS, *VARIANT_GROUPS}
+        for name in recorded:  # each folder and each variant group (`.all/.std`, `.msq/.dart`)
+            assert now[name]["statements"] == recorded[name]["statements"], name
+            assert now[name]["passed"] >= recorded[name]["passed"], (name, now[name], recorded[name])
     else:  # each counts its dataset's rows: Druid's published answer is the oracle
         assert {dataset_of(c) for c in chosen} == {dataset_of(c) for c in cases}
         failing = [

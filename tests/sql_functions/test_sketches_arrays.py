@@ -171,6 +171,18 @@ KTTM = {
 }
 
 
+def test_timestamps_in_an_array_are_epoch_milliseconds() -> None:
+    # Druid's runtime type of a TIMESTAMP is LONG: ARRAY_AGG(__time) and ARRAY[TIMESTAMP ...] are
+    # both LONG arrays (qaAggFuncs array_agg_timestamp_test001: the ARRAY_CONTAINS below is true)
+    times = {
+        "t": "SELECT * FROM (VALUES (TIMESTAMP '2020-01-01 01:01:01'), (TIMESTAMP '2020-02-01 01:01:01')) v(__time)"
+    }
+    both = "ARRAY[TIMESTAMP '2020-01-01 01:01:01.000', TIMESTAMP '2020-02-01 01:01:01.000']"
+    sql = f"SELECT ARRAY_CONTAINS(ARRAY_AGG(__time), {both}), ARRAY_CONTAINS(ARRAY_AGG(__time), ARRAY[TIMESTAMP '1970-01-01 01:01:01']) FROM t"
+    assert run(sql, times) == [(True, False)]
+    assert one("SELECT ARRAY[TIMESTAMP '1970-01-01 00:00:01', 2]") == [1000, 2]
+
+
 def test_json_functions() -> None:  # sql-functions.md: JSON_* over kttm_nested
     sql = (
         "SELECT JSON_VALUE(PARSE_JSON(geo_ip), '$.city' RETURNING VARCHAR),"

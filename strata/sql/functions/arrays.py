@@ -60,7 +60,19 @@ _OVERLAP = (
 )
 _TO_STRING = "array_to_string(list_transform({0}, lambda v: coalesce(CAST(v AS VARCHAR), 'null')), {1})"
 
+
+def _array(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """`ARRAY[...]`: a TIMESTAMP element is Druid's LONG (epoch milliseconds), as ARRAY_AGG's are, so
+    `ARRAY_CONTAINS(ARRAY_AGG(__time), ARRAY[TIMESTAMP '...'])` compares like with like."""
+    elements = list(node.expressions)
+    if not any(kind(e) == "TIMESTAMP" for e in elements):
+        return node
+    items = [f"epoch_ms({sql_of(e)})" if kind(e) == "TIMESTAMP" else sql_of(e) for e in elements]
+    return typed(duck(f"[{', '.join(items)}]"), "BIGINT[]")
+
+
 ARRAYS: dict[str, Rewrite] = {
+    "ARRAY": _array,
     "ARRAY_LENGTH": _call("len({0})", "BIGINT"),
     "ARRAY_OFFSET": _call("list_extract({0}, {1} + 1)", "VARCHAR"),
     "ARRAY_ORDINAL": _call("list_extract({0}, {1})", "VARCHAR"),

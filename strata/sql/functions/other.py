@@ -48,19 +48,37 @@ def cast(node: exp.Expr, ctx: Context) -> exp.Expr:
     if target == "BIGINT" and source == "DOUBLE":
         return typed(duck(f"CAST(trunc({sql_of(inner)}) AS BIGINT)"), "BIGINT")
     if target == "BIGINT" and source == "VARCHAR":
-        text = sql_of(inner)
-        return typed(
-            duck(  # whole numbers exactly; decimals truncate, as Java reading a double does
-                f"(CASE WHEN regexp_full_match({text}, '\\s*[+-]?[0-9]+\\s*') THEN TRY_CAST({text} AS BIGINT)"
-                f" ELSE TRY_CAST(trunc(TRY_CAST({text} AS DOUBLE)) AS BIGINT) END)"
-            ),
-            "BIGINT",
-        )
+        return typed(duck(_string_to_bigint(sql_of(inner))), "BIGINT")
+    if target == "BIGINT" and source is None:
+        return typed(duck(_any_to_bigint(sql_of(inner))), "BIGINT")
     if target == "VARCHAR" and source == "DOUBLE":
         return typed(duck(text_of(inner)), "VARCHAR")
-    if target == "DOUBLE" and source == "VARCHAR":
-        return typed(exp.TryCast(this=inner, to=node.to), target)
+    if target == "DOUBLE" and source in ("VARCHAR", None):  # not a number: null; a DECIMAL is a DOUBLE
+        to = exp.DataType.build("DOUBLE") if node.to.is_type(exp.DataType.Type.DECIMAL) else node.to
+        return typed(exp.TryCast(this=inner, to=to), target)
     return node  # DuckDB casts the rest as Druid does (a BOOLEAN prints true/false)
+
+
+def _string_to_bigint(text: str) -> str:
+    """Druid's string to LONG: whole numbers exactly; decimals truncate, as Java reading a double
+    does; anything else is null."""
+    return (
+        f"(CASE WHEN regexp_full_match({text}, '\\s*[+-]?[0-9]+\\s*') THEN TRY_CAST({text} AS BIGINT)"
+        f" ELSE TRY_CAST(trunc(TRY_CAST({text} AS DOUBLE)) AS BIGINT) END)"
+    )
+
+
+def _any_to_bigint(value: str) -> str:
+    """A value whose type the planner does not know (an UNNEST alias on the broker, say) to LONG by
+    its type in DuckDB: a string as `_string_to_bigint`, a fraction truncated, a whole number as is.
+    Every branch binds whatever the type, so the cast never fails where Druid gives null."""
+    kind = f"typeof({value})"
+    return (
+        f"(CASE WHEN {kind} = 'VARCHAR' THEN {_string_to_bigint(f'CAST({value} AS VARCHAR)')}"
+        f" WHEN {kind} IN ('DOUBLE', 'FLOAT') OR {kind} LIKE 'DECIMAL%'"
+        f" THEN TRY_CAST(trunc(TRY_CAST({value} AS DOUBLE)) AS BIGINT)"
+        f" ELSE TRY_CAST({value} AS BIGINT) END)"
+    )
 
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)

@@ -1,0 +1,43 @@
+"""Druid's implicit casts of strings in numeric operations, written out before planning
+(`strata.sql.implicit_casts`); the types are Druid's as its QA files show them (qaUnnest
+`mv_sql_ops`: `c + c` over unnested multi-value strings is `2.0`, `c + c_long` is `2`;
+`mv_sql_agg_funcs`: `SUM(c)` is `18.0`)."""
+
+from __future__ import annotations
+
+import sqlglot
+
+from strata.sql.dialect import DIALECT
+from strata.sql.implicit_casts import implicit_casts
+
+COLUMNS = {"t": {"s": "STRING", "n": "LONG", "d": "DOUBLE", "mv": "STRING"}}
+UNNEST = "FROM t, UNNEST(MV_TO_ARRAY(mv)) AS u(c)"
+
+
+def cast(sql: str) -> str:
+    tree = sqlglot.parse_one(sql, dialect=DIALECT)
+    return implicit_casts(tree, COLUMNS.get).sql(dialect=DIALECT)
+
+
+def test_a_string_in_arithmetic_takes_the_other_operands_type_and_two_strings_are_doubles() -> None:
+    assert cast(f"SELECT c + c {UNNEST}") == f"SELECT CAST(c AS DOUBLE) + CAST(c AS DOUBLE) {UNNEST}"
+    assert cast(f"SELECT c + n {UNNEST}") == f"SELECT CAST(c AS BIGINT) + n {UNNEST}"
+    assert cast("SELECT d * s FROM t") == "SELECT d * CAST(s AS DOUBLE) FROM t"
+    assert cast("SELECT n - '2' FROM t") == "SELECT n - CAST('2' AS BIGINT) FROM t"
+
+
+def test_a_string_argument_of_a_function_taking_numbers_is_a_double() -> None:
+    assert (
+        cast(f"SELECT SIN(c), SUM(c) {UNNEST}")
+        == f"SELECT SIN(CAST(c AS DOUBLE)), SUM(CAST(c AS DOUBLE)) {UNNEST}"
+    )
+
+
+def test_numbers_unknown_types_and_other_functions_are_left_alone() -> None:
+    for sql in (
+        "SELECT n + d, SIN(n), SUM(d) FROM t",
+        "SELECT x + s FROM elsewhere",  # a table whose columns are unknown
+        "SELECT s || s, UPPER(s), __time + INTERVAL '1' DAY FROM t",
+        "SELECT NULL + s FROM t",
+    ):
+        assert cast(sql) == sqlglot.parse_one(sql, dialect=DIALECT).sql(dialect=DIALECT)
