@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
 import orjson
 import pytest
 
-from strata.query.expressions.duck import compile_expression
-from strata.query.expressions.parser import parse_expression
-from strata.query.sql_functions import install
+from tests.query.test_expression_arrays import evaluate
 
 A_NESTED = [
     [True, False, None], [1, 2, None], [0.1, 0.2, None], ["S1", "S2", None], [None, None, None], [],
@@ -26,22 +23,6 @@ ROW = {
     "a_nested": ("JSON", orjson.dumps(A_NESTED).decode()),
     "s_null": ("VARCHAR", None),
 }
-
-
-def evaluate(expression: str) -> Any:
-    types = {name: kind for name, (kind, _) in ROW.items()}
-    typed = compile_expression(parse_expression(expression), types)
-    conn = duckdb.connect()
-    install(conn)
-    columns = ", ".join(
-        f'json(?) AS "{name}"' if kind == "JSON" else f'CAST(? AS {kind}) AS "{name}"'
-        for name, (kind, _) in ROW.items()
-    )
-    found = conn.execute(
-        f"SELECT {typed.sql} FROM (SELECT {columns})", [v for _, v in ROW.values()]
-    ).fetchone()
-    assert found is not None
-    return found[0]
 
 
 @pytest.mark.parametrize(
@@ -64,4 +45,4 @@ def evaluate(expression: str) -> Any:
     ],
 )
 def test_expressions_answer_as_druids_qa_files(expression: str, expected: Any) -> None:
-    assert evaluate(expression) == expected
+    assert evaluate(expression, ROW) == expected
