@@ -87,7 +87,8 @@ def json_paths(text: str) -> list[str]:
 
 
 def _json_paths(texts: pa.Array) -> pa.Array:
-    return pa.array([None if t is None else json_paths(t) for t in texts.to_pylist()], pa.list_(pa.string()))
+    # a null value is a null literal at the root, as Druid lists it
+    return pa.array([["$"] if t is None else json_paths(t) for t in texts.to_pylist()], pa.list_(pa.string()))
 
 
 def install(conn: duckdb.DuckDBPyConnection) -> None:

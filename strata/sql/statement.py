@@ -279,6 +279,7 @@ def _plan_native(tree: exp.Query, catalog: Catalog, context: Mapping[str, Any]) 
         _check_columns(table.this, catalog)
         tree = _flatten(tree, table)
         table = tree.args["from_"].this
+        unnests = unnest_joins(tree)  # reading the subquery's columns by their table names
     if not isinstance(table, exp.Table):
         raise QueryUnsupported(f"FROM [{table.sql(dialect='druid')}]: planned relationally")
     schema = (table.db or "druid").lower()

@@ -28,16 +28,17 @@ ROW = {
 }
 
 
-def evaluate(expression: str) -> Any:
-    types = {name: t for name, (t, _) in ROW.items()}
+def evaluate(expression: str, row: dict[str, tuple[str, Any]] = ROW) -> Any:
+    """`expression` over one row (column -> (DuckDB type, value))."""
+    types = {name: t for name, (t, _) in row.items()}
     typed = compile_expression(parse_expression(expression), types)
     conn = duckdb.connect()
     install(conn)
     columns = ", ".join(
         f'CAST(? AS {t}) AS "{name}"' if t != "JSON" else f'json(?) AS "{name}"'
-        for name, (t, _) in ROW.items()
+        for name, (t, _) in row.items()
     )
-    values = [v for _, v in ROW.values()]
+    values = [v for _, v in row.values()]
     value = conn.execute(f"SELECT {typed.sql} FROM (SELECT {columns})", values).fetchone()
     assert value is not None
     result = value[0]

@@ -88,6 +88,25 @@ def test_unnest_of_a_multi_value_column(cluster: tuple[StrataProcess, Path]) -> 
     assert counted(got) == counted(want)
 
 
+def test_unnest_of_a_multi_value_column_on_the_broker(cluster: tuple[StrataProcess, Path]) -> None:
+    """A subquery's ORDER BY plans the UNNEST on the broker: a row with no value still gives one
+    null row (Druid's qaUnnest/mv_sql_order_by.02.std.iq, line 695: 17 rows from 15 values)."""
+    broker, rows = cluster
+    got = sql(broker, "SELECT t FROM (SELECT t FROM dm, UNNEST(MV_TO_ARRAY(tags)) AS u(t) ORDER BY t)")
+    want = oracle(rows, "SELECT unnest(VALUES_OF(tags)) FROM RAW")
+    assert counted(got) == counted(want)
+
+
+def test_unnest_of_a_renamed_column_of_a_subquery(cluster: tuple[StrataProcess, Path]) -> None:
+    """Druid's qaUnnest/mv_sql_col_general.all.iq, line 536: the name a subquery gives reads its column."""
+    broker, rows = cluster
+    got = sql(
+        broker, "SELECT t FROM (SELECT tags AS renamed FROM dm) s, UNNEST(MV_TO_ARRAY(renamed)) AS u(t)"
+    )
+    want = oracle(rows, "SELECT unnest(VALUES_OF(tags)) FROM RAW")
+    assert counted(got) == counted(want)
+
+
 def test_unnest_of_an_array_grouped_and_filtered(cluster: tuple[StrataProcess, Path]) -> None:
     broker, rows = cluster
     statement = "SELECT t, COUNT(*) FROM dm, UNNEST(nums) AS u(t) WHERE t > 1 GROUP BY t ORDER BY t"

@@ -37,6 +37,7 @@ from strata.query.expressions.parser import (
 from strata.query.expressions.typed import (
     DOUBLE,
     FROM_DUCK,
+    JSON,
     LONG,
     NULL,
     STRING,
@@ -127,7 +128,9 @@ class ColumnScope:
             return Typed(f"CAST(({truth(left)}{joined}{truth(right)}) AS BIGINT)", LONG)
         if op in ("<", "<=", ">", ">=", "==", "!="):
             sql_op = {"==": "=", "!=": "<>"}.get(op, op)
-            if (left.kind == STRING and right.kind == STRING) or {left.kind, right.kind} <= {LONG, NULL}:
+            if left.kind == right.kind == JSON and op in ("==", "!="):  # nested values: equal when alike
+                a, b = f"CAST({left.sql} AS VARCHAR)", f"CAST({right.sql} AS VARCHAR)"
+            elif (left.kind == STRING and right.kind == STRING) or {left.kind, right.kind} <= {LONG, NULL}:
                 a, b = left.sql, right.sql
             else:
                 a, b = as_double(left), as_double(right)

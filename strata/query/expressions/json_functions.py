@@ -112,12 +112,14 @@ def _found(scope: Scope, args: tuple[Node, ...], name: str) -> str:
 
 def literal_as(found: str, kind: str) -> Typed:
     """A JSON value (maybe null) as a Druid literal of `kind`: null unless it is a literal (or, for
-    an array kind, an array of literals)."""
+    an array kind, an array of literals: one holding an array or an object is null)."""
     json_type = f"json_type({found})"
     if is_array_kind(kind):
         element = literal_as('"__j"', element_kind(kind))
-        items = f'list_transform(CAST({found} AS JSON[]), lambda "__j": {element.sql})'
-        return Typed(f"(CASE WHEN {json_type} = 'ARRAY' THEN {items} END)", kind)
+        elements = f"CAST({found} AS JSON[])"
+        items = f'list_transform({elements}, lambda "__j": {element.sql})'
+        nested = f"len(list_filter({elements}, lambda \"__j\": json_type(\"__j\") IN ('OBJECT', 'ARRAY')))"
+        return Typed(f"(CASE WHEN {json_type} = 'ARRAY' AND {nested} = 0 THEN {items} END)", kind)
     text = f"json_extract_string({found}, '$')"
     scalar = f"{json_type} NOT IN ('OBJECT', 'ARRAY', 'NULL')"
     if kind == STRING:
@@ -162,8 +164,15 @@ def _json_query_array(scope: Scope, args: tuple[Node, ...]) -> Typed:
 def _json_keys(scope: Scope, args: tuple[Node, ...]) -> Typed:
     if len(args) != 2:
         raise invalid("Function [json_keys] needs 2 arguments, got %d", len(args))
-    found = _found(scope, args, "json_keys")
-    return Typed(f"(CASE WHEN json_type({found}) = 'OBJECT' THEN json_keys({found}) END)", ARRAY_STRING)
+    return Typed(keys_of(_found(scope, args, "json_keys")), ARRAY_STRING)
+
+
+def keys_of(found: str) -> str:
+    """Druid's JSON_KEYS of a JSON value: an object's field names, an array's indexes (`["0", "1"]`),
+    else null."""
+    length = f"CAST(json_array_length({found}) AS BIGINT)"
+    indexes = f"list_transform(range({length}), lambda __i: CAST(__i AS VARCHAR))"
+    return f"(CASE json_type({found}) WHEN 'OBJECT' THEN json_keys({found}) WHEN 'ARRAY' THEN {indexes} END)"
 
 
 def _json_paths(scope: Scope, args: tuple[Node, ...]) -> Typed:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from strata.query.errors import invalid
-from strata.query.expressions.json_functions import literal_as
+from strata.query.expressions.json_functions import keys_of, literal_as
 from strata.query.expressions.typed import ARRAY_DOUBLE, ARRAY_LONG, ARRAY_STRING, DOUBLE, LONG, STRING
 from strata.sql.functions.fragments import arguments, duck, kind_of_type, quote, sql_of, string_value, typed
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
@@ -69,7 +69,7 @@ def _json_query_array(node: exp.Expr, ctx: Context) -> exp.Expr:
 def _json_keys(node: exp.Expr, ctx: Context) -> exp.Expr:
     args = arguments(node)
     found = f"json_extract({sql_of(args[0])}, {_path(args[1], 'JSON_KEYS')})"
-    return typed(duck(f"(CASE WHEN json_type({found}) = 'OBJECT' THEN json_keys({found}) END)"), "VARCHAR[]")
+    return typed(duck(keys_of(found)), "VARCHAR[]")
 
 
 def _json_object(node: exp.Expr, ctx: Context) -> exp.Expr:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from strata.query.expressions.duck import null_elements_first
 from strata.sql.functions.fragments import duck, kind, kind_of_type, sql_of, text_of, typed
 from strata.sql.functions.numeric import divide
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
@@ -82,17 +83,27 @@ def _any_to_bigint(value: str) -> str:
 
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+_ORDERINGS = (exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
 def compare(node: exp.Expr, ctx: Context) -> exp.Expr:
-    """A string constant compared with a timestamp is a timestamp in sqlTimeZone."""
+    """A string constant compared with a timestamp is a timestamp in sqlTimeZone; arrays order
+    element by element with a null element first, as Druid orders them (DuckDB puts it last)."""
     left, right = node.this, node.expression
+    if isinstance(node, _ORDERINGS) and "ARRAY" in (_array_kind(left), _array_kind(right)):
+        for key, side in (("this", left), ("expression", right)):
+            node.set(key, duck(null_elements_first(sql_of(side))))
+        return typed(node, "BOOLEAN")
     for this, other, key in ((left, right, "expression"), (right, left, "this")):
         if kind(this) == "TIMESTAMP" and isinstance(other, exp.Literal) and other.is_string:
             node.set(key, timestamp_literal(sql_timestamp_ms(str(other.this), ctx.zone)))
         elif kind(this) == "DATE" and isinstance(other, exp.Literal) and other.is_string:
             node.set(key, exp.Cast(this=other, to=exp.DataType.build("DATE")))
     return typed(node, "BOOLEAN")
+
+
+def _array_kind(node: exp.Expr) -> str | None:
+    return "ARRAY" if isinstance(node, exp.Array) else kind(node)
 
 
 def between(node: exp.Expr, ctx: Context) -> exp.Expr:

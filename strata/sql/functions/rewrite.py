@@ -17,8 +17,9 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from strata.query.errors import QueryUnsupported, invalid
+from strata.query.filters.sql import values_or_null
 from strata.sql.dialect import DIALECT
-from strata.sql.functions.fragments import TIME, arguments, kind, typed, zone_name
+from strata.sql.functions.fragments import TIME, arguments, duck, kind, sql_of, typed, zone_name
 from strata.sql.functions.registry import FILTERED_BY_REWRITE, OPERATOR_KEYS, REGISTRY, REWRITES
 from strata.sql.functions.spec import Context, Rewrite
 
@@ -149,6 +150,8 @@ def _rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
         ctx = dataclasses.replace(ctx, filter=None)  # arguments of the aggregate see no filter
     if isinstance(node, exp.Window):
         return _window(node, ctx)
+    if isinstance(node, exp.Unnest):
+        return _unnest(node, ctx)
     _rewrite_arguments(node, ctx)
     name = OPERATOR_KEYS.get(type(node)) or druid_name(node) or ""
     rewrite = REWRITES.get(name)
@@ -197,6 +200,16 @@ def _window(node: exp.Expr, ctx: Context) -> exp.Expr:
             node.set("this", rewritten)
     if isinstance(function, exp.Sum) and kind(function.this) == "BIGINT":
         return typed(exp.Cast(this=node, to=exp.DataType.build("BIGINT")), "BIGINT")
+    return node
+
+
+def _unnest(node: exp.Unnest, ctx: Context) -> exp.Expr:
+    """`UNNEST(MV_TO_ARRAY(col))` unnests the multi-value column itself, as Druid plans it: a row
+    with no value (null or empty) gives one null row, where an empty or null array gives none."""
+    multi_value = [druid_name(e) == "MV_TO_ARRAY" for e in node.expressions]
+    _rewrite_arguments(node, ctx)
+    pairs = zip(node.expressions, multi_value, strict=True)
+    node.set("expressions", [duck(values_or_null(sql_of(e))) if mv else e for e, mv in pairs])
     return node
 
 

@@ -1,0 +1,31 @@
+"""Array and nested values in the broker's DuckDB stage, against the answers of Druid's QA files
+(quidem-ut `qaArray`, `qaUnnest`; `tests/sql_corpus/druid_qa/`): each test names the file and the
+line of the statement whose expected table it restates, over that dataset's rows."""
+
+from __future__ import annotations
+
+from tests.sql_functions.kit import run
+
+# qatests/qaArray/sql: a_bool and a_str of test_array's four rows (two of each order)
+TEST_ARRAY = {
+    "test_array": "SELECT * FROM (VALUES "
+    "([1, 0, NULL]::BIGINT[], ['S1', 'S2', NULL]), ([1, 0, NULL]::BIGINT[], ['S1', 'S2', NULL]), "
+    "([NULL, 0, 1]::BIGINT[], [NULL, 'S2', 'S1']), ([NULL, 0, 1]::BIGINT[], [NULL, 'S2', 'S1'])"
+    ") t(a_bool, a_str)"
+}
+
+
+def _rows(sql: str) -> list[object]:
+    return sorted((row[0] for row in run(sql, TEST_ARRAY)), key=repr)
+
+
+def test_array_order_puts_a_null_element_first() -> None:
+    # sql_subquery_with_where.08.all.iq line 745: only [1, 0, null] is above [1, 0]
+    assert _rows("SELECT a_bool FROM test_array WHERE a_bool > ARRAY[1, 0]") == [[1, 0, None]] * 2
+    # .09 line 9 / line 180: nothing is above [1, 0, null] nor [1, 2, 3]
+    assert _rows("SELECT a_bool FROM test_array WHERE a_bool > ARRAY[1, 0, NULL]") == []
+    assert _rows("SELECT a_bool FROM test_array WHERE a_bool > ARRAY[1, 2, 3]") == []
+    # .39 line 567: both orders are at most [S1, S2, null]
+    assert _rows("SELECT a_str FROM test_array WHERE a_str <= ARRAY['S1', 'S2', NULL]") == (
+        [["S1", "S2", None]] * 2 + [[None, "S2", "S1"]] * 2
+    )
