@@ -25,7 +25,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from strata.coordinator.task_context import TaskContext, TaskFailed, TaskRun
+from strata.coordinator.task_context import (
+    TaskContext,
+    TaskFailed,
+    TaskRun,
+    coordinator_alive,
+    parent_from_env,
+)
 from strata.coordinator.task_status import task_status
 from strata.storage.task_store import Fenced, TaskStore
 
@@ -43,12 +49,12 @@ def _runner(dotted: str) -> TaskRun:
 def watch_parent() -> None:
     """SIGTERM this process when the coordinator that started it is gone (`STRATA_PARENT_PID` no
     longer its parent): the parent-death signal's stand-in where setpriv is missing."""
-    parent = os.environ.get("STRATA_PARENT_PID", "")
-    if not parent.isdigit():
+    parent = parent_from_env()
+    if parent is None:
         return
 
     def watch() -> None:
-        while os.getppid() == int(parent):
+        while coordinator_alive(parent):
             time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGTERM)
 
