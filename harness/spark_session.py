@@ -14,9 +14,10 @@ def local_session(app_name: str) -> Any:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
+    from strata.ingestion.spark_gateway import gateway_in_own_session
     from strata.spark import register
 
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
@@ -24,7 +25,8 @@ def local_session(app_name: str) -> Any:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
     )
+    with gateway_in_own_session():
+        session = builder.getOrCreate()
     register(session)
     return session

@@ -61,3 +61,22 @@ def test_worker_malloc_only_for_local_sessions_and_not_over_the_callers(monkeypa
     assert "spark.executorEnv.GLIBC_TUNABLES" not in session_defaults("spark://head:7077")
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")  # the workers inherit the caller's
     assert "spark.executorEnv.GLIBC_TUNABLES" not in session_defaults("local[2]")
+
+
+def test_the_jvm_is_spawned_in_a_session_of_its_own(spark: Any) -> None:
+    """No `preexec_fn` (Python run between fork and exec in a threaded process crashed the child),
+    and still out of the terminal's process group, where Ctrl-C goes."""
+    jvm = spark.sparkContext._gateway.proc
+    assert os.getsid(jvm.pid) == jvm.pid != os.getsid(0)
+
+
+def test_the_gateway_launch_is_restored_after() -> None:
+    from pyspark import java_gateway as gateway_module
+
+    from strata.ingestion.spark_gateway import gateway_in_own_session
+
+    java_gateway: Any = gateway_module
+    before = java_gateway.Popen
+    with gateway_in_own_session():
+        assert java_gateway.Popen is not before
+    assert java_gateway.Popen is before
