@@ -3,6 +3,7 @@ latency, does the broker refuse what it cannot run (429), and does memory stay b
 
     python -m bench.overload [--heavy-clients 50] [--seconds 30] [--heavy groupby,crossjoin]
                              [--scenarios hilo,unlaned] [--max-concurrent 8] [--low-percent 25]
+                             [--broker-flag FLAG]... [--profile DIR]
 
 One cluster over the wikipedia sample plus a dataset of ~100,000 (country, page) groups. First the
 cheap queries alone (a timeseries and a topN over one hour, a filtered SQL count; one client, back
@@ -12,6 +13,13 @@ loop - groupBys of ~100k groups, and SQL cross joins - while the same cheap loop
 - `hilo`: heavy statements carry context `priority: -1`, as Druid's operators have BI tools and
   batch jobs mark theirs; the broker runs `--laning hilo`, so they share a capped lane `low`.
 - `unlaned`: the same statements without a priority, capped only by the total capacity.
+
+The heavy clients run in a process of their own, so the cheap client's timings are not its
+interpreter's wait for the heavy threads. Beside the latencies the report gives what tells where the
+time goes (bench.overload_probes): each server's event-loop lag (its `/status/health` latency),
+the broker's admitted queries and busy SQL engine slots, CPU seconds per process, the load average,
+and with `--profile DIR` py-spy's stacks of the broker per thread. `--broker-flag` passes more
+flags to the broker (A/B runs, e.g. `--broker-flag=--release-memory-seconds --broker-flag=0`).
 
 A heavy client that is refused (429) waits 100 ms and sends again, as a polite client would. The
 report gives cheap-query p50/p90/p99 under load against the baseline (the target: p50 and p90
@@ -24,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -33,7 +43,8 @@ from typing import Any
 import httpx
 
 from bench.cluster_setup import HOUR_MS, START_MS, write_dataset
-from bench.measure import log, percentile
+from bench.measure import log
+from bench.overload_probes import Probes, by_thread, latency_summary, record
 from bench.wiki_cluster import wikipedia_cluster
 from harness.memory import MemoryWatchdog, server_pids
 from timeline import format_instant
@@ -99,12 +110,19 @@ def cheap_loop(url: str, seconds: float, statuses: Counter[str] | None = None) -
     return latencies
 
 
-def heavy_load(url: str, statements: list[tuple[str, dict[str, Any]]], clients: int, stop: threading.Event,
-               statuses: Counter[str], lock: threading.Lock) -> list[threading.Thread]:  # fmt: skip
+def heavy_load(url: str, statements: list[tuple[str, dict[str, Any]]], clients: int, stop: Any,
+               out: Any) -> None:  # fmt: skip
+    """In a process of its own (its threads would otherwise hold the cheap client's interpreter lock
+    and show in its latencies): `clients` threads send `statements` until `stop` is set, then their
+    statuses go to the queue `out`."""
+    statuses: Counter[str] = Counter()
+    lock = threading.Lock()
+    done = threading.Event()
+
     def client_loop(i: int) -> None:
         with httpx.Client(timeout=300) as client:
             n = i
-            while not stop.is_set():
+            while not done.is_set():
                 path, body = statements[n % len(statements)]
                 n += 1
                 try:
@@ -114,43 +132,45 @@ def heavy_load(url: str, statements: list[tuple[str, dict[str, Any]]], clients: 
                 with lock:
                     statuses[status] += 1
                 if status == "429":
-                    stop.wait(0.1)
+                    done.wait(0.1)
 
     threads = [threading.Thread(target=client_loop, args=(i,), daemon=True) for i in range(clients)]
     for t in threads:
         t.start()
-    return threads
-
-
-def summary(latencies: list[float]) -> dict[str, float]:
-    if not latencies:
-        return {"n": 0, "p50_ms": float("nan"), "p90_ms": float("nan"), "p99_ms": float("nan")}
-    return {
-        "n": len(latencies),
-        **{f"p{q}_ms": round(percentile(latencies, q / 100) * 1000, 1) for q in (50, 90, 99)},
-    }
+    stop.wait()
+    done.set()
+    for t in threads:
+        t.join(timeout=320)
+    out.put(dict(statuses))
 
 
 def scenario(url: str, name: str, statements: list[tuple[str, dict[str, Any]]], args: argparse.Namespace,
-             watchdog: MemoryWatchdog, baseline: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+             watchdog: MemoryWatchdog, baseline: dict[str, float],
+             probes: Probes) -> dict[str, Any]:  # fmt: skip
     context: dict[str, Any] = {"timeout": 60_000}
     if name == "hilo":
         context["priority"] = -1
     marked = [(path, with_context(body, **context)) for path, body in statements]
-    statuses: Counter[str] = Counter()
-    stop, lock = threading.Event(), threading.Lock()
+    spawn = multiprocessing.get_context("spawn")
+    stop, out = spawn.Event(), spawn.Queue()
     log(f"scenario {name}: {args.heavy_clients} heavy clients for {args.seconds}s")
-    threads = heavy_load(url, marked, args.heavy_clients, stop, statuses, lock)
+    heavy = spawn.Process(target=heavy_load, args=(url, marked, args.heavy_clients, stop, out), daemon=True)
+    heavy.start()
+    probes.pids["heavy-clients"] = heavy.pid or 0
     time.sleep(2)  # the flood fills the lanes and the queue first
     cheap_statuses: Counter[str] = Counter()
-    loaded = summary(cheap_loop(url, args.seconds, cheap_statuses))
+    stacks = None if args.profile is None else args.profile / f"{name}.txt"
+    spy = None if stacks is None else record(probes.pids["broker"], args.seconds, stacks)
+    with probes:
+        loaded = latency_summary(cheap_loop(url, args.seconds, cheap_statuses))
+    profile = None if spy is None or stacks is None else _profile(spy, stacks, args.seconds)
     stop.set()
-    for t in threads:
-        t.join(timeout=320)
+    statuses = out.get(timeout=330)
+    heavy.join(timeout=10)
     ratio = {q: round(loaded[q] / baseline[q], 2) for q in ("p50_ms", "p90_ms")}
     health = httpx.get(url + "/status/health", timeout=10).status_code
     return {"cheap_under_load": loaded, "cheap_statuses": dict(cheap_statuses), "ratio_to_baseline": ratio,
-            "heavy_statuses": dict(statuses),
+            "heavy_statuses": dict(statuses), **probes.summary(), "broker_profile": profile,
             "broker_health_after": health, "memory_mb_so_far": watchdog.summary()}  # fmt: skip
 
 
@@ -170,10 +190,23 @@ def main() -> None:
     parser.add_argument("--max-concurrent", type=int, default=8)
     parser.add_argument("--queue", type=int, default=16)
     parser.add_argument("--low-percent", type=int, default=25)
+    parser.add_argument("--broker-flag", action="append", default=[], metavar="FLAG",
+                        help="one more broker argument, repeatable (--broker-flag=--release-memory-seconds "
+                        "--broker-flag=0)")  # fmt: skip
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="record the broker with py-spy per scenario (stacks per thread, in DIR)",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="run the cluster in DIR and keep it (logs)")
     args = parser.parse_args()
     flags = ["--max-concurrent-queries", str(args.max_concurrent), "--query-queue", str(args.queue),
-             "--laning", "hilo", "--laning-max-low-percent", str(args.low_percent)]  # fmt: skip
+             "--laning", "hilo", "--laning-max-low-percent", str(args.low_percent),
+             *args.broker_flag]  # fmt: skip
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"flags": flags, "heavy_clients": args.heavy_clients, "seconds": args.seconds}
     with wikipedia_cluster(flags, more_data=groups_dataset, keep=args.keep) as c:
         broker = c.brokers[0]
@@ -183,17 +216,29 @@ def main() -> None:
         report["heavy_groupby_groups"] = groups
         pids = server_pids(broker.pid, [h.pid for h in c.historicals])
         with MemoryWatchdog(pids) as watchdog:
+            servers = {"broker": broker.url, **{f"historical{i}": h.url for i, h in enumerate(c.historicals)}}
             cheap_loop(broker.url, 3)  # warm
-            baseline = summary(cheap_loop(broker.url, args.seconds))
-            report["cheap_baseline"] = baseline
-            log(f"baseline {baseline}")
+            with Probes(servers, broker.url, pids) as probes:
+                baseline = latency_summary(cheap_loop(broker.url, args.seconds))
+            report["cheap_baseline"] = {**baseline, **probes.summary()}
+            log(f"baseline {report['cheap_baseline']}")
             for name in args.scenarios.split(","):
-                report[name] = scenario(broker.url, name, statements, args, watchdog, baseline)
+                probes = Probes(servers, broker.url, pids)
+                report[name] = scenario(broker.url, name, statements, args, watchdog, baseline, probes)
                 log(f"{name}: {json.dumps(report[name])}")
                 time.sleep(3)
         report["memory_mb"] = watchdog.summary()
     log(json.dumps(report, indent=1))
     print(json.dumps(report))
+
+
+def _profile(spy: subprocess.Popen[bytes], out: Path, seconds: float) -> dict[str, Any] | None:
+    try:
+        spy.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.wait()
+    return by_thread(out.read_text(), seconds) if out.exists() else None
 
 
 def _group_count(url: str, interval: str) -> int:
