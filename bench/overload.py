@@ -159,11 +159,12 @@ def scenario(url: str, name: str, statements: list[tuple[str, dict[str, Any]]], 
     probes.pids["heavy-clients"] = heavy.pid or 0
     time.sleep(2)  # the flood fills the lanes and the queue first
     cheap_statuses: Counter[str] = Counter()
-    stacks = None if args.profile is None else args.profile / f"{name}.txt"
-    spy = None if stacks is None else record(probes.pids["broker"], args.seconds, stacks)
+    recordings = [] if args.profile is None else [(args.profile / f"{name}.txt", False),
+                                                  (args.profile / f"{name}.gil.txt", True)]  # fmt: skip
+    spies = [(record(probes.pids["broker"], args.seconds, path, gil=gil), path) for path, gil in recordings]
     with probes:
         loaded = latency_summary(cheap_loop(url, args.seconds, cheap_statuses))
-    profile = None if spy is None or stacks is None else _profile(spy, stacks, args.seconds)
+    profile = {path.name: _profile(spy, path, args.seconds) for spy, path in spies}
     stop.set()
     statuses = out.get(timeout=330)
     heavy.join(timeout=10)

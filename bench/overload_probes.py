@@ -135,10 +135,11 @@ def py_spy() -> str:
     return found
 
 
-def record(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
-    """py-spy recording `pid`'s threads (collapsed stacks, each rooted at its thread) into `out`."""
+def record(pid: int, seconds: float, out: Path, *, gil: bool = False) -> subprocess.Popen[bytes]:
+    """py-spy recording `pid`'s threads (collapsed stacks, each rooted at its thread) into `out`;
+    `gil`: only the thread holding the interpreter lock at each sample."""
     argv = [py_spy(), "record", "-p", str(pid), "-d", f"{seconds:.0f}", "-r", "100", "-f", "raw", "--threads",
-            "--nonblocking", "-o", str(out)]  # fmt: skip
+            "--nonblocking", "-o", str(out), *(["--gil"] if gil else [])]  # fmt: skip
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
 
@@ -148,7 +149,8 @@ _NUMBERED = re.compile(r"[_-]\d+$")
 
 def by_thread(text: str, seconds: float, rate: int = 100) -> dict[str, Any]:
     """Busy share of a core per thread kind (`sql-engine_3` -> `sql-engine`) from a `--threads`
-    recording, and the main thread's (the event loop's) top frames."""
+    recording (of a `--gil` one: the share of the time each held the interpreter lock), and the
+    main thread's (the event loop's) top frames."""
     busy: Counter[str] = Counter()
     main: list[str] = []
     for line in text.splitlines():
