@@ -203,8 +203,9 @@ async def status(request: Request) -> Response:
         "runningQueries": broker.admission.running,
         "queuedQueries": broker.admission.queued,
         # SQL statements running (any step), and the relational engine's slots in use of its total
+        # (and of its low-priority ones)
         "sqlStatements": len(request.app.state.sql_api.statements),
-        "sqlEngine": {"slots": broker.relational.limits.slots, "busy": broker.relational.busy},
+        "sqlEngine": broker.relational.status(),
         "lanes": broker.admission.lanes(),
         "uptimeSeconds": round(time.time() - broker.started, 3),
     }

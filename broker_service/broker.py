@@ -23,7 +23,7 @@ from broker_service.merge_processes import MergeProcesses
 from broker_service.metrics import BrokerMetrics
 from broker_service.query_bodies import ParsedBodies
 from broker_service.query_runner import QueryRunner, RunnerLimits
-from broker_service.relational_engine import RelationalEngine
+from broker_service.relational_engine import EngineSlots
 from broker_service.result_cache import ResultLevelCache
 from broker_service.scan_types import SegmentColumnTypes
 from broker_service.segment_cache import SegmentCache
@@ -97,7 +97,7 @@ class Broker:
             limits=settings.limits,
             metrics=self.metrics,
         )
-        self.relational = RelationalEngine(settings.engine)
+        self.relational = EngineSlots(settings.engine)
         self.admission = Admission(settings.max_concurrent_queries, settings.query_queue, settings.laning)
         self.metrics.bind_gauges(
             segments=lambda: view.segment_count,

@@ -6,12 +6,19 @@ never holds more than `--engine-memory`; a statement waits for one within its de
 runs in a worker thread of the engine; a cancel or timeout interrupts DuckDB from the event loop
 (`interrupt()` is thread-safe) and the statement answers at once, while the slot goes back only
 once its thread has stopped, so the next statement never shares a busy database.
+
+Statements of negative context priority (what Druid's `hilo` laning puts in lane `low`) get slots
+of their own (`EngineSlots.low`, a quarter of them): one DuckDB thread each, on worker threads at
+nice 10 (strata.server.thread_priority), so however many run, they take at most that many cores and
+only what the kernel has left after every other thread of the host; the rest of the slots serve
+everything else at full speed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +28,7 @@ import duckdb
 import pyarrow as pa
 
 from strata.query.duck import EngineLimits
+from strata.server.thread_priority import LOW_NICE, lower_own_priority
 from strata.sql.sandbox import engine_failure, open_database
 
 log = logging.getLogger(__name__)
@@ -110,18 +118,24 @@ def _failing_as_druid(fn: Callable[..., T], args: tuple[Any, ...], limits: Engin
 
 
 class RelationalEngine:
-    """The broker's DuckDB slots and the threads their work runs in."""
+    """DuckDB slots of the broker and the threads their work runs in (`nice`: at that nice value,
+    and so are the DuckDB threads of databases opened there)."""
 
-    def __init__(self, limits: EngineLimits) -> None:
+    def __init__(
+        self, limits: EngineLimits, slots: int | None = None, *, nice: int = 0, name: str = "sql-engine"
+    ) -> None:
         self.limits = limits
-        self.pool = ThreadPoolExecutor(max_workers=limits.slots, thread_name_prefix="sql-engine")
-        self._free = [EngineSlot(self, n) for n in range(limits.slots)]
-        self._available = asyncio.Semaphore(limits.slots)
+        self.slots = limits.slots if slots is None else slots
+        self.pool = ThreadPoolExecutor(
+            max_workers=self.slots, thread_name_prefix=name, initializer=lower_own_priority, initargs=(nice,)
+        )
+        self._free = [EngineSlot(self, n) for n in range(self.slots)]
+        self._available = asyncio.Semaphore(self.slots)
 
     @property
     def busy(self) -> int:
         """Slots lent out, or still finishing an interrupted statement's work."""
-        return self.limits.slots - len(self._free)
+        return self.slots - len(self._free)
 
     async def acquire(self) -> EngineSlot:
         """A slot for one statement's engine work; the caller bounds the wait by its deadline and
@@ -141,3 +155,37 @@ class RelationalEngine:
         for slot in self._free:
             slot.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+LOW_THREADS = 1  # DuckDB threads of a low-priority statement
+
+
+class EngineSlots:
+    """The broker's engine: `limits.slots` databases in all (so `--engine-memory` bounds them), a
+    quarter of them (at least one, once there are two) for statements of negative priority."""
+
+    def __init__(self, limits: EngineLimits) -> None:
+        low = limits.slots // 4 or (1 if limits.slots > 1 else 0)
+        self.normal = RelationalEngine(limits, limits.slots - low)
+        self.low: RelationalEngine | None = None
+        if low:
+            capped = dataclasses.replace(limits, threads=min(limits.threads, LOW_THREADS))
+            self.low = RelationalEngine(capped, low, nice=LOW_NICE, name="sql-engine-low")
+
+    def for_priority(self, priority: int) -> RelationalEngine:
+        return self.low if priority < 0 and self.low is not None else self.normal
+
+    def status(self) -> dict[str, object]:
+        """For /status: slots and busy ones in all, and the low-priority ones'."""
+        engines = [self.normal] if self.low is None else [self.normal, self.low]
+        out: dict[str, object] = {"slots": sum(e.slots for e in engines)}
+        out["busy"] = sum(e.busy for e in engines)
+        if self.low is not None:
+            low = self.low
+            out["low"] = {"slots": low.slots, "busy": low.busy, "threads": low.limits.threads}
+        return out
+
+    def close(self) -> None:
+        self.normal.close()
+        if self.low is not None:
+            self.low.close()

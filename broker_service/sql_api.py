@@ -209,6 +209,7 @@ async def _answer_admitted(
     broker's relational stage), in its context's lane; a streamed answer holds the slot until its
     last byte is sent."""
     priority, lane = scheduling_keys(planned.context)
+    statement.priority = priority
     admitted = AsyncExitStack()
     await admitted.enter_async_context(api.broker.admission.admit(priority=priority, lane=lane))
     try:

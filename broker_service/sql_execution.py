@@ -169,14 +169,14 @@ class StatementExecution:
     async def _acquire(self, statement: RunningStatement) -> EngineSlot:
         """A slot of the broker's engine, waited for within the statement's deadline; known to the
         statement while it holds it, so a cancel interrupts its work."""
-        engine = self.broker.relational
+        engine = self.broker.relational.for_priority(statement.priority)
         slot = await statement.bounded(engine.acquire(), lost=engine.release)
         statement.slot = slot
         return slot
 
     def _release(self, slot: EngineSlot, statement: RunningStatement) -> None:
         statement.slot = None
-        self.broker.relational.release(slot)
+        slot.engine.release(slot)
 
     async def _start(
         self,

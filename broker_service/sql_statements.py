@@ -32,6 +32,7 @@ class RunningStatement:
         self.cancelled = False
         self.streaming = False  # its answer streams: the response finishes it, not the handler
         self.slot: EngineSlot | None = None  # while the statement's engine work runs, for a cancel
+        self.priority = 0  # its context's: a negative one runs on the engine's low-priority slots
         self._steps: set[asyncio.Future[Any]] = set()
         self._on_finish: Callable[[], None] | None = on_finish
 

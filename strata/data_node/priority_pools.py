@@ -11,25 +11,9 @@ elsewhere the workers run at the usual priority.
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-log = logging.getLogger(__name__)
-
-LOW_NICE = 10  # about a tenth of the CPU a nice-0 thread gets, when both want it
-
-
-def _lower_own_priority(nice: int) -> None:
-    """Raise the calling thread's nice value (Linux: each thread has its own)."""
-    setpriority = getattr(os, "setpriority", None)
-    if setpriority is None:
-        return
-    try:
-        setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-    except OSError as e:  # a container may forbid it: the workers still run, at the usual priority
-        log.warning("could not lower the low-priority query workers' CPU priority: %s", e)
+from strata.server.thread_priority import LOW_NICE, lower_own_priority
 
 
 class PriorityPools:
@@ -38,7 +22,7 @@ class PriorityPools:
     def __init__(self, workers: int = 4, low_workers: int = 2, nice: int = LOW_NICE):
         self.normal = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="query")
         self.low = ThreadPoolExecutor(
-            max_workers=low_workers, thread_name_prefix="query-low", initializer=_lower_own_priority,
+            max_workers=low_workers, thread_name_prefix="query-low", initializer=lower_own_priority,
             initargs=(nice,),
         )  # fmt: skip
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import datetime
 import gc
+import os
+import sys
 import threading
 from pathlib import Path
 
@@ -15,10 +17,11 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from broker_service.relational_engine import RelationalEngine
+from broker_service.relational_engine import EngineSlot, EngineSlots, RelationalEngine
 from strata.query.context import timeout_within
 from strata.query.duck import EngineLimits, MiB
 from strata.query.errors import InvalidInput, QueryInterrupted, ResourceLimitExceeded
+from strata.server.thread_priority import LOW_NICE
 from strata.sql.sandbox import ResultBatches, engine_failure, open_database
 from strata.sql.subquery_limits import SubqueryLimits
 
@@ -145,6 +148,56 @@ def test_an_interrupted_slot_comes_back_once_its_thread_has_stopped() -> None:
         engine.close()
 
     asyncio.run(scenario())
+
+
+def _where_it_runs(slot: EngineSlot) -> tuple[int, int, int]:
+    """In the slot's worker thread: its nice value, its database's DuckDB threads, and the nice
+    value of every thread that database started."""
+    tasks = Path("/proc/self/task")
+    before = {p.name for p in tasks.iterdir()}
+    cur = slot.cursor()
+    (threads,) = cur.execute("SELECT current_setting('threads')").fetchone() or (0,)
+    cur.execute("SELECT SUM(range) FROM range(2000000)").fetchall()
+    started = [p for p in tasks.iterdir() if p.name not in before]
+    nices = {int((p / "stat").read_text().rsplit(")", 1)[1].split()[16]) for p in started}
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    return own, int(threads), max(nices, default=own)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+def test_low_priority_statements_run_on_slots_of_their_own_with_one_duckdb_thread_at_nice_10() -> None:
+    limits = EngineLimits(query_memory=32 * MiB, engine_memory=128 * MiB, threads=2, external_access=False)
+
+    async def scenario() -> None:
+        slots = EngineSlots(limits)
+        try:
+            assert slots.low is not None and (slots.normal.slots, slots.low.slots) == (3, 1)
+            assert slots.for_priority(-1) is slots.low
+            assert slots.for_priority(0) is slots.normal and slots.for_priority(5) is slots.normal
+            answers = []
+            for engine in (slots.normal, slots.low):
+                slot = await engine.acquire()
+                answers.append(await slot.run(_where_it_runs, slot))
+                assert slots.status()["busy"] == 1
+                engine.release(slot)
+            (normal_nice, normal_threads, normal_started), (low_nice, low_threads, low_started) = answers
+            assert normal_threads == 2 and low_threads == 1
+            assert low_nice == LOW_NICE and low_started == LOW_NICE, answers
+            assert normal_nice < LOW_NICE and normal_started == normal_nice, answers
+            assert slots.status() == {"slots": 4, "busy": 0, "low": {"slots": 1, "busy": 0, "threads": 1}}
+        finally:
+            slots.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_engine_of_one_slot_has_no_low_priority_slots() -> None:
+    slots = EngineSlots(EngineLimits(query_memory=64 * MiB, engine_memory=64 * MiB))
+    try:
+        assert slots.low is None and slots.for_priority(-1) is slots.normal
+        assert slots.status() == {"slots": 1, "busy": 0}
+    finally:
+        slots.close()
 
 
 def test_subqueries_share_one_allowance() -> None:
