@@ -6,7 +6,8 @@ once with Druid's 429 "Query capacity exceeded" naming the lane, as Druid's sche
 flood in a capped lane never waits in front of other work. Then a slot of the total: when all are
 taken it waits in a queue of at most `max_queued`, where a higher context `priority` is served
 first (ties in arrival order); past the queue it is refused with the total's 429. A waiting query
-that is cancelled or times out leaves the queue and takes nothing with it.
+that is cancelled or times out leaves the queue and takes nothing with it. `check` tells, taking
+nothing, whether a query would be refused now: a SQL statement is refused before it is planned.
 """
 
 from __future__ import annotations
@@ -56,10 +57,7 @@ class Admission:
         cap = self.laning.cap(lane)
         if lane is not None and cap is not None:
             if self.lane_running[lane] >= cap:
-                raise QueryCapacityExceeded(
-                    f"Too many concurrent queries for lane '{lane}', query capacity of {cap} exceeded. "
-                    "Please try your query again later."
-                )
+                raise _lane_full(lane, cap)
             self.lane_running[lane] += 1
         try:
             await self._take_slot(priority)
@@ -71,6 +69,17 @@ class Admission:
         finally:
             self._give_slot()
             self._leave_lane(lane, cap)
+
+    def check(self, *, priority: int = 0, lane: str | None = None) -> None:
+        """Raise the 429 `admit` would raise now, taking nothing: a query refused before the work
+        that comes ahead of its admission (planning a SQL statement)."""
+        lane = self.laning.lane_of(priority, lane)
+        cap = self.laning.cap(lane)
+        if lane is not None and cap is not None and self.lane_running[lane] >= cap:
+            raise _lane_full(lane, cap)
+        full = self.running >= self.max_concurrent or self._waiting
+        if full and len(self._waiting) >= self.max_queued:
+            raise self._total_full()
 
     def lanes(self) -> dict[str, dict[str, int]]:
         """Each capped lane's running queries and cap (for /status)."""
@@ -84,10 +93,7 @@ class Admission:
             self.running += 1
             return
         if len(self._waiting) >= self.max_queued:
-            raise QueryCapacityExceeded(
-                f"Too many concurrent queries, total query capacity of {self.max_concurrent} exceeded. "
-                "Please try your query again later."
-            )
+            raise self._total_full()
         waiter = _Waiter((-priority, next(self._arrivals)), asyncio.get_running_loop().create_future())
         heapq.heappush(self._waiting, waiter)
         try:
@@ -111,6 +117,19 @@ class Admission:
     def _leave_lane(self, lane: str | None, cap: int | None) -> None:
         if lane is not None and cap is not None:
             self.lane_running[lane] -= 1
+
+    def _total_full(self) -> QueryCapacityExceeded:
+        return QueryCapacityExceeded(
+            f"Too many concurrent queries, total query capacity of {self.max_concurrent} exceeded. "
+            "Please try your query again later."
+        )
+
+
+def _lane_full(lane: str, cap: int) -> QueryCapacityExceeded:
+    return QueryCapacityExceeded(
+        f"Too many concurrent queries for lane '{lane}', query capacity of {cap} exceeded. "
+        "Please try your query again later."
+    )
 
 
 class HeldStream(StreamingResponse):

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from broker_service.access import QueryOwners, authorize_sql
+from broker_service.admission import Admission
 from broker_service.broker import Broker
 from broker_service.laning import scheduling_keys
 from broker_service.sql_catalog import BrokerCatalog, CatalogSnapshot
@@ -62,6 +63,21 @@ async def _bounded_body(request: Request, max_bytes: int) -> bytes:
 
 
 _SYSTEM_TABLE = re.compile(r"\b(?:sys|information_schema)\s*\.", re.IGNORECASE)
+_SET = re.compile(r"(?:^|;)\s*SET\s", re.IGNORECASE)
+
+
+def refuse_before_planning(admission: Admission, sql: str, context: dict[str, Any]) -> None:
+    """The 429 a statement would meet at admission, before it is planned: under a flood of heavy
+    statements retried at once, planning each only to refuse it would take the broker's CPU from
+    the queries it runs. A statement whose SET statements may change its lane, or whose context
+    keys are wrong (told after planning, as before), is planned first."""
+    if _SET.search(sql):
+        return
+    try:
+        priority, lane = scheduling_keys(context)
+    except QueryError:
+        return
+    admission.check(priority=priority, lane=lane)
 
 
 async def read_body(request: Request, max_bytes: int) -> dict[str, Any]:
@@ -169,6 +185,7 @@ async def post_sql(request: Request) -> Response:
         fmt = body.get("resultFormat") or "object"
         if fmt not in RESULT_FORMATS:
             raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
+        refuse_before_planning(api.broker.admission, body["query"], context)
         statement = api.start(query_id, context)
         planned = await statement.bounded(api.plan(body, {**context, "queryId": query_id}))
         statement.settle(*api.bounds(dict(planned.context)))  # SET statements may have changed them

@@ -88,6 +88,31 @@ def test_a_full_lane_refuses_at_once_with_druids_message_while_other_work_runs()
     run(scenario)
 
 
+def test_check_refuses_as_admission_would_now_and_takes_nothing() -> None:
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=2, max_queued=1, laning=hilo(2, 50))
+        admission.check(priority=-1)  # room everywhere
+        release = asyncio.Event()
+        low = asyncio.create_task(hold(admission, release, priority=-1))
+        await asyncio.sleep(0)
+        with pytest.raises(QueryCapacityExceeded, match="for lane 'low', query capacity of 1"):
+            admission.check(priority=-2)
+        admission.check(priority=0)  # no lane: a slot is free
+        other = asyncio.create_task(hold(admission, release))
+        await asyncio.sleep(0)
+        admission.check(priority=0)  # every slot taken, the queue has room
+        queued = asyncio.create_task(hold(admission, release))
+        await asyncio.sleep(0)
+        with pytest.raises(QueryCapacityExceeded, match="total query capacity of 2"):
+            admission.check(priority=5)
+        assert (admission.running, admission.queued, admission.lane_running[LOW]) == (2, 1, 1)
+        release.set()
+        await asyncio.gather(low, other, queued)
+        assert (admission.running, admission.queued, admission.lane_running[LOW]) == (0, 0, 0)
+
+    run(scenario)
+
+
 def test_the_queue_serves_the_highest_priority_first_and_refuses_past_its_length() -> None:
     async def scenario() -> None:
         admission = Admission(max_concurrent=1, max_queued=3)

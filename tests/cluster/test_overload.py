@@ -98,6 +98,31 @@ def test_a_full_low_lane_refuses_at_once_while_interactive_queries_run(
     assert again.status_code == 200 and again.json()[0]["result"] == {"c": want}
 
 
+def test_a_statement_for_a_full_lane_is_refused_before_it_is_planned(
+    laned_broker: StrataProcess, wikipedia_sample: Path
+) -> None:
+    """Planning a statement only to refuse it would spend the broker's CPU on a flood of retries:
+    it is refused first (so even a statement that would not plan gets the 429), unless SET
+    statements may move it to another lane."""
+    (want,) = raw("SELECT count(*) FROM RAW", wikipedia_sample)[0]
+    with ExitStack() as stack:
+        hold(stack, laned_broker, priority=-1)
+        until(lambda: status(laned_broker)["lanes"]["low"]["running"] == 1, "the low lane filled")
+        unplannable = {"query": "SELECT nosuchcolumn FROM wikipedia", "context": {"priority": -1}}
+        assert "lane 'low'" in refused(
+            httpx.post(laned_broker.url + "/druid/v2/sql", json=unplannable, timeout=60)
+        )
+        moved = {
+            "query": "SET priority = 0; SELECT COUNT(*) AS c FROM wikipedia",
+            "context": {"priority": -1},
+        }
+        resp = httpx.post(laned_broker.url + "/druid/v2/sql", json=moved, timeout=60)
+        assert resp.status_code == 200 and resp.json() == [{"c": want}], resp.text[:300]
+    unplannable["context"] = {"priority": 0}
+    resp = httpx.post(laned_broker.url + "/druid/v2/sql", json=unplannable, timeout=60)
+    assert resp.status_code == 400 and resp.json()["category"] == "INVALID_INPUT", resp.text[:300]
+
+
 def test_a_full_broker_refuses_with_the_total_capacity_and_recovers(laned_broker: StrataProcess) -> None:
     with ExitStack() as stack:
         for _ in range(4):
