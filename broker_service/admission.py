@@ -42,6 +42,7 @@ class Admission:
         self.max_queued = max_queued
         self.laning = laning or Laning()
         self.running = 0
+        self.urgent_running = 0  # admitted queries of priority 0 and up: not Druid's low ones
         self.lane_running: Counter[str] = Counter()
         self._waiting: list[_Waiter] = []
         self._arrivals = itertools.count()
@@ -64,9 +65,12 @@ class Admission:
         except BaseException:
             self._leave_lane(lane, cap)
             raise
+        urgent = priority >= 0
+        self.urgent_running += urgent
         try:
             yield lane
         finally:
+            self.urgent_running -= urgent
             self._give_slot()
             self._leave_lane(lane, cap)
 

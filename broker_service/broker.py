@@ -119,7 +119,9 @@ class Broker:
             self.metrics.bind_cache(druid_cache_collector(self.segment_cache))
             view.on_segment_removed(self.segment_cache.forget_segment)
         release_s = settings.release_memory_s  # allocators' high-water marks given back
-        self.memory_release = MemoryRelease(release_s) if release_s > 0 else None
+        # a release locks the allocator's arenas: it waits (a period at most) for no urgent query
+        quiet = lambda: self.admission.urgent_running == 0  # noqa: E731
+        self.memory_release = MemoryRelease(release_s, quiet=quiet) if release_s > 0 else None
         self.started = time.time()
 
     async def start(self) -> None:

@@ -62,3 +62,22 @@ def test_runs_every_period_until_stopped() -> None:
         return done
 
     assert asyncio.run(main()) >= 2
+
+
+def test_a_release_due_waits_for_a_quiet_moment_but_at_most_a_period() -> None:
+    async def main(quiet_after: float) -> list[float]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        grown = iter(range(0, 10_000_000, 200))
+        at: list[float] = []
+        release = MemoryRelease(period_s=0.2, threshold=100, resident=lambda: next(grown),
+                                release=lambda: at.append(loop.time() - started),
+                                quiet=lambda: loop.time() - started >= quiet_after)  # fmt: skip
+        release.start()
+        await asyncio.sleep(2.0)
+        await release.stop()
+        return at
+
+    waited = asyncio.run(main(quiet_after=0.35))
+    assert waited and waited[0] >= 0.35  # due from 0.2 on, released once quiet
+    assert asyncio.run(main(quiet_after=60))  # never quiet: released all the same, a period late
