@@ -6,7 +6,9 @@ so one heavy statement slows every cheap one. A merge of at least `min_rows` par
 instead in one of `--merge-processes` worker processes (started with `spawn`: the broker has
 threads): the partials go there as Arrow, the answer comes back as its JSON bytes. Cheap merges
 stay in the broker (a process hop would cost more than they do), and at most that many cores
-merge heavy answers at once, whatever arrives.
+merge heavy answers at once, whatever arrives. A query of negative context priority (Druid's low
+lane) is merged on a thread of the worker at nice 10, as the data nodes run its scan: when the
+host's cores are busy, the kernel serves everything else first.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from strata.query import Query
+from strata.server.thread_priority import LOW_NICE, lower_own_priority
 
 MIN_ROWS = 50_000  # partial rows from which a merge goes to a worker process
 PARENT_POLL_S = 1.0
@@ -31,8 +34,26 @@ Merge = Callable[[Query, list[pa.Table], int], tuple[list[Any], bytes]]
 
 def _encoded(merge: Merge, query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
     """In the worker: the answer's JSON only (its rows as Python objects would cost as much to send
-    back as to make)."""
-    return merge(query, partials, max_rows)[1]
+    back as to make); a low-priority query's made on a thread at a raised nice value (a thread may
+    raise its own, never lower it back: so a thread of its own, ended with the merge)."""
+    if query.context.priority >= 0:
+        return merge(query, partials, max_rows)[1]
+    answer: list[bytes] = []
+    failure: list[BaseException] = []
+
+    def low() -> None:
+        lower_own_priority(LOW_NICE)
+        try:
+            answer.append(merge(query, partials, max_rows)[1])
+        except BaseException as e:  # raised again in the worker's own thread, to the broker
+            failure.append(e)
+
+    thread = threading.Thread(target=low, name="merge-low")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return answer[0]
 
 
 def _outlive_no_broker(broker: int) -> None:

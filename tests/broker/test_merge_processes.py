@@ -1,0 +1,63 @@
+"""Merges in worker processes (broker_service.merge_processes): a low-priority query's merge runs at
+nice 10 in the worker, as the data nodes run its scan; any other at the worker's own; failures pass
+on to the broker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from broker_service.merge_processes import MergeProcesses, _encoded
+from strata.query import Query, parse_query
+from strata.query.errors import ResourceLimitExceeded
+from strata.server.thread_priority import LOW_NICE
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+
+
+def count_query(**context: Any) -> Query:
+    return parse_query({"queryType": "timeseries", "dataSource": "w", "intervals": ["2015-09-12/2015-09-13"],
+                        "granularity": "all", "aggregations": [{"type": "count", "name": "c"}],
+                        "context": context})  # fmt: skip
+
+
+def nice_of_merge(query: Query, partials: list[pa.Table], max_rows: int) -> tuple[list[Any], bytes]:
+    """A merge that answers the nice value of the thread it ran on."""
+    if max_rows < 0:
+        raise ResourceLimitExceeded("over the limit")
+    nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    return [nice], str(nice).encode()
+
+
+def test_a_low_priority_merge_runs_at_nice_10_and_others_at_the_workers_own() -> None:
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert own < LOW_NICE
+    assert _encoded(nice_of_merge, count_query(priority=-1), [], 10) == str(LOW_NICE).encode()
+    assert _encoded(nice_of_merge, count_query(), [], 10) == str(own).encode()
+    assert _encoded(nice_of_merge, count_query(priority=5), [], 10) == str(own).encode()
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own  # the caller's unchanged
+    with pytest.raises(ResourceLimitExceeded):
+        _encoded(nice_of_merge, count_query(priority=-1), [], -1)
+
+
+def test_in_a_worker_process_too() -> None:
+    async def scenario() -> tuple[bytes, bytes]:
+        processes = MergeProcesses(1)
+        try:
+            await processes.warm()
+            low = await processes.merge(nice_of_merge, count_query(priority=-3), [], 10)
+            normal = await processes.merge(nice_of_merge, count_query(), [], 10)
+            with pytest.raises(ResourceLimitExceeded):
+                await processes.merge(nice_of_merge, count_query(priority=-3), [], -1)
+            return low, normal
+        finally:
+            processes.shutdown()
+
+    low, normal = asyncio.run(asyncio.wait_for(scenario(), timeout=120))
+    assert int(low) == LOW_NICE and int(normal) < LOW_NICE
