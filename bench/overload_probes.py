@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -22,7 +20,7 @@ from typing import Any
 import httpx
 
 from bench.measure import cpu_seconds, percentile
-from bench.profile_stacks import top_frames
+from bench.profile_stacks import py_spy, top_frames
 
 HEALTH_PERIOD_S = 0.05
 STATUS_PERIOD_S = 0.25
@@ -124,15 +122,6 @@ class Probes:
                         "low_running": body.get("lanes", {}).get("low", {}).get("running", 0),
                     }
                 )
-
-
-def py_spy() -> str:
-    """py-spy from the same environment (pip installs it beside the interpreter), else from PATH."""
-    beside = Path(sys.executable).parent / "py-spy"
-    found = str(beside) if beside.exists() else shutil.which("py-spy")
-    if found is None:
-        raise RuntimeError("--profile needs py-spy (pip install py-spy)")
-    return found
 
 
 def record(pid: int, seconds: float, out: Path, *, gil: bool = False) -> subprocess.Popen[bytes]:

@@ -8,7 +8,10 @@ on the stack, counted once per stack) beside their own (self) share.
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 from collections import Counter
+from pathlib import Path
 
 _LINE_NUMBER = re.compile(r":\d+\)$")
 
@@ -49,3 +52,12 @@ def top_frames(text: str, n: int = 15, scaffolding: float = 0.9) -> list[str]:
     return [
         f"{100 * count / total:5.1f}% {100 * own[name] / total:5.1f}% {name}" for name, count in ranked[:n]
     ]
+
+
+def py_spy() -> str:
+    """py-spy from the same environment (pip installs it beside the interpreter), else from PATH."""
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.exists() else shutil.which("py-spy")
+    if found is None:
+        raise RuntimeError("--profile needs py-spy (pip install py-spy)")
+    return found

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -255,14 +254,14 @@ def profile(
     brokers: dict[str, StrataProcess], chosen: list[Scenario], seconds: float, out: Path
 ) -> dict[str, list[str]]:
     """py-spy's collapsed stacks of the broker under wrk load, per scenario, and the top frames."""
-    from bench.profile_stacks import top_frames
+    from bench.profile_stacks import py_spy, top_frames
 
     out.mkdir(parents=True, exist_ok=True)
     tops: dict[str, list[str]] = {}
     for s in chosen:
         broker = brokers[s.cache]
         path = out / (s.name.replace(",", "").replace(" ", "_") + ".txt")
-        argv = [_py_spy(), "record", "-p", str(broker.pid), "-d", f"{seconds:.0f}", "-r", "250", "-f", "raw",
+        argv = [py_spy(), "record", "-p", str(broker.pid), "-d", f"{seconds:.0f}", "-r", "250", "-f", "raw",
                 "-o", str(path), "--nonblocking"]  # fmt: skip
         spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         try:
@@ -282,15 +281,6 @@ def start_broker(c: Cluster, kind: str) -> StrataProcess:
     if kind != "lru":
         args += ["--memcached", c.start_memcached()]
     return c.start_broker(*args)
-
-
-def _py_spy() -> str:
-    """py-spy from the same environment (pip installs it beside the interpreter), else from PATH."""
-    beside = Path(sys.executable).parent / "py-spy"
-    found = str(beside) if beside.exists() else shutil.which("py-spy")
-    if found is None:
-        raise RuntimeError("--profile needs py-spy (pip install py-spy)")
-    return found
 
 
 def targets(table: list[dict[str, Any]], segments: int) -> list[dict[str, Any]]:
