@@ -6,7 +6,11 @@ what the broker's own merge answers."""
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,6 +21,7 @@ import pytest
 
 from harness.memory import children
 from harness.processes import StrataProcess
+from strata.server.thread_priority import LOW_NICE
 from tests.cluster.test_broker_cluster import HOURS, cluster, raw, wait_for_segments  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -24,6 +29,11 @@ pytestmark = pytest.mark.integration
 COUNT = {"queryType": "timeseries", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
          "granularity": "all", "aggregations": [{"type": "count", "name": "c"}]}  # fmt: skip
 EVERYTHING = "SELECT * FROM wikipedia"  # ~20 MB of JSON: a client that does not read holds its slot
+# one small groupBy on the data nodes, then a cross join in the broker's DuckDB that runs for hours
+ENGINE_HEAVY = (
+    "WITH c AS (SELECT channel, COUNT(*) AS n FROM wikipedia GROUP BY channel) "
+    "SELECT COUNT(*) AS x FROM c a, c b, c d, c e, c f, c g WHERE a.n + b.n + d.n + e.n + f.n + g.n = 7"
+)
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +131,54 @@ def test_a_statement_for_a_full_lane_is_refused_before_it_is_planned(
     unplannable["context"] = {"priority": 0}
     resp = httpx.post(laned_broker.url + "/druid/v2/sql", json=unplannable, timeout=60)
     assert resp.status_code == 400 and resp.json()["category"] == "INVALID_INPUT", resp.text[:300]
+
+
+def _threads_at(pid: int, nice: int) -> dict[str, float]:
+    """Thread id -> CPU seconds of a process's threads at this nice value (Linux's /proc)."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[16]) == nice:
+            found[task.name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+def test_a_low_lane_cross_join_runs_on_one_niced_duckdb_thread_while_cheap_queries_are_answered(
+    laned_broker: StrataProcess, wikipedia_sample: Path
+) -> None:
+    (want,) = raw("SELECT count(*) FROM RAW", wikipedia_sample)[0]
+    query_id = f"low-{uuid.uuid4().hex[:8]}"
+    body = {"query": ENGINE_HEAVY, "context": {"priority": -1, "sqlQueryId": query_id, "timeout": 60_000}}
+    answer: list[httpx.Response] = []
+    heavy = threading.Thread(
+        target=lambda: answer.append(httpx.post(laned_broker.url + "/druid/v2/sql", json=body, timeout=90))
+    )
+    heavy.start()
+    try:
+        until(lambda: status(laned_broker)["sqlEngine"]["low"]["busy"] == 1, "the cross join on a low slot")
+        engine = status(laned_broker)["sqlEngine"]
+        assert engine["low"] == {"slots": 1, "busy": 1, "threads": 1} and engine["busy"] == 1, engine
+        working = _threads_at(laned_broker.pid, LOW_NICE)
+        for _ in range(3):  # cheap queries, native and SQL, answered while it runs
+            cheap = httpx.post(laned_broker.url + "/druid/v2/", json=COUNT, timeout=60)
+            assert cheap.status_code == 200 and cheap.json()[0]["result"] == {"c": want}
+            sql = {"query": "SELECT COUNT(*) AS c FROM wikipedia"}
+            cheap = httpx.post(laned_broker.url + "/druid/v2/sql", json=sql, timeout=60)
+            assert cheap.status_code == 200 and cheap.json() == [{"c": want}]
+        time.sleep(0.5)
+        grown = {t: cpu - working.get(t, 0.0) for t, cpu in _threads_at(laned_broker.pid, LOW_NICE).items()}
+        # its DuckDB work: on one thread at nice 10 (one DuckDB thread, no workers of its own)
+        assert len(working) == 1 and max(grown.values()) > 0.1, (working, grown)
+        assert status(laned_broker)["sqlEngine"]["low"]["busy"] == 1  # still running all along
+    finally:
+        httpx.delete(f"{laned_broker.url}/druid/v2/sql/{query_id}", timeout=10)
+        heavy.join(90)
+    assert answer and answer[0].status_code == 500 and answer[0].json()["error"] == "Query cancelled"
+    until(lambda: status(laned_broker)["sqlEngine"]["busy"] == 0, "the low slot came back")
 
 
 def test_a_full_broker_refuses_with_the_total_capacity_and_recovers(laned_broker: StrataProcess) -> None:
