@@ -11,7 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from strata.data_node.priority_pools import LOW_NICE, PriorityPools
+from strata.data_node.priority_pools import PriorityPools
+from strata.server.thread_priority import LOW_NICE
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
 
