@@ -8,7 +8,10 @@ Serves the synthetic datasource of `bench.spark_read` and measures:
   (`segmentFiles` true and false) and for Spark reading the Parquet files directly;
 - in this process, one task's Python stages over every segment: fetching the data nodes' Arrow
   answers, reading the segment files as the historicals' whole scan does, and `conform_batch`
-  (Spark's exact Arrow schema).
+  (Spark's exact Arrow schema);
+- with `--profile DIR`, in rounds of their own, py-spy on Spark's Python workers during reads from
+  the segment files: where a task's worker spends its time, per file or per row, and which side
+  waits for the other (`bench.spark_worker_time`; stacks kept in DIR).
 Wall times on a shared machine are noisy; CPU-seconds much less so.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -137,12 +141,43 @@ def python_stages(broker_url: str, data_source: str, metadata: str) -> dict[str,
     return out
 
 
+def profile_workers(workers: list[int], read: Callable[[], Any], reads: int, out: Path) -> dict[str, float]:
+    """Seconds per read in each of `bench.spark_worker_time`'s categories, over `reads` runs of
+    `read` with py-spy sampling every thread of each Python worker (running or waiting)."""
+    from bench.spark_worker_time import RATE_HZ, worker_seconds
+    from bench.throughput import _py_spy
+
+    out.mkdir(parents=True, exist_ok=True)
+
+    def spy(pid: int) -> subprocess.Popen[bytes]:
+        argv = [_py_spy(), "record", "--pid", str(pid), "--idle", "--threads", "-r", str(RATE_HZ),
+                "-f", "raw", "-o", str(out / f"worker-{pid}.txt"), "--nonblocking"]  # fmt: skip
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    spies = [spy(pid) for pid in workers]
+    try:
+        time.sleep(1.0)  # py-spy attached
+        for _ in range(reads):
+            read()
+    finally:
+        for process in spies:
+            process.send_signal(2)  # py-spy writes its stacks on SIGINT
+        for process in spies:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    raw = "".join(p.read_text() for p in out.glob("worker-*.txt"))
+    return worker_seconds(raw, reads)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--segments", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--profile", type=Path, help="also py-spy Spark's Python workers; stacks kept here")
     args = parser.parse_args(argv)
 
     with served(args.rows, args.segments, "strata-bench-spark-stages") as (c, data, broker, spark):
@@ -171,6 +206,11 @@ def main(argv: list[str] | None = None) -> None:
         figures: dict[str, Any] = {name: measured(fn, classify, args.repeat) for name, fn in reads.items()}
         stages = python_stages(broker.url, "bench", metadata)
         figures["python stages, one task over every segment"] = stages
+        if args.profile is not None:
+            workers = [p for p, kind in _tree(os.getpid()).items() if kind == "python" and p not in servers]
+            figures["python workers, seconds per read from segment files (py-spy)"] = profile_workers(
+                workers, reads["strata, segment files"], args.repeat, args.profile
+            )
     print(f"{args.rows:,} rows in {args.segments} segments, Spark local[2], 2 cores", file=sys.stderr)
     print(json.dumps({"rows": args.rows, "segments": args.segments, **figures}, indent=1))
 
