@@ -53,6 +53,8 @@ PLACED_KEYS = 16_384
 READ_PLANS = 256  # key lists whose split over the servers is remembered (a dashboard's panels)
 # values read, held to be confirmed by their CAS instead of read again (split over the servers)
 KNOWN_VALUES_BYTES = 32 * 1024 * 1024
+# reads' connections kept open per server: one per query in flight, up to this many reused
+IDLE_READ_CONNECTIONS = 16
 
 _Placed = tuple[str, str, bytes]  # server name, memcached key, frame header
 
@@ -114,7 +116,7 @@ class _Server:
 
     def __init__(self, address: tuple[str, int], timeout_s: float, pool_size: int, known_bytes: int):
         self.address = address
-        self.reads = ServerReads(address, pool_size, known_bytes)
+        self.reads = ServerReads(address, IDLE_READ_CONNECTIONS, known_bytes)
         self.name = f"{address[0]}:{address[1]}"
         self._timeout_s = timeout_s
         self._pool_size = pool_size

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from cache.base import CacheKey
 from cache.meta_connection import UNCHANGED, MetaConnection, ServerIdentity, open_connection
@@ -32,6 +33,7 @@ from cache.meta_protocol import (
     request,
     unchanged_response,
 )
+from cache.shared_reads import SharedReads
 
 
 class MetaUnsupported(Exception):
@@ -125,9 +127,17 @@ class ServerReads:
         self.speaks_meta = True  # until a server older than 1.6 is met (then pymemcache reads it)
         self.known = KnownValues(known_bytes)
         self._idle: list[MetaConnection] = []
+        self._shared: SharedReads[BatchValues] = SharedReads()
 
     async def read(self, batch: ReadBatch, deadline: float) -> BatchValues:
-        """The batch's values; raises what the connection raises (the caller fails open)."""
+        """The batch's values; raises what the connection raises (the caller fails open). Reads
+        of one batch at the same time share round trips (cache.shared_reads)."""
+        (values, found, collisions), own = await self._shared.read(
+            batch, partial(self._read, batch), deadline
+        )
+        return values, found, collisions if own else 0
+
+    async def _read(self, batch: ReadBatch, deadline: float) -> BatchValues:
         conn = await self._acquire(deadline)
         proven = self.known.proven.get(id(batch))
         if proven is not None and proven[0] is batch:

@@ -111,6 +111,34 @@ def test_a_repeat_asks_only_for_the_cas(memcached_server, prefix, monkeypatch):
     assert all(r.count(b" c\r\n") == 50 and b" v c\r\n" not in r for r in repeats)
 
 
+def test_concurrent_reads_share_round_trips_and_see_a_write_made_before_they_began(
+    memcached_server, prefix, monkeypatch
+):
+    wanted = keys(30)
+    write_raw(memcached_server.address, prefix, {k: b"old" for k in wanted})
+    requests: list[bytes] = []
+    exchange = MetaConnection.exchange
+
+    async def recorded(self: MetaConnection, request: bytes, *args: Any, **kwargs: Any) -> Any:
+        requests.append(request)
+        return await exchange(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(MetaConnection, "exchange", recorded)
+    with MemcachedCache(memcached_server.address, prefix=prefix) as cache:
+
+        async def burst() -> list[list[bytes] | None]:
+            assert await cache.aget_all(wanted) == [b"old"] * 30
+            write_raw(memcached_server.address, prefix, {wanted[9]: b"new"})
+            return await asyncio.gather(*(cache.aget_all(wanted) for _ in range(20)))
+
+        requests.clear()
+        answers = asyncio.run(burst())
+        expected = [b"new" if i == 9 else b"old" for i in range(30)]
+        assert answers == [expected] * 20
+        assert 2 <= len([r for r in requests if r.startswith(b"mg ")]) <= 6  # not one per read
+        assert cache.stats().hits == 21 * 30
+
+
 def test_missing_keys(memcached_server, prefix):
     present = keys(5)
     write_raw(memcached_server.address, prefix, {k: b"v" for k in present})
