@@ -128,6 +128,7 @@ class ServerReads:
         self.known = KnownValues(known_bytes)
         self._idle: list[MetaConnection] = []
         self._shared: SharedReads[BatchValues] = SharedReads()
+        self._closed = False
 
     async def read(self, batch: ReadBatch, deadline: float) -> BatchValues:
         """The batch's values; raises what the connection raises (the caller fails open). Reads
@@ -139,11 +140,19 @@ class ServerReads:
 
     async def _read(self, batch: ReadBatch, deadline: float) -> BatchValues:
         conn = await self._acquire(deadline)
+        try:
+            result = await self._exchange(conn, batch, deadline)
+        except BaseException:
+            conn.close()  # its stream is somewhere in a response
+            raise
+        self._release(conn)
+        return result
+
+    async def _exchange(self, conn: MetaConnection, batch: ReadBatch, deadline: float) -> BatchValues:
         proven = self.known.proven.get(id(batch))
         if proven is not None and proven[0] is batch:
             answers = await conn.exchange(proven[1], END, parse, deadline, expected=proven[2])
             if answers is UNCHANGED:
-                self._release(conn)
                 values = proven[3]
                 return values, len(values), 0
         else:
@@ -152,9 +161,7 @@ class ServerReads:
             lines = [check if key in known else read for key, check, read in asked]
             answers = await conn.exchange(request(lines), END, parse, deadline)
         assert isinstance(answers, list)
-        result = await self._settle(conn, batch, answers, deadline)
-        self._release(conn)
-        return result
+        return await self._settle(conn, batch, answers, deadline)
 
     async def _settle(
         self, conn: MetaConnection, batch: ReadBatch, answers: list[Answer], deadline: float
@@ -231,7 +238,7 @@ class ServerReads:
         return conn
 
     def _release(self, conn: MetaConnection) -> None:
-        if len(self._idle) < self.max_idle and not conn.closed:
+        if len(self._idle) < self.max_idle and not conn.closed and not self._closed:
             self._idle.append(conn)
         else:
             conn.close()
@@ -245,5 +252,7 @@ class ServerReads:
             conn.close()
 
     def close(self) -> None:
+        """Close the idle connections and those in use as their reads end."""
+        self._closed = True
         self.reset()
         self.known.clear()
