@@ -85,17 +85,23 @@ def test_values_written_by_pymemcache_read_back_byte_identical(memcached_server,
         assert cache.stats().hits == 3 * len(VALUES)
 
 
-def test_a_repeat_asks_only_for_the_cas(memcached_server, prefix, monkeypatch):
-    items = {k: b"partial %d " % i * 100 for i, k in enumerate(keys(50))}
-    write_raw(memcached_server.address, prefix, items)
-    requests: list[bytes] = []
+@pytest.fixture
+def requests(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every request the reads' connections write, in order."""
+    written: list[bytes] = []
     exchange = MetaConnection.exchange
 
     async def recorded(self: MetaConnection, request: bytes, *args: Any, **kwargs: Any) -> Any:
-        requests.append(request)
+        written.append(request)
         return await exchange(self, request, *args, **kwargs)
 
     monkeypatch.setattr(MetaConnection, "exchange", recorded)
+    return written
+
+
+def test_a_repeat_asks_only_for_the_cas(memcached_server, prefix, requests):
+    items = {k: b"partial %d " % i * 100 for i, k in enumerate(keys(50))}
+    write_raw(memcached_server.address, prefix, items)
     with MemcachedCache(memcached_server.address, prefix=prefix) as cache:
         wanted = list(items)
 
@@ -112,18 +118,10 @@ def test_a_repeat_asks_only_for_the_cas(memcached_server, prefix, monkeypatch):
 
 
 def test_concurrent_reads_share_round_trips_and_see_a_write_made_before_they_began(
-    memcached_server, prefix, monkeypatch
+    memcached_server, prefix, requests
 ):
     wanted = keys(30)
     write_raw(memcached_server.address, prefix, {k: b"old" for k in wanted})
-    requests: list[bytes] = []
-    exchange = MetaConnection.exchange
-
-    async def recorded(self: MetaConnection, request: bytes, *args: Any, **kwargs: Any) -> Any:
-        requests.append(request)
-        return await exchange(self, request, *args, **kwargs)
-
-    monkeypatch.setattr(MetaConnection, "exchange", recorded)
     with MemcachedCache(memcached_server.address, prefix=prefix) as cache:
 
         async def burst() -> list[list[bytes] | None]:
