@@ -22,12 +22,13 @@ _Waiting = tuple[asyncio.Future[T], Read[T], float]  # a caller's future, its re
 
 
 class _Line(Generic[T]):
-    """One key's reads: the one on the wire (implied by the line's existence) and those waiting
-    for the next."""
+    """One key's reads: the one on the wire (implied by the line's existence), those boarding it
+    (arrived before it left: `boarding` is None once it has) and those waiting for the next."""
 
-    __slots__ = ("waiting",)
+    __slots__ = ("boarding", "waiting")
 
     def __init__(self) -> None:
+        self.boarding: list[_Waiting[T]] | None = []
         self.waiting: list[_Waiting[T]] = []
 
 
@@ -38,17 +39,38 @@ class SharedReads(Generic[T]):
 
     async def read(self, key: Hashable, read: Read[T], deadline: float) -> tuple[T, bool]:
         """`read(deadline)`'s result, or that of a read of the same key that left after this call
-        began; True when this call's own read ran (the caller then counts what it found once)."""
+        began; True when this call's own read ran (the caller then counts what it found once).
+
+        A read leaves one turn of the loop after it is asked for: the other requests the loop
+        took in with it (wrk's, a dashboard's panels) board it rather than wait for the next."""
         line = self._lines.get(key)
         if line is None:
             line = self._lines[key] = _Line()
-            try:
-                return await read(deadline), True
-            finally:
-                self._hand_over(key, line)
+            return await self._lead(key, line, read, deadline), True
         waiter: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        line.waiting.append((waiter, read, deadline))
+        (line.waiting if line.boarding is None else line.boarding).append((waiter, read, deadline))
         return await waiter, False
+
+    async def _lead(self, key: Hashable, line: _Line[T], read: Read[T], deadline: float) -> T:
+        boarded: list[_Waiting[T]] = []
+        try:
+            try:
+                await asyncio.sleep(0)
+            finally:
+                boarded, line.boarding = line.boarding or [], None
+            result = await read(deadline)
+        except Exception as e:
+            _settle(boarded, error=e)
+            raise
+        except BaseException:  # cancelled: those on board go with the next read
+            line.boarding = None
+            line.waiting[:0] = boarded
+            raise
+        else:
+            _settle(boarded, result)
+            return result
+        finally:
+            self._hand_over(key, line)
 
     def _hand_over(self, key: Hashable, line: _Line[T]) -> None:
         """The read on the wire is back: the next one leaves for those waiting, if any still are."""
@@ -72,11 +94,17 @@ class SharedReads(Generic[T]):
                 waiter.cancel()
             raise
         except Exception as e:
-            for waiter, _, _ in waiting:
-                if not waiter.done():
-                    waiter.set_exception(e)
+            _settle(waiting, error=e)
         else:
-            for waiter, _, _ in waiting:
-                if not waiter.done():
-                    waiter.set_result(result)
+            _settle(waiting, result)
         self._hand_over(key, line)
+
+
+def _settle(waiting: list[_Waiting[T]], result: T | None = None, error: Exception | None = None) -> None:
+    for waiter, _, _ in waiting:
+        if waiter.done():  # its caller was cancelled
+            continue
+        if error is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(result)  # type: ignore[arg-type]  # T when no error
