@@ -81,7 +81,7 @@ class _Exchange(Generic[T]):
 
 class _Watchdog:
     """One timer per event loop for every exchange in flight on it, ticking only while there are
-    some: a timer per exchange (scheduled, then cancelled) cost a fifth of a warm read's CPU."""
+    some: a timer per exchange (scheduled, then cancelled) cost ~5 µs of a ~45 µs warm read."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
