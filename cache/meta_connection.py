@@ -178,14 +178,18 @@ class MetaConnection:
         if now >= exchange.deadline:
             self._fail(TimeoutError("memcached did not answer in time"))
             return
-        if 0 <= exchange.whole_until <= now:
-            exchange.whole_until = -1.0
-            try:
-                self._wait_for(1)
-            except OSError as e:
-                self._fail(e)
-                return
+        if 0 <= exchange.whole_until <= now and self._wake_on_any_byte(exchange):
             self._readable()
+
+    def _wake_on_any_byte(self, exchange: _Exchange[Any]) -> bool:
+        """Stop waiting for the response expected whole; False when the connection failed."""
+        exchange.whole_until = -1.0
+        try:
+            self._wait_for(1)
+        except OSError as e:
+            self._fail(e)
+            return False
+        return True
 
     async def identify(self, deadline: float) -> ServerIdentity:
         identity = await self.exchange(b"stats\r\n", STATS_END, parse_identity, deadline)
@@ -220,13 +224,9 @@ class MetaConnection:
             exchange.waiter.set_result(UNCHANGED)
             return
         chunks.append(data)
-        if self._lowat > 1:  # not the response expected: the rest, however short, wakes the loop
-            exchange.whole_until = -1.0
-            try:
-                self._wait_for(1)
-            except OSError as e:
-                self._fail(e)
-                return
+        # not the response expected: the rest, however short, wakes the loop
+        if self._lowat > 1 and not self._wake_on_any_byte(exchange):
+            return
         ends = exchange.ends
         if not data.endswith(ends) and (len(data) >= len(ends) or len(chunks) == 1):
             return
