@@ -13,9 +13,13 @@ with `ignore_exc=False` one failing server throws away the other servers' answer
 call, it only marks a server failed on OSError, and it visits the servers one after the other. Here
 each server gets its own PooledClient, keys are placed by rendezvous hashing as HashClient does
 (see `placement`; independent of server order, so brokers listing the servers differently still
-agree), and the async path can ask all servers in parallel (`parallel_fanout`: it pays off when the
-network round trip outweighs a thread hop, i.e. servers on other hosts; on loopback one hop that
-visits the servers in turn measured faster).
+agree).
+
+pymemcache writes (on the cache's I/O threads, all servers in parallel with `parallel_fanout`) and
+serves the sync API. The broker's reads (`aget_many`, `aget_all`) run on the event loop itself,
+all servers at once, through `memcached_reads`: one meta-protocol write and one response per
+server, and a value read before is only confirmed by its CAS, not read again (a server older than
+1.6 is read through pymemcache instead). Both place a key on the same server.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pymemcache.exceptions import MemcacheServerError
 
 from cache.base import CacheKey, ResultCache
 from cache.memcached_format import frame, frame_header, memcached_key, unframe, validate_prefix
+from cache.memcached_reads import MetaUnsupported, ReadBatch, ServerReads, split_by_server
 from cache.placement import RendezvousPlacement
 from cache.stats import CacheStats, StatsCounter
 
@@ -45,6 +50,11 @@ DEFAULT_EXPIRE_S = 2_592_000  # 30 days, as Druid
 # keys whose memcached name, server and value header are remembered: two SHA-1s and a frame header
 # per key cost ~2 µs, a fifth of a 100-segment warm read's own work; cleared whole when full
 PLACED_KEYS = 16_384
+READ_PLANS = 256  # key lists whose split over the servers is remembered (a dashboard's panels)
+# values read, held to be confirmed by their CAS instead of read again (split over the servers)
+KNOWN_VALUES_BYTES = 32 * 1024 * 1024
+# reads' connections kept open per server: one per query in flight, up to this many reused
+IDLE_READ_CONNECTIONS = 16
 
 _Placed = tuple[str, str, bytes]  # server name, memcached key, frame header
 
@@ -104,8 +114,9 @@ class _Pool(PooledClient):  # type: ignore[misc]
 class _Server:
     """One memcached server: its connection pool and its circuit breaker."""
 
-    def __init__(self, address: tuple[str, int], timeout_s: float, pool_size: int):
+    def __init__(self, address: tuple[str, int], timeout_s: float, pool_size: int, known_bytes: int):
         self.address = address
+        self.reads = ServerReads(address, IDLE_READ_CONNECTIONS, known_bytes)
         self.name = f"{address[0]}:{address[1]}"
         self._timeout_s = timeout_s
         self._pool_size = pool_size
@@ -160,6 +171,7 @@ class _Server:
     def close(self) -> None:
         self._closed.set()
         self.client.close()
+        self.reads.close()
 
 
 class MemcachedCache(ResultCache):
@@ -176,22 +188,29 @@ class MemcachedCache(ResultCache):
         log_interval_s: float = 30.0,
         io_threads: int = 4,
         parallel_fanout: bool = False,
+        known_values_bytes: int = KNOWN_VALUES_BYTES,
     ):
         if timeout_s <= 0 or retry_interval_s < 0 or max_value_size <= 0 or io_threads <= 0:
             raise ValueError("memcached timeout, value size and io_threads must be positive")
+        if known_values_bytes < 0:
+            raise ValueError("memcached known_values_bytes must not be negative")
         self.prefix = validate_prefix(prefix)
+        self.timeout_s = timeout_s
         self.retry_interval_s = retry_interval_s
         self.expire_s = expire_s
         self.max_value_size = max_value_size
         self.io_threads = io_threads
         self.parallel_fanout = parallel_fanout
+        addresses = parse_servers(servers)
+        known_bytes = known_values_bytes // len(addresses)
         self._servers = {
-            s.name: s for s in (_Server(a, timeout_s, io_threads) for a in parse_servers(servers))
+            s.name: s for s in (_Server(a, timeout_s, io_threads, known_bytes) for a in addresses)
         }
         self._placement = RendezvousPlacement(list(self._servers))
         self._counters = StatsCounter()
         self._error_log = _ThrottledLog(log_interval_s)
         self._placed: dict[CacheKey, _Placed] = {}
+        self._plans: dict[int, tuple[Sequence[CacheKey], list[tuple[_Server, ReadBatch]]]] = {}
 
     @property
     def server_names(self) -> list[str]:
@@ -308,30 +327,74 @@ class MemcachedCache(ResultCache):
             self._store(server_name, framed)
 
     async def aget_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, bytes]:
-        if not self.available():  # every breaker open: misses, without a thread hop
+        if not keys or not self.available():  # every breaker open: misses, no network
             self._count_lookup(len(keys), 0)
             return {}
-        found = await self._afound(keys)
-        self._count_lookup(len(keys), len(found))
-        return found
+        values, found = await self._aread(keys)
+        self._count_lookup(len(keys), found)
+        return {key: value for key, value in zip(keys, values, strict=True) if value is not None}
 
     async def aget_all(self, keys: Sequence[CacheKey]) -> list[bytes] | None:
-        """One read of every key (a `get` per server, on the I/O pool: the loop never waits),
-        all or none; hits counted only when all are found."""
+        """One read of every key (one request per server, on the loop), all or none; hits
+        counted only when all are found."""
         if not keys or not self.available():
             return [] if not keys else None
-        found = await self._afound(keys)
-        if len(found) != len(keys):
+        values, found = await self._aread(keys)
+        if found != len(keys):
             return None
         self._count_lookup(len(keys), len(keys))
-        return [found[key] for key in keys]
+        return values  # type: ignore[return-value]  # none is None: all were found
 
-    async def _afound(self, keys: Sequence[CacheKey]) -> dict[CacheKey, bytes]:
-        if not self.parallel_fanout:
-            return await self.run_blocking(self._found, list(keys))
-        batches = self._by_server(keys)
-        jobs = (self.run_blocking(self._fetch, s, w) for s, w in batches.items())
-        return {k: v for part in await asyncio.gather(*jobs) for k, v in part.items()}
+    async def _aread(self, keys: Sequence[CacheKey]) -> tuple[list[bytes | None], int]:
+        """Every key's value in order (None: absent) and how many were found, all servers at once."""
+        plan = self._plan(keys)
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        if len(plan) == 1:
+            values, found = await self._aread_batch(*plan[0], deadline)
+            return list(values), found
+        parts = await asyncio.gather(*(self._aread_batch(s, b, deadline) for s, b in plan))
+        out: list[bytes | None] = [None] * len(keys)
+        for (_, batch), (values, _) in zip(plan, parts, strict=True):
+            for at, value in zip(batch.positions, values, strict=True):
+                out[at] = value
+        return out, sum(found for _, found in parts)
+
+    async def _aread_batch(
+        self, server: _Server, batch: ReadBatch, deadline: float
+    ) -> tuple[list[bytes | None], int]:
+        if not server.available():
+            return [None] * len(batch.keys), 0
+        if not server.reads.speaks_meta:
+            return await self._aread_blocking(server, batch)
+        try:
+            values, found, collisions = await server.reads.read(batch, deadline)
+        except MetaUnsupported:
+            return await self._aread_blocking(server, batch)
+        except Exception as e:  # fail open: any failure of the cache is a miss
+            server.reads.reset()
+            self._failed(server, "get", e)
+            return [None] * len(batch.keys), 0
+        self._counters.add("collisions", collisions)
+        return values, found
+
+    async def _aread_blocking(self, server: _Server, batch: ReadBatch) -> tuple[list[bytes | None], int]:
+        """A server without the meta protocol: pymemcache's `get` on the I/O pool."""
+        wanted = {
+            self._place(key)[1]: (key, header) for key, header in zip(batch.keys, batch.headers, strict=True)
+        }
+        found = await self.run_blocking(self._fetch, server.name, wanted)
+        return [found.get(key) for key in batch.keys], len(found)
+
+    def _plan(self, keys: Sequence[CacheKey]) -> list[tuple[_Server, ReadBatch]]:
+        """The keys split by server, remembered for the same list of keys (a warm query's)."""
+        known = self._plans.get(id(keys))
+        if known is not None and known[0] is keys:
+            return known[1]
+        plan = [(self._servers[name], batch) for name, batch in split_by_server(keys, self._place)]
+        if len(self._plans) >= READ_PLANS:
+            self._plans.clear()
+        self._plans[id(keys)] = (keys, plan)
+        return plan
 
     async def aput_many(self, items: Mapping[CacheKey, bytes]) -> None:
         if not self.available():

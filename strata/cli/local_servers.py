@@ -192,6 +192,7 @@ class ZooKeeperServer(_ChildServer):
 class MemcachedServer(_ChildServer):
     memory_mb: int = 64
     max_item: str | None = None
+    extra_args: tuple[str, ...] = ()  # more memcached options (tests: `-C`, no CAS)
 
     @staticmethod
     def available() -> bool:
@@ -219,6 +220,7 @@ class MemcachedServer(_ChildServer):
         ]
         if self.max_item:
             argv += ["-I", self.max_item]
+        argv += self.extra_args
         setpriv: tuple[str, ...] = ()
         if os.geteuid() == 0:  # memcached refuses to run as root
             if not self.tied and shutil.which("setpriv"):
