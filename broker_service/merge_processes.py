@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
 
 import pyarrow as pa
 
@@ -26,13 +25,7 @@ from strata.query import Query
 
 MIN_ROWS = 50_000  # partial rows from which a merge goes to a worker process
 PARENT_POLL_S = 1.0
-Merge = Callable[[Query, list[pa.Table], int], tuple[list[Any], bytes]]
-
-
-def _encoded(merge: Merge, query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
-    """In the worker: the answer's JSON only (its rows as Python objects would cost as much to send
-    back as to make)."""
-    return merge(query, partials, max_rows)[1]
+Merge = Callable[[Query, list[pa.Table], int], bytes]  # the answer's JSON
 
 
 def _outlive_no_broker(broker: int) -> None:
@@ -74,7 +67,7 @@ class MergeProcesses:
         """`merge` (a module-level function, sent by name) run in a worker: the finalized answer's
         JSON; the merge's error (a limit crossed) is raised here."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, _encoded, merge, query, partials, max_rows)
+        return await loop.run_in_executor(self._pool, merge, query, partials, max_rows)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -335,7 +335,7 @@ class QueryRunner:
         if self.merge_processes is not None and self.merge_processes.takes(rows):
             if self.metrics is not None:
                 self.metrics.process_merges.inc()
-            return None, await self.merge_processes.merge(merge_and_finalize, query, partials, max_rows)
+            return None, await self.merge_processes.merge(merge_and_encode, query, partials, max_rows)
         return await loop.run_in_executor(self.merge_pool, merge_and_finalize, query, partials, max_rows)
 
     async def _from_fragments(self, query: Query, partials: list[pa.Table]) -> bytes | None:
@@ -393,14 +393,24 @@ def _current_task_cancelling() -> bool:
 
 
 def merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -> tuple[list[Any], bytes]:
+    results = query.finalize(_merged(query, partials, max_rows))
+    return results, encode_json(results)
+
+
+def merge_and_encode(query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
+    """The answer's JSON only, which a type may write without making its rows (a merge worker's
+    answer: rows as Python objects would cost as much to send back as to make)."""
+    return query.finalize_json(_merged(query, partials, max_rows))
+
+
+def _merged(query: Query, partials: list[pa.Table], max_rows: int) -> pa.Table:
     merged = query.merge(partials)
     if merged.num_rows > max_rows:
         raise ResourceLimitExceeded(
             f"Query [{query.context.query_id}] result has {merged.num_rows} rows, "
             f"over the limit of {max_rows}"
         )
-    results = query.finalize(merged)
-    return results, encode_json(results)
+    return merged
 
 
 def _by_segment_results(

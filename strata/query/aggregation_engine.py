@@ -208,12 +208,18 @@ class GroupingPlan:
         """Each aggregator's printed values (finalized, or Druid's raw intermediates)."""
         from strata.query.aggregators import json_values
 
-        out: dict[str, list[Any]] = {}
-        for i, a in enumerate(self.aggregators):
-            out[a.name] = (
-                json_values(env.final[a.name]) if finalize else a.unfinalized_json(table, agg_col(i))
-            )
-        return out
+        outputs = self.aggregator_outputs(table, env, finalize)
+        return {k: v if isinstance(v, list) else json_values(v) for k, v in outputs.items()}
+
+    def aggregator_outputs(
+        self, table: pa.Table, env: PostAggEnv, finalize: bool
+    ) -> dict[str, pa.Array | list[Any]]:
+        """Each aggregator's finalized column, or (not `finalize`) Druid's raw intermediates as
+        Python values printed as they are."""
+        return {
+            a.name: env.final[a.name] if finalize else a.unfinalized_json(table, agg_col(i))
+            for i, a in enumerate(self.aggregators)
+        }
 
 
 def _sql_type(output_type: str) -> str:

@@ -29,6 +29,7 @@ from strata.query.data_source import (
 )
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.fields import as_object
+from strata.query.json_text import answer_json
 from strata.query.segment_spec import QuerySegmentSpec, parse_segment_spec
 
 if TYPE_CHECKING:
@@ -72,6 +73,10 @@ class Query(ABC):
     @abstractmethod
     def finalize(self, merged: pa.Table) -> list[Any]:
         """Turn a merged partial into Druid's JSON response (post-aggregators, order, limits)."""
+
+    def finalize_json(self, merged: pa.Table) -> bytes:
+        """`finalize`'s rows as the JSON answer's bytes (a type may write them without the rows)."""
+        return answer_json(self.finalize(merged))
 
     def cache_key(self) -> bytes:
         """Bytes covering everything that changes one segment's partial, nothing else."""
