@@ -25,7 +25,7 @@ from strata.query import Query
 
 MIN_ROWS = 50_000  # partial rows from which a merge goes to a worker process
 PARENT_POLL_S = 1.0
-Merge = Callable[[Query, list[pa.Table], int], bytes]  # the answer's JSON
+Merge = Callable[[Query, list[pa.Table], int, bool], bytes]  # the answer's JSON
 
 
 def _outlive_no_broker(broker: int) -> None:
@@ -63,11 +63,13 @@ class MergeProcesses:
     def takes(self, rows: int) -> bool:
         return rows >= self.min_rows
 
-    async def merge(self, merge: Merge, query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
+    async def merge(
+        self, merge: Merge, query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool
+    ) -> bytes:
         """`merge` (a module-level function, sent by name) run in a worker: the finalized answer's
         JSON; the merge's error (a limit crossed) is raised here."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, merge, query, partials, max_rows)
+        return await loop.run_in_executor(self._pool, merge, query, partials, max_rows, one_node_merged)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

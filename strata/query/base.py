@@ -74,6 +74,11 @@ class Query(ABC):
     def finalize(self, merged: pa.Table) -> list[Any]:
         """Turn a merged partial into Druid's JSON response (post-aggregators, order, limits)."""
 
+    def merge_gathered(self, partials: Sequence[pa.Table], *, one_node_merged: bool) -> pa.Table:
+        """`merge` of what a broker gathered; `one_node_merged`: the partials are one table a data
+        node merged over all its segments (its keys distinct), which a type may take as it is."""
+        return self.merge(partials)
+
     def finalize_json(self, merged: pa.Table) -> bytes:
         """`finalize`'s rows as the JSON answer's bytes (a type may write them without the rows)."""
         return answer_json(self.finalize(merged))

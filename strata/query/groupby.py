@@ -195,6 +195,9 @@ class GroupByQuery(Query):
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)
 
+    def merge_gathered(self, partials: Sequence[pa.Table], *, one_node_merged: bool) -> pa.Table:
+        return self.plan.merge(connection(), partials, merged_apart=one_node_merged)
+
     def _summary_row_when_empty(self) -> bool:
         """Druid's summary row: with no dimensions and granularity `all`, zero rows still give one
         row (count 0, every other aggregator null), unless a limit of 0 or an offset drops it."""

@@ -12,7 +12,7 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from strata.engine import run_partials
+from strata.engine import run_merged, run_partials
 from strata.engine.segment_input import SegmentInput
 from strata.query import parse_query
 from strata.query.aggregators import json_values
@@ -215,3 +215,23 @@ def test_wikipedia_groupby_bytes(segments: list[SegmentInput], granularity: str)
     merged = query.merge([run_partials(query, segments[i::3]) for i in range(3)])
     assert merged.num_rows > 1000
     assert query.finalize_json(merged) == answer_json(query.finalize(merged))
+
+
+@pytest.mark.parametrize("granularity", ["all", "hour"])
+def test_one_data_nodes_merged_partial_is_taken_as_it_is(
+    segments: list[SegmentInput], granularity: str
+) -> None:
+    """A broker gathering one data node's merged partial finalizes it without merging it again, and
+    answers what merging the per-segment partials answers."""
+    query = parse_query({
+        "queryType": "groupBy", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
+        "granularity": granularity, "dimensions": ["channel", "isRobot"],
+        "aggregations": [{"type": "count", "name": "edits"},
+                         {"type": "longSum", "name": "added", "fieldName": "added"}],
+    })  # fmt: skip
+    node_merged = run_merged(query, segments)
+    assert node_merged.column("__segment").null_count == node_merged.num_rows > 10
+    taken = query.merge_gathered([node_merged], one_node_merged=True)
+    assert taken.num_rows == node_merged.num_rows
+    per_segment = query.merge([run_partials(query, segments)])
+    assert query.finalize_json(taken) == query.finalize_json(per_segment)
