@@ -60,10 +60,15 @@ class QueryConnection:
     def __init__(self, url: str, timeout: float = 300):
         host, port = url.removeprefix("http://").rsplit(":", 1)
         self._host = f"{host}:{port}"
-        self._sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._address, self._timeout = (host, int(port)), timeout
+        self._sock = self._connect()
         self._requests: dict[bytes, bytes] = {}
-        self._buffer = b""
+        self._buffer = bytearray()  # grown in place: `bytes +=` copies the whole body per chunk
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection(self._address, timeout=self._timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def post(self, body: dict[str, Any]) -> Any:
         payload = orjson.dumps(body)
@@ -72,17 +77,30 @@ class QueryConnection:
             line = (f"POST /druid/v2/ HTTP/1.1\r\nHost: {self._host}\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(payload)}\r\n\r\n")  # fmt: skip
             request = self._requests[payload] = line.encode() + payload
+        try:
+            return self._exchange(request)
+        except ConnectionError:
+            if self._buffer:
+                raise
+            # the server closed the connection while it idled (its keep-alive, 75 s, can pass while
+            # a slow baseline runs on a loaded machine): once more on a new one
+            self._sock.close()
+            self._sock = self._connect()
+            return self._exchange(request)
+
+    def _exchange(self, request: bytes) -> Any:
         self._sock.sendall(request)
-        while b"\r\n\r\n" not in self._buffer:
+        while (end := self._buffer.find(b"\r\n\r\n")) < 0:
             self._read()
-        head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
+        lines = bytes(self._buffer[:end]).split(b"\r\n")
+        del self._buffer[: end + 4]
         length = next(
             int(v) for n, _, v in (h.partition(b":") for h in lines[1:]) if n.lower() == b"content-length"
         )
         while len(self._buffer) < length:
             self._read()
-        data, self._buffer = self._buffer[:length], self._buffer[length:]
+        data = bytes(self._buffer[:length])
+        del self._buffer[:length]
         if not lines[0].startswith(b"HTTP/1.1 200"):
             raise RuntimeError(f"query failed ({lines[0]!r}): {data[:500]!r}")
         return orjson.loads(data)

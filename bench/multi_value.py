@@ -1,7 +1,7 @@
 """Filtering and grouping on a multi-value string and an ARRAY column (issue 37 item 7), through a
 real historical and broker, beside DuckDB over the same Parquet files.
 
-    python -m bench.multi_value [--rows 10000000] [--segments 24] [--repeat 5]
+    python -m bench.multi_value [--rows 10000000] [--segments 24] [--repeat 5] [--only "ARRAY groupBy"]
 
 `--rows` rows in `--segments` hourly segments written straight into deep storage in the segment
 layout (`tags`: a multi-value STRING, 0-4 values a row of 1,000, sorted, as bench.nested_layout;
@@ -16,10 +16,16 @@ issue 37's 1.5x target and one JSON line. The answers are compared (totals, top 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
+import signal
 import statistics
-from collections.abc import Callable
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +42,9 @@ from bench.cluster_setup import (
     wait_for_segments,
     write_hourly,
 )
-from bench.measure import QueryConnection, log, time_calls
+from bench.measure import QueryConnection, cpu_seconds, log, time_calls
 from bench.nested_layout import tag_lists
+from harness.memory import children
 
 TARGET = 1.5
 NO_CACHE = {"useCache": False, "populateCache": False, "useResultLevelCache": False,
@@ -141,13 +148,29 @@ def row_total(native: Any) -> int:
     return sum(e["event"]["rows"] for e in native)
 
 
-def measure(url: str, ds: Dataset, repeat: int) -> list[dict[str, Any]]:
+def _servers_cpu(pids: list[int]) -> float:
+    """CPU seconds so far of the servers and their worker processes (a broker's merge workers)."""
+    return sum(cpu_seconds(p) for pid in pids for p in [pid, *children(pid)])
+
+
+def _cpu_per_call(fn: Callable[[], object], repeat: int, pids: list[int]) -> tuple[list[float], float, float]:
+    """Wall seconds of each call, and the servers' and this process's CPU seconds per call."""
+    servers, own = _servers_cpu(pids), time.process_time()
+    walls = time_calls(fn, repeat, warmup=0)
+    return walls, (_servers_cpu(pids) - servers) / repeat, (time.process_time() - own) / repeat
+
+
+def measure(
+    url: str, ds: Dataset, repeat: int, only: list[str] | None = None, pids: list[int] | None = None
+) -> list[dict[str, Any]]:
     conn = duckdb_baseline()
     conn.execute(f"SET threads = {os.cpu_count()}")
     strata = QueryConnection(url)
     out = []
     try:
         for name, (native, sqls) in shapes(ds).items():
+            if only and name not in only:
+                continue
             answer = strata.post(native)
             rows = [conn.execute(sql).fetchall() for sql in sqls]
             expected = sum(r[-2] for r in rows[0]) if "groupBy" in name or "topN" in name else rows[0][0][0]
@@ -155,14 +178,22 @@ def measure(url: str, ds: Dataset, repeat: int) -> list[dict[str, Any]]:
                 sorted(map(str, r)) != sorted(map(str, rows[0])) for r in rows
             ):
                 raise RuntimeError(f"{name}: Strata counted {row_total(answer)} rows, DuckDB {expected}")
-            ours = time_calls(lambda native=native: strata.post(native), repeat)
-            theirs = min((time_calls(_runner(conn, sql), repeat) for sql in sqls), key=statistics.median)
+            ours, servers_cpu, client_cpu = _cpu_per_call(
+                functools.partial(strata.post, native), repeat, pids or []
+            )
+            theirs, _, duck_cpu = min(
+                (_cpu_per_call(_runner(conn, sql), repeat, []) for sql in sqls),
+                key=lambda m: statistics.median(m[0]),
+            )
             ratio = statistics.median(ours) / statistics.median(theirs)
             out.append({"shape": name, "strata_ms": round(statistics.median(ours) * 1e3, 1),
                         "duckdb_ms": round(statistics.median(theirs) * 1e3, 1), "ratio": round(ratio, 2),
-                        "within_1.5x": ratio <= TARGET})  # fmt: skip
+                        "within_1.5x": ratio <= TARGET, "strata_servers_cpu_s": round(servers_cpu, 2),
+                        "strata_client_cpu_s": round(client_cpu, 2),
+                        "duckdb_cpu_s": round(duck_cpu, 2)})  # fmt: skip
             log(f"{name:24} strata {out[-1]['strata_ms']:9.1f} ms  duckdb {out[-1]['duckdb_ms']:9.1f} ms  "
-                f"{ratio:5.2f}x {'ok' if ratio <= TARGET else 'PAST 1.5x'}")  # fmt: skip
+                f"{ratio:5.2f}x {'ok' if ratio <= TARGET else 'PAST 1.5x'}; CPU a query: servers "
+                f"{servers_cpu:.2f} s + client {client_cpu:.2f} s, DuckDB {duck_cpu:.2f} s")  # fmt: skip
     finally:
         strata.close()
     return out
@@ -172,12 +203,40 @@ def _runner(conn: duckdb.DuckDBPyConnection, sql: str) -> Callable[[], object]:
     return lambda: conn.execute(sql).fetchall()
 
 
+@contextlib.contextmanager
+def _profiled(into: Path | None, pids: dict[str, int]) -> Iterator[None]:
+    """py-spy recording each process while the block runs (nothing without `into`)."""
+    if into is None:
+        yield
+        return
+    into.mkdir(parents=True, exist_ok=True)
+    py_spy = str(Path(sys.executable).with_name("py-spy"))
+    spies = [
+        subprocess.Popen([py_spy, "record", "--pid", str(pid), "--subprocesses", "--format", "raw",
+                          "--rate", "50", "--output", str(into / f"{name}.txt"), "--nonblocking"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, pid in pids.items()
+    ]  # fmt: skip
+    try:
+        yield
+    finally:
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its stacks and exits
+        for spy in spies:
+            spy.wait(timeout=60)
+        for name in pids:
+            log(f"profile of the {name}: {into / f'{name}.txt'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--segments", type=int, default=24)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--dir", type=Path, default=None, help="work directory (a temporary one by default)")
+    ap.add_argument("--only", action="append", metavar="SHAPE", help="measure this shape only (repeatable)")
+    ap.add_argument("--profile", type=Path, help="record the broker (with its merge workers) and the "
+                    "historical with py-spy into this directory (collapsed stacks)")  # fmt: skip
     args = ap.parse_args(argv)
     with cluster(args.dir) as c:
         log(f"writing {args.rows:,} rows in {args.segments} hourly segments")
@@ -185,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         c.start_data_nodes(1)
         broker = c.start_broker("--cache", "none")
         wait_for_segments(broker, args.segments, nodes=c.historicals)
-        results = measure(broker.url, ds, args.repeat)
+        pids = [broker.pid, *(h.pid for h in c.historicals)]
+        with _profiled(args.profile, {"broker": broker.pid, "historical": c.historicals[0].pid}):
+            results = measure(broker.url, ds, args.repeat, args.only, pids)
     cores = os.cpu_count()
     print(f"{'shape':24} {'Strata ms':>10} {'DuckDB ms':>10} {'ratio':>6}  (target {TARGET}x; {cores} cores)")
     for r in results:

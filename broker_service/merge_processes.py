@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
 
 import pyarrow as pa
 
@@ -29,22 +28,23 @@ from strata.server.thread_priority import LOW_NICE, lower_own_priority
 
 MIN_ROWS = 50_000  # partial rows from which a merge goes to a worker process
 PARENT_POLL_S = 1.0
-Merge = Callable[[Query, list[pa.Table], int], tuple[list[Any], bytes]]
+Merge = Callable[[Query, list[pa.Table], int, bool], bytes]  # the answer's JSON
 
 
-def _encoded(merge: Merge, query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
-    """In the worker: the answer's JSON only (its rows as Python objects would cost as much to send
-    back as to make); a low-priority query's made on a thread at a raised nice value (a thread may
-    raise its own, never lower it back: so a thread of its own, ended with the merge)."""
+def _encoded(
+    merge: Merge, query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool
+) -> bytes:
+    """In the worker: a low-priority query's merge runs on a thread at a raised nice value (a
+    thread may raise its own, never lower it back: so a thread of its own, ended with the merge)."""
     if query.context.priority >= 0:
-        return merge(query, partials, max_rows)[1]
+        return merge(query, partials, max_rows, one_node_merged)
     answer: list[bytes] = []
     failure: list[BaseException] = []
 
     def low() -> None:
         lower_own_priority(LOW_NICE)
         try:
-            answer.append(merge(query, partials, max_rows)[1])
+            answer.append(merge(query, partials, max_rows, one_node_merged))
         except BaseException as e:  # raised again in the worker's own thread, to the broker
             failure.append(e)
 
@@ -91,11 +91,15 @@ class MergeProcesses:
     def takes(self, rows: int) -> bool:
         return rows >= self.min_rows
 
-    async def merge(self, merge: Merge, query: Query, partials: list[pa.Table], max_rows: int) -> bytes:
+    async def merge(
+        self, merge: Merge, query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool
+    ) -> bytes:
         """`merge` (a module-level function, sent by name) run in a worker: the finalized answer's
         JSON; the merge's error (a limit crossed) is raised here."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, _encoded, merge, query, partials, max_rows)
+        return await loop.run_in_executor(
+            self._pool, _encoded, merge, query, partials, max_rows, one_node_merged
+        )
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

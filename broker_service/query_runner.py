@@ -94,6 +94,7 @@ class _Gathered:
     context: dict[str, Any]
     etag: str | None
     cached_answer: bytes | None = None
+    one_node_merged: bool = False  # the only partial is a data node's, merged over its segments
 
 
 class QueryRunner:
@@ -196,8 +197,9 @@ class QueryRunner:
         if gathered.cached_answer is not None:
             return QueryResult(None, gathered.context, body=gathered.cached_answer, etag=gathered.etag)
         answer, body = await self._merge(
-            query, gathered.partials, gathered.rows, gathered.fetched, gathered.all_cached
-        )
+            query, gathered.partials, gathered.rows, gathered.fetched, gathered.all_cached,
+            gathered.one_node_merged,
+        )  # fmt: skip
         etag, context = gathered.etag, gathered.context
         if etag is not None and "missingSegments" in context:
             etag = None  # a partial answer is neither cached nor tagged
@@ -273,7 +275,8 @@ class QueryRunner:
             )
         partials = [*hits, *gathered.tables, *from_metadata]
         all_cached = bool(hits) and not gathered.tables and not from_metadata and not by_segment
-        return _Gathered(partials, rows, gathered.fetched, all_cached, context, etag)
+        one_node_merged = not per_segment and len(partials) == 1 and len(gathered.tables) == 1
+        return _Gathered(partials, rows, gathered.fetched, all_cached, context, etag, None, one_node_merged)
 
     async def _resolved_joins(self, query: Query, deadline: float | None) -> Query:
         """`query` with each join's right-side query run and replaced by its rows (inline), as
@@ -320,6 +323,7 @@ class QueryRunner:
         rows: int,
         fetched: Sequence[SegmentTask],
         all_cached: bool,
+        one_node_merged: bool = False,
     ) -> tuple[list[Any] | None, bytes]:
         """The merged, finalized answer (None: only its encoded bytes) and its JSON."""
         loop = asyncio.get_running_loop()
@@ -331,12 +335,16 @@ class QueryRunner:
             return await loop.run_in_executor(self.merge_pool, _by_segment_results, query, fetched, partials)
         max_rows = self.limits.max_result_rows
         if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
-            return merge_and_finalize(query, partials, max_rows)
+            return merge_and_finalize(query, partials, max_rows, one_node_merged)
         if self.merge_processes is not None and self.merge_processes.takes(rows):
             if self.metrics is not None:
                 self.metrics.process_merges.inc()
-            return None, await self.merge_processes.merge(merge_and_finalize, query, partials, max_rows)
-        return await loop.run_in_executor(self.merge_pool, merge_and_finalize, query, partials, max_rows)
+            return None, await self.merge_processes.merge(
+                merge_and_encode, query, partials, max_rows, one_node_merged
+            )
+        return await loop.run_in_executor(
+            self.merge_pool, merge_and_finalize, query, partials, max_rows, one_node_merged
+        )
 
     async def _from_fragments(self, query: Query, partials: list[pa.Table]) -> bytes | None:
         """The answer joined from cached partials' remembered rows (broker_service.row_fragments);
@@ -392,15 +400,30 @@ def _current_task_cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def merge_and_finalize(query: Query, partials: list[pa.Table], max_rows: int) -> tuple[list[Any], bytes]:
-    merged = query.merge(partials)
+def merge_and_finalize(
+    query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool = False
+) -> tuple[list[Any], bytes]:
+    """The merged, finalized rows and their JSON (`one_node_merged`: see `Query.merge_gathered`)."""
+    results = query.finalize(_merged(query, partials, max_rows, one_node_merged))
+    return results, encode_json(results)
+
+
+def merge_and_encode(
+    query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool = False
+) -> bytes:
+    """The answer's JSON only, which a type may write without making its rows (a merge worker's
+    answer: rows as Python objects would cost as much to send back as to make)."""
+    return query.finalize_json(_merged(query, partials, max_rows, one_node_merged))
+
+
+def _merged(query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool) -> pa.Table:
+    merged = query.merge_gathered(partials, one_node_merged=one_node_merged)
     if merged.num_rows > max_rows:
         raise ResourceLimitExceeded(
             f"Query [{query.context.query_id}] result has {merged.num_rows} rows, "
             f"over the limit of {max_rows}"
         )
-    results = query.finalize(merged)
-    return results, encode_json(results)
+    return merged
 
 
 def _by_segment_results(

@@ -106,14 +106,18 @@ class GroupingPlan:
         return self.schema().empty_table()
 
     # -- merge -------------------------------------------------------------------------------------
-    def merge(self, conn: duckdb.DuckDBPyConnection, partials: Sequence[pa.Table]) -> pa.Table:
-        """Combine intermediates of equal (bucket, dimensions) across segments."""
+    def merge(
+        self, conn: duckdb.DuckDBPyConnection, partials: Sequence[pa.Table], merged_apart: bool = False
+    ) -> pa.Table:
+        """Combine intermediates of equal (bucket, dimensions) across segments (`merged_apart`:
+        `partials` are already merged, each key once, as a data node's answer is)."""
         tables = [p for p in partials if p.num_rows]
         if not tables:
             return self.empty()
-        if len(tables) == 1 and tables[0].num_rows == 1 and self._arrow_merges() is not None:
-            # one row (a count answered from announced facts, one segment's partial) merges to
-            # itself under every Arrow merge function
+        alone = len(tables) == 1 and (merged_apart or tables[0].num_rows == 1)
+        if alone and self._arrow_merges() is not None:
+            # one row (a count answered from announced facts, one segment's partial), or rows of
+            # distinct keys, merge to themselves under every Arrow merge function
             return self._conform(_without_segment(tables[0]))
         dims = [dim_col(i) for i in range(len(self.dimensions))]
         keys = dims if self.granularity.is_all else [BUCKET, *dims]
@@ -208,12 +212,18 @@ class GroupingPlan:
         """Each aggregator's printed values (finalized, or Druid's raw intermediates)."""
         from strata.query.aggregators import json_values
 
-        out: dict[str, list[Any]] = {}
-        for i, a in enumerate(self.aggregators):
-            out[a.name] = (
-                json_values(env.final[a.name]) if finalize else a.unfinalized_json(table, agg_col(i))
-            )
-        return out
+        outputs = self.aggregator_outputs(table, env, finalize)
+        return {k: v if isinstance(v, list) else json_values(v) for k, v in outputs.items()}
+
+    def aggregator_outputs(
+        self, table: pa.Table, env: PostAggEnv, finalize: bool
+    ) -> dict[str, pa.Array | list[Any]]:
+        """Each aggregator's finalized column, or (not `finalize`) Druid's raw intermediates as
+        Python values printed as they are."""
+        return {
+            a.name: env.final[a.name] if finalize else a.unfinalized_json(table, agg_col(i))
+            for i, a in enumerate(self.aggregators)
+        }
 
 
 def _sql_type(output_type: str) -> str:

@@ -29,6 +29,7 @@ from strata.query.data_source import (
 )
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.fields import as_object
+from strata.query.json_text import answer_json
 from strata.query.segment_spec import QuerySegmentSpec, parse_segment_spec
 
 if TYPE_CHECKING:
@@ -72,6 +73,15 @@ class Query(ABC):
     @abstractmethod
     def finalize(self, merged: pa.Table) -> list[Any]:
         """Turn a merged partial into Druid's JSON response (post-aggregators, order, limits)."""
+
+    def merge_gathered(self, partials: Sequence[pa.Table], *, one_node_merged: bool) -> pa.Table:
+        """`merge` of what a broker gathered; `one_node_merged`: the partials are one table a data
+        node merged over all its segments (its keys distinct), which a type may take as it is."""
+        return self.merge(partials)
+
+    def finalize_json(self, merged: pa.Table) -> bytes:
+        """`finalize`'s rows as the JSON answer's bytes (a type may write them without the rows)."""
+        return answer_json(self.finalize(merged))
 
     def cache_key(self) -> bytes:
         """Bytes covering everything that changes one segment's partial, nothing else."""

@@ -31,6 +31,14 @@ from strata.query.fields import get_bool, get_list
 from strata.query.filters import Filter, parse_filter
 from strata.query.granularity_sql import parse_query_granularity
 from strata.query.having import Having, parse_having
+from strata.query.json_text import (
+    ROWS_PER_PASS,
+    answer_json,
+    column_texts,
+    json_array,
+    python_texts,
+    rows_text,
+)
 from strata.query.limit_spec import LimitSpec, parse_limit_spec
 from strata.query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
 from strata.query.virtual_columns import NO_VIRTUAL_COLUMNS, VirtualColumns, parse_virtual_columns
@@ -187,6 +195,9 @@ class GroupByQuery(Query):
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.plan.merge(connection(), partials)
 
+    def merge_gathered(self, partials: Sequence[pa.Table], *, one_node_merged: bool) -> pa.Table:
+        return self.plan.merge(connection(), partials, merged_apart=one_node_merged)
+
     def _summary_row_when_empty(self) -> bool:
         """Druid's summary row: with no dimensions and granularity `all`, zero rows still give one
         row (count 0, every other aggregator null), unless a limit of 0 or an offset drops it."""
@@ -196,6 +207,27 @@ class GroupByQuery(Query):
     def finalize(self, merged: pa.Table) -> list[Any]:
         if self.subtotals is not None:
             return self._finalize_subtotals(merged)
+        times, outputs = self._outputs(merged)
+        with collector_paused():  # millions of new objects, no cycles among them
+            values = {k: v if isinstance(v, list) else json_values(v) for k, v in outputs.items()}
+            return self._rows(times, values)
+
+    def finalize_json(self, merged: pa.Table) -> bytes:
+        """The answer's JSON, the bytes of `finalize`'s rows, written from the Arrow columns
+        (strata.query.json_text): no Python row for a million groups."""
+        if self.subtotals is not None:
+            return answer_json(self._finalize_subtotals(merged))
+        times, outputs = self._outputs(merged)
+        passes = []
+        for start in range(0, len(times), ROWS_PER_PASS):
+            part = times[start : start + ROWS_PER_PASS]
+            texts = {k: _texts(v, start, len(part)) for k, v in outputs.items()}
+            passes.append(rows_text(self._row_pieces(part, texts), len(part)))
+        return json_array(passes)
+
+    def _outputs(self, merged: pa.Table) -> tuple[np.ndarray, dict[str, pa.Array | list[Any]]]:
+        """Each row's bucket start and each output column (Arrow, or unfinalized Python values),
+        having applied, in the limitSpec's order."""
         plan = self.plan
         if merged.num_rows == 0 and self._summary_row_when_empty():
             merged = null_row(plan.schema())
@@ -225,15 +257,13 @@ class GroupByQuery(Query):
         )
         picked = pa.array(order, pa.int64())
         merged, times = merged.take(picked), times[order]
-        with collector_paused():  # millions of new objects, no cycles among them
-            values: dict[str, list[Any]] = {}
-            for i, d in enumerate(self.dimensions):
-                values[d.output_name] = json_values(merged.column(dim_col(i)))
-            sub_env = plan.env(merged)
-            values.update(plan.aggregator_json(merged, sub_env, self.context.finalize))
-            for name in posts:
-                values[name] = json_values(columns[name].take(picked))
-            return self._rows(times, values)
+        outputs: dict[str, pa.Array | list[Any]] = {}
+        for i, d in enumerate(self.dimensions):
+            outputs[d.output_name] = merged.column(dim_col(i)).combine_chunks()
+        outputs.update(plan.aggregator_outputs(merged, plan.env(merged), self.context.finalize))
+        for name in posts:
+            outputs[name] = columns[name].take(picked)
+        return times, outputs
 
     def _finalize_subtotals(self, merged: pa.Table) -> list[Any]:
         """Druid's subtotalsSpec: the merged groups re-aggregated over each listed subset of the
@@ -273,6 +303,39 @@ class GroupByQuery(Query):
             {"version": "v1", "timestamp": stamps[ms], "event": e}
             for ms, e in zip(times.tolist(), events, strict=True)
         ]
+
+    def _row_pieces(self, times: np.ndarray, texts: dict[str, pa.Array]) -> list[bytes | pa.Array]:
+        """One row's JSON as constant texts and text columns, as `_rows` prints it."""
+        values = list(texts.values())
+        if self.context.result_as_array:
+            items: list[bytes | pa.Array] = [] if self.granularity.is_all else [column_texts(pa.array(times))]
+            items += values
+            return [b"[", *_separated(items, b","), b"]"]
+        fields: list[bytes | pa.Array] = []
+        for i, (name, text) in enumerate(texts.items()):
+            fields += [(b"," if i else b"") + answer_json(name) + b":", text]
+        return [b'{"version":"v1","timestamp":', self._stamps(times), b',"event":{', *fields, b"}}"]
+
+    def _stamps(self, times: np.ndarray) -> bytes | pa.Array:
+        tz = self.granularity.tz
+        if self.granularity.is_all:
+            return answer_json(format_instant(int(times[0]), tz) if len(times) else "")
+        distinct, which = np.unique(times, return_inverse=True)
+        stamps = python_texts([format_instant(ms, tz) for ms in distinct.tolist()])
+        return stamps.take(pa.array(which.ravel(), pa.int64()))
+
+
+def _texts(values: pa.Array | list[Any], start: int, rows: int) -> pa.Array:
+    if isinstance(values, list):
+        return python_texts(values[start : start + rows])
+    return column_texts(values.slice(start, rows))
+
+
+def _separated(items: list[bytes | pa.Array], separator: bytes) -> list[bytes | pa.Array]:
+    out: list[bytes | pa.Array] = []
+    for i, item in enumerate(items):
+        out += [separator, item] if i else [item]
+    return out
 
 
 def _parse_subtotals(value: Any, names: list[str]) -> tuple[tuple[str, ...], ...] | None:

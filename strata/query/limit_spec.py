@@ -87,6 +87,8 @@ class LimitSpec:
     ) -> npt.NDArray[np.intp]:  # fmt: skip
         keys = self._keys(times, columns, tiebreak, dims_first)
         n = len(times) if times is not None else (len(next(iter(columns.values()))) if columns else 0)
+        if len(keys) == 1:
+            return _order_of_one(keys[0])
         return np.lexsort(keys[::-1]) if keys else np.arange(n)
 
     def _keys(
@@ -109,6 +111,19 @@ class LimitSpec:
                 return keys
             keys.append(ordinal(columns[d]))
         return keys[:1] if first_only else keys
+
+
+def _order_of_one(key: np.ndarray) -> npt.NDArray[np.intp]:
+    """Stable ascending order of one key; n distinct consecutive integers (the dense ranks of
+    distinct groups, a groupBy's default order) are a permutation, inverted in one pass."""
+    n = len(key)
+    if n and key.dtype.kind in "iu":
+        offsets = key - key.min()
+        if int(offsets.max()) == n - 1 and int(np.bincount(offsets).max()) == 1:
+            order = np.empty(n, dtype=np.intp)
+            order[offsets] = np.arange(n, dtype=np.intp)
+            return order
+    return np.argsort(key, kind="stable")
 
 
 def _direction(value: Any) -> bool:

@@ -57,7 +57,11 @@ def _array_ordinal(arr: pa.Array) -> np.ndarray:
     assert isinstance(arr, pa.ListArray | pa.LargeListArray)
     offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
     elements = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-    codes = pa.array(ordinal(elements) + 1, pa.int64())
+    element_codes = ordinal(elements) + 1
+    packed = _packed_ranks(arr, offsets - offsets[0], element_codes)
+    if packed is not None:
+        return packed
+    codes = pa.array(element_codes, pa.int64())
     keys = pa.LargeListArray.from_arrays(pa.array(offsets - offsets[0]), codes, mask=arr.is_null())
     table = pa.table({"k": keys, "i": pa.array(np.arange(len(arr), dtype=np.int64))})
     ranked = query_arrow(
@@ -66,6 +70,26 @@ def _array_ordinal(arr: pa.Array) -> np.ndarray:
     out = np.empty(len(arr), dtype=np.int64)
     out[ranked.column("i").to_numpy()] = ranked.column("r").to_numpy()
     return out - 1 if arr.null_count else out
+
+
+def _packed_ranks(arr: pa.Array, offsets: np.ndarray, codes: np.ndarray) -> np.ndarray | None:
+    """`_array_ordinal` without DuckDB when every array fits one 63-bit key: each element's code
+    (its rank plus one, a null element 1) in a fixed-width slot, the first element highest, 0 past
+    the end (a prefix before the longer array); the keys' dense ranks are the arrays'. None when
+    the longest array times the code width passes 63 bits."""
+    lengths = np.diff(offsets)
+    longest = int(lengths.max(initial=0))
+    width = int(codes.max(initial=0)).bit_length()
+    if longest * width > 63:
+        return None
+    position = np.arange(len(codes), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    shifted = codes.astype(np.uint64) << ((longest - 1 - position) * width).astype(np.uint64)
+    sums = np.concatenate(([0], np.cumsum(shifted, dtype=np.uint64)))
+    keys = (sums[offsets[1:]] - sums[offsets[:-1]]).astype(np.int64)  # exact: each key < 2**63
+    if arr.null_count:
+        keys[np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = -1
+    ranks = np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    return ranks if arr.null_count else ranks + 1
 
 
 def numeric_key(values: pa.Array | pa.ChunkedArray, descending: bool) -> np.ndarray:

@@ -8,12 +8,13 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+from strata.query.json_text import OPTIONS as _OPTIONS
+from strata.query.json_text import answer_json
 
 
 def encode_json(body: Any) -> bytes:
     """An answer's compact JSON body (also what the broker's result-level cache stores)."""
-    return orjson.dumps(body, option=_OPTIONS)
+    return answer_json(body)
 
 
 def json_response(

@@ -27,23 +27,22 @@ def count_query(**context: Any) -> Query:
                         "context": context})  # fmt: skip
 
 
-def nice_of_merge(query: Query, partials: list[pa.Table], max_rows: int) -> tuple[list[Any], bytes]:
+def nice_of_merge(query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool) -> bytes:
     """A merge that answers the nice value of the thread it ran on."""
     if max_rows < 0:
         raise ResourceLimitExceeded("over the limit")
-    nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    return [nice], str(nice).encode()
+    return str(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).encode()
 
 
 def test_a_low_priority_merge_runs_at_nice_10_and_others_at_the_workers_own() -> None:
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert own < LOW_NICE
-    assert _encoded(nice_of_merge, count_query(priority=-1), [], 10) == str(LOW_NICE).encode()
-    assert _encoded(nice_of_merge, count_query(), [], 10) == str(own).encode()
-    assert _encoded(nice_of_merge, count_query(priority=5), [], 10) == str(own).encode()
+    assert _encoded(nice_of_merge, count_query(priority=-1), [], 10, False) == str(LOW_NICE).encode()
+    assert _encoded(nice_of_merge, count_query(), [], 10, False) == str(own).encode()
+    assert _encoded(nice_of_merge, count_query(priority=5), [], 10, False) == str(own).encode()
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own  # the caller's unchanged
     with pytest.raises(ResourceLimitExceeded):
-        _encoded(nice_of_merge, count_query(priority=-1), [], -1)
+        _encoded(nice_of_merge, count_query(priority=-1), [], -1, False)
 
 
 def test_in_a_worker_process_too() -> None:
@@ -51,10 +50,10 @@ def test_in_a_worker_process_too() -> None:
         processes = MergeProcesses(1)
         try:
             await processes.warm()
-            low = await processes.merge(nice_of_merge, count_query(priority=-3), [], 10)
-            normal = await processes.merge(nice_of_merge, count_query(), [], 10)
+            low = await processes.merge(nice_of_merge, count_query(priority=-3), [], 10, False)
+            normal = await processes.merge(nice_of_merge, count_query(), [], 10, False)
             with pytest.raises(ResourceLimitExceeded):
-                await processes.merge(nice_of_merge, count_query(priority=-3), [], -1)
+                await processes.merge(nice_of_merge, count_query(priority=-3), [], -1, False)
             return low, normal
         finally:
             processes.shutdown()

@@ -74,3 +74,16 @@ def test_prefixes_and_null_elements_by_hand() -> None:
     expected = [6, 4, 0, 1, 2, 5, 7, 3, 4]
     assert _oracle_ranks(rows) == expected
     assert ordinal(pa.array(rows, pa.list_(pa.int64()))).tolist() == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_arrays_past_one_packed_key(seed: int) -> None:
+    """Arrays too long for one 63-bit key of element codes rank through DuckDB's list order."""
+    rng = random.Random(seed)
+    rows: list[list[Any] | None] = [
+        None if rng.random() < 0.1 else [None if rng.random() < 0.1 else rng.randrange(40)
+                                         for _ in range(rng.randint(0, 30))]
+        for _ in range(200)
+    ]  # fmt: skip
+    rows += [[1] * 30, [1] * 29, [1] * 29 + [None]]
+    assert ordinal(pa.array(rows, pa.list_(pa.int64()))).tolist() == _oracle_ranks(rows)
