@@ -32,7 +32,7 @@ from harness.processes import StrataProcess, running
 from tests.differential.fanout import Chain, Fanout
 from tests.differential.generator import generate
 from tests.differential.oracle import Oracle, Spec
-from tests.historical_query.wiki_http import RAW_VIEW
+from tests.historical_query.wiki_http import create_raw
 
 SEGMENTATIONS: dict[str, dict[str, Any]] = {
     "diff_day": {"segmentGranularity": "day"},
@@ -93,7 +93,7 @@ def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess
 def raw_connection(sample: Path) -> duckdb.DuckDBPyConnection:
     conn = duckdb.connect()
     conn.execute("SET TimeZone='UTC'")
-    conn.execute(RAW_VIEW.format(sample=sample))
+    create_raw(conn, sample)
     return conn
 
 
