@@ -28,7 +28,7 @@ import httpx
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.processes import StrataProcess, running
+from harness.processes import StrataProcess, running, start_all
 from tests.differential.fanout import Chain, Fanout
 from tests.differential.generator import generate
 from tests.differential.oracle import Oracle, Spec
@@ -79,9 +79,7 @@ def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess
             brokers[kind] = StrataProcess("broker", [*follow, "--cache", kind, "--memcached", memcached,
                                                      "--result-cache", "off"], root / f"{kind}.log")  # fmt: skip
     with running([historical, *brokers.values()]):
-        historical.start()
-        for b in brokers.values():
-            b.start()
+        start_all([historical, *brokers.values()])
         deadline = time.monotonic() + 90
         for b in brokers.values():
             while set(SEGMENTATIONS) - set(httpx.get(b.url + "/druid/v2/datasources", timeout=5).json()):
