@@ -45,6 +45,10 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        # shutdown wakes the thread blocked in accept(); close alone leaves it there (Linux), and
+        # the join below then waited its whole 5 s on every proxy
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         self._thread.join(5)
 

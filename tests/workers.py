@@ -23,19 +23,31 @@ SHARED_UNITS = {
     "tests/deep_storage/test_s3_spark": "spark",
     "tests/multihost/": "multihost",
 }
-# units of minutes, longest first: seconds summed per unit from `--junitxml` of a whole `-n 2` run
-# (noisy: a shared machine at a load of 10 on 2 cores; their order is what counts)
+# units of a half minute and more, longest first: seconds summed per unit from `--junitxml` of a
+# whole `-n 2` run (`python -m tests.unit_times junit.xml`; a run of 19 min 50 s at a load of 2-6,
+# then less where this stop sped a unit up); the slow units first, so neither worker is left
+# alone with one at the end, and the half-minute ones after them, so none comes last
 SLOW_UNITS = (
-    "spark",  # 294 s
-    "tests/differential/test_differential.py",  # 289 s
-    "tests/docs/test_readme_commands.py",  # 263 s
-    "multihost",  # 202 s
-    "tests/sql_corpus/test_druid_qa.py",  # 156 s
-    "tests/sql_api/test_sql_api.py",  # 111 s
-    "tests/realtime/test_push.py",  # 104 s
-    "tests/coordinator/test_lifecycle_differential.py",  # 103 s
-    "tests/differential/test_sql_reference.py",  # 101 s
-    "tests/sql_api/test_query_bounds.py",  # 88 s
+    "spark",  # 247 s
+    "tests/docs/test_readme_commands.py",  # 237 s
+    "tests/differential/test_differential.py",  # 221 s, less the oracle's parses of the sample
+    "multihost",  # 178 s
+    "tests/coordinator/test_lifecycle_differential.py",  # 77 s
+    "tests/sql_corpus/test_druid_qa.py",  # 104 s, less an ingestion of every dataset, two clusters at once
+    "tests/sql_api/test_sql_api.py",  # 55 s
+    "tests/differential/test_sql_reference.py",  # 55 s, less the oracle's parses
+    "tests/cluster/test_broker_failures.py",  # 50 s
+    "tests/sql_api/test_query_bounds.py",  # 49 s
+    "tests/cluster/test_cache_cluster.py",  # 46 s
+    "tests/console/test_console.py",  # 45 s
+    "tests/sql_ingest/test_sql_ingest.py",  # 38 s
+    "tests/coordinator/test_spark_tasks.py",  # 36 s
+    "tests/realtime/test_push.py",  # 34 s
+    "tests/cluster/test_broker_segmentation.py",  # 34 s
+    "tests/differential/test_mv_differential.py",  # 32 s
+    "tests/lifecycle/test_quickstart_lifecycle.py",  # 31 s
+    "tests/quickstart/test_quickstart.py",  # 30 s
+    "tests/deep_storage/test_s3_faults.py",  # 53 s, less 20 s of fault proxies waiting to stop
 )
 
 

@@ -35,7 +35,7 @@ from tests.differential.generator import generate
 from tests.differential.oracle import Oracle
 from tests.differential.runner import agrees, generate_for, ingest_all, raw_connection, run
 from tests.differential.sql_runner import run_sql
-from tests.historical_query.wiki_http import RAW_VIEW
+from tests.historical_query.wiki_http import create_raw
 from timeline import DataSegment, Interval
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -223,7 +223,7 @@ def raw_kept(sample: Path, dropped: Interval) -> duckdb.DuckDBPyConnection:
     """The oracle's rows without those the drop rule took."""
     conn = duckdb.connect()
     conn.execute("SET TimeZone='UTC'")
-    conn.execute(RAW_VIEW.format(sample=sample).replace("CREATE VIEW raw AS", "CREATE VIEW raw_all AS"))
+    create_raw(conn, sample, "raw_all")
     conn.execute(
         f"CREATE VIEW raw AS SELECT * FROM raw_all WHERE NOT (ms >= {dropped.start} AND ms < {dropped.end})"
     )

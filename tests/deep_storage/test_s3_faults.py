@@ -3,6 +3,7 @@ front of moto): pushes and pulls succeed after retries, and what they move is wh
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -46,13 +47,18 @@ def test_pull_and_push_succeed_through_faults(
     data = (built / "index.parquet").read_bytes()
     upstream = ("127.0.0.1", s3_server.port)
     pushed = S3DeepStorage(f"s3://{s3_bucket}/deep", endpoint=s3_server.endpoint).push(built, segment)
-    with FaultProxy(upstream, faults) as proxy:
-        got = _through(proxy, s3_bucket).pull(pushed, tmp_path / "cache")
-        assert proxy.injected == faults
+    # the pull and the second push (to a key of its own) each through their own proxy, side by side:
+    # most of their time is the client's backoff between attempts
+    with (
+        FaultProxy(upstream, faults) as pulls,
+        FaultProxy(upstream, faults) as pushes,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        pulling = pool.submit(_through(pulls, s3_bucket).pull, pushed, tmp_path / "cache")
+        pushing = pool.submit(_through(pushes, s3_bucket).push, built, segment)
+        got, again = pulling.result(), pushing.result()
+        assert pulls.injected == faults and pushes.injected == faults
     assert (got / "index.parquet").read_bytes() == data
-    with FaultProxy(upstream, faults) as proxy:
-        again = _through(proxy, s3_bucket).push(built, segment)
-        assert proxy.injected == faults
     with s3_server.filesystem().open_input_stream(f"{s3_bucket}/{again.load_spec['key']}") as f:
         assert f.read() == data
     assert again.load_spec["sha256"] == pushed.load_spec["sha256"]

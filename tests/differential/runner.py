@@ -28,11 +28,11 @@ import httpx
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.processes import StrataProcess, running
+from harness.processes import StrataProcess, running, start_all
 from tests.differential.fanout import Chain, Fanout
 from tests.differential.generator import generate
 from tests.differential.oracle import Oracle, Spec
-from tests.historical_query.wiki_http import RAW_VIEW
+from tests.historical_query.wiki_http import create_raw
 
 SEGMENTATIONS: dict[str, dict[str, Any]] = {
     "diff_day": {"segmentGranularity": "day"},
@@ -79,9 +79,7 @@ def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess
             brokers[kind] = StrataProcess("broker", [*follow, "--cache", kind, "--memcached", memcached,
                                                      "--result-cache", "off"], root / f"{kind}.log")  # fmt: skip
     with running([historical, *brokers.values()]):
-        historical.start()
-        for b in brokers.values():
-            b.start()
+        start_all([historical, *brokers.values()])
         deadline = time.monotonic() + 90
         for b in brokers.values():
             while set(SEGMENTATIONS) - set(httpx.get(b.url + "/druid/v2/datasources", timeout=5).json()):
@@ -93,7 +91,7 @@ def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess
 def raw_connection(sample: Path) -> duckdb.DuckDBPyConnection:
     conn = duckdb.connect()
     conn.execute("SET TimeZone='UTC'")
-    conn.execute(RAW_VIEW.format(sample=sample))
+    create_raw(conn, sample)
     return conn
 
 

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from tests.historical_query.wiki_http import RAW_VIEW
+from tests.historical_query.wiki_http import create_raw
 
 DIMENSIONS = ["channel", "cityName", "comment", "countryIsoCode", "countryName", "isAnonymous", "isMinor",
               "isNew", "isRobot", "isUnpatrolled", "metroCode", "namespace", "page", "regionIsoCode",
@@ -181,12 +181,12 @@ class Table:
 
 
 class ReferenceOracle:
-    """The raw rows in DuckDB, one view per datasource name the statements use."""
+    """The raw rows in DuckDB (table `raw`), one view per datasource name the statements use."""
 
     def __init__(self, sample: Path, tables: Sequence[str]):
         self.conn = duckdb.connect()
         self.conn.execute("SET TimeZone='UTC'")
-        self.conn.execute(RAW_VIEW.format(sample=sample))
+        create_raw(self.conn, sample)
         for name in tables:
             self.conn.execute(table_view(name))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from harness.processes import StrataProcess
+from harness.processes import StrataProcess, start_all
 from strata.data import WIKIPEDIA_SAMPLE
 from strata.ingestion.api import ingest
 from tests.cluster.cluster_kit import wait_settled, wait_until
@@ -86,8 +86,8 @@ def serving(root: Path, timeout: float = 60,
         if coord is not None and lookups:
             started.append(coord.start(timeout=timeout))
             configure_lookups(coord, lookups)
-        started.append(historical.start(timeout=timeout))
-        started.append(broker.start(timeout=timeout))
+        started += [historical, broker]
+        start_all([historical, broker], timeout)
         wait_settled(broker, root / "meta.db", [historical], timeout)
         if coord is not None and lookups:
             wait_until(lambda: lookups_loaded(coord, lookups, 2), "the nodes to load the lookups", timeout,

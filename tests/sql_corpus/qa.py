@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import threading
 import urllib.parse
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
@@ -71,26 +72,52 @@ def dataset_specs(dataset: str, root: Path = QA_ROOT) -> list[dict[str, Any]]:
     return specs
 
 
+_INGESTING = threading.Lock()  # one dataset ingested at a time (the clusters overlap the rest)
+
+
+def dataset_dir(work: Path, dataset: str) -> Path:
+    """Where under `work` the dataset's deep storage and metadata store live."""
+    return work / dataset.replace("/", "-")
+
+
+def ingest_dataset(work: Path, dataset: str) -> int:
+    """The dataset's specs ingested by `strata.ingestion` into `dataset_dir`; the rows ingested."""
+    where = dataset_dir(work, dataset)
+    with _INGESTING:
+        return sum(
+            ingest(
+                spec, deep_storage=where / "deep", metadata=where / "meta.db", engine="local"
+            ).rows_ingested
+            for spec in dataset_specs(dataset)
+        )
+
+
 @contextmanager
-def dataset_cluster(work: Path, dataset: str, timeout: float = 60) -> Iterator[StrataProcess]:
-    """A historical and a broker serving `dataset`, ingested by `strata.ingestion` from its specs."""
-    for spec in dataset_specs(dataset):
-        ingest(spec, deep_storage=work / "deep", metadata=work / "meta.db", engine="local")
-    with serving(work, timeout) as broker:
+def dataset_cluster(
+    work: Path, dataset: str, timeout: float = 60, *, ingested: bool = False
+) -> Iterator[StrataProcess]:
+    """A historical and a broker serving `dataset` (ingested first unless `ingest_dataset` did)."""
+    if not ingested:
+        ingest_dataset(work, dataset)
+    with serving(dataset_dir(work, dataset), timeout) as broker:
         yield broker
 
 
-def run_qa(work: Path, cases: Sequence[Case], *, workers: int = 4) -> list[Outcome]:
-    """Every case against its dataset's cluster, in file order; a dataset that cannot be loaded
+def run_qa(work: Path, cases: Sequence[Case], *, workers: int = 4, clusters: int = 1,
+           ingested: bool = False) -> list[Outcome]:  # fmt: skip
+    """Every case against its dataset's cluster, `workers` statements at a time per cluster and
+    `clusters` datasets at a time (their nodes start, settle and stop while others answer); with
+    `ingested`, `ingest_dataset` already loaded each into `work`. A dataset that cannot be loaded
     fails all its cases with the reason."""
     by_dataset: dict[str, list[int]] = defaultdict(list)
     for i, case in enumerate(cases):
         by_dataset[dataset_of(case)].append(i)
     outcomes: list[Outcome | None] = [None] * len(cases)
-    for n, (dataset, positions) in enumerate(sorted(by_dataset.items())):
+
+    def run_dataset(dataset: str, positions: list[int]) -> None:
         try:
             with (
-                dataset_cluster(work / f"dataset-{n}", dataset) as broker,
+                dataset_cluster(work, dataset, ingested=ingested) as broker,
                 httpx.Client(timeout=30.0) as client,
                 ThreadPoolExecutor(workers) as pool,
             ):
@@ -101,6 +128,11 @@ def run_qa(work: Path, cases: Sequence[Case], *, workers: int = 4) -> list[Outco
             reason = f"dataset not loaded: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
             for i in positions:
                 outcomes[i] = Outcome(cases[i], "failed", reason)
+
+    with ThreadPoolExecutor(clusters, thread_name_prefix="qa-dataset") as datasets:
+        done = [datasets.submit(run_dataset, *item) for item in sorted(by_dataset.items())]
+        for future in done:
+            future.result()
     return [o for o in outcomes if o is not None]
 
 

@@ -24,15 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from strata.ingestion.api import ingest
 from tests.sql_corpus.qa import (
     QA_FOLDERS,
     QA_RATES,
     QA_ROOT,
     VARIANT_GROUPS,
     dataset_of,
-    dataset_specs,
     folder_table,
+    ingest_dataset,
     qa_cases,
     rates,
     run_qa,
@@ -110,24 +109,32 @@ def _published_rows(cases: list[Case], dataset: str) -> set[int]:
     return counts
 
 
-def test_every_dataset_loads_from_druids_spec_as_druid_counts_it(cases: list[Case], tmp_path: Path) -> None:
-    for n, dataset in enumerate(sorted({dataset_of(c) for c in cases})):
-        ingested = sum(
-            ingest(spec, deep_storage=tmp_path / str(n) / "deep", metadata=tmp_path / str(n) / "m.db",
-                   engine="local").rows_ingested
-            for spec in dataset_specs(dataset)
-        )  # fmt: skip
-        assert _published_rows(cases, dataset) == {ingested}, dataset
+@pytest.fixture(scope="module")
+def ingested(cases: list[Case], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    """Every dataset ingested once by Strata's ingestion of Druid's specs (where, and the rows each
+    ingested): its row count is checked against Druid's, then its statements run on it."""
+    work = tmp_path_factory.mktemp("qa-datasets")
+    return work, {
+        dataset: ingest_dataset(work, dataset) for dataset in sorted({dataset_of(c) for c in cases})
+    }
+
+
+def test_every_dataset_loads_from_druids_spec_as_druid_counts_it(
+    cases: list[Case], ingested: tuple[Path, dict[str, int]]
+) -> None:
+    for dataset, rows in ingested[1].items():
+        assert _published_rows(cases, dataset) == {rows}, dataset
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(3600)
 def test_statements_against_real_clusters(
-    cases: list[Case], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cases: list[Case], ingested: tuple[Path, dict[str, int]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     everything = os.environ.get("STRATA_QA_CORPUS") == "all"
     chosen = cases if everything else _counting(cases)
-    outcomes = run_qa(tmp_path, chosen)
+    # the counting run asks a few statements per dataset: two clusters at once, one starting while the other answers
+    outcomes = run_qa(ingested[0], chosen, clusters=1 if everything else 2, ingested=True)
     with capsys.disabled():  # the pass rates are shown on every run
         print("\n" + folder_table(outcomes))
     assert len(outcomes) == len(chosen)
