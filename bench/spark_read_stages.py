@@ -144,13 +144,13 @@ def python_stages(broker_url: str, data_source: str, metadata: str) -> dict[str,
 def profile_workers(workers: list[int], read: Callable[[], Any], reads: int, out: Path) -> dict[str, float]:
     """Seconds per read in each of `bench.spark_worker_time`'s categories, over `reads` runs of
     `read` with py-spy sampling every thread of each Python worker (running or waiting)."""
+    from bench.profile_stacks import py_spy
     from bench.spark_worker_time import RATE_HZ, worker_seconds
-    from bench.throughput import _py_spy
 
     out.mkdir(parents=True, exist_ok=True)
 
     def spy(pid: int) -> subprocess.Popen[bytes]:
-        argv = [_py_spy(), "record", "--pid", str(pid), "--idle", "--threads", "-r", str(RATE_HZ),
+        argv = [py_spy(), "record", "--pid", str(pid), "--idle", "--threads", "-r", str(RATE_HZ),
                 "-f", "raw", "-o", str(out / f"worker-{pid}.txt"), "--nonblocking"]  # fmt: skip
         return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
