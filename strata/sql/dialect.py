@@ -12,6 +12,8 @@ extended here too, so every module reads statements the same way:
 - `PI` is Calcite's niladic function, not a column.
 - `ANY_VALUE(expr, maxBytes[, aggregateMultipleValues])` and `DIV(x, y)` keep all their arguments
   (as `Anonymous` calls, which the native planner reads by name).
+- `x < y IS NULL` is `(x < y) IS NULL`: Calcite's `IS [NOT] NULL/TRUE/FALSE` binds looser than
+  every comparison (precedence 28 below their 30), where sqlglot's default binds it to `y`.
 - `ARRAY_AGG([DISTINCT] expr, size)` keeps its size in bytes (a literal, in the node's
   `meta["size"]`), which sqlglot dropped; `STRING_AGG`'s third argument is its size too (sqlglot
   files it as `on_overflow`).
@@ -25,6 +27,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import NormalizationStrategy
 from sqlglot.dialects.druid import Druid
 from sqlglot.generators.druid import DruidGenerator
+from sqlglot.parser import IsPredicatePrecedence
 from sqlglot.parsers.druid import DruidParser
 from sqlglot.tokenizer_core import TokenType
 from sqlglot.tokens import Tokenizer as BaseTokenizer
@@ -94,6 +97,7 @@ class DruidSQL(Druid):
         KEYWORDS = {k: v for k, v in BaseTokenizer.KEYWORDS.items() if k != "DIV"}
 
     class Parser(DruidParser):
+        IS_PREDICATE_PRECEDENCE = IsPredicatePrecedence.LOW
         FUNCTIONS = {
             **DruidParser.FUNCTIONS,
             "ANY_VALUE": _any_value,

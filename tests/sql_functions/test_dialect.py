@@ -41,3 +41,13 @@ def test_round_trip_through_druid_sql() -> None:
     ):
         tree = sqlglot.parse_one(sql, dialect=DIALECT)
         assert sqlglot.parse_one(tree.sql(dialect=DIALECT), dialect=DIALECT) == tree
+
+
+def test_is_predicates_bind_looser_than_comparisons() -> None:
+    # Calcite's precedence, which Druid parses with: qaUnnest/array_sql_scalar_numeric_funcs.01.all.iq
+    # line 526 keeps the rows where `floor(c+s_int)<99999 IS NULL` is `(floor(c+s_int) < 99999) IS NULL`
+    assert _item("SELECT a < b IS NULL").sql(dialect=DIALECT) == "(a < b) IS NULL"
+    assert _item("SELECT a = b IS NOT TRUE").sql(dialect=DIALECT) == "NOT (a = b) IS TRUE"
+    assert isinstance(_item("SELECT NOT a IS NULL"), exp.Not)  # NOT still binds looser than IS
+    assert isinstance(_item("SELECT a IS NULL = FALSE"), exp.EQ)
+    assert isinstance(_item("SELECT a + b IS NULL").this, exp.Add)
