@@ -50,6 +50,7 @@ _DUCK_TO_ARROW = {
     "VARCHAR[]": pa.list_(pa.string()),
     "BIGINT[]": pa.list_(pa.int64()),
     "DOUBLE[]": pa.list_(pa.float64()),
+    "JSON": pa.string(),  # COMPLEX<json>: its JSON text
 }
 
 

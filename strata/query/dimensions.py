@@ -1,7 +1,8 @@
 """Dimension specs: which column a topN/groupBy groups on, its output name and type.
 
 A multi-value STRING dimension groups each value on its own (the engine explodes the rows first,
-`strata.engine.multi_value`); an ARRAY dimension groups whole arrays. The filtered specs
+`strata.engine.multi_value`); an ARRAY dimension groups whole arrays; a COMPLEX<json> dimension
+groups nested values by their JSON text, as Druid groups them. The filtered specs
 (`listFiltered`, `regexFiltered`, `prefixFiltered`) keep only the values they match, so a row
 whose values are all dropped groups under null, as in Druid.
 """
@@ -18,7 +19,10 @@ from strata.query.extraction_fns import ExtractionFn, parse_extraction_fn
 from strata.query.fields import get_bool, get_list, get_str
 from strata.query.regex_check import check_regex
 
-OUTPUT_TYPES = ("STRING", "LONG", "FLOAT", "DOUBLE", "ARRAY<STRING>", "ARRAY<LONG>", "ARRAY<DOUBLE>")
+COMPLEX_JSON = "COMPLEX<json>"
+OUTPUT_TYPES = (
+    "STRING", "LONG", "FLOAT", "DOUBLE", "ARRAY<STRING>", "ARRAY<LONG>", "ARRAY<DOUBLE>", COMPLEX_JSON,
+)  # fmt: skip
 _SQL = {
     "STRING": "VARCHAR",
     "LONG": "BIGINT",
@@ -27,6 +31,7 @@ _SQL = {
     "ARRAY<STRING>": "VARCHAR[]",
     "ARRAY<LONG>": "BIGINT[]",
     "ARRAY<DOUBLE>": "DOUBLE[]",
+    COMPLEX_JSON: "JSON",
 }
 FILTERED_SPECS = ("listFiltered", "regexFiltered", "prefixFiltered")
 
@@ -144,6 +149,7 @@ def parse_dimension_spec(value: Any, what: str = "dimension") -> DimensionSpec:
         raise invalid("Field [dimension] of %s must not be empty", what)
     output_name = get_str(value, "outputName", dimension, what=what) or dimension
     output_type = str(get_str(value, "outputType", "STRING", what=what)).upper()
+    output_type = COMPLEX_JSON if output_type == COMPLEX_JSON.upper() else output_type
     if output_type not in OUTPUT_TYPES:
         raise invalid("Field [outputType] of %s must be one of %s", what, ", ".join(OUTPUT_TYPES))
     if extraction is not None and output_type != "STRING":

@@ -24,7 +24,8 @@ from strata.query.aggregators import Aggregator, json_values, parse_aggregators
 from strata.query.base import CommonFields, Query, register
 from strata.query.cache_key import digest_key
 from strata.query.collector import collector_paused
-from strata.query.dimensions import DimensionSpec, parse_dimension_spec
+from strata.query.dimensions import COMPLEX_JSON, DimensionSpec, parse_dimension_spec
+from strata.query.druid_types import json_value
 from strata.query.duck import connection
 from strata.query.errors import invalid
 from strata.query.fields import get_bool, get_list
@@ -259,7 +260,7 @@ class GroupByQuery(Query):
         merged, times = merged.take(picked), times[order]
         outputs: dict[str, pa.Array | list[Any]] = {}
         for i, d in enumerate(self.dimensions):
-            outputs[d.output_name] = merged.column(dim_col(i)).combine_chunks()
+            outputs[d.output_name] = dimension_values(merged.column(dim_col(i)), d.output_type)
         outputs.update(plan.aggregator_outputs(merged, plan.env(merged), self.context.finalize))
         for name in posts:
             outputs[name] = columns[name].take(picked)
@@ -336,6 +337,14 @@ def _separated(items: list[bytes | pa.Array], separator: bytes) -> list[bytes | 
     for i, item in enumerate(items):
         out += [separator, item] if i else [item]
     return out
+
+
+def dimension_values(column: pa.ChunkedArray, output_type: str) -> pa.Array | list[Any]:
+    """A dimension's values to print: a COMPLEX<json> one, grouped by its text, as the JSON values it
+    holds (Python values); any other as its Arrow column."""
+    if output_type == COMPLEX_JSON:
+        return [json_value(COMPLEX_JSON, v) for v in column.to_pylist()]
+    return column.combine_chunks()
 
 
 def _parse_subtotals(value: Any, names: list[str]) -> tuple[tuple[str, ...], ...] | None:
