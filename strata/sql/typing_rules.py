@@ -7,9 +7,11 @@ operands are both integers becomes DuckDB's `//`, which truncates toward zero as
 A string compared for equality with a number literal (`c = 999`, `c IN ('a', 999)`) compares
 with the number's text, as Druid's native filters do, where DuckDB would cast every string to a
 number and fail on the first that is not one; an ordering comparison reads the string as a number
-(null when it is not one). Types come from sqlglot's annotation over the tables the statement
-reads. An ARRAY orders with its null elements first, as Druid orders arrays, where DuckDB puts
-them last (`array_order`).
+(null when it is not one). A string compared with a numeric expression that is not a literal (a
+join's `t1.c_long = t2.c`) is cast to that number type as Druid casts (Calcite's coercion): null
+when it is not a number, where DuckDB's cast would fail the statement. Types come from sqlglot's
+annotation over the tables the statement reads. An ARRAY orders with its null elements first, as
+Druid orders arrays, where DuckDB puts them last (`array_order`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from strata.query.expressions.duck import null_elements_first
 from strata.sql.dialect import DIALECT
+from strata.sql.functions.other import string_to_bigint
 
 _INTEGERS = (
     exp.DType.BIGINT,
@@ -88,6 +91,24 @@ def _number(node: exp.Expr) -> bool:
     return isinstance(node, exp.Literal) and not node.is_string
 
 
+def _numeric(node: exp.Expr) -> bool:
+    """A number-typed expression that is not a literal."""
+    return (
+        node.type is not None
+        and node.type.is_type(*exp.DataType.NUMERIC_TYPES)
+        and not isinstance(node, exp.Literal)
+    )
+
+
+def _as_number(text: exp.Expr, number: exp.Expr) -> exp.Expr:
+    """`text` cast to `number`'s type as Druid casts a string: a LONG truncates a decimal; not a
+    number is null."""
+    assert number.type is not None
+    if number.type.is_type(*_INTEGERS):
+        return sqlglot.parse_one(string_to_bigint(text.sql(dialect="duckdb")), read="duckdb")
+    return exp.TryCast(this=text.copy(), to=exp.DataType.build("DOUBLE"))
+
+
 def _string_with_numbers(node: exp.Expr) -> None:
     if isinstance(node, exp.In):
         if _is_text(node.this):
@@ -96,6 +117,9 @@ def _string_with_numbers(node: exp.Expr) -> None:
             )
         return
     for text, other in ((node.this, node.expression), (node.expression, node.this)):
+        if _is_text(text) and _numeric(other):
+            text.replace(_as_number(text, other))
+            return
         if not (_is_text(text) and _number(other)):
             continue
         if isinstance(node, (exp.EQ, exp.NEQ)):

@@ -202,3 +202,10 @@ def test_aggregates_over_windows() -> None:  # sql-window-functions.md: aggregat
         ' FROM "c" WHERE "seq" = 1 ORDER BY "Origin"'
     )
     assert run(sql, COUNTS) == [("HA", 11, 2, "HA"), ("HA", 15, 2, "HA")]
+
+
+def test_bitwise_aggregates_cast_strings_as_druid_does() -> None:
+    # qaUnnest/mv_sql_agg_funcs.05.all.iq line 653: BIT_AND over the unnested strings
+    # [null, '', '1', '2', '3'] of three rows is 0 ('' is not a number: null, skipped)
+    table = {"u": "SELECT * FROM (VALUES (NULL), (''), ('1'), ('2'), ('3')) t(c)"}
+    assert run("SELECT BIT_AND(c), BIT_OR(c), BIT_XOR(c) FROM u", table) == [(0, 3, 0)]

@@ -26,6 +26,7 @@ from strata.sql.functions.fragments import (
     text_of,
     typed,
 )
+from strata.sql.functions.other import cast
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 
 
@@ -176,10 +177,12 @@ def _sum(node: exp.Expr, ctx: Context) -> exp.Expr:
 
 
 def _bits(fn: str) -> Rewrite:
+    """BIT_AND/OR/XOR over LONGs: another type is cast to LONG as Druid casts it (a string that is
+    not a number is null, and so skipped)."""
+
     def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
-        return typed(
-            duck(f"{fn}(CAST({sql_of(arguments(node)[0])} AS BIGINT)){aggregate_filter(ctx)}"), "BIGINT"
-        )
+        value = cast(exp.Cast(this=arguments(node)[0], to=exp.DataType.build("BIGINT")), ctx)
+        return typed(duck(f"{fn}({sql_of(value)}){aggregate_filter(ctx)}"), "BIGINT")
 
     return rewrite
 

@@ -1,0 +1,37 @@
+"""Druid's typing rules applied to the statements the broker's DuckDB runs (`strata.sql.typing_rules`),
+over small tables, against answers of Druid's QA files."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+
+from strata.sql.dialect import DIALECT
+from strata.sql.typing_rules import integer_division
+
+# qatests/qaUnnest/mv: c_long of five rows, and c_mv_num_with_null_and_empty_val unnested
+LONGS = pa.table({"c_long": pa.array([0, 1, 2, 3, 4], pa.int64())})
+STRINGS = pa.table({"c": pa.array([None, "", "1", "2", "3"], pa.string())})
+
+
+def _rows(sql: str) -> list[tuple[object, ...]]:
+    tree = integer_division(sqlglot.parse_one(sql, read=DIALECT), {"t1": LONGS.schema, "t2": STRINGS.schema})
+    conn = duckdb.connect()
+    try:
+        conn.register("t1", LONGS)
+        conn.register("t2", STRINGS)
+        return sorted(conn.execute(tree.sql(dialect="duckdb")).fetchall())
+    finally:
+        conn.close()
+
+
+def test_a_string_joined_with_a_long_is_cast_as_druid_casts() -> None:
+    # qaUnnest/mv_sql_join.01.std.iq line 755 joins `t1.c_long = t2.c`: Calcite casts the string to
+    # BIGINT, '' and null are null and match nothing (DuckDB's own cast fails on '')
+    assert _rows("SELECT t1.c_long, t2.c FROM t1 INNER JOIN t2 ON t1.c_long = t2.c") == [
+        (1, "1"),
+        (2, "2"),
+        (3, "3"),
+    ]
+    assert _rows("SELECT count(*) FROM t1, t2 WHERE t2.c < t1.c_long") == [(6,)]  # 1<2,3,4; 2<3,4; 3<4
