@@ -23,10 +23,11 @@ from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
 from strata.sql.relational import Relational, plan_relational
 from strata.sql.session import current_zone, parse_time_zone, time_zone
+from strata.sql.sql_types import BOOLEAN
 from strata.sql.subqueries import plan_composed, prune_union_subqueries
 from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.system_tables import Catalog, system_tables
-from strata.sql.unnest import plan_unnest, unnest_joins
+from strata.sql.unnest import boolean_elements, plan_unnest, unnest_joins
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
 
@@ -293,6 +294,10 @@ def _plan_native(tree: exp.Query, catalog: Catalog, context: Mapping[str, Any]) 
         plan = plan_select(tree, table.name, columns, context)
         assert plan.native is not None
         plan.native["dataSource"] = data_source
+        booleans = boolean_elements(unnests)
+        for output in plan.outputs:
+            if output.source in booleans and output.sql_type_name is None:
+                output.sql_type_name = BOOLEAN  # a BOOLEAN ARRAY's elements print true/false
         return plan
     return plan_select(tree, table.name, columns, context)
 

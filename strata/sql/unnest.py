@@ -81,6 +81,32 @@ def plan_unnest(
     return rewritten, source, {**dict(columns), **{name: types[name] for _, name in added}}
 
 
+def boolean_elements(joins: list[exp.Join]) -> set[str]:
+    """The native columns (`j<i>.unnest`) of the UNNESTs whose elements Druid SQL types BOOLEAN: of
+    a BOOLEAN ARRAY (`JSON_VALUE(.. RETURNING BOOLEAN ARRAY)`, an ARRAY of TRUE/FALSE, a cast to
+    BOOLEAN ARRAY). The native values are 1/0; the SQL answer prints them true/false."""
+    out = set()
+    for i, join in enumerate(joins):
+        arguments = join.this.expressions
+        if len(arguments) == 1 and _boolean_array(arguments[0]):
+            out.add(f"j{i}.unnest")
+    return out
+
+
+def _boolean_array(node: exp.Expr) -> bool:
+    if isinstance(node, exp.Array):
+        return bool(node.expressions) and all(isinstance(e, exp.Boolean) for e in node.expressions)
+    to = node.args.get("returning") if isinstance(node, exp.JSONValue) else None
+    if isinstance(node, exp.Cast):
+        to = node.to
+    return (
+        isinstance(to, exp.DataType)
+        and to.is_type("array")
+        and bool(to.expressions)
+        and to.expressions[0].is_type("boolean")
+    )
+
+
 def _check_array(node: exp.Expr, types: Mapping[str, str]) -> None:
     """UNNEST takes arrays: Druid refuses a VARCHAR (or COMPLEX<json>) with its message."""
     col = column_name(node)

@@ -1,0 +1,57 @@
+"""The SQL types of UNNEST's output columns, as Druid's planner types them: the statements and
+expected answers are Druid's, from its QA files (`tests/sql_corpus/druid_qa/qaUnnest/`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from strata.sql.plan import SqlPlan
+from strata.sql.statement import plan_statement
+
+# qatests/qaUnnest/array: test_unnest's columns as Druid's schema discovery types them (a part)
+COLUMNS = {"__time": "LONG", "s_int": "LONG", "a_bool": "ARRAY<LONG>", "a_nested": "COMPLEX<json>"}
+
+
+class _Catalog:
+    def tables(self) -> Sequence[str]:
+        return ["test_unnest"]
+
+    def columns(self, table: str) -> Mapping[str, str] | None:
+        return COLUMNS if table == "test_unnest" else None
+
+    def segments(self) -> list[dict[str, Any]]:
+        return []
+
+    def servers(self) -> list[dict[str, Any]]:
+        return []
+
+
+def _plan(sql: str) -> SqlPlan:
+    plan = plan_statement(sql, _Catalog(), {}).plan
+    assert isinstance(plan, SqlPlan)
+    return plan
+
+
+def test_a_boolean_arrays_elements_are_booleans() -> None:
+    # array_sql_col_datatype_array.std.iq line 549: the elements of a BOOLEAN ARRAY print
+    # false/true (the native values are 1/0)
+    plan = _plan(
+        "SELECT c FROM test_unnest, unnest(json_value(a_nested, '$[0]' RETURNING boolean array)) AS u(c)"
+    )
+    assert [o.sql_type for o in plan.outputs] == ["BOOLEAN"]
+    assert plan.native is not None
+    scan = [{"columns": plan.native["columns"], "events": [[1], [0], [None]]}]
+    assert plan.rows(scan) == [[True], [False], [None]]
+    # array_sql_group_by.01.std.iq line 334: grouped by the element, and beside a count
+    grouped = _plan(
+        "SELECT c, count(*) cnt FROM test_unnest, "
+        "unnest(json_value(a_nested, '$[0]' RETURNING boolean array)) AS u(c) GROUP BY c"
+    )
+    assert [o.sql_type for o in grouped.outputs] == ["BOOLEAN", "BIGINT"]
+
+
+def test_a_long_arrays_elements_stay_numbers() -> None:
+    # array_sql_col_datatype_array.std.iq: a_bool is stored as ARRAY<LONG>, its elements print 1/0
+    plan = _plan("SELECT c FROM test_unnest, unnest(a_bool) AS u(c)")
+    assert [o.sql_type for o in plan.outputs] == ["BIGINT"]
