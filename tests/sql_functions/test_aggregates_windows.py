@@ -209,3 +209,21 @@ def test_bitwise_aggregates_cast_strings_as_druid_does() -> None:
     # [null, '', '1', '2', '3'] of three rows is 0 ('' is not a number: null, skipped)
     table = {"u": "SELECT * FROM (VALUES (NULL), (''), ('1'), ('2'), ('3')) t(c)"}
     assert run("SELECT BIT_AND(c), BIT_OR(c), BIT_XOR(c) FROM u", table) == [(0, 3, 0)]
+
+
+# qatests/qaUnnest/array: test_unnest's times, s_int and a_int
+TEST_UNNEST = {
+    "test_unnest": "SELECT * FROM (VALUES "
+    "(TIMESTAMP '2022-01-01', 1, [1, 2, NULL]::BIGINT[]), (TIMESTAMP '2022-02-01', 2, [NULL, 1, 2]::BIGINT[]), "
+    "(TIMESTAMP '2022-03-01', NULL, [2, NULL, 1]::BIGINT[])) t(__time, s_int, a_int)"
+}
+
+
+def test_earliest_of_an_unnested_value_orders_by_the_rows_time() -> None:
+    # qaUnnest/array_sql_agg_funcs.04.all.iq line 118: one group per element, each with its earliest
+    # value (an UNNEST alias has no __time of its own: its rows have the unnested row's)
+    sql = (
+        "SELECT count(*) cnt FROM (SELECT earliest(c) AS col FROM test_unnest, unnest(a_int) AS u(c) "
+        "GROUP BY c)"
+    )
+    assert run(sql, TEST_UNNEST) == [(3,)]

@@ -30,11 +30,12 @@ from strata.sql.functions.other import cast
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 
 
-def _time_of(value: exp.Expr) -> exp.Expr:
-    """`__time` of the table `value` reads (unqualified when it names none)."""
+def _time_of(value: exp.Expr, ctx: Context) -> exp.Expr:
+    """`__time` of the table `value` reads: unqualified when it names none, or names an UNNEST
+    (whose rows take the time of the row unnested, as in Druid)."""
     column = value.find(exp.Column)
     table = column.table if column is not None else ""
-    return exp.column(TIME, table=table or None, quoted=True)
+    return exp.column(TIME, table=None if not table or table in ctx.timeless else table, quoted=True)
 
 
 def _truncated(value: exp.Expr, size: exp.Expr | None) -> str:
@@ -54,7 +55,7 @@ def _first_last(last: bool, by: bool) -> Rewrite:
         if not by and not ctx.has_time:  # no timestamp to order by: the first value met, as Druid
             text = f"{'last' if last else 'first'}({_truncated(value, size)}){aggregate_filter(ctx)}"
             return typed(duck(text), kind(value) or "VARCHAR")
-        time = args[1] if by else _time_of(value)
+        time = args[1] if by else _time_of(value, ctx)
         if kind(time) == "VARCHAR":
             raise invalid("EARLIEST_BY/LATEST_BY need a TIMESTAMP as their second argument")
         fn = "arg_max_null" if last else "arg_min_null"

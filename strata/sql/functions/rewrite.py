@@ -118,7 +118,11 @@ def to_duckdb(
         tree = _annotate(tree, schema)
     has_time = schema is None or any(TIME in columns for columns in schema.values())
     ctx = Context(
-        zone_name(zone), now_ms, approximate_count_distinct=approximate_count_distinct, has_time=has_time
+        zone_name(zone),
+        now_ms,
+        approximate_count_distinct=approximate_count_distinct,
+        has_time=has_time,
+        timeless=frozenset(u.alias for u in tree.find_all(exp.Unnest) if u.alias),
     )
     return _rewrite(tree.copy(), ctx)
 

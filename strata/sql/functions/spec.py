@@ -24,6 +24,7 @@ class Context:
     filter: str | None = None  # the FILTER (WHERE ...) condition of the aggregate being rewritten
     approximate_count_distinct: bool = False  # COUNT(DISTINCT) as an HLL estimate, as Druid's default
     has_time: bool = True  # some table read has __time (EARLIEST/LATEST order by it)
+    timeless: frozenset[str] = frozenset()  # the statement's UNNEST aliases: tables with no __time
 
 
 # a rewrite gets the node with its arguments already rewritten (their `.type` kept) and returns
