@@ -27,7 +27,6 @@ from sqlglot.optimizer.qualify import qualify
 
 from strata.query.expressions.duck import null_elements_first
 from strata.sql.dialect import DIALECT
-from strata.sql.functions.other import string_to_bigint
 
 _INTEGERS = (
     exp.DType.BIGINT,
@@ -101,12 +100,11 @@ def _numeric(node: exp.Expr) -> bool:
 
 
 def _as_number(text: exp.Expr, number: exp.Expr) -> exp.Expr:
-    """`text` cast to `number`'s type as Druid casts a string: a LONG truncates a decimal; not a
-    number is null."""
+    """`text` cast to `number`'s type, a SQL CAST that `strata.sql.functions` writes with Druid's
+    rules (a LONG truncates a decimal; not a number is null)."""
     assert number.type is not None
-    if number.type.is_type(*_INTEGERS):
-        return sqlglot.parse_one(string_to_bigint(text.sql(dialect="duckdb")), read="duckdb")
-    return exp.TryCast(this=text.copy(), to=exp.DataType.build("DOUBLE"))
+    target = "BIGINT" if number.type.is_type(*_INTEGERS) else "DOUBLE"
+    return exp.Cast(this=text.copy(), to=exp.DataType.build(target))
 
 
 def _string_with_numbers(node: exp.Expr) -> None:

@@ -1,5 +1,6 @@
-"""Druid's typing rules applied to the statements the broker's DuckDB runs (`strata.sql.typing_rules`),
-over small tables, against answers of Druid's QA files."""
+"""Druid's typing rules applied to the statements the broker's DuckDB runs (`strata.sql.typing_rules`,
+then `strata.sql.functions.to_duckdb`, as composed plans run them), over small tables, against
+answers of Druid's QA files."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pyarrow as pa
 import sqlglot
 
 from strata.sql.dialect import DIALECT
+from strata.sql.functions import install, to_duckdb
 from strata.sql.typing_rules import integer_division
 
 # qatests/qaUnnest/mv: c_long of five rows, and c_mv_num_with_null_and_empty_val unnested
@@ -19,9 +21,10 @@ def _rows(sql: str) -> list[tuple[object, ...]]:
     tree = integer_division(sqlglot.parse_one(sql, read=DIALECT), {"t1": LONGS.schema, "t2": STRINGS.schema})
     conn = duckdb.connect()
     try:
+        install(conn)
         conn.register("t1", LONGS)
         conn.register("t2", STRINGS)
-        return sorted(conn.execute(tree.sql(dialect="duckdb")).fetchall())
+        return sorted(conn.execute(to_duckdb(tree, None).sql(dialect="duckdb")).fetchall())
     finally:
         conn.close()
 

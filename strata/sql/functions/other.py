@@ -49,7 +49,7 @@ def cast(node: exp.Expr, ctx: Context) -> exp.Expr:
     if target == "BIGINT" and source == "DOUBLE":
         return typed(duck(f"CAST(trunc({sql_of(inner)}) AS BIGINT)"), "BIGINT")
     if target == "BIGINT" and source == "VARCHAR":
-        return typed(duck(string_to_bigint(sql_of(inner))), "BIGINT")
+        return typed(duck(_string_to_bigint(sql_of(inner))), "BIGINT")
     if target == "BIGINT" and source is None:
         return typed(duck(_any_to_bigint(sql_of(inner))), "BIGINT")
     if target == "VARCHAR" and source == "DOUBLE":
@@ -60,7 +60,7 @@ def cast(node: exp.Expr, ctx: Context) -> exp.Expr:
     return node  # DuckDB casts the rest as Druid does (a BOOLEAN prints true/false)
 
 
-def string_to_bigint(text: str) -> str:
+def _string_to_bigint(text: str) -> str:
     """Druid's string to LONG: whole numbers exactly; decimals truncate, as Java reading a double
     does; anything else is null."""
     return (
@@ -71,11 +71,11 @@ def string_to_bigint(text: str) -> str:
 
 def _any_to_bigint(value: str) -> str:
     """A value whose type the planner does not know (an UNNEST alias on the broker, say) to LONG by
-    its type in DuckDB: a string as `string_to_bigint`, a fraction truncated, a whole number as is.
+    its type in DuckDB: a string as `_string_to_bigint`, a fraction truncated, a whole number as is.
     Every branch binds whatever the type, so the cast never fails where Druid gives null."""
     kind = f"typeof({value})"
     return (
-        f"(CASE WHEN {kind} = 'VARCHAR' THEN {string_to_bigint(f'CAST({value} AS VARCHAR)')}"
+        f"(CASE WHEN {kind} = 'VARCHAR' THEN {_string_to_bigint(f'CAST({value} AS VARCHAR)')}"
         f" WHEN {kind} IN ('DOUBLE', 'FLOAT') OR {kind} LIKE 'DECIMAL%'"
         f" THEN TRY_CAST(trunc(TRY_CAST({value} AS DOUBLE)) AS BIGINT)"
         f" ELSE TRY_CAST({value} AS BIGINT) END)"
