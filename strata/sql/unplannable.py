@@ -1,0 +1,191 @@
+"""Statements Druid's native SQL planner finds no plan for, refused as Druid refuses them.
+
+Strata's relational planner (DuckDB on the broker) could answer these, but a statement must get
+Druid's answer, and Druid's is an error:
+
+- A scan ordered by anything but `__time` alone, over a concrete datasource (a table, unnested or
+  not). Druid sorts a scan's rows by another column only when it reads a datasource that is not
+  concrete (a subquery that is a query of its own, VALUES, a join), by a sort stacked on the scan
+  (`DruidQuery.toScanAndSortQuery`); over a table it gives up with "SQL query requires ordering a
+  table by non-time column". An ORDER BY without LIMIT or OFFSET in a subquery is dropped by
+  Calcite before that, and a plain subquery (projections and filters) is merged into the scan.
+- `x IN (subquery)` or `x NOT IN (subquery)` whose `x` is an UNNEST's column: the join it becomes
+  would have to sit above the unnest, where no rule of Druid's planner takes it ("Unhandled Query
+  Planning Failure"); on a column of the table, the join goes below the unnest and plans.
+
+Pure: reads the parsed statement and which tables the catalog has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from sqlglot import exp
+
+from strata.query.errors import PlanningFailed, UnhandledPlanningFailure
+from strata.sql.filters import TIME
+from strata.sql.unnest import unnest_joins
+
+Columns = Callable[[str], Mapping[str, str] | None]
+Ctes = Mapping[str, exp.Expr]
+
+
+def refuse_unplannable_shapes(tree: exp.Expr, columns: Columns) -> None:
+    """Raise Druid's planning error when the statement has one of the shapes above."""
+    root = tree.unnest() if isinstance(tree, exp.Subquery) else tree
+    ctes = {cte.alias: cte.this for cte in root.find_all(exp.CTE)}
+    for select in root.find_all(exp.Select):
+        if select.args.get("order") is not None and (select is root or _keeps_order(select)):
+            _check_scan_order(select, ctes, columns)
+    for node in root.find_all(exp.In):
+        if node.args.get("query") is not None and _on_unnested(node, ctes):
+            raise UnhandledPlanningFailure()
+
+
+def _keeps_order(select: exp.Select) -> bool:
+    """A subquery's ORDER BY survives Calcite only beside a LIMIT or an OFFSET."""
+    return select.args.get("limit") is not None or select.args.get("offset") is not None
+
+
+def _check_scan_order(select: exp.Select, ctes: Ctes, columns: Columns) -> None:
+    if _empty_limit(select) or not _table_scan(select, ctes, columns):
+        return
+    keys = [_resolved(o.this, select) for o in select.args["order"].expressions]
+    if any(key is None for key in keys):
+        return  # an ordinal into `*`: not worth guessing
+    named = [key for key in keys if key is not None and key.find(exp.Column) is not None]  # constants drop
+    if not named or (len(set(named)) == 1 and _is_time(named[0], select, ctes)):
+        return
+    shown = ", ".join(key.name if isinstance(key, exp.Column) else key.sql(dialect="druid") for key in named)
+    raise PlanningFailed.because(
+        f"SQL query requires ordering a table by non-time column [[{shown}]], which is not supported."
+    )
+
+
+def _empty_limit(select: exp.Select) -> bool:
+    """LIMIT 0: Calcite prunes the statement to no rows before Druid plans a scan."""
+    limit = select.args.get("limit")
+    value = limit.expression if isinstance(limit, exp.Limit) else None
+    return isinstance(value, exp.Literal) and not value.is_string and value.this == "0"
+
+
+def _table_scan(select: exp.Select, ctes: Ctes, columns: Columns) -> bool:
+    """Whether the SELECT is one native scan of a concrete datasource: no grouping, aggregate,
+    DISTINCT, window or subquery of its own (a subquery in a condition becomes a join), over a
+    table, unnested or not, or over a subquery Calcite merges into that scan."""
+    if any(select.args.get(k) for k in ("group", "having", "distinct")):
+        return False
+    for node in select.find_all(exp.AggFunc, exp.Window, exp.Subquery, exp.Exists):
+        if node.find_ancestor(exp.Select) is select and node is not _source(select):
+            return False
+    if select.args.get("joins") and (unnest_joins(select) is None or _filters_table(select, ctes)):
+        return False  # a join; or the unnest of a filtered table (not concrete either)
+    source = _source(select)
+    if isinstance(source, exp.Table):
+        if isinstance(source.this, exp.Func) or (source.db or "druid").lower() != "druid":
+            return False
+        if not source.db and source.name in ctes:
+            return _merged(ctes[source.name], ctes, columns)
+        return columns(source.name) is not None
+    return isinstance(source, exp.Subquery) and _merged(source.this, ctes, columns)
+
+
+def _merged(query: exp.Expr, ctes: Ctes, columns: Columns) -> bool:
+    """A subquery Calcite merges into the scan over it: a plain selection without LIMIT or OFFSET
+    (an ORDER BY of its own is dropped)."""
+    return isinstance(query, exp.Select) and not _keeps_order(query) and _table_scan(query, ctes, columns)
+
+
+def _source(select: exp.Select) -> exp.Expr | None:
+    source = select.args.get("from_")
+    return None if source is None else source.this
+
+
+def _inner_query(select: exp.Select, ctes: Ctes) -> exp.Select | None:
+    """The SELECT a SELECT reads from: its FROM subquery or common table expression."""
+    source = _source(select)
+    if isinstance(source, exp.Subquery):
+        inner = source.this
+    elif isinstance(source, exp.Table) and not source.db and source.name in ctes:
+        inner = ctes[source.name]
+    else:
+        return None
+    return inner if isinstance(inner, exp.Select) else None
+
+
+def _filters_table(select: exp.Select, ctes: Ctes) -> bool:
+    """Whether a filter of the unnested table's own columns is under the unnest (Druid then reads a
+    filtered datasource, which is not concrete)."""
+    inner = _inner_query(select, ctes)
+    if inner is not None and inner.args.get("where") is not None:
+        return True
+    where = select.args.get("where")
+    if where is None:
+        return False
+    unnested = {name for join in unnest_joins(select) or [] for name in _unnest_names(join)}
+    return any(column.name not in unnested for column in where.find_all(exp.Column))
+
+
+def _resolved(key: exp.Expr, select: exp.Select) -> exp.Expr | None:
+    """An ORDER BY key as the expression it sorts by: an ordinal or an output name is the SELECT's
+    item; None for an ordinal into `*`."""
+    items: list[exp.Expr] = select.expressions
+    if isinstance(key, exp.Literal) and not key.is_string:
+        index = int(key.this) - 1
+        if any(isinstance(item, exp.Star) for item in items[: index + 1]) or not 0 <= index < len(items):
+            return None
+        return items[index].unalias()
+    if isinstance(key, exp.Column) and not key.table:
+        for item in items:
+            if isinstance(item, exp.Alias) and item.alias == key.name:
+                return item.unalias()
+    return key
+
+
+def _is_time(node: exp.Expr, select: exp.Select, ctes: Ctes) -> bool:
+    """Whether `node` is the table's `__time`, followed through the subqueries it is read from."""
+    if not isinstance(node, exp.Column) or node.name != TIME:
+        return False
+    inner = _inner_query(select, ctes)
+    if inner is None:
+        return True
+    for item in inner.expressions:
+        if isinstance(item, exp.Star):
+            return _is_time(exp.column(TIME), inner, ctes)
+        if item.alias_or_name == TIME:
+            return _is_time(item.unalias(), inner, ctes)
+    return False
+
+
+def _unnest_names(join: exp.Join) -> list[str]:
+    alias = join.this.args.get("alias")
+    return [c.name for c in alias.columns] if alias is not None else []
+
+
+def _on_unnested(node: exp.In, ctes: Ctes) -> bool:
+    """Whether an IN (subquery) in a WHERE tests a column an UNNEST of that SELECT gives."""
+    where = node.find_ancestor(exp.Where)
+    select = None if where is None else where.parent
+    operand = node.this
+    return (
+        isinstance(select, exp.Select)
+        and isinstance(operand, exp.Column)
+        and _unnested(operand.name, select, ctes)
+    )
+
+
+def _unnested(name: str, select: exp.Select, ctes: Ctes) -> bool:
+    """Whether the SELECT's source column `name` is an UNNEST's, followed through subqueries."""
+    if any(name in _unnest_names(join) for join in unnest_joins(select) or []):
+        return True
+    inner = _inner_query(select, ctes)
+    if inner is None:
+        return False
+    for item in inner.expressions:
+        if isinstance(item, exp.Star):
+            if _unnested(name, inner, ctes):
+                return True
+        elif item.alias_or_name == name:
+            value = item.unalias()
+            return isinstance(value, exp.Column) and _unnested(value.name, inner, ctes)
+    return False
