@@ -12,6 +12,10 @@ Druid's answer, and Druid's is an error:
 - `x IN (subquery)` or `x NOT IN (subquery)` whose `x` is an UNNEST's column: the join it becomes
   would have to sit above the unnest, where no rule of Druid's planner takes it ("Unhandled Query
   Planning Failure"); on a column of the table, the join goes below the unnest and plans.
+- An aggregation over a UNION ALL subquery one of whose branches reads an UNNEST: the union would
+  have to be a union datasource, which Druid builds only of table queries
+  (`DruidUnionDataSourceRule`), an unnest is not one ("Unhandled Query Planning Failure"); a
+  projection or filter over such a union goes into its branches and plans.
 
 Pure: reads the parsed statement and which tables the catalog has.
 """
@@ -37,9 +41,35 @@ def refuse_unplannable_shapes(tree: exp.Expr, columns: Columns) -> None:
     for select in root.find_all(exp.Select):
         if select.args.get("order") is not None and (select is root or _keeps_order(select)):
             _check_scan_order(select, ctes, columns)
+        if _aggregates(select) and _unnesting_union(select, ctes):
+            raise UnhandledPlanningFailure()
     for node in root.find_all(exp.In):
         if node.args.get("query") is not None and _on_unnested(node, ctes):
             raise UnhandledPlanningFailure()
+
+
+def _aggregates(select: exp.Select) -> bool:
+    if any(select.args.get(k) for k in ("group", "having", "distinct")):
+        return True
+    return any(node.find_ancestor(exp.Select) is select for node in select.find_all(exp.AggFunc))
+
+
+def _unnesting_union(select: exp.Select, ctes: Ctes) -> bool:
+    """Whether the SELECT reads a UNION ALL subquery with a branch that reads an UNNEST."""
+    source = _source(select)
+    if isinstance(source, exp.Table) and not source.db:
+        source = ctes.get(source.name)
+    query = source.unnest() if isinstance(source, exp.Subquery) else source
+    if not isinstance(query, exp.Union) or query.args.get("distinct"):
+        return False
+    return any(isinstance(leaf, exp.Select) and unnest_joins(leaf) for leaf in _leaves(query))
+
+
+def _leaves(node: exp.Expr) -> list[exp.Expr]:
+    node = node.unnest() if isinstance(node, exp.Subquery) else node
+    if isinstance(node, exp.Union):
+        return _leaves(node.this) + _leaves(node.expression)
+    return [node]
 
 
 def _keeps_order(select: exp.Select) -> bool:
@@ -73,9 +103,9 @@ def _table_scan(select: exp.Select, ctes: Ctes, columns: Columns) -> bool:
     """Whether the SELECT is one native scan of a concrete datasource: no grouping, aggregate,
     DISTINCT, window or subquery of its own (a subquery in a condition becomes a join), over a
     table, unnested or not, or over a subquery Calcite merges into that scan."""
-    if any(select.args.get(k) for k in ("group", "having", "distinct")):
+    if _aggregates(select):
         return False
-    for node in select.find_all(exp.AggFunc, exp.Window, exp.Subquery, exp.Exists):
+    for node in select.find_all(exp.Window, exp.Subquery, exp.Exists):
         if node.find_ancestor(exp.Select) is select and node is not _source(select):
             return False
     if select.args.get("joins") and (unnest_joins(select) is None or _filters_table(select, ctes)):

@@ -98,6 +98,22 @@ def test_in_a_subquery_on_an_unnested_column_does_not_plan(sql: str) -> None:
     assert str(error) == "Unhandled Query Planning Failure, see broker logs for details"
 
 
+UNNESTING_UNION = [  # qaUnnest array_sql_union_all.std 3, mv_sql_union_all.std 5
+    "SELECT count(*) cnt FROM (SELECT * FROM test_unnest, unnest(a_bool) AS u(c) "
+    "UNION ALL SELECT * FROM test_unnest, unnest(a_bool) AS u(c))",
+    "SELECT count(*) cnt FROM (SELECT * FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c) "
+    "UNION ALL SELECT * FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c))",
+    # the same rule: any aggregation over that union needs a union datasource
+    "SELECT c, count(*) FROM (SELECT c FROM test_unnest, unnest(a_str) AS u(c) "
+    "UNION ALL SELECT dim1 FROM foo) GROUP BY c",
+]
+
+
+@pytest.mark.parametrize("sql", UNNESTING_UNION)
+def test_an_aggregation_over_a_union_of_unnests_does_not_plan(sql: str) -> None:
+    assert isinstance(refusal(sql), UnhandledPlanningFailure)
+
+
 PLANNED = [
     # Druid's QA files answer these
     "SELECT c FROM (SELECT c FROM test_unnest, unnest(a_bool) AS u(c) ORDER BY c ASC)",  # sort dropped
@@ -107,6 +123,11 @@ PLANNED = [
     "SELECT c, count(*) cnt FROM test_unnest, unnest(a_bool) AS u(c) GROUP BY c ORDER BY c ASC",
     "SELECT c FROM test_unnest, unnest(a_bool) AS u(c) WHERE s_int IN (SELECT col FROM ( VALUES(1),(996)) AS t(col)) "
     "AND s_int NOT IN (SELECT col FROM ( VALUES(0),(997)) AS t(col))",
+    "SELECT s_int, c FROM (SELECT * FROM test_unnest, unnest(a_bool) AS u(c) WHERE s_int IN (0, 1, 999) "
+    "UNION ALL SELECT * FROM test_unnest, unnest(a_bool) AS u(c) WHERE s_int IN (2, 999))",
+    # a union of table queries under an aggregation (Strata's differential tests run it)
+    "SELECT k, SUM(c) AS total FROM (SELECT dim1 AS k, COUNT(*) AS c FROM foo GROUP BY 1 "
+    "UNION ALL SELECT dim1, COUNT(*) FROM foo GROUP BY 1) AS u GROUP BY k",
     # a datasource that is not concrete, sorted by a stage above the scan
     "SELECT x FROM (VALUES (1), (2)) AS v(x) ORDER BY x DESC",
     "SELECT dim1 FROM (SELECT dim1 FROM foo LIMIT 10) ORDER BY dim1",
