@@ -108,8 +108,8 @@ def _table_scan(select: exp.Select, ctes: Ctes, columns: Columns) -> bool:
     for node in select.find_all(exp.Window, exp.Subquery, exp.Exists):
         if node.find_ancestor(exp.Select) is select and node is not _source(select):
             return False
-    if select.args.get("joins") and (unnest_joins(select) is None or _filters_table(select, ctes)):
-        return False  # a join; or the unnest of a filtered table (not concrete either)
+    if select.args.get("joins") and (unnest_joins(select) is None or _unnests_a_query(select, ctes)):
+        return False  # a join, or an unnest of what is more than the table: not concrete either
     source = _source(select)
     if isinstance(source, exp.Table):
         if isinstance(source.this, exp.Func) or (source.db or "druid").lower() != "druid":
@@ -143,11 +143,15 @@ def _inner_query(select: exp.Select, ctes: Ctes) -> exp.Select | None:
     return inner if isinstance(inner, exp.Select) else None
 
 
-def _filters_table(select: exp.Select, ctes: Ctes) -> bool:
-    """Whether a filter of the unnested table's own columns is under the unnest (Druid then reads a
-    filtered datasource, which is not concrete)."""
+def _unnests_a_query(select: exp.Select, ctes: Ctes) -> bool:
+    """Whether the unnest reads more than the table: a filter of the table's own columns goes
+    under the unnest (a filtered datasource), a subquery that computes columns stays one (a query
+    datasource); neither is concrete (`DruidCorrelateUnnestRel`)."""
     inner = _inner_query(select, ctes)
-    if inner is not None and inner.args.get("where") is not None:
+    if inner is not None and (
+        inner.args.get("where") is not None
+        or not all(isinstance(item, (exp.Star, exp.Column)) for item in inner.expressions)
+    ):
         return True
     where = select.args.get("where")
     if where is None:

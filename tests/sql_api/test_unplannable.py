@@ -133,6 +133,8 @@ PLANNED = [
     "SELECT dim1 FROM (SELECT dim1 FROM foo LIMIT 10) ORDER BY dim1",
     "SELECT foo.dim1 FROM foo JOIN foo AS f2 ON foo.dim1 = f2.dim1 ORDER BY foo.dim1",
     "SELECT dim1 FROM foo WHERE dim1 IN (SELECT dim1 FROM foo WHERE m1 > 1) ORDER BY dim1",
+    "SELECT c FROM test_unnest, unnest(a_bool) AS u(c) WHERE s_int = 1 ORDER BY c",  # a filtered datasource
+    "SELECT c FROM (SELECT s_int + 1 AS s, a_bool FROM test_unnest), unnest(a_bool) AS u(c) ORDER BY c",
     # not a scan, or not a sort Druid keeps
     "SELECT DISTINCT dim1 FROM foo ORDER BY dim1",
     "SELECT dim1, ROW_NUMBER() OVER (ORDER BY m1) AS r FROM foo ORDER BY dim1",
