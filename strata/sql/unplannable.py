@@ -16,6 +16,9 @@ Druid's answer, and Druid's is an error:
   have to be a union datasource, which Druid builds only of table queries
   (`DruidUnionDataSourceRule`), an unnest is not one ("Unhandled Query Planning Failure"); a
   projection or filter over such a union goes into its branches and plans.
+- `ARRAY_AGG(expr, size)` in a SELECT without FROM: Calcite folds the SELECT's literals into the
+  one row it reads, so the size reaches Druid's ARRAY_AGG as a column, and it takes only a
+  literal ("Aggregation [ARRAY_AGG($0, $1)] is not supported"; `ArraySqlAggregator`).
 
 Pure: reads the parsed statement and which tables the catalog has.
 """
@@ -43,6 +46,7 @@ def refuse_unplannable_shapes(tree: exp.Expr, columns: Columns) -> None:
             _check_scan_order(select, ctes, columns)
         if _aggregates(select) and _unnesting_union(select, ctes):
             raise UnhandledPlanningFailure()
+        _check_sized_aggregates(select)
     for node in root.find_all(exp.In):
         if node.args.get("query") is not None and _on_unnested(node, ctes):
             raise UnhandledPlanningFailure()
@@ -70,6 +74,15 @@ def _leaves(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.Union):
         return _leaves(node.this) + _leaves(node.expression)
     return [node]
+
+
+def _check_sized_aggregates(select: exp.Select) -> None:
+    if select.args.get("from_") is not None:
+        return
+    for node in select.find_all(exp.ArrayAgg):
+        if node.meta.get("size") is not None and node.find_ancestor(exp.Select) is select:
+            distinct = "DISTINCT " if isinstance(node.this, exp.Distinct) else ""
+            raise PlanningFailed.because(f"Aggregation [ARRAY_AGG({distinct}$0, $1)] is not supported")
 
 
 def _keeps_order(select: exp.Select) -> bool:

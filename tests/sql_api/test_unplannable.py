@@ -114,6 +114,19 @@ def test_an_aggregation_over_a_union_of_unnests_does_not_plan(sql: str) -> None:
     assert isinstance(refusal(sql), UnhandledPlanningFailure)
 
 
+SIZED_WITHOUT_FROM = [  # qaAggFuncs array_agg_*_test003 and _test004: "is not supported"
+    ("SELECT array_agg(111.1111111, 100000) AS col", "ARRAY_AGG($0, $1)"),
+    ("SELECT array_agg(DISTINCT 'AAAAAAAAAA', 100000) AS col", "ARRAY_AGG(DISTINCT $0, $1)"),
+]
+
+
+@pytest.mark.parametrize(("sql", "call"), SIZED_WITHOUT_FROM)
+def test_array_agg_takes_its_size_only_as_a_literal(sql: str, call: str) -> None:
+    assert str(refusal(sql)) == (
+        f"Query could not be planned. A possible reason is [Aggregation [{call}] is not supported]"
+    )
+
+
 PLANNED = [
     # Druid's QA files answer these
     "SELECT c FROM (SELECT c FROM test_unnest, unnest(a_bool) AS u(c) ORDER BY c ASC)",  # sort dropped
@@ -128,6 +141,8 @@ PLANNED = [
     # a union of table queries under an aggregation (Strata's differential tests run it)
     "SELECT k, SUM(c) AS total FROM (SELECT dim1 AS k, COUNT(*) AS c FROM foo GROUP BY 1 "
     "UNION ALL SELECT dim1, COUNT(*) FROM foo GROUP BY 1) AS u GROUP BY k",
+    "SELECT array_agg(1111111111) AS col",  # qaAggFuncs array_agg_long_test001: no size, no FROM
+    "SELECT array_agg(tab0s0, 100000) AS col FROM test_agg_funcs",  # a size over a table
     # a datasource that is not concrete, sorted by a stage above the scan
     "SELECT x FROM (VALUES (1), (2)) AS v(x) ORDER BY x DESC",
     "SELECT dim1 FROM (SELECT dim1 FROM foo LIMIT 10) ORDER BY dim1",
