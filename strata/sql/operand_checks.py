@@ -188,6 +188,8 @@ class _Checker:
         rule = RULES.get(name)
         if rule is not None:
             _apply(rule, name, node, kinds)
+        if name == "COALESCE":
+            _check_common_type(kinds)
         return result_type(name, kinds)
 
 
@@ -270,6 +272,14 @@ def _check_cast(source: SqlType | None, target: SqlType | None) -> None:
         return
     if (source.is_array and not target.is_array) or (target.is_array and source.is_json):
         raise TypeMismatch(f"Cast function cannot convert value of type {source} to type {target}")
+
+
+def _check_common_type(kinds: Sequence[SqlType | None]) -> None:
+    """COALESCE (NVL too) needs a type all its operands have in common (Calcite's least restrictive
+    type): arrays of BOOLEAN beside arrays of numbers have none."""
+    elements = {k.element for k in kinds if k is not None and k.element is not None}
+    if any(e.name == "BOOLEAN" for e in elements) and any(e.is_numeric for e in elements):
+        raise TypeMismatch("Illegal mixing of types in CASE or COALESCE statement")
 
 
 def _apply(rule: Rule, name: str, node: exp.Expr, kinds: Sequence[SqlType | None]) -> None:

@@ -116,6 +116,14 @@ def refusal(sql: str) -> str | None:
             "SELECT a_nested, count(*) FROM test_array GROUP BY a_nested HAVING a_nested = ARRAY[NULL, NULL]",
             "Cannot apply '=' to arguments of type",
         ),
+        (  # qaArray ops_funcs_scalar_funcs.42: "Illegal"
+            "SELECT coalesce(json_value(a_nested, '$[0]' RETURNING boolean array), ARRAY[1, 0, NULL]) FROM test_array",
+            "Illegal mixing of types in CASE or COALESCE statement",
+        ),
+        (
+            "SELECT nvl(json_value(a_nested, '$[7][0]' RETURNING boolean array), ARRAY[1, 0, NULL]) FROM test_array",
+            "Illegal mixing of types in CASE or COALESCE statement",
+        ),
     ],
 )
 def test_druid_refuses(sql: str, druid_says: str) -> None:
@@ -142,6 +150,9 @@ def test_druid_refuses(sql: str, druid_says: str) -> None:
         "SELECT greatest(c, c_long, 1) FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
         "SELECT t1.a_int FROM test_array t1 JOIN test_array t2 ON t1.t_int_scalar1 = t2.t_int_scalar1",
         "SELECT min(t_int_scalar1), max(t_str_scalar1) FROM test_array",
+        # the same file: a BOOLEAN column is a BIGINT one; arrays of one element type
+        "SELECT coalesce(a_bool, ARRAY[1, 0, NULL]), nvl(a_int, ARRAY[1, 2, NULL]) FROM test_array",
+        "SELECT coalesce(json_value(a_nested, '$[1]' RETURNING bigint array), ARRAY[1, 2, NULL]) FROM test_array",
         # what the checks cannot type is let through
         "SELECT exp(x) FROM unknown_table",
         "SELECT exp(c) FROM test_array, unnest(no_such_column) AS u(c)",
