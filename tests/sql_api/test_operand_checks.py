@@ -116,6 +116,14 @@ def refusal(sql: str) -> str | None:
             "SELECT a_nested, count(*) FROM test_array GROUP BY a_nested HAVING a_nested = ARRAY[NULL, NULL]",
             "Cannot apply '=' to arguments of type",
         ),
+        (  # qaArray ops_funcs_scalar_funcs.41 and .42: a = b inside CASE a WHEN b and NULLIF(a, b)
+            "SELECT (CASE a_nested WHEN ARRAY['FILLER'] THEN 1 ELSE 2 END) AS col FROM test_array",
+            "Cannot apply '=' to arguments of type",
+        ),
+        (
+            "SELECT nullif(a_nested, ARRAY['FILLER']) AS col FROM test_array",
+            "Cannot apply '=' to arguments of type",
+        ),
         (  # qaArray ops_funcs_scalar_funcs.42: "Illegal"
             "SELECT coalesce(json_value(a_nested, '$[0]' RETURNING boolean array), ARRAY[1, 0, NULL]) FROM test_array",
             "Illegal mixing of types in CASE or COALESCE statement",
@@ -150,6 +158,7 @@ def test_druid_refuses(sql: str, druid_says: str) -> None:
         "SELECT greatest(c, c_long, 1) FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
         "SELECT t1.a_int FROM test_array t1 JOIN test_array t2 ON t1.t_int_scalar1 = t2.t_int_scalar1",
         "SELECT min(t_int_scalar1), max(t_str_scalar1) FROM test_array",
+        "SELECT nullif(a_str, ARRAY['FILLER']), (CASE a_int WHEN ARRAY[1] THEN 1 END) FROM test_array",
         # the same file: a BOOLEAN column is a BIGINT one; arrays of one element type
         "SELECT coalesce(a_bool, ARRAY[1, 0, NULL]), nvl(a_int, ARRAY[1, 2, NULL]) FROM test_array",
         "SELECT coalesce(json_value(a_nested, '$[1]' RETURNING bigint array), ARRAY[1, 2, NULL]) FROM test_array",
