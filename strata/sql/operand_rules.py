@@ -18,7 +18,7 @@ from typing import Literal
 from strata.sql.operand_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR, SqlType, array_of
 
 Kinds = Sequence[SqlType | None]
-Operand = Literal["scalar", "timestamp", "array", "element", "mv", "literal_array", "any"]
+Operand = Literal["scalar", "string", "timestamp", "array", "element", "mv", "literal_array", "any"]
 
 
 def _refused(operand: Operand, kind: SqlType | None) -> bool:
@@ -27,6 +27,8 @@ def _refused(operand: Operand, kind: SqlType | None) -> bool:
     if operand in ("scalar", "element"):
         return kind.is_array or kind.is_json
     if operand == "timestamp":  # numbers do not convert to times implicitly
+        return kind.is_array or kind.is_json or kind.is_numeric
+    if operand == "string":  # a Druid operator's CHARACTER operand: numbers do not convert to it
         return kind.is_array or kind.is_json or kind.is_numeric
     if operand == "array":
         return not (kind.is_array or kind.is_string)
@@ -149,7 +151,7 @@ TIMES: dict[str, tuple[Operand, ...]] = {
     "CEIL TO": ("timestamp",),
     "TIMESTAMPADD": ("scalar", "timestamp"),
     "TIMESTAMPDIFF": ("timestamp", "timestamp"),
-    "TIME_PARSE": ("scalar",),
+    "TIME_PARSE": ("string", "scalar"),
     "MILLIS_TO_TIMESTAMP": ("scalar",),
     "FLOOR": ("scalar",),
     "CEIL": ("scalar",),
@@ -203,6 +205,7 @@ _FAMILIES = {
     "array": "ARRAY",
     "literal_array": "ARRAY",
     "mv": "STRING",
+    "string": "CHARACTER",
     "scalar": "ANY",
     "element": "ANY",
     "any": "ANY",

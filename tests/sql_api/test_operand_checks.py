@@ -116,6 +116,14 @@ def refusal(sql: str) -> str | None:
             "SELECT a_nested, count(*) FROM test_array GROUP BY a_nested HAVING a_nested = ARRAY[NULL, NULL]",
             "Cannot apply '=' to arguments of type",
         ),
+        (  # qaUnnest array_sql_scalar_datetime_funcs.std: TIME_PARSE parses strings, not numbers
+            "SELECT time_parse(s_int) AS col FROM test_unnest",
+            "Cannot apply 'TIME_PARSE' to arguments of type 'TIME_PARSE(",
+        ),
+        (
+            "SELECT time_parse(c) FROM test_unnest, unnest(json_value(a_nested, '$[1]' RETURNING bigint array)) AS u(c)",
+            "Cannot apply 'TIME_PARSE' to arguments of type 'TIME_PARSE(",
+        ),
         (  # qaArray ops_funcs_scalar_funcs.41 and .42: a = b inside CASE a WHEN b and NULLIF(a, b)
             "SELECT (CASE a_nested WHEN ARRAY['FILLER'] THEN 1 ELSE 2 END) AS col FROM test_array",
             "Cannot apply '=' to arguments of type",
@@ -159,6 +167,8 @@ def test_druid_refuses(sql: str, druid_says: str) -> None:
         "SELECT t1.a_int FROM test_array t1 JOIN test_array t2 ON t1.t_int_scalar1 = t2.t_int_scalar1",
         "SELECT min(t_int_scalar1), max(t_str_scalar1) FROM test_array",
         "SELECT nullif(a_str, ARRAY['FILLER']), (CASE a_int WHEN ARRAY[1] THEN 1 END) FROM test_array",
+        # qaUnnest mv_sql_scalar_datetime_funcs.std: a string, or a number cast to one
+        "SELECT time_parse(c), time_parse(cast(c_long AS char)) FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
         # the same file: a BOOLEAN column is a BIGINT one; arrays of one element type
         "SELECT coalesce(a_bool, ARRAY[1, 0, NULL]), nvl(a_int, ARRAY[1, 2, NULL]) FROM test_array",
         "SELECT coalesce(json_value(a_nested, '$[1]' RETURNING bigint array), ARRAY[1, 2, NULL]) FROM test_array",
