@@ -1,6 +1,7 @@
-"""What Druid's validator refuses in an UNNEST's argument, planned without a cluster: a column the
-table does not have, a select item's alias included (qaUnnest `mv_sql_col_general.all.iq`, which
-expects "Column '...' not found in any table")."""
+"""Columns Druid's validator does not find, planned without a cluster: in an UNNEST's argument (a
+select item's alias is none) and as a grouping key (an unnested column named like the table's is not
+renamed `s_int0`). The statements are qaUnnest's `mv_sql_col_general.all.iq` and
+`array_sql_col_general.all.iq`, which expect "Column '...' not found in any table"."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ import pytest
 from strata.query.errors import InvalidInput
 from strata.sql.statement import plan_statement
 
-TABLES = {"test_unnest": {"__time": "LONG", "c_long": "LONG", "c_mv_complex": "MULTI_VALUE_STRING"}}
+TABLES = {
+    "test_unnest": {
+        "__time": "LONG",
+        "c_long": "LONG",
+        "c_mv_complex": "MULTI_VALUE_STRING",
+        "s_int": "LONG",
+        "a_int": "ARRAY<LONG>",
+    }
+}
 
 
 class _Catalog:
@@ -45,6 +54,13 @@ def test_an_unnest_of_an_unknown_column_is_refused(sql: str, column: str) -> Non
         plan_statement(sql, _Catalog(), {})
 
 
-def test_an_unnest_of_the_tables_column_plans() -> None:
-    sql = "SELECT c, count(*) FROM test_unnest, unnest(mv_to_array(c_mv_complex)) AS u(c) GROUP BY c"
-    assert plan_statement(sql, _Catalog(), {}).names == ["c", "EXPR$1"]
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT c, count(*) FROM test_unnest, unnest(mv_to_array(c_mv_complex)) AS u(c) GROUP BY c",
+        "SELECT s_int, count(*) FROM test_unnest GROUP BY s_int",
+        "SELECT x, count(*) FROM (SELECT s_int AS x FROM test_unnest) GROUP BY x",
+    ],
+)
+def test_the_tables_and_the_unnested_columns_plan(sql: str) -> None:
+    assert len(plan_statement(sql, _Catalog(), {}).names) == 2
