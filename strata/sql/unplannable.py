@@ -191,17 +191,24 @@ def _resolved(key: exp.Expr, select: exp.Select) -> exp.Expr | None:
 
 def _is_time(node: exp.Expr, select: exp.Select, ctes: Ctes) -> bool:
     """Whether `node` is the table's `__time`, followed through the subqueries it is read from."""
-    if not isinstance(node, exp.Column) or node.name != TIME:
-        return False
+    traced = _traced(node.name, select, ctes) if isinstance(node, exp.Column) else None
+    return traced is not None and traced[1] == TIME
+
+
+def _traced(name: str, select: exp.Select, ctes: Ctes) -> tuple[exp.Select, str] | None:
+    """Where the SELECT's source column `name` comes from, followed through the subqueries it is
+    read from: the SELECT over the table (or the UNNEST) that has it, and its name there; None when
+    a subquery computes it."""
     inner = _inner_query(select, ctes)
-    if inner is None:
-        return True
+    if inner is None or any(name in _unnest_names(join) for join in unnest_joins(select) or []):
+        return select, name
     for item in inner.expressions:
         if isinstance(item, exp.Star):
-            return _is_time(exp.column(TIME), inner, ctes)
-        if item.alias_or_name == TIME:
-            return _is_time(item.unalias(), inner, ctes)
-    return False
+            return _traced(name, inner, ctes)
+        if item.alias_or_name == name:
+            value = item.unalias()
+            return _traced(value.name, inner, ctes) if isinstance(value, exp.Column) else None
+    return None
 
 
 def _unnest_names(join: exp.Join) -> list[str]:
@@ -223,16 +230,8 @@ def _on_unnested(node: exp.In, ctes: Ctes) -> bool:
 
 def _unnested(name: str, select: exp.Select, ctes: Ctes) -> bool:
     """Whether the SELECT's source column `name` is an UNNEST's, followed through subqueries."""
-    if any(name in _unnest_names(join) for join in unnest_joins(select) or []):
-        return True
-    inner = _inner_query(select, ctes)
-    if inner is None:
+    traced = _traced(name, select, ctes)
+    if traced is None:
         return False
-    for item in inner.expressions:
-        if isinstance(item, exp.Star):
-            if _unnested(name, inner, ctes):
-                return True
-        elif item.alias_or_name == name:
-            value = item.unalias()
-            return isinstance(value, exp.Column) and _unnested(value.name, inner, ctes)
-    return False
+    origin, column = traced
+    return any(column in _unnest_names(join) for join in unnest_joins(origin) or [])
