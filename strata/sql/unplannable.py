@@ -16,9 +16,10 @@ Druid's answer, and Druid's is an error:
   have to be a union datasource, which Druid builds only of table queries
   (`DruidUnionDataSourceRule`), an unnest is not one ("Unhandled Query Planning Failure"); a
   projection or filter over such a union goes into its branches and plans.
-- `ARRAY_AGG(expr, size)` in a SELECT without FROM: Calcite folds the SELECT's literals into the
-  one row it reads, so the size reaches Druid's ARRAY_AGG as a column, and it takes only a
-  literal ("Aggregation [ARRAY_AGG($0, $1)] is not supported"; `ArraySqlAggregator`).
+- `ARRAY_AGG(expr, size)` and `STRING_AGG(expr, separator[, size])` in a SELECT without FROM:
+  Calcite folds the SELECT's literals into the one row it reads, so the size or separator reaches
+  the aggregator as a column, and Druid's takes only a literal there ("Aggregation
+  [ARRAY_AGG($0, $1)] is not supported"; `ArraySqlAggregator`, `StringSqlAggregator`).
 
 Pure: reads the parsed statement and which tables the catalog has.
 """
@@ -46,7 +47,7 @@ def refuse_unplannable_shapes(tree: exp.Expr, columns: Columns) -> None:
             _check_scan_order(select, ctes, columns)
         if _aggregates(select) and _unnesting_union(select, ctes):
             raise UnhandledPlanningFailure()
-        _check_sized_aggregates(select)
+        _check_literal_arguments(select)
     for node in root.find_all(exp.In):
         if node.args.get("query") is not None and _on_unnested(node, ctes):
             raise UnhandledPlanningFailure()
@@ -76,13 +77,21 @@ def _leaves(node: exp.Expr) -> list[exp.Expr]:
     return [node]
 
 
-def _check_sized_aggregates(select: exp.Select) -> None:
+def _check_literal_arguments(select: exp.Select) -> None:
     if select.args.get("from_") is not None:
         return
-    for node in select.find_all(exp.ArrayAgg):
-        if node.meta.get("size") is not None and node.find_ancestor(exp.Select) is select:
-            distinct = "DISTINCT " if isinstance(node.this, exp.Distinct) else ""
-            raise PlanningFailed.because(f"Aggregation [ARRAY_AGG({distinct}$0, $1)] is not supported")
+    for node in select.find_all(exp.ArrayAgg, exp.GroupConcat):
+        if node.find_ancestor(exp.Select) is not select:
+            continue
+        if isinstance(node, exp.GroupConcat):
+            call, more = "STRING_AGG", 2 if node.args.get("on_overflow") is not None else 1
+        elif node.meta.get("size") is not None:
+            call, more = "ARRAY_AGG", 1
+        else:
+            continue
+        distinct = "DISTINCT " if isinstance(node.this, exp.Distinct) else ""
+        arguments = ", ".join(f"${i}" for i in range(more + 1))
+        raise PlanningFailed.because(f"Aggregation [{call}({distinct}{arguments})] is not supported")
 
 
 def _keeps_order(select: exp.Select) -> bool:

@@ -117,11 +117,16 @@ def test_an_aggregation_over_a_union_of_unnests_does_not_plan(sql: str) -> None:
 SIZED_WITHOUT_FROM = [  # qaAggFuncs array_agg_*_test003 and _test004: "is not supported"
     ("SELECT array_agg(111.1111111, 100000) AS col", "ARRAY_AGG($0, $1)"),
     ("SELECT array_agg(DISTINCT 'AAAAAAAAAA', 100000) AS col", "ARRAY_AGG(DISTINCT $0, $1)"),
+    # string_agg_*_test001..004.01: a separator, and a size, reach STRING_AGG as columns too
+    ("SELECT string_agg(111.1111111, '|') AS col", "STRING_AGG($0, $1)"),
+    ("SELECT string_agg(DISTINCT 'AAAAAAAAAA', '|', 100000) AS col", "STRING_AGG(DISTINCT $0, $1, $2)"),
 ]
 
 
 @pytest.mark.parametrize(("sql", "call"), SIZED_WITHOUT_FROM)
-def test_array_agg_takes_its_size_only_as_a_literal(sql: str, call: str) -> None:
+def test_array_agg_and_string_agg_take_their_sizes_and_separator_only_as_literals(
+    sql: str, call: str
+) -> None:
     assert str(refusal(sql)) == (
         f"Query could not be planned. A possible reason is [Aggregation [{call}] is not supported]"
     )
@@ -143,6 +148,7 @@ PLANNED = [
     "UNION ALL SELECT dim1, COUNT(*) FROM foo GROUP BY 1) AS u GROUP BY k",
     "SELECT array_agg(1111111111) AS col",  # qaAggFuncs array_agg_long_test001: no size, no FROM
     "SELECT array_agg(tab0s0, 100000) AS col FROM test_agg_funcs",  # a size over a table
+    "SELECT string_agg(tab0s0, '|', 100000) AS col FROM test_agg_funcs",
     # a datasource that is not concrete, sorted by a stage above the scan
     "SELECT x FROM (VALUES (1), (2)) AS v(x) ORDER BY x DESC",
     "SELECT dim1 FROM (SELECT dim1 FROM foo LIMIT 10) ORDER BY dim1",
