@@ -116,6 +116,21 @@ def refusal(sql: str) -> str | None:
             "SELECT a_nested, count(*) FROM test_array GROUP BY a_nested HAVING a_nested = ARRAY[NULL, NULL]",
             "Cannot apply '=' to arguments of type",
         ),
+        *(  # qaUnnest mv_sql_mv_funcs.std: Druid's MV_ operators type their multi-value operand STRING
+            (
+                f"SELECT {call} FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
+                f"Cannot apply '{name}'",
+            )
+            for call, name in [
+                ("mv_offset(c_long, 0)", "MV_OFFSET"),
+                ("mv_contains(c_long, '1')", "MV_CONTAINS"),
+                ("mv_overlap(c_long, c)", "MV_OVERLAP"),
+                ("mv_prepend(c_long, 'Z')", "MV_PREPEND"),
+                ("mv_append('Z', c_long)", "MV_APPEND"),
+                ("mv_concat(c, c_long)", "MV_CONCAT"),
+                ("mv_to_string(c_long, '|')", "MV_TO_STRING"),
+            ]
+        ),
         (  # qaUnnest array_sql_scalar_datetime_funcs.std: TIME_PARSE parses strings, not numbers
             "SELECT time_parse(s_int) AS col FROM test_unnest",
             "Cannot apply 'TIME_PARSE' to arguments of type 'TIME_PARSE(",
@@ -167,6 +182,9 @@ def test_druid_refuses(sql: str, druid_says: str) -> None:
         "SELECT t1.a_int FROM test_array t1 JOIN test_array t2 ON t1.t_int_scalar1 = t2.t_int_scalar1",
         "SELECT min(t_int_scalar1), max(t_str_scalar1) FROM test_array",
         "SELECT nullif(a_str, ARRAY['FILLER']), (CASE a_int WHEN ARRAY[1] THEN 1 END) FROM test_array",
+        # the same file: MV_LENGTH and MV_OVERLAP's second operand take a number, STRING_TO_MV too
+        "SELECT mv_offset(c, 0), mv_prepend(c, 'Z'), mv_append('Z', c), mv_concat(c, c), string_to_mv(c_long, '|') "
+        "FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
         # qaUnnest mv_sql_scalar_datetime_funcs.std: a string, or a number cast to one
         "SELECT time_parse(c), time_parse(cast(c_long AS char)) FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
         # the same file: a BOOLEAN column is a BIGINT one; arrays of one element type
