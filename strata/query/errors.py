@@ -96,6 +96,30 @@ class Defensive(DruidFailure):
     persona = "DEVELOPER"
 
 
+class PlanningFailed(DruidFailure):
+    """Druid's SQL planner found no native query for the statement but left a reason: the user's
+    statement, worded for an expert (Druid files it under the ADMIN persona), status 400."""
+
+    status = 400
+    category = "INVALID_INPUT"
+    persona = "ADMIN"
+
+    @classmethod
+    def because(cls, reason: str) -> PlanningFailed:
+        return cls(f"Query could not be planned. A possible reason is [{reason}]")
+
+
+class UnhandledPlanningFailure(DruidFailure):
+    """Druid's SQL planner found no native query for the statement and no reason to give."""
+
+    status = 501
+    category = "UNSUPPORTED"
+    persona = "OPERATOR"
+
+    def __init__(self) -> None:
+        super().__init__("Unhandled Query Planning Failure, see broker logs for details")
+
+
 class BadJson(QueryError):
     """The request body is not parseable JSON."""
 

@@ -67,6 +67,8 @@ class Aggregation:
                     col, kind = self.virtual.add(text)
                     self.types[col] = kind
                     self.dimension_exprs.append((node, col, kind, is_time_expression(text)))
+                elif col not in self.types:
+                    raise invalid("Column '%s' not found in any table", col)
                 if col not in dims:  # grouping twice by one column is grouping by it once
                     dims.append(col)
                 dim_of[key] = col

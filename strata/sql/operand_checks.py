@@ -81,6 +81,7 @@ class _Checker:
     def __init__(self, columns: Columns, on_call: OnCall | None = None) -> None:
         self.columns = columns
         self.on_call = on_call
+        self.typed: dict[int, SqlType | None] = {}  # id of a node -> its type, once checked
 
     def query(self, node: exp.Expr, outer: Scope | None, ctes: Ctes) -> dict[str, SqlType | None]:
         """Check a query; its output columns' types."""
@@ -156,6 +157,11 @@ class _Checker:
 
     def expr(self, node: exp.Expr, scope: Scope, ctes: Ctes) -> SqlType | None:
         """The node's type, its operands checked first (innermost call refused first)."""
+        kind = self._expr(node, scope, ctes)
+        self.typed[id(node)] = kind
+        return kind
+
+    def _expr(self, node: exp.Expr, scope: Scope, ctes: Ctes) -> SqlType | None:
         if isinstance(node, (exp.Subquery, exp.Query)):
             outputs = self.query(node, scope, ctes)
             return next(iter(outputs.values())) if len(outputs) == 1 else None
@@ -175,6 +181,11 @@ class _Checker:
             target = of_data_type(node.to)
             _check_cast(kinds[0], target)
             return target
+        if isinstance(node, exp.Nullif):  # Calcite's CASE WHEN a = b THEN NULL ELSE a
+            _apply(RULES["="], "=", node, kinds[:2])
+        if isinstance(node, exp.Case) and node.this is not None:  # CASE a WHEN b: a = b
+            for when in node.args.get("ifs") or []:
+                _apply(RULES["="], "=", node, [kinds[0], self.typed.get(id(when.this))])
         if isinstance(node, exp.JSONValue):
             returning = node.args.get("returning")
             return of_data_type(returning) if isinstance(returning, exp.DataType) else SqlType("VARCHAR")
@@ -188,6 +199,8 @@ class _Checker:
         rule = RULES.get(name)
         if rule is not None:
             _apply(rule, name, node, kinds)
+        if name == "COALESCE":
+            _check_common_type(kinds)
         return result_type(name, kinds)
 
 
@@ -270,6 +283,14 @@ def _check_cast(source: SqlType | None, target: SqlType | None) -> None:
         return
     if (source.is_array and not target.is_array) or (target.is_array and source.is_json):
         raise TypeMismatch(f"Cast function cannot convert value of type {source} to type {target}")
+
+
+def _check_common_type(kinds: Sequence[SqlType | None]) -> None:
+    """COALESCE (NVL too) needs a type all its operands have in common (Calcite's least restrictive
+    type): arrays of BOOLEAN beside arrays of numbers have none."""
+    elements = {k.element for k in kinds if k is not None and k.element is not None}
+    if any(e.name == "BOOLEAN" for e in elements) and any(e.is_numeric for e in elements):
+        raise TypeMismatch("Illegal mixing of types in CASE or COALESCE statement")
 
 
 def _apply(rule: Rule, name: str, node: exp.Expr, kinds: Sequence[SqlType | None]) -> None:

@@ -18,7 +18,9 @@ from typing import Literal
 from strata.sql.operand_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR, SqlType, array_of
 
 Kinds = Sequence[SqlType | None]
-Operand = Literal["scalar", "timestamp", "array", "element", "mv", "literal_array", "any"]
+Operand = Literal[
+    "scalar", "string", "timestamp", "array", "element", "mv", "mv_string", "literal_array", "any"
+]
 
 
 def _refused(operand: Operand, kind: SqlType | None) -> bool:
@@ -28,10 +30,14 @@ def _refused(operand: Operand, kind: SqlType | None) -> bool:
         return kind.is_array or kind.is_json
     if operand == "timestamp":  # numbers do not convert to times implicitly
         return kind.is_array or kind.is_json or kind.is_numeric
+    if operand == "string":  # a Druid operator's CHARACTER operand: numbers do not convert to it
+        return kind.is_array or kind.is_json or kind.is_numeric
     if operand == "array":
         return not (kind.is_array or kind.is_string)
     if operand == "mv":  # a multi-value string, an array, or a scalar read as a one-value one
         return kind.is_json
+    if operand == "mv_string":  # the same, but no number: most MV_ functions take STRING there
+        return kind.is_json or kind.is_numeric
     if operand == "literal_array":
         return not kind.is_array
     return False
@@ -149,7 +155,7 @@ TIMES: dict[str, tuple[Operand, ...]] = {
     "CEIL TO": ("timestamp",),
     "TIMESTAMPADD": ("scalar", "timestamp"),
     "TIMESTAMPDIFF": ("timestamp", "timestamp"),
-    "TIME_PARSE": ("scalar",),
+    "TIME_PARSE": ("string", "scalar"),
     "MILLIS_TO_TIMESTAMP": ("scalar",),
     "FLOOR": ("scalar",),
     "CEIL": ("scalar",),
@@ -189,8 +195,19 @@ ARRAY_FUNCTIONS.update(
         if name not in ("ARRAY_TO_MV", "ARRAY_CONCAT_AGG")
     }
 )
+ARRAY_FUNCTIONS.update(  # Druid's MV_ operators type their multi-value operands STRING (MV_LENGTH,
+    # and MV_OVERLAP's second, take numbers too): qaUnnest mv_sql_mv_funcs.std refuses MV_X(c_long)
+    {
+        name: tuple("mv_string" if o == "mv" and i == 0 else o for i, o in enumerate(operands))
+        for name, operands in ARRAY_FUNCTIONS.items()
+        if name.startswith("MV_") and name not in ("MV_LENGTH", "MV_PREPEND", "MV_APPEND", "MV_CONCAT")
+    }
+)
 ARRAY_FUNCTIONS.update(
     {
+        "MV_PREPEND": ("string", "mv_string"),
+        "MV_APPEND": ("mv_string", "string"),
+        "MV_CONCAT": ("mv_string", "mv_string"),
         "MV_TO_ARRAY": ("mv",),
         "MV_FILTER_ONLY": ("scalar", "literal_array"),
         "MV_FILTER_NONE": ("scalar", "literal_array"),
@@ -203,6 +220,8 @@ _FAMILIES = {
     "array": "ARRAY",
     "literal_array": "ARRAY",
     "mv": "STRING",
+    "mv_string": "STRING",
+    "string": "CHARACTER",
     "scalar": "ANY",
     "element": "ANY",
     "any": "ANY",

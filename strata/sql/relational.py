@@ -13,6 +13,7 @@ rows a subquery may hand the broker (`strata.sql.subquery_limits`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -82,6 +83,9 @@ def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
             validate_qualify_columns=True,
         )
     except OptimizeError as e:
+        unknown = _UNRESOLVED.match(str(e))
+        if unknown:  # Druid's validator's words
+            raise invalid("Column '%s' not found in any table", unknown.group(1)) from None
         raise invalid("%s", _plain(str(e))) from None
     except SqlglotError as e:
         raise invalid("SQL is not valid: %s", _plain(str(e))) from None
@@ -277,6 +281,9 @@ def _push_where(terms: list[exp.Expr], native: dict[str, Any], columns: Mapping[
         native["intervals"], _ = split_time(exp.and_(*times), now)
     if filters:
         native["filter"] = filters[0] if len(filters) == 1 else {"type": "and", "fields": filters}
+
+
+_UNRESOLVED = re.compile(r"Column '([^']*)' could not be resolved")
 
 
 def _plain(message: str) -> str:

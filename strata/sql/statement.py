@@ -28,6 +28,7 @@ from strata.sql.subqueries import plan_composed, prune_union_subqueries
 from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.system_tables import Catalog, system_tables
 from strata.sql.unnest import boolean_elements, plan_unnest, unnest_joins
+from strata.sql.unplannable import refuse_unplannable_shapes
 
 SYSTEM_SCHEMAS = {"information_schema": "INFORMATION_SCHEMA", "sys": "sys"}
 
@@ -120,6 +121,7 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
     _refuse_unplannable(parsed.tree)
     check_literals(parsed.tree)
     check_operand_types(parsed.tree, catalog.columns)
+    refuse_unplannable_shapes(parsed.tree, catalog.columns)
     tree = implicit_casts(parsed.tree, catalog.columns)
     tree = _outer_limit(tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers

@@ -108,7 +108,11 @@ def _boolean_array(node: exp.Expr) -> bool:
 
 
 def _check_array(node: exp.Expr, types: Mapping[str, str]) -> None:
-    """UNNEST takes arrays: Druid refuses a VARCHAR (or COMPLEX<json>) with its message."""
+    """UNNEST takes arrays: Druid refuses a VARCHAR (or COMPLEX<json>) with its message, and an
+    argument naming a column the table does not have (a select item's alias is none)."""
+    for column in node.find_all(exp.Column):
+        if column.name != TIME and column.name not in types:
+            raise invalid("Column '%s' not found in any table", column.name)
     col = column_name(node)
     if col is not None:
         kind = TIME if col == TIME else types.get(col)

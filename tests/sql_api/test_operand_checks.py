@@ -116,6 +116,45 @@ def refusal(sql: str) -> str | None:
             "SELECT a_nested, count(*) FROM test_array GROUP BY a_nested HAVING a_nested = ARRAY[NULL, NULL]",
             "Cannot apply '=' to arguments of type",
         ),
+        *(  # qaUnnest mv_sql_mv_funcs.std: Druid's MV_ operators type their multi-value operand STRING
+            (
+                f"SELECT {call} FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
+                f"Cannot apply '{name}'",
+            )
+            for call, name in [
+                ("mv_offset(c_long, 0)", "MV_OFFSET"),
+                ("mv_contains(c_long, '1')", "MV_CONTAINS"),
+                ("mv_overlap(c_long, c)", "MV_OVERLAP"),
+                ("mv_prepend(c_long, 'Z')", "MV_PREPEND"),
+                ("mv_append('Z', c_long)", "MV_APPEND"),
+                ("mv_concat(c, c_long)", "MV_CONCAT"),
+                ("mv_to_string(c_long, '|')", "MV_TO_STRING"),
+            ]
+        ),
+        (  # qaUnnest array_sql_scalar_datetime_funcs.std: TIME_PARSE parses strings, not numbers
+            "SELECT time_parse(s_int) AS col FROM test_unnest",
+            "Cannot apply 'TIME_PARSE' to arguments of type 'TIME_PARSE(",
+        ),
+        (
+            "SELECT time_parse(c) FROM test_unnest, unnest(json_value(a_nested, '$[1]' RETURNING bigint array)) AS u(c)",
+            "Cannot apply 'TIME_PARSE' to arguments of type 'TIME_PARSE(",
+        ),
+        (  # qaArray ops_funcs_scalar_funcs.41 and .42: a = b inside CASE a WHEN b and NULLIF(a, b)
+            "SELECT (CASE a_nested WHEN ARRAY['FILLER'] THEN 1 ELSE 2 END) AS col FROM test_array",
+            "Cannot apply '=' to arguments of type",
+        ),
+        (
+            "SELECT nullif(a_nested, ARRAY['FILLER']) AS col FROM test_array",
+            "Cannot apply '=' to arguments of type",
+        ),
+        (  # qaArray ops_funcs_scalar_funcs.42: "Illegal"
+            "SELECT coalesce(json_value(a_nested, '$[0]' RETURNING boolean array), ARRAY[1, 0, NULL]) FROM test_array",
+            "Illegal mixing of types in CASE or COALESCE statement",
+        ),
+        (
+            "SELECT nvl(json_value(a_nested, '$[7][0]' RETURNING boolean array), ARRAY[1, 0, NULL]) FROM test_array",
+            "Illegal mixing of types in CASE or COALESCE statement",
+        ),
     ],
 )
 def test_druid_refuses(sql: str, druid_says: str) -> None:
@@ -142,6 +181,15 @@ def test_druid_refuses(sql: str, druid_says: str) -> None:
         "SELECT greatest(c, c_long, 1) FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
         "SELECT t1.a_int FROM test_array t1 JOIN test_array t2 ON t1.t_int_scalar1 = t2.t_int_scalar1",
         "SELECT min(t_int_scalar1), max(t_str_scalar1) FROM test_array",
+        "SELECT nullif(a_str, ARRAY['FILLER']), (CASE a_int WHEN ARRAY[1] THEN 1 END) FROM test_array",
+        # the same file: MV_LENGTH and MV_OVERLAP's second operand take a number, STRING_TO_MV too
+        "SELECT mv_offset(c, 0), mv_prepend(c, 'Z'), mv_append('Z', c), mv_concat(c, c), string_to_mv(c_long, '|') "
+        "FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
+        # qaUnnest mv_sql_scalar_datetime_funcs.std: a string, or a number cast to one
+        "SELECT time_parse(c), time_parse(cast(c_long AS char)) FROM test_unnest, unnest(mv_to_array(c_mv_num)) AS u(c)",
+        # the same file: a BOOLEAN column is a BIGINT one; arrays of one element type
+        "SELECT coalesce(a_bool, ARRAY[1, 0, NULL]), nvl(a_int, ARRAY[1, 2, NULL]) FROM test_array",
+        "SELECT coalesce(json_value(a_nested, '$[1]' RETURNING bigint array), ARRAY[1, 2, NULL]) FROM test_array",
         # what the checks cannot type is let through
         "SELECT exp(x) FROM unknown_table",
         "SELECT exp(c) FROM test_array, unnest(no_such_column) AS u(c)",
