@@ -14,7 +14,7 @@ def local_session(app_name: str) -> Any:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
-    from strata.ingestion.spark_gateway import gateway_in_own_session
+    from strata.ingestion.spark_gateway import gateway_without_preexec
     from strata.spark import register
 
     builder = (
@@ -26,7 +26,7 @@ def local_session(app_name: str) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
     )
-    with gateway_in_own_session():
+    with gateway_without_preexec():
         session = builder.getOrCreate()
     register(session)
     return session

@@ -58,7 +58,7 @@ from strata.ingestion.segment_build import (
     push_staged,
     replacement,
 )
-from strata.ingestion.spark_gateway import gateway_in_own_session
+from strata.ingestion.spark_gateway import gateway_without_preexec
 from strata.ingestion.spec import DimensionSpec, IngestionSpec
 from strata.ingestion.splits import InputSplit, read_split, split_inputs
 from strata.ingestion.staged_rows import Piece, read_pieces, write_pieces
@@ -100,7 +100,7 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for key, value in (session_defaults(master) | dict(conf or {})).items():
         builder = builder.config(key, value)
-    with gateway_in_own_session():
+    with gateway_without_preexec():
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

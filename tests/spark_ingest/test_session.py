@@ -5,6 +5,7 @@ and a `--spark-conf` setting still wins."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -63,20 +64,25 @@ def test_worker_malloc_only_for_local_sessions_and_not_over_the_callers(monkeypa
     assert "spark.executorEnv.GLIBC_TUNABLES" not in session_defaults("local[2]")
 
 
-def test_the_jvm_is_spawned_in_a_session_of_its_own(spark: Any) -> None:
-    """No `preexec_fn` (Python run between fork and exec in a threaded process crashed the child),
-    and still out of the terminal's process group, where Ctrl-C goes."""
-    jvm = spark.sparkContext._gateway.proc
-    assert os.getsid(jvm.pid) == jvm.pid != os.getsid(0)
+def test_the_jvm_ignores_sigint_and_stays_in_the_callers_process_group(spark: Any) -> None:
+    """Launched without PySpark's `preexec_fn` (Python run between fork and exec in a threaded
+    process crashed the child), yet as it would: Ctrl-C does not reach it, and a task's shutdown of
+    its process group does."""
+    jvm = spark.sparkContext._gateway.proc.pid
+    with open(f"/proc/{jvm}/status") as f:
+        ignored = int(next(line.split()[1] for line in f if line.startswith("SigIgn:")), 16)
+    assert ignored & (1 << (signal.SIGINT - 1))
+    assert os.getpgid(jvm) == os.getpgid(0)
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the caller's own, given back
 
 
 def test_the_gateway_launch_is_restored_after() -> None:
     from pyspark import java_gateway as gateway_module
 
-    from strata.ingestion.spark_gateway import gateway_in_own_session
+    from strata.ingestion.spark_gateway import gateway_without_preexec
 
     java_gateway: Any = gateway_module
     before = java_gateway.Popen
-    with gateway_in_own_session():
+    with gateway_without_preexec():
         assert java_gateway.Popen is not before
     assert java_gateway.Popen is before

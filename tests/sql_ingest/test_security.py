@@ -119,7 +119,8 @@ def test_sql_ingestion_asks_write_on_the_target_read_on_its_sources_and_external
         assert listed == []  # no refused statement became a task
 
         _until_known(c, "ingester")
-        accepted = _post(c, "ingester", INLINE)
+        # the coordinator re-reads users, then roles, each on its schedule: known is not yet granted
+        accepted = _until_status(c, "ingester", INLINE, 202)
         assert accepted.status_code == 202, accepted.text
         inline_task = accepted.json()["taskId"]
         _succeeds(c, inline_task)
