@@ -2,8 +2,11 @@
 # The whole test run: system packages, the virtualenv, lint, types, then every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-system-packages.sh test
+# the Debian packages and the virtualenv side by side: neither needs the other, and on a fresh
+# machine both are mostly downloads
+scripts/install-system-packages.sh test & system=$!
 scripts/setup-venv.sh test
+wait "$system"
 echo "== ruff"
 .venv/bin/ruff check .          # one command per line: `set -e` ignores a failure inside an && list
 .venv/bin/ruff format --check .
