@@ -13,21 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from broker_service.merge_handoff import (
-    HANDOFF_BYTES,
-    FileHandoff,
-    answer_in,
-    answer_out,
-    handoff_directory,
-    partial_in,
-    partial_out,
-    release,
-    remove_directory,
-)
+from broker_service import merge_handoff as handoff
 from broker_service.merge_processes import MergeProcesses
 from strata.query import Query, parse_query
 
-ROWS = HANDOFF_BYTES // 8 + 1000  # a partial past the threshold
+ROWS = handoff.HANDOFF_BYTES // 8 + 1000  # a partial past the threshold
 
 
 def large_partial() -> pa.Table:
@@ -50,52 +40,52 @@ def oracle_answer(partials: list[pa.Table]) -> bytes:
 
 def summing_merge(query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool) -> bytes:
     """A merge whose answer is larger than the threshold and says what the worker read."""
-    return oracle_answer(partials).ljust(HANDOFF_BYTES + 1, b" ")
+    return oracle_answer(partials).ljust(handoff.HANDOFF_BYTES + 1, b" ")
 
 
 @pytest.fixture
 def directory() -> Iterator[str]:
-    made = handoff_directory()
+    made = handoff.handoff_directory()
     assert made is not None, "this host has no writable /dev/shm"
     yield made
-    remove_directory(made)
+    handoff.remove_directory(made)
     assert not Path(made).exists()
 
 
 def test_a_large_answer_crosses_as_a_file_removed_once_read(directory: str) -> None:
-    answer = os.urandom(HANDOFF_BYTES + 10)
-    handed = answer_out(answer, directory)
-    assert isinstance(handed, FileHandoff) and Path(handed.path).parent == Path(directory)
-    assert answer_in(handed) == answer
+    answer = os.urandom(handoff.HANDOFF_BYTES + 10)
+    handed = handoff.answer_out(answer, directory)
+    assert isinstance(handed, handoff.FileHandoff) and Path(handed.path).parent == Path(directory)
+    assert handoff.answer_in(handed) == answer
     assert os.listdir(directory) == []
 
 
 def test_a_large_partial_crosses_as_an_arrow_file_mapped_as_it_was(directory: str) -> None:
     table = large_partial()
-    handed = partial_out(table, directory)
-    assert isinstance(handed, FileHandoff)
-    mapped = partial_in(handed)
-    release([handed])
+    handed = handoff.partial_out(table, directory)
+    assert isinstance(handed, handoff.FileHandoff)
+    mapped = handoff.partial_in(handed)
+    handoff.release([handed])
     assert os.listdir(directory) == []
     assert mapped.equals(table)  # still readable: the mapping outlives the file's name
 
 
 def test_small_pieces_and_no_directory_take_the_pipe(directory: str) -> None:
     small = pa.table({"a": [1, 2, 3]})
-    assert partial_out(small, directory) is small
-    assert answer_out(b"[]", directory) == b"[]"
+    assert handoff.partial_out(small, directory) is small
+    assert handoff.answer_out(b"[]", directory) == b"[]"
     big = large_partial()
-    assert partial_out(big, None) is big
-    assert answer_out(b"x" * (HANDOFF_BYTES + 1), None) == b"x" * (HANDOFF_BYTES + 1)
+    assert handoff.partial_out(big, None) is big
+    assert handoff.answer_out(b"x" * (handoff.HANDOFF_BYTES + 1), None) == b"x" * (handoff.HANDOFF_BYTES + 1)
     assert os.listdir(directory) == []
 
 
 def test_when_the_file_cannot_be_written_the_bytes_go_as_they_are(tmp_path: Path) -> None:
     gone = str(tmp_path / "removed")  # as a full tmpfs: writing fails with OSError
-    answer = b"y" * (HANDOFF_BYTES + 1)
-    assert answer_out(answer, gone) == answer
+    answer = b"y" * (handoff.HANDOFF_BYTES + 1)
+    assert handoff.answer_out(answer, gone) == answer
     table = large_partial()
-    assert partial_out(table, gone) is table
+    assert handoff.partial_out(table, gone) is table
 
 
 def test_through_a_worker_process_the_answer_is_what_it_read_and_no_file_is_left() -> None:
