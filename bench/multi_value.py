@@ -2,6 +2,7 @@
 real historical and broker, beside DuckDB over the same Parquet files.
 
     python -m bench.multi_value [--rows 10000000] [--segments 24] [--repeat 5] [--only "ARRAY groupBy"]
+                                [--client-collector paused]
 
 `--rows` rows in `--segments` hourly segments written straight into deep storage in the segment
 layout (`tags`: a multi-value STRING, 0-4 values a row of 1,000, sorted, as bench.nested_layout;
@@ -11,6 +12,13 @@ beside the same question in DuckDB SQL over `read_parquet` of the segment files,
 expert would (threads = cores, footers cached); where DuckDB has two ways to say it (`list_has_any`
 or an OR of `list_has`) the faster is the baseline. Medians of `--repeat`, then each ratio against
 issue 37's 1.5x target and one JSON line. The answers are compared (totals, top groups) first.
+
+Both clients build Python rows: Strata's parses the JSON answer (orjson), DuckDB's `fetchall`s.
+With millions of rows, CPython's cyclic collector walks every live object again and again as they
+grow (at 706,239 groups: 7.5-12.5 s of CPU parsing with it, 1.45 s without; DuckDB's `fetchall`
+2.4-3.3 s against 1.5-1.7 s), so `--client-collector paused` pauses it in both clients alike around
+each call, as Strata's broker does while it builds rows (strata.query.collector): the engines'
+times without the client runtime's collections. The default runs it, as a plain client does.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from bench.cluster_setup import (
 from bench.measure import QueryConnection, cpu_seconds, log, time_calls
 from bench.nested_layout import tag_lists
 from harness.memory import children
+from strata.query.collector import collector_paused
 
 TARGET = 1.5
 NO_CACHE = {"useCache": False, "populateCache": False, "useResultLevelCache": False,
@@ -160,9 +169,24 @@ def _cpu_per_call(fn: Callable[[], object], repeat: int, pids: list[int]) -> tup
     return walls, (_servers_cpu(pids) - servers) / repeat, (time.process_time() - own) / repeat
 
 
+def _paused(fn: Callable[[], object]) -> Callable[[], object]:
+    def call() -> object:
+        with collector_paused():
+            return fn()
+
+    return call
+
+
 def measure(
-    url: str, ds: Dataset, repeat: int, only: list[str] | None = None, pids: list[int] | None = None
+    url: str,
+    ds: Dataset,
+    repeat: int,
+    only: list[str] | None = None,
+    pids: list[int] | None = None,
+    paused: bool = False,
 ) -> list[dict[str, Any]]:
+    """Each shape's medians; `paused`: both clients with the cyclic collector paused in each call."""
+    wrap = _paused if paused else (lambda fn: fn)
     conn = duckdb_baseline()
     conn.execute(f"SET threads = {os.cpu_count()}")
     strata = QueryConnection(url)
@@ -179,10 +203,10 @@ def measure(
             ):
                 raise RuntimeError(f"{name}: Strata counted {row_total(answer)} rows, DuckDB {expected}")
             ours, servers_cpu, client_cpu = _cpu_per_call(
-                functools.partial(strata.post, native), repeat, pids or []
+                wrap(functools.partial(strata.post, native)), repeat, pids or []
             )
             theirs, _, duck_cpu = min(
-                (_cpu_per_call(_runner(conn, sql), repeat, []) for sql in sqls),
+                (_cpu_per_call(wrap(_runner(conn, sql)), repeat, []) for sql in sqls),
                 key=lambda m: statistics.median(m[0]),
             )
             ratio = statistics.median(ours) / statistics.median(theirs)
@@ -190,7 +214,8 @@ def measure(
                         "duckdb_ms": round(statistics.median(theirs) * 1e3, 1), "ratio": round(ratio, 2),
                         "within_1.5x": ratio <= TARGET, "strata_servers_cpu_s": round(servers_cpu, 2),
                         "strata_client_cpu_s": round(client_cpu, 2),
-                        "duckdb_cpu_s": round(duck_cpu, 2)})  # fmt: skip
+                        "duckdb_cpu_s": round(duck_cpu, 2),
+                        "client_collector": "paused" if paused else "running"})  # fmt: skip
             log(f"{name:24} strata {out[-1]['strata_ms']:9.1f} ms  duckdb {out[-1]['duckdb_ms']:9.1f} ms  "
                 f"{ratio:5.2f}x {'ok' if ratio <= TARGET else 'PAST 1.5x'}; CPU a query: servers "
                 f"{servers_cpu:.2f} s + client {client_cpu:.2f} s, DuckDB {duck_cpu:.2f} s")  # fmt: skip
@@ -237,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", metavar="SHAPE", help="measure this shape only (repeatable)")
     ap.add_argument("--profile", type=Path, help="record the broker (with its merge workers) and the "
                     "historical with py-spy into this directory (collapsed stacks)")  # fmt: skip
+    ap.add_argument("--client-collector", choices=["running", "paused"], default="running",
+                    help="CPython's cyclic collector in both clients in each call (see above)")  # fmt: skip
     args = ap.parse_args(argv)
     with cluster(args.dir) as c:
         log(f"writing {args.rows:,} rows in {args.segments} hourly segments")
@@ -246,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_for_segments(broker, args.segments, nodes=c.historicals)
         pids = [broker.pid, *(h.pid for h in c.historicals)]
         with _profiled(args.profile, {"broker": broker.pid, "historical": c.historicals[0].pid}):
-            results = measure(broker.url, ds, args.repeat, args.only, pids)
+            results = measure(broker.url, ds, args.repeat, args.only, pids, args.client_collector == "paused")
     cores = os.cpu_count()
     print(f"{'shape':24} {'Strata ms':>10} {'DuckDB ms':>10} {'ratio':>6}  (target {TARGET}x; {cores} cores)")
     for r in results:

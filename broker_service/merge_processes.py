@@ -8,7 +8,8 @@ threads): the partials go there as Arrow, the answer comes back as its JSON byte
 stay in the broker (a process hop would cost more than they do), and at most that many cores
 merge heavy answers at once, whatever arrives. A query of negative context priority (Druid's low
 lane) is merged on a thread of the worker at nice 10, as the data nodes run its scan: when the
-host's cores are busy, the kernel serves everything else first.
+host's cores are busy, the kernel serves everything else first. Large partials and answers cross as
+files in shared memory, not through the pool's pipe (broker_service.merge_handoff).
 """
 
 from __future__ import annotations
@@ -19,10 +20,21 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 
 import pyarrow as pa
 
+from broker_service.merge_handoff import (
+    HANDOFF_BYTES,
+    FileHandoff,
+    answer_in,
+    answer_out,
+    handoff_directory,
+    partial_in,
+    partial_out,
+    release,
+    remove_directory,
+)
 from strata.query import Query
 from strata.server.thread_priority import LOW_NICE, lower_own_priority
 
@@ -32,10 +44,24 @@ Merge = Callable[[Query, list[pa.Table], int, bool], bytes]  # the answer's JSON
 
 
 def _encoded(
+    merge: Merge,
+    query: Query,
+    pieces: list[pa.Table | FileHandoff],
+    max_rows: int,
+    one_node_merged: bool,
+    directory: str | None = None,
+) -> bytes | FileHandoff:
+    """In the worker: the partials read (mapped from their files), the answer written to one when
+    large (`directory`)."""
+    partials = [partial_in(p) for p in pieces]
+    return answer_out(_at_priority(merge, query, partials, max_rows, one_node_merged), directory)
+
+
+def _at_priority(
     merge: Merge, query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool
 ) -> bytes:
-    """In the worker: a low-priority query's merge runs on a thread at a raised nice value (a
-    thread may raise its own, never lower it back: so a thread of its own, ended with the merge)."""
+    """A low-priority query's merge runs on a thread at a raised nice value (a thread may raise its
+    own, never lower it back: so a thread of its own, ended with the merge)."""
     if query.context.priority >= 0:
         return merge(query, partials, max_rows, one_node_merged)
     answer: list[bytes] = []
@@ -56,13 +82,15 @@ def _encoded(
     return answer[0]
 
 
-def _outlive_no_broker(broker: int) -> None:
+def _outlive_no_broker(broker: int, directory: str | None) -> None:
     """In each worker: exit as soon as the broker is gone, however it went (kill -9 included); a
-    worker waiting for work would otherwise stay, orphaned, holding its memory."""
+    worker waiting for work would otherwise stay, orphaned, holding its memory. The broker's
+    handoff directory goes with it (a killed broker could not remove it)."""
 
     def watch() -> None:
         while os.getppid() == broker:
             time.sleep(PARENT_POLL_S)
+        remove_directory(directory)
         os._exit(0)
 
     threading.Thread(target=watch, name="broker-watch", daemon=True).start()
@@ -77,9 +105,13 @@ def _ready() -> bool:
 class MergeProcesses:
     def __init__(self, processes: int, min_rows: int = MIN_ROWS):
         self.min_rows = min_rows
+        self._directory = handoff_directory()  # None: everything through the pipe
         spawn = multiprocessing.get_context("spawn")
         self._pool = ProcessPoolExecutor(
-            max_workers=processes, mp_context=spawn, initializer=_outlive_no_broker, initargs=(os.getpid(),)
+            max_workers=processes,
+            mp_context=spawn,
+            initializer=_outlive_no_broker,
+            initargs=(os.getpid(), self._directory),
         )
 
     async def warm(self) -> None:
@@ -96,10 +128,28 @@ class MergeProcesses:
     ) -> bytes:
         """`merge` (a module-level function, sent by name) run in a worker: the finalized answer's
         JSON; the merge's error (a limit crossed) is raised here."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._pool, _encoded, merge, query, partials, max_rows, one_node_merged
-        )
+        pieces: list[pa.Table | FileHandoff] = list(partials)
+        if self._directory is not None and any(t.nbytes >= HANDOFF_BYTES for t in partials):
+            pieces = await asyncio.to_thread(lambda: [partial_out(t, self._directory) for t in partials])
+        try:
+            future = self._pool.submit(
+                _encoded, merge, query, pieces, max_rows, one_node_merged, self._directory
+            )
+            try:
+                answer = await asyncio.wrap_future(future)
+            except asyncio.CancelledError:  # the worker goes on: its answer's file is removed when done
+                future.add_done_callback(_discard_answer)
+                raise
+        finally:
+            release(pieces)
+        return answer if isinstance(answer, bytes) else await asyncio.to_thread(answer_in, answer)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        remove_directory(self._directory)
+
+
+def _discard_answer(future: Future[bytes | FileHandoff]) -> None:
+    """A cancelled query's answer, once its worker is done: its file removed unread."""
+    if not future.cancelled() and future.exception() is None:
+        release([future.result()])
