@@ -12,6 +12,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -127,14 +128,16 @@ class SparkGateway:
 
     def __init__(self, cwd: Path) -> None:
         argv = [sys.executable, "-m", "tests.docs.spark_gateway"]
-        with sigint_ignored_by_children():
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cwd,
-                                         env={**_env(), "PYTHONPATH": str(REPO)})  # fmt: skip
+        # a process group of its own with the JVM, stopped whole whatever happened
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cwd,
+                                     env={**_env(), "PYTHONPATH": str(REPO)}, start_new_session=True)  # fmt: skip
         self._env: dict[str, str] | None = None
 
-    def env(self) -> dict[str, str]:
+    def env(self, timeout: float = 240) -> dict[str, str]:
         if self._env is None:
             assert self.proc.stdout is not None
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            assert ready, f"the Spark gateway did not start in {timeout:.0f} s"
             line = self.proc.stdout.readline().split()  # the port and secret, once the JVM is up
             assert len(line) == 2, f"the Spark gateway did not start (exit {self.proc.poll()})"
             self._env = {"PYSPARK_GATEWAY_PORT": line[0], "PYSPARK_GATEWAY_SECRET": line[1]}
@@ -143,11 +146,11 @@ class SparkGateway:
     def stop(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()  # the helper returns; the JVM's own input closes with it
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # a JVM still starting, or one that outlived it
+        self.proc.wait(10)
 
 
 @pytest.fixture(scope="module")
