@@ -7,13 +7,18 @@ import sys
 from typing import Any
 
 
-def local_session(app_name: str) -> Any:
-    """local[2], no UI, on loopback, UTC, workers on this interpreter, `strata` registered."""
+def local_session(app_name: str, quick_jit: bool = False) -> Any:
+    """local[2], no UI, on loopback, UTC, workers on this interpreter, `strata` registered.
+
+    `quick_jit` (tests): the driver's JIT stops at its first tier, as in the local sessions
+    `strata ingest` starts (`LOCAL_JVM_OPTIONS`): for a suite's small jobs the optimising compiler
+    spends more CPU compiling Spark than the jobs take. Benchmarks keep the JVM's default."""
     # workers must run this interpreter (pyarrow, strata.spark) and stay on loopback
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
+    from strata.ingestion.spark_engine import LOCAL_JVM_OPTIONS
     from strata.ingestion.spark_gateway import gateway_without_preexec
     from strata.spark import register
 
@@ -26,6 +31,8 @@ def local_session(app_name: str) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
     )
+    if quick_jit:
+        builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JVM_OPTIONS)
     with gateway_without_preexec():
         session = builder.getOrCreate()
     register(session)

@@ -46,7 +46,12 @@ def _load(module: str) -> Subcommand:
     return cast(Subcommand, importlib.import_module(module))
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def build_parser(
+    only: str | None = None,
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The whole command line, or with `only` the one subcommand a run names: each subcommand's
+    `configure` imports its module (a node's pulls DuckDB and Arrow), so `strata sql` would
+    otherwise pay for every server's imports before it sends a statement."""
     parser = argparse.ArgumentParser(
         prog="strata",
         description="Strata: a Druid-compatible query broker, historical and real-time nodes.",
@@ -62,6 +67,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     children: dict[str, argparse.ArgumentParser] = {}
     for name, module in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            continue
         command = _load(module)
         child = sub.add_parser(name, help=command.HELP, description=command.HELP)
         command.configure(child)
@@ -82,9 +89,25 @@ def configure_logging(level: str) -> None:
             logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
+def named_subcommand(argv: Sequence[str]) -> str | None:
+    """The subcommand `argv` names, read past the top-level options, or None (`strata --help`)."""
+    top = argparse.ArgumentParser(add_help=False)
+    top.add_argument("--config")
+    top.add_argument("--log-level")
+    top.add_argument("command", nargs="?")
+    try:
+        known, _ = top.parse_known_args(argv)
+    except SystemExit:  # a top-level option without its value: the whole parser says so
+        return None
+    if known.command not in SUBCOMMANDS:
+        return None
+    before = argv[: list(argv).index(known.command)]
+    return None if {"-h", "--help", "--version"} & set(before) else known.command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser, children = build_parser()
+    parser, children = build_parser(only=named_subcommand(argv))
     first, _ = parser.parse_known_args(argv)
     if first.command is None:
         parser.print_help()

@@ -12,6 +12,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -29,11 +30,16 @@ from tests.docs.extract import Block, commands, fenced_blocks, python_expected
 
 pytestmark = pytest.mark.integration
 
+REPO = Path(__file__).resolve().parents[2]
 MARK = "@@strata-docs-command-done@@"
 # the ports the docs show: broker, historicals, real-time node, ZooKeeper, and the extra nodes the
 # chapters start (a second broker, a third historical, a second real-time node, memcached), and the
 # coordinator-overlord
 DOC_PORTS = (8082, 8083, 8084, 8100, 2181, 8090, 8085, 8101, 11211, 8081)
+# the nodes (the quickstart's and those the blocks start) read the metadata store and the
+# coordinator's lookups every second instead of every 5 and 10 s: the blocks wait for new segments
+# and lookups with `until` loops, which then end within a second of the change
+POLLS = {"STRATA_POLL_PERIOD": "1", "STRATA_LOOKUP_POLL_PERIOD": "1"}
 
 
 def reserved_ports(count: int) -> list[int]:
@@ -69,8 +75,14 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base = tmp_path_factory.mktemp("docs")
+def docs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the blocks run (and Spark's JVM): the quickstart's `quickstart/` is in it."""
+    return tmp_path_factory.mktemp("docs")
+
+
+@pytest.fixture(scope="module")
+def quickstart(docs_dir: Path) -> Iterator[Cluster]:
+    base = docs_dir
     work = base / "quickstart"
     work.mkdir()
     ports = dict(zip(DOC_PORTS, reserved_ports(len(DOC_PORTS)), strict=True))
@@ -79,7 +91,9 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "--coordinator-port", str(ports[8081])]  # fmt: skip
     log = (work / "quickstart.out").open("wb")
     with sigint_ignored_by_children():
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=_env()
+        )
     port = ports[8082]
     try:
         deadline = time.monotonic() + 240
@@ -108,6 +122,46 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         log.close()
 
 
+class SparkGateway:
+    """The docs' Spark JVM (tests/docs/spark_gateway.py), started beside the quickstart and awaited
+    by the first Python block that needs it."""
+
+    def __init__(self, cwd: Path) -> None:
+        argv = [sys.executable, "-m", "tests.docs.spark_gateway"]
+        # a process group of its own with the JVM, stopped whole whatever happened
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cwd,
+                                     env={**_env(), "PYTHONPATH": str(REPO)}, start_new_session=True)  # fmt: skip
+        self._env: dict[str, str] | None = None
+
+    def env(self, timeout: float = 240) -> dict[str, str]:
+        if self._env is None:
+            assert self.proc.stdout is not None
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            assert ready, f"the Spark gateway did not start in {timeout:.0f} s"
+            line = self.proc.stdout.readline().split()  # the port and secret, once the JVM is up
+            assert len(line) == 2, f"the Spark gateway did not start (exit {self.proc.poll()})"
+            self._env = {"PYSPARK_GATEWAY_PORT": line[0], "PYSPARK_GATEWAY_SECRET": line[1]}
+        return self._env
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()  # the helper returns; the JVM's own input closes with it
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # a JVM still starting, or one that outlived it
+        self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def spark_gateway(docs_dir: Path) -> Iterator[SparkGateway]:
+    gateway = SparkGateway(docs_dir)
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+
+
 def runnable_blocks() -> list[Block]:
     return [b for b in fenced_blocks() if b.tested]
 
@@ -124,9 +178,9 @@ def test_the_docs_have_tested_commands() -> None:
 
 
 @pytest.mark.parametrize("block", runnable_blocks(), ids=_block_id)
-def test_documented_block(quickstart: Cluster, block: Block) -> None:
+def test_documented_block(spark_gateway: SparkGateway, quickstart: Cluster, block: Block) -> None:
     if block.language == "python":
-        _run_python(quickstart, block)
+        _run_python(quickstart, block, spark_gateway if "pyspark" in block.body else None)
     else:
         assert block.language == "bash", f"{block.source}: only bash and python blocks run"
         _run_bash(quickstart, block)
@@ -134,14 +188,16 @@ def test_documented_block(quickstart: Cluster, block: Block) -> None:
 
 def _env() -> dict[str, str]:
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return {**os.environ, "PATH": path}
+    return {**os.environ, **POLLS, "PATH": path}
 
 
-def _run(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: list[str], cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run a block in its own process group; past the timeout the whole group (the nodes a block
     started in the background, Spark's JVM) is stopped, so nothing outlives the test."""
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                          env=_env(), start_new_session=True) as proc:  # fmt: skip
+                          env={**_env(), **(env or {})}, start_new_session=True) as proc:  # fmt: skip
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -160,9 +216,9 @@ def _run(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def _run_python(cluster: Cluster, block: Block) -> None:
+def _run_python(cluster: Cluster, block: Block, spark: SparkGateway | None) -> None:
     code = cluster.substitute(block.body)
-    done = _run([sys.executable, "-c", code], cluster.cwd)
+    done = _run([sys.executable, "-c", code], cluster.cwd, env=spark.env() if spark else None)
     assert done.returncode == 0, f"{block.source}:\n{code}\n{done.stdout}\n{done.stderr[-3000:]}"
     expected = python_expected(block)
     if expected is not None:

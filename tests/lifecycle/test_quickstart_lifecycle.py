@@ -66,8 +66,11 @@ def quickstart(
     argv = [sys.executable, "-P", "-m", "strata.cli.main", "quickstart", "--dir", str(work), "--port", str(ports[0]),
             "--historical-ports", f"{ports[1]},{ports[2]}", "--realtime-port", str(ports[3]),
             "--coordinator-port", str(ports[4]), "--drain-seconds", "5", *extra]  # fmt: skip
+    # the historicals read the metadata store every second (not 5): what a test publishes or hands
+    # off is served within a second
+    env = {**os.environ, "STRATA_POLL_PERIOD": "1"}
     with sigint_ignored_by_children(ignore_sigint):
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     pids: list[int] = []
     try:
         deadline = time.monotonic() + 240

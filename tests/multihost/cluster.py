@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from harness.postgres import PostgresServer
 from harness.processes import StrataProcess
 from harness.s3_server import S3Server, client_env
 from strata.cli.local_servers import ZooKeeperServer
+from strata.ingestion.spark_engine import LOCAL_JVM_OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ("zk", "pg", "s3", "hist1", "hist2", "rt", "broker", "master", "worker1", "worker2", "driver")
@@ -98,6 +100,47 @@ class Daemon:
             proc.wait(10)
 
 
+class OwnThreads:
+    """Start-ups run side by side, each on a thread of its own that lives until `release()`: a store
+    dies with the thread that started it (its parent-death signal follows the forking thread), so
+    never on a short-lived worker thread. The test's thread restarts stores itself later."""
+
+    def __init__(self) -> None:
+        self._release = threading.Event()
+        self._threads: list[tuple[str, threading.Thread, threading.Event]] = []
+        self._errors: dict[str, BaseException] = {}
+
+    def run(self, name: str, start: Callable[[], object]) -> None:
+        started = threading.Event()
+
+        def own() -> None:
+            try:
+                start()
+            except BaseException as e:  # raised on the caller's thread by `wait`
+                self._errors[name] = e
+            finally:
+                started.set()
+            self._release.wait()
+
+        thread = threading.Thread(target=own, name=f"start-{name}", daemon=True)
+        thread.start()
+        self._threads.append((name, thread, started))
+
+    def wait(self, timeout: float = 180.0) -> None:
+        """Every start-up done; the first failure raised here."""
+        deadline = time.monotonic() + timeout
+        for name, _, started in self._threads:
+            if not started.wait(max(deadline - time.monotonic(), 0.0)):
+                raise TimeoutError(f"{name} did not start within {timeout:.0f}s")
+        for name, error in self._errors.items():
+            raise RuntimeError(f"{name} did not start") from error
+
+    def release(self) -> None:
+        self._release.set()
+        for _, thread, _ in self._threads:
+            thread.join(10)
+
+
 @dataclass
 class HostsCluster:
     lab: NetnsLab
@@ -107,6 +150,20 @@ class HostsCluster:
     nodes: dict[str, StrataProcess] = field(default_factory=dict)
     spark: list[Daemon] = field(default_factory=list)
     metadata: str = ""
+    owners: OwnThreads = field(default_factory=OwnThreads)
+
+    def __post_init__(self) -> None:
+        """The stores on their hosts, not started yet (`start_stores`); the password every process
+        gets for PostgreSQL is known from here on."""
+        zk, pg, s3 = self.host("zk"), self.host("pg"), self.host("s3")
+        self.zk = ZooKeeperServer(
+            2181, data_dir=zk.dir("zookeeper"), host=zk.address, command_prefix=tuple(zk.prefix)
+        )
+        # PostgreSQL runs as the postgres user: its directory is its own temporary one
+        self.pg = PostgresServer(port=5432, host=pg.address, command_prefix=list(pg.prefix))
+        self.s3 = S3Server(
+            port=9000, host=s3.address, log=s3.dir("s3") / "moto.log", command_prefix=s3.prefix
+        )
 
     # -- addresses -------------------------------------------------------------------------------
     def host(self, name: str) -> Host:
@@ -152,20 +209,23 @@ class HostsCluster:
 
     # -- services --------------------------------------------------------------------------------
     def start_stores(self) -> None:
-        zk, pg, s3 = self.host("zk"), self.host("pg"), self.host("s3")
-        self.zk = ZooKeeperServer(
-            2181, data_dir=zk.dir("zookeeper"), host=zk.address, command_prefix=tuple(zk.prefix)
-        )
-        self.zk.start()
-        # PostgreSQL runs as the postgres user: its directory is its own temporary one
-        self.pg = PostgresServer(port=5432, host=pg.address, command_prefix=list(pg.prefix))
-        self.pg.start()
-        self.metadata = self.pg.create_database("strata")
-        self.s3 = S3Server(
-            port=9000, host=s3.address, log=s3.dir("s3") / "moto.log", command_prefix=s3.prefix
-        )
-        self.s3.start()
-        self.s3.create_bucket(BUCKET)
+        """ZooKeeper, PostgreSQL and S3 started side by side (each a JVM, an initdb or an import
+        of moto: seconds of their own), then awaited together."""
+        zk_server, pg_server, s3_server = self.zk, self.pg, self.s3
+        assert zk_server is not None and pg_server is not None and s3_server is not None
+
+        def postgres() -> None:
+            pg_server.start()
+            self.metadata = pg_server.create_database("strata")
+
+        def moto() -> None:
+            s3_server.start()
+            s3_server.create_bucket(BUCKET)
+
+        self.owners.run("ZooKeeper", zk_server.start)
+        self.owners.run("PostgreSQL", postgres)
+        self.owners.run("S3", moto)
+        self.owners.wait()
 
     def strata(self, name: str, subcommand: str, port: int, *args: str) -> StrataProcess:
         host = self.host(name)
@@ -176,6 +236,11 @@ class HostsCluster:
 
     def start_nodes(self) -> None:
         """Every node at once (each on its host), then each awaited on its health check."""
+        self.launch_nodes()
+        self.wait_nodes()
+
+    def launch_nodes(self) -> None:
+        """Every node started, none awaited (`wait_nodes`)."""
         zk = ["--zk", self.zk_connect]
         for name in ("hist1", "hist2"):
             host = self.host(name)
@@ -191,15 +256,24 @@ class HostsCluster:
         self.strata("broker", "broker", 8082, *zk, "--cache", "none")
         for process in self.nodes.values():
             process.start(wait=None)
+
+    def wait_nodes(self) -> None:
         for process in self.nodes.values():
             process.wait_http("/status/health", timeout=120)
 
     def start_spark(self) -> None:
+        self.launch_spark()
+        self.wait_spark()
+
+    def launch_spark(self) -> None:
+        """The Spark master and workers started, not awaited (`wait_spark`): they need only the
+        network, so they start beside the stores."""
         import pyspark
 
         spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
         master = self.host("master")
         env = {k: v for k, v in self.env().items() if k != "SPARK_HOME"}
+        env["SPARK_DAEMON_JAVA_OPTS"] = LOCAL_JVM_OPTIONS  # see spark_conf
         self.spark.append(Daemon(
             [*master.prefix, spark_class, "org.apache.spark.deploy.master.Master", "--host", master.address,
              "--port", "7077", "--webui-port", "8080"],
@@ -213,15 +287,22 @@ class HostsCluster:
                  self.spark_master],
                 worker.root / "worker.log", {**env, "SPARK_LOCAL_IP": worker.address},
             ).spawn())  # fmt: skip
+
+    def wait_spark(self) -> None:
         self.spark[0].wait("I have been elected leader")
         for daemon in self.spark[1:]:
             daemon.wait("Successfully registered with master")
 
     def spark_conf(self) -> dict[str, str]:
+        """The drivers' and executors' settings. Their JVMs (and the daemons') run the JIT's quick
+        first tier, as `strata ingest` does in local mode: each lives for one small job, for which
+        the optimising compiler would spend more CPU compiling Spark than the job takes."""
         driver = self.host("driver").address
         conf = {"spark.driver.host": driver, "spark.driver.bindAddress": driver, "spark.executor.memory": "512m",
                 "spark.executor.cores": "1", "spark.cores.max": "2", "spark.ui.enabled": "false",
-                "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}  # fmt: skip
+                "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                "spark.driver.extraJavaOptions": LOCAL_JVM_OPTIONS,
+                "spark.executor.extraJavaOptions": LOCAL_JVM_OPTIONS}  # fmt: skip
         for key, value in client_env().items():
             conf[f"spark.executorEnv.{key}"] = value
         return conf
@@ -255,6 +336,7 @@ class HostsCluster:
         if self.pg is not None:
             with contextlib.suppress(Exception):
                 self.pg.remove()
+        self.owners.release()
 
 
 @contextlib.contextmanager
@@ -262,11 +344,12 @@ def hosts_cluster(base: Path) -> Iterator[HostsCluster]:
     with NetnsLab(base, HOSTS) as lab:
         cluster = HostsCluster(lab)
         try:
+            cluster.launch_spark()
             cluster.start_stores()
             assert cluster.pg is not None
             # the test process is a client host too: libpq finds the password where nodes do
             with mock.patch.dict(os.environ, {"PGPASSWORD": cluster.pg.password, **client_env()}):
-                cluster.start_spark()
+                cluster.wait_spark()
                 yield cluster
         finally:
             cluster.stop()

@@ -60,13 +60,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostsCluster]:
         flags = [str(spec_file), "--engine", "spark", "--spark-master", c.spark_master]
         for key, value in c.spark_conf().items():
             flags += ["--spark-conf", f"{key}={value}"]
+        c.launch_nodes()  # they start while Spark ingests, and load the segments once published
         done = c.on_driver(
             [sys.executable, "-m", "strata.cli.main", "ingest", *flags, *c.storage_flags(), "--json"]
         )
         assert done.returncode == 0, done.stderr[-4000:]
         summary = json.loads(done.stdout.strip().splitlines()[-1])
         assert summary["engine"] == "spark" and summary["rowsIngested"] == 39_244
-        c.start_nodes()
+        c.wait_nodes()
         yield c
 
 
@@ -204,6 +205,14 @@ def _want_count(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"rows": len(raw), "added": sum(r["added"] for r in raw)}]
 
 
+def _historicals_known(c: HostsCluster) -> int:
+    """How many historicals the broker's view holds (from their ZooKeeper announcements)."""
+    sql = "SELECT COUNT(*) AS n FROM sys.servers WHERE server_type = 'historical'"
+    response = httpx.post(f"{c.broker.url}/druid/v2/sql", json={"query": sql}, timeout=10)
+    response.raise_for_status()
+    return int(response.json()[0]["n"])
+
+
 def _node_failures(c: HostsCluster, server: str) -> float:
     text = httpx.get(f"{c.broker.url}/metrics", timeout=10).text
     prefix = f'strata_broker_node_failures_total{{server="{server}"}} '
@@ -218,13 +227,18 @@ def test_historical_cut_off_during_queries_loses_none(
     victim, node = cluster.host("hist1"), cluster.nodes["hist1"]
     served = httpx.get(f"{node.url}/status", timeout=5).json()["strata"]["segments"]
     with QueryLoop(cluster, COUNT) as loop:
-        time.sleep(2)
+        wait_until(lambda: len(loop.answers) >= 5, "queries under way", 30)
         victim.cut()
         try:
-            time.sleep(15)  # past the ZooKeeper session timeout: the broker forgets the lost host
+            # past the ZooKeeper session timeout (10 s): the broker forgets the lost host
+            wait_until(lambda: _historicals_known(cluster) == 1, "the broker to forget the cut-off host", 60,
+                       [cluster.broker])  # fmt: skip
         finally:
             victim.reconnect()
-        time.sleep(2)
+        # queries go on while the host comes back and announces itself again
+        wait_until(lambda: _historicals_known(cluster) == 2, "the reconnected host announced again", 60,
+                   [cluster.broker, node])  # fmt: skip
+        time.sleep(1)
     assert loop.failures == []
     assert len(loop.answers) > 10 and all(a == want for a in loop.answers)
     # the cut was felt: requests to the lost host failed over to the replica (the broker's count)
@@ -240,7 +254,7 @@ def test_postgres_stopped_for_ten_seconds_fails_no_query(
     assert cluster.pg is not None
     want = _want_count(raw_rows)
     with QueryLoop(cluster, COUNT) as loop:
-        time.sleep(1)
+        wait_until(lambda: len(loop.answers) >= 5, "queries under way", 30)
         cluster.pg.stop()
         try:
             time.sleep(10)

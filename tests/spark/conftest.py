@@ -12,7 +12,7 @@ from harness.spark_session import local_session
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    session = local_session("strata-spark-tests")
+    session = local_session("strata-spark-tests", quick_jit=True)
     try:
         yield session
     finally:

@@ -20,6 +20,7 @@ import pytest
 
 from strata.cli.local_servers import free_port
 from strata.ingestion import ingest
+from strata.ingestion.spark_engine import LOCAL_JVM_OPTIONS
 from strata.storage import open_metadata_store
 
 pytestmark = pytest.mark.timeout(240)
@@ -32,31 +33,41 @@ def _spark_class() -> Path:
 
 
 @contextmanager
-def _started(args: list[str], log: Path, ready: str, env: dict[str, str]) -> Iterator[None]:
-    """A Spark daemon (spark-class execs java, so the pid is the JVM's), up once `ready` is logged."""
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(_spark_class()), *args], stdout=out, stderr=subprocess.STDOUT, env=env)
+def _started(daemons: list[tuple[list[str], Path, str]], env: dict[str, str]) -> Iterator[None]:
+    """Spark daemons (spark-class execs java, so a pid is the JVM's) started together, each up once
+    its `ready` line is logged: a worker retries until the master is up, so their start-ups overlap."""
+    procs: list[subprocess.Popen[bytes]] = []
     try:
+        for args, log, _ in daemons:
+            with open(log, "wb") as out:
+                procs.append(subprocess.Popen([str(_spark_class()), *args], stdout=out, stderr=subprocess.STDOUT,
+                                              env=env))  # fmt: skip
         deadline = time.monotonic() + 90
-        while ready not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{args[0]} did not start:\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.3)
+        for proc, (args, log, ready) in zip(procs, daemons, strict=True):
+            while ready not in log.read_text(errors="replace"):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{args[0]} did not start:\n{log.read_text(errors='replace')[-3000:]}")
+                time.sleep(0.1)
         yield
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        for proc in reversed(procs):
+            proc.send_signal(signal.SIGTERM)
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
 
 
 @pytest.fixture
 def standalone(tmp_path: Path) -> Iterator[str]:
     repo = str(Path(__file__).resolve().parents[2])
+    # the daemons, the driver and the executor run the JIT's quick first tier, as `strata ingest`
+    # does in local mode: for one small job C2 spends more CPU compiling Spark than the job takes
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)}  # fmt: skip
+           "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p),
+           "SPARK_DAEMON_JAVA_OPTS": LOCAL_JVM_OPTIONS}  # fmt: skip
     env.pop("SPARK_HOME", None)
     port = free_port()
     url = f"spark://127.0.0.1:{port}"
@@ -64,10 +75,9 @@ def standalone(tmp_path: Path) -> Iterator[str]:
               "--webui-port", str(free_port())]  # fmt: skip
     worker = ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "2",
               "--memory", "2g", "--webui-port", str(free_port()), "--work-dir", str(tmp_path / "work"), url]  # fmt: skip
-    with (
-        _started(master, tmp_path / "master.log", "I have been elected leader", env),
-        _started(worker, tmp_path / "worker.log", "Successfully registered with master", env),
-    ):
+    daemons = [(master, tmp_path / "master.log", "I have been elected leader"),
+               (worker, tmp_path / "worker.log", "Successfully registered with master")]  # fmt: skip
+    with _started(daemons, env):
         yield url
 
 
@@ -79,6 +89,8 @@ def test_auto_past_the_threshold_runs_on_the_cluster_and_equals_local(standalone
         [sys.executable, "-m", "strata.cli.main", "ingest", *flags, "--json", "--spark-threshold", "1MiB",
          "--spark-master", standalone, "--spark-conf", "spark.executor.memory=1g",
          "--spark-conf", "spark.driver.host=127.0.0.1",
+         "--spark-conf", f"spark.driver.extraJavaOptions={LOCAL_JVM_OPTIONS}",
+         "--spark-conf", f"spark.executor.extraJavaOptions={LOCAL_JVM_OPTIONS}",
          "--deep-storage", str(tmp_path / "s" / "deep"), "--metadata", str(tmp_path / "s" / "m.db")],
         capture_output=True, text=True, timeout=200, env=env,
     )  # fmt: skip
