@@ -8,6 +8,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
+from strata.server import loop_lag
 from strata.server.druid_metrics import DruidQueryMetrics, add_process_metrics, outcome_of
 
 _QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -79,6 +80,12 @@ class BrokerMetrics:
         self.process_merges = Counter(
             "strata_broker_process_merges",
             "Large merges run in a worker process (--merge-processes)",
+            registry=r,
+        )
+        self.loop_lag = Histogram(
+            "strata_broker_event_loop_lag_seconds",
+            "How late the event loop ran a timer that was due (the wait of every request's steps)",
+            buckets=loop_lag.BUCKETS,
             registry=r,
         )
         self._timers: dict[str, Histogram] = {}  # query_seconds' child per type (strata.server.druid_metrics)
