@@ -63,7 +63,10 @@ async def _bounded_body(request: Request, max_bytes: int) -> bytes:
 
 
 _SYSTEM_TABLE = re.compile(r"\b(?:sys|information_schema)\s*\.", re.IGNORECASE)
-_SET = re.compile(r"(?:^|;)\s*SET\s", re.IGNORECASE)
+# SET statements come before the statement they set (Druid's order; anything else fails to plan), so
+# a statement has some when its first word after blanks and comments is SET. Atomic groups: a long
+# comment or run of blanks is passed once, never tried again in other splits.
+_LEADING_SET = re.compile(r"(?>\s|--[^\n]*|/\*.*?\*/)*+SET\b", re.IGNORECASE | re.DOTALL)
 
 
 def refuse_before_planning(admission: Admission, sql: str, context: dict[str, Any]) -> None:
@@ -71,7 +74,7 @@ def refuse_before_planning(admission: Admission, sql: str, context: dict[str, An
     statements retried at once, planning each only to refuse it would take the broker's CPU from
     the queries it runs. A statement whose SET statements may change its lane, or whose context
     keys are wrong (told after planning, as before), is planned first."""
-    if _SET.search(sql):
+    if _LEADING_SET.match(sql):
         return
     try:
         priority, lane = scheduling_keys(context)

@@ -19,6 +19,7 @@ from broker_service.laning import (
     parse_lane_flag,
     scheduling_keys,
 )
+from broker_service.sql_api import refuse_before_planning
 from strata.query.errors import InvalidInput, QueryCapacityExceeded
 
 
@@ -194,5 +195,43 @@ def test_a_failing_query_gives_its_slots_back() -> None:
                 raise RuntimeError("the query failed")
         assert admission.running == 0 and admission.lane_running["bi"] == 0
         assert admission.lanes() == {"bi": {"running": 0, "limit": 1}}
+
+    run(scenario)
+
+
+def test_a_statement_whose_set_statements_follow_a_comment_is_planned_before_it_is_judged() -> None:
+    """SET statements may move a statement to another lane: one that has them is not refused on its
+    request's context alone, whatever blanks and comments come before them; one without them is."""
+
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=4, max_queued=0, laning=hilo(4, 25))
+        release = asyncio.Event()
+        low = asyncio.create_task(hold(admission, release, priority=-1))
+        await asyncio.sleep(0)
+        low_context = {"priority": -1}
+        moved = [
+            "SET priority = 0; SELECT 1",
+            "/* c */ SET priority = 0; SELECT 1",
+            "-- c\nSET priority = 0;\nSELECT 1",
+            "/* a; b */ -- c\n  /* multi\nline */set priority=0; SELECT 1",
+            "\n\t SET\tpriority = 0; SELECT 1",
+        ]
+        for sql in moved:
+            refuse_before_planning(admission, sql, low_context)
+        judged = [
+            "SELECT 1",
+            "/* SET priority = 0; */ SELECT 1",
+            "-- SET priority = 0;\nSELECT 1",
+            "SELECT 'x; SET priority = 0' AS s",
+            "SETTINGS",
+            "/* unclosed SET priority = 0; SELECT 1",
+            "-" * 100_000 + "\nSELECT 1",  # long comments and blanks are passed once
+            " " * 100_000 + "/**/" * 10_000 + "SELECT 1",
+        ]
+        for sql in judged:
+            with pytest.raises(QueryCapacityExceeded, match="lane 'low'"):
+                refuse_before_planning(admission, sql, low_context)
+        release.set()
+        await low
 
     run(scenario)
