@@ -54,11 +54,8 @@ class Admission:
     @asynccontextmanager
     async def admit(self, *, priority: int = 0, lane: str | None = None) -> AsyncIterator[str | None]:
         """Hold a slot while the body runs; yields the lane the query runs in."""
-        lane = self.laning.lane_of(priority, lane)
-        cap = self.laning.cap(lane)
+        lane, cap = self._lane_with_room(priority, lane)
         if lane is not None and cap is not None:
-            if self.lane_running[lane] >= cap:
-                raise _lane_full(lane, cap)
             self.lane_running[lane] += 1
         try:
             await self._take_slot(priority)
@@ -77,13 +74,24 @@ class Admission:
     def check(self, *, priority: int = 0, lane: str | None = None) -> None:
         """Raise the 429 `admit` would raise now, taking nothing: a query refused before the work
         that comes ahead of its admission (planning a SQL statement)."""
+        self._lane_with_room(priority, lane)
+        if not self._runs_now() and self._queue_full():
+            raise self._total_full()
+
+    def _lane_with_room(self, priority: int, lane: str | None) -> tuple[str | None, int | None]:
+        """The lane a query runs in and that lane's cap; Druid's 429 naming it if it is full now."""
         lane = self.laning.lane_of(priority, lane)
         cap = self.laning.cap(lane)
         if lane is not None and cap is not None and self.lane_running[lane] >= cap:
             raise _lane_full(lane, cap)
-        full = self.running >= self.max_concurrent or self._waiting
-        if full and len(self._waiting) >= self.max_queued:
-            raise self._total_full()
+        return lane, cap
+
+    def _runs_now(self) -> bool:
+        """A slot of the total is free and nobody waits for one."""
+        return self.running < self.max_concurrent and not self._waiting
+
+    def _queue_full(self) -> bool:
+        return len(self._waiting) >= self.max_queued
 
     def lanes(self) -> dict[str, dict[str, int]]:
         """Each capped lane's running queries and cap (for /status)."""
@@ -93,10 +101,10 @@ class Admission:
         }
 
     async def _take_slot(self, priority: int) -> None:
-        if self.running < self.max_concurrent and not self._waiting:
+        if self._runs_now():
             self.running += 1
             return
-        if len(self._waiting) >= self.max_queued:
+        if self._queue_full():
             raise self._total_full()
         waiter = _Waiter((-priority, next(self._arrivals)), asyncio.get_running_loop().create_future())
         heapq.heappush(self._waiting, waiter)

@@ -4,12 +4,13 @@ caps, lanes refusing at once, the queue served by priority, and slots given back
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from broker_service.admission import Admission
+from broker_service.admission import Admission, _Waiter
 from broker_service.laning import (
     LOW,
     Laning,
@@ -233,5 +234,41 @@ def test_a_statement_whose_set_statements_follow_a_comment_is_planned_before_it_
                 refuse_before_planning(admission, sql, low_context)
         release.set()
         await low
+
+    run(scenario)
+
+
+def test_check_refuses_exactly_when_admit_would_refuse_at_once() -> None:
+    """Over every small state of the lanes, the total and the queue: `check` raises the 429 that
+    `admit` raises on arrival (a query `admit` would queue is not refused by `check`)."""
+
+    async def outcome(admission: Admission, priority: int, lane: str | None) -> str:
+        try:
+            async with asyncio.timeout(0.01):
+                async with admission.admit(priority=priority, lane=lane):
+                    return "ran"
+        except QueryCapacityExceeded as e:
+            return e.error_message
+        except TimeoutError:
+            return "queued"
+
+    async def scenario() -> None:
+        laning = Laning("manual", {"bi": 1, LOW: 1})
+        for running, bi, queued, max_queued in itertools.product(range(3), range(2), range(2), range(2)):
+            if bi > running or queued > max_queued:
+                continue
+            for priority, lane in [(0, None), (-1, "bi"), (5, "bi"), (0, "other")]:
+                admission = Admission(max_concurrent=2, max_queued=max_queued, laning=laning)
+                admission.running, admission.lane_running["bi"] = running, bi
+                loop = asyncio.get_running_loop()
+                admission._waiting = [_Waiter((0, i), loop.create_future()) for i in range(queued)]
+                try:
+                    admission.check(priority=priority, lane=lane)
+                    checked = "ok"
+                except QueryCapacityExceeded as e:
+                    checked = e.error_message
+                got = await outcome(admission, priority, lane)
+                state = (running, bi, queued, max_queued, priority, lane)
+                assert checked == got if checked != "ok" else got in ("ran", "queued"), (state, checked, got)
 
     run(scenario)
