@@ -67,17 +67,27 @@ class MemoryRelease:
         self.releases = 0
         self._task: asyncio.Task[None] | None = None
 
-    def due(self) -> bool:
-        """Grown past the threshold since the last release (one read of /proc)."""
-        return self._resident() - self._floor >= self.threshold
-
     def check(self) -> bool:
         """Release if the process grew past the threshold since the last release; whether it did
         (blocks for the release: call it from a worker thread)."""
         before = self._resident()
-        if before - self._floor < self.threshold:
-            self._floor = min(self._floor, before)
+        if not self._grown(before):
             return False
+        self._release_now(before)
+        return True
+
+    def _grown(self, resident: int) -> bool:
+        """Grown past the threshold since the last release (else the floor follows a shrink)."""
+        if resident - self._floor < self.threshold:
+            self._floor = min(self._floor, resident)
+            return False
+        return True
+
+    def _release_now(self, before: int | None = None) -> None:
+        """Release now; `before`: the resident size just read (else read: a release that waited for
+        a quiet moment logs the size it started from)."""
+        if before is None:
+            before = self._resident()
         started = time.perf_counter()
         self._release()
         self._floor = self._resident()
@@ -87,7 +97,6 @@ class MemoryRelease:
         log.log(logging.INFO if freed >= self.threshold else logging.DEBUG,
                 "gave %d MiB of free memory back to the system (resident %d -> %d MiB, %.0f ms)",
                 freed >> 20, before >> 20, self._floor >> 20, ms)  # fmt: skip
-        return True
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="memory-release")
@@ -102,9 +111,9 @@ class MemoryRelease:
         while True:
             await asyncio.sleep(self.period_s)
             try:
-                if self.due():
+                if self._grown(self._resident()):  # the period's one read of /proc
                     await self._quiet_moment()
-                await asyncio.to_thread(self.check)
+                    await asyncio.to_thread(self._release_now)
             except Exception:  # never takes the server down; the next period tries again
                 log.exception("releasing free memory failed")
 

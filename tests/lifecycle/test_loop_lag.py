@@ -14,7 +14,7 @@ def test_a_callback_that_holds_the_loop_shows_as_lag_and_stop_ends_the_samples()
         lag = LoopLag(seen.append, period_s=0.01)
         lag.start()
         await asyncio.sleep(0.05)
-        time.sleep(0.2)  # a callback holding the loop
+        time.sleep(0.2)  # noqa: ASYNC251 - a callback holding the loop is the point
         await asyncio.sleep(0.05)
         await lag.stop()
         stopped = len(seen)
