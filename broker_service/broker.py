@@ -100,6 +100,7 @@ class Broker:
         )
         self.relational = EngineSlots(settings.engine)
         self.admission = Admission(settings.max_concurrent_queries, settings.query_queue, settings.laning)
+        self.metrics.bind_refusals(self.admission.refusals.by_lane)
         self.metrics.bind_gauges(
             segments=lambda: view.segment_count,
             servers=lambda: len(view.servers()),

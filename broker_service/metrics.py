@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from strata.server import loop_lag
@@ -111,6 +112,10 @@ class BrokerMetrics:
         if not ok:
             self.node_failures.labels(server).inc()
 
+    def bind_refusals(self, by_lane: Mapping[str, int]) -> None:
+        """`strata_broker_query_capacity_exceeded_total{lane}`: the 429s so far, read at scrape time."""
+        self.registry.register(_RefusalCollector(by_lane))
+
     def bind_cache(self, collector: Collector) -> None:
         self.registry.register(collector)
 
@@ -130,3 +135,18 @@ class BrokerMetrics:
         self.inventory_connected.set_function(connected)
         self.running_queries.set_function(running)
         self.queued_queries.set_function(queued)
+
+
+class _RefusalCollector(Collector):
+    def __init__(self, by_lane: Mapping[str, int]) -> None:
+        self.by_lane = by_lane
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "strata_broker_query_capacity_exceeded",
+            "Queries refused with 429 (query capacity exceeded), by lane ('total': the broker's capacity)",
+            labels=["lane"],
+        )
+        for lane, n in sorted(self.by_lane.items()):
+            family.add_metric([lane], n)
+        yield family

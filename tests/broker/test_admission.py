@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from broker_service.admission import Admission, _Waiter
+from broker_service.admission import Admission, Refusals, _Waiter
 from broker_service.laning import (
     LOW,
     Laning,
@@ -272,3 +273,20 @@ def test_check_refuses_exactly_when_admit_would_refuse_at_once() -> None:
                 assert checked == got if checked != "ok" else got in ("ran", "queued"), (state, checked, got)
 
     run(scenario)
+
+
+def test_refusals_are_counted_per_lane_and_logged_a_line_a_minute_at_most(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    refusals = Refusals(log_every_s=60, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="broker_service.admission"):
+        for at, lane in [(0, LOW), (1, LOW), (2, "total"), (30, LOW), (61, "bi"), (62, LOW)]:
+            now[0] = at
+            refusals.count(lane)
+    assert refusals.by_lane == {LOW: 4, "total": 1, "bi": 1}
+    assert [r.getMessage() for r in caplog.records] == [
+        "refused 1 queries with 429 (query capacity exceeded): 1 in lane 'low'",
+        "refused 4 queries with 429 (query capacity exceeded) in the last 61 s: 2 in lane 'low', "
+        "1 of the total, 1 in lane 'bi'",
+    ]
