@@ -13,27 +13,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from strata.server.background import Background
+
 PERIOD_S = 0.05
 # seconds: from the timer's own jitter (well under a millisecond) to a loop held for seconds
 BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
-class LoopLag:
+class LoopLag(Background):
     """Feeds `observe` with the loop's lateness in seconds, once per `period_s` while started."""
 
     def __init__(self, observe: Callable[[float], None], period_s: float = PERIOD_S) -> None:
+        super().__init__(self._run, "loop-lag")
         self.observe = observe
         self.period_s = period_s
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="loop-lag")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

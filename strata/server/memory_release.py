@@ -29,6 +29,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from strata.query.duck_allocator import purge
+from strata.server.background import Background
 from strata.server.memory_trace import libc, resident_bytes
 
 log = logging.getLogger("strata.memory")
@@ -47,7 +48,7 @@ def release_free_memory() -> None:
     pa.default_memory_pool().release_unused()
 
 
-class MemoryRelease:
+class MemoryRelease(Background):
     """Releases free memory after the resident size grew by `threshold` since the last release."""
 
     def __init__(
@@ -58,6 +59,7 @@ class MemoryRelease:
         release: Callable[[], None] = release_free_memory,
         quiet: Callable[[], bool] = lambda: True,
     ) -> None:
+        super().__init__(self._run, "memory-release")
         self.period_s = period_s
         self.threshold = threshold
         self._resident = resident
@@ -65,7 +67,6 @@ class MemoryRelease:
         self._quiet = quiet
         self._floor = resident()  # the resident size after the last release
         self.releases = 0
-        self._task: asyncio.Task[None] | None = None
 
     def check(self) -> bool:
         """Release if the process grew past the threshold since the last release; whether it did
@@ -97,15 +98,6 @@ class MemoryRelease:
         log.log(logging.INFO if freed >= self.threshold else logging.DEBUG,
                 "gave %d MiB of free memory back to the system (resident %d -> %d MiB, %.0f ms)",
                 freed >> 20, before >> 20, self._floor >> 20, ms)  # fmt: skip
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="memory-release")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
         while True:
