@@ -19,10 +19,10 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.measure import log, percentile
+from bench.sql import TablesCatalog
 from strata.sql.composed import ComposedPlan
 from strata.sql.plan import SqlPlan
 from strata.sql.statement import plan_statement
@@ -34,23 +34,11 @@ ARRIVAL_S = 0.005
 PAUSE_S = 0.1  # between conversions, as a broker has other work between a statement's stages
 
 
-class _Catalog:
-    def tables(self) -> Sequence[str]:
-        return ["wikipedia"]
-
-    def columns(self, table: str) -> Mapping[str, str] | None:
-        return COLUMNS if table == "wikipedia" else None
-
-    def segments(self) -> list[dict[str, Any]]:
-        return []
-
-    def servers(self) -> list[dict[str, Any]]:
-        return []
-
-
 def scan_stage(rows: int) -> tuple[SqlPlan, list[dict[str, Any]]]:
     """The first stage of `SELECT * FROM wikipedia, wikipedia` and a scan answer of `rows` rows."""
-    plan = plan_statement("SELECT * FROM wikipedia, wikipedia", _Catalog(), {}).plan
+    plan = plan_statement(
+        "SELECT * FROM wikipedia, wikipedia", TablesCatalog({"wikipedia": COLUMNS}), {}
+    ).plan
     assert isinstance(plan, ComposedPlan)
     stage = plan.stages[0].plan
     assert isinstance(stage, SqlPlan) and stage.native is not None
