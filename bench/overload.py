@@ -2,8 +2,8 @@
 latency, does the broker refuse what it cannot run (429), and does memory stay bounded?
 
     python -m bench.overload [--heavy-clients 50] [--seconds 30] [--heavy groupby,crossjoin]
-                             [--scenarios hilo,unlaned] [--max-concurrent 8] [--low-percent 25]
-                             [--broker-flag FLAG]... [--profile DIR]
+                             [--scenarios hilo,unlaned] [--backoff retry-after,none]
+                             [--max-concurrent 8] [--low-percent 25] [--broker-flag FLAG]... [--profile DIR]
 
 One cluster over the wikipedia sample plus a dataset of ~100,000 (country, page) groups. First the
 cheap queries alone (a timeseries and a topN over one hour, a filtered SQL count; one client, back
@@ -21,7 +21,9 @@ the broker's admitted queries and busy SQL engine slots, CPU seconds per process
 and with `--profile DIR` py-spy's stacks of the broker per thread. `--broker-flag` passes more
 flags to the broker (A/B runs, e.g. `--broker-flag=--release-memory-seconds --broker-flag=0`).
 
-A heavy client that is refused (429) waits 100 ms and sends again, as a polite client would. The
+A heavy client that is refused (429) sends again after `--backoff`: `retry-after` waits what the
+answer's `Retry-After` header says (100 ms when it has none), as a polite client would; `none` sends
+again at once, as a naive one would. Each scenario runs once per backoff given (`hilo/none`). The
 report gives cheap-query p50/p90/p99 under load against the baseline (the target: p50 and p90
 within 2x), the heavy statements' statuses, and broker and historical peak memory. Timings on a
 shared 2-core machine are noisy; run it on a quiet one for figures worth quoting. A JSON line ends
@@ -110,11 +112,11 @@ def cheap_loop(url: str, seconds: float, statuses: Counter[str] | None = None) -
     return latencies
 
 
-def heavy_load(url: str, statements: list[tuple[str, dict[str, Any]]], clients: int, stop: Any,
+def heavy_load(url: str, statements: list[tuple[str, dict[str, Any]]], clients: int, backoff: str, stop: Any,
                out: Any) -> None:  # fmt: skip
     """In a process of its own (its threads would otherwise hold the cheap client's interpreter lock
     and show in its latencies): `clients` threads send `statements` until `stop` is set, then their
-    statuses go to the queue `out`."""
+    statuses go to the queue `out`; after a 429 each waits as `backoff` says."""
     statuses: Counter[str] = Counter()
     lock = threading.Lock()
     done = threading.Event()
@@ -125,14 +127,18 @@ def heavy_load(url: str, statements: list[tuple[str, dict[str, Any]]], clients: 
             while not done.is_set():
                 path, body = statements[n % len(statements)]
                 n += 1
+                wait = 0.0
                 try:
-                    status = str(client.post(url + path, json=body).status_code)
+                    resp = client.post(url + path, json=body)
+                    status = str(resp.status_code)
+                    if status == "429" and backoff == "retry-after":
+                        wait = float(resp.headers.get("retry-after", 0.1))
                 except httpx.HTTPError as e:
                     status = type(e).__name__
                 with lock:
                     statuses[status] += 1
-                if status == "429":
-                    done.wait(0.1)
+                if wait:
+                    done.wait(wait)
 
     threads = [threading.Thread(target=client_loop, args=(i,), daemon=True) for i in range(clients)]
     for t in threads:
@@ -144,8 +150,8 @@ def heavy_load(url: str, statements: list[tuple[str, dict[str, Any]]], clients: 
     out.put(dict(statuses))
 
 
-def scenario(url: str, name: str, statements: list[tuple[str, dict[str, Any]]], args: argparse.Namespace,
-             watchdog: MemoryWatchdog, baseline: dict[str, float],
+def scenario(url: str, name: str, backoff: str, statements: list[tuple[str, dict[str, Any]]],
+             args: argparse.Namespace, watchdog: MemoryWatchdog, baseline: dict[str, float],
              probes: Probes) -> dict[str, Any]:  # fmt: skip
     context: dict[str, Any] = {"timeout": 60_000}
     if name == "hilo":
@@ -153,14 +159,16 @@ def scenario(url: str, name: str, statements: list[tuple[str, dict[str, Any]]], 
     marked = [(path, with_context(body, **context)) for path, body in statements]
     spawn = multiprocessing.get_context("spawn")
     stop, out = spawn.Event(), spawn.Queue()
-    log(f"scenario {name}: {args.heavy_clients} heavy clients for {args.seconds}s")
-    heavy = spawn.Process(target=heavy_load, args=(url, marked, args.heavy_clients, stop, out), daemon=True)
+    log(f"scenario {name}/{backoff}: {args.heavy_clients} heavy clients for {args.seconds}s")
+    heavy = spawn.Process(target=heavy_load, args=(url, marked, args.heavy_clients, backoff, stop, out),
+                          daemon=True)  # fmt: skip
     heavy.start()
     probes.pids["heavy-clients"] = heavy.pid or 0
     time.sleep(2)  # the flood fills the lanes and the queue first
     cheap_statuses: Counter[str] = Counter()
-    recordings = [] if args.profile is None else [(args.profile / f"{name}.txt", False),
-                                                  (args.profile / f"{name}.gil.txt", True)]  # fmt: skip
+    stem = f"{name}-{backoff}"
+    recordings = [] if args.profile is None else [(args.profile / f"{stem}.txt", False),
+                                                  (args.profile / f"{stem}.gil.txt", True)]  # fmt: skip
     spies = [(record(probes.pids["broker"], args.seconds, path, gil=gil), path) for path, gil in recordings]
     with probes:
         loaded = latency_summary(cheap_loop(url, args.seconds, cheap_statuses))
@@ -170,8 +178,17 @@ def scenario(url: str, name: str, statements: list[tuple[str, dict[str, Any]]], 
     heavy.join(timeout=10)
     ratio = {q: round(loaded[q] / baseline[q], 2) for q in ("p50_ms", "p90_ms")}
     health = httpx.get(url + "/status/health", timeout=10).status_code
+    summary = probes.summary()
+    # the broker's CPU per request it answered in the cheap loop's window (heavy statuses are counted
+    # over the heavy clients' whole run, a few seconds longer: an estimate)
+    handled = sum(statuses.values()) + sum(cheap_statuses.values())
+    broker_ms = summary["cpu_s"].get("broker", 0.0) * 1000
+    rates = {
+        "heavy_429_per_s": round(statuses.get("429", 0) / (args.seconds + 2), 1),
+        "broker_cpu_ms_per_request": round(broker_ms / max(1, handled), 3),
+    }
     return {"cheap_under_load": loaded, "cheap_statuses": dict(cheap_statuses), "ratio_to_baseline": ratio,
-            "heavy_statuses": dict(statuses), **probes.summary(), "broker_profile": profile,
+            "heavy_statuses": dict(statuses), **rates, **summary, "broker_profile": profile,
             "broker_health_after": health, "memory_mb_so_far": watchdog.summary()}  # fmt: skip
 
 
@@ -188,6 +205,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--heavy", default="groupby,crossjoin", help="heavy kinds: groupby, crossjoin")
     parser.add_argument("--scenarios", default="hilo,unlaned")
+    parser.add_argument("--backoff", default="retry-after",
+                        help="after a 429, heavy clients wait what Retry-After says (retry-after) or not "
+                        "at all (none); a list runs each scenario once per backoff")  # fmt: skip
     parser.add_argument("--max-concurrent", type=int, default=8)
     parser.add_argument("--queue", type=int, default=16)
     parser.add_argument("--low-percent", type=int, default=25)
@@ -223,11 +243,15 @@ def main() -> None:
                 baseline = latency_summary(cheap_loop(broker.url, args.seconds))
             report["cheap_baseline"] = {**baseline, **probes.summary()}
             log(f"baseline {report['cheap_baseline']}")
+            backoffs = args.backoff.split(",")
             for name in args.scenarios.split(","):
-                probes = Probes(servers, broker.url, pids)
-                report[name] = scenario(broker.url, name, statements, args, watchdog, baseline, probes)
-                log(f"{name}: {json.dumps(report[name])}")
-                time.sleep(3)
+                for backoff in backoffs:
+                    key = name if len(backoffs) == 1 else f"{name}/{backoff}"
+                    probes = Probes(servers, broker.url, pids)
+                    report[key] = scenario(broker.url, name, backoff, statements, args, watchdog, baseline,
+                                           probes)  # fmt: skip
+                    log(f"{key}: {json.dumps(report[key])}")
+                    time.sleep(3)
         report["memory_mb"] = watchdog.summary()
     log(json.dumps(report, indent=1))
     print(json.dumps(report))

@@ -1,7 +1,9 @@
 """What bench.overload watches while a scenario runs, to tell where a cheap query's time goes: each
-server's event-loop lag (the latency of its trivial `/status/health`, answered by the loop alone),
-the broker's `/status` (queries admitted, SQL engine slots busy, the low lane), the CPU seconds of
-each process, the load average, and optionally py-spy's collapsed stacks of the broker per thread.
+server's event-loop lag seen from outside (the latency of its trivial `/status/health`, answered by
+the loop alone) and the broker's own (its `strata_broker_event_loop_lag_seconds` histogram: how late
+a timer ran), the broker's `/status` (queries admitted, SQL engine slots busy, the low lane), the
+CPU seconds of each process, the load average, and optionally py-spy's collapsed stacks of the
+broker per thread.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from bench.profile_stacks import py_spy, top_frames
 
 HEALTH_PERIOD_S = 0.05
 STATUS_PERIOD_S = 0.25
+LAG_METRIC = "strata_broker_event_loop_lag_seconds"
+_BUCKET = re.compile(LAG_METRIC + r'_bucket\{le="([^"]+)"\} (\S+)')
+_SUM = re.compile(LAG_METRIC + r"_sum (\S+)")
 
 
 def latency_summary(latencies: list[float]) -> dict[str, float]:
@@ -50,8 +55,11 @@ class Probes:
         self._cpu: dict[str, float] = {}
         self._wall = 0.0
         self._load: tuple[float, ...] = ()
+        self._lag: LagReading = ({}, 0.0)
+        self.loop_lag: dict[str, float] = {}
 
     def __enter__(self) -> Probes:
+        self._lag = self._lag_now()
         self._cpu = self._cpu_now()
         self._wall = time.monotonic()
         self._load = os.getloadavg()
@@ -73,6 +81,7 @@ class Probes:
         self.cpu = {name: round(now[name] - self._cpu[name], 1) for name in now if name in self._cpu}
         self.cpu["wall"] = round(wall, 1)
         self.load = [round(x, 2) for x in (*self._load, *os.getloadavg())]
+        self.loop_lag = lag_summary(self._lag, self._lag_now())
 
     def summary(self) -> dict[str, Any]:
         status: dict[str, Any] = {}
@@ -83,9 +92,19 @@ class Probes:
         return {
             "health_ms": {name: latency_summary(v) for name, v in self.health.items()},
             "broker_status": status,
+            "broker_loop_lag_ms": self.loop_lag,
             "cpu_s": self.cpu,
             "loadavg_start_end": self.load,
         }
+
+    def _lag_now(self) -> LagReading:
+        try:
+            text = httpx.get(self.broker_url + "/metrics", timeout=30).text
+        except httpx.HTTPError:
+            return {}, 0.0
+        buckets = {float(le): float(n) for le, n in _BUCKET.findall(text)}
+        total = _SUM.search(text)
+        return buckets, float(total.group(1)) if total else 0.0
 
     def _cpu_now(self) -> dict[str, float]:
         out = {}
@@ -122,6 +141,23 @@ class Probes:
                         "low_running": body.get("lanes", {}).get("low", {}).get("running", 0),
                     }
                 )
+
+
+LagReading = tuple[dict[float, float], float]  # cumulative count per bucket bound, sum of seconds
+
+
+def lag_summary(before: LagReading, after: LagReading) -> dict[str, float]:
+    """The loop-lag samples taken between two reads of the histogram: how many, their mean, and the
+    bucket bound under which 50/90/99% of them fell (ms)."""
+    counts = {le: n - before[0].get(le, 0.0) for le, n in after[0].items()}
+    n = counts.get(float("inf"), 0.0)
+    if n <= 0:
+        return {}
+    out = {"n": n, "mean_ms": round((after[1] - before[1]) / n * 1000, 2)}
+    for q in (50, 90, 99):
+        bound = min(le for le, c in counts.items() if c >= n * q / 100)
+        out[f"p{q}_le_ms"] = bound * 1000
+    return out
 
 
 def record(pid: int, seconds: float, out: Path, *, gil: bool = False) -> subprocess.Popen[bytes]:

@@ -40,12 +40,17 @@ STATEMENTS = {
 }
 
 
-class _Catalog:
+class TablesCatalog:
+    """A planner's catalog of these tables (name -> column -> Druid type), no segments or servers."""
+
+    def __init__(self, tables: Mapping[str, Mapping[str, str]]) -> None:
+        self._tables = tables
+
     def tables(self) -> Sequence[str]:
-        return ["wikipedia"]
+        return sorted(self._tables)
 
     def columns(self, table: str) -> Mapping[str, str] | None:
-        return COLUMNS if table == "wikipedia" else None
+        return self._tables.get(table)
 
     def segments(self) -> list[dict[str, Any]]:
         return []
@@ -55,7 +60,7 @@ class _Catalog:
 
 
 def planning(repeat: int) -> dict[str, Any]:
-    catalog = _Catalog()
+    catalog = TablesCatalog({"wikipedia": COLUMNS})
     out = {}
     for name, text in STATEMENTS.items():
         times = []
@@ -70,7 +75,7 @@ def planning(repeat: int) -> dict[str, Any]:
     return out
 
 
-def _corpus_catalog() -> tuple[_Catalog, list[str]]:
+def _corpus_catalog() -> tuple[TablesCatalog, list[str]]:
     """Druid's quidem corpus (tests/sql_corpus): its statements, and a catalog of its tables with
     the types their ingestion specs give (dimensions STRING, metrics by aggregator)."""
     from pathlib import Path
@@ -93,15 +98,8 @@ def _corpus_catalog() -> tuple[_Catalog, list[str]]:
             )  # fmt: skip
         tables[schema["dataSource"]] = columns
 
-    class Catalog(_Catalog):
-        def tables(self) -> Sequence[str]:
-            return sorted(tables)
-
-        def columns(self, table: str) -> Mapping[str, str] | None:
-            return tables.get(table)
-
     statements = [c.sql for c in corpus_cases() if skip_reason(c) is None]
-    return Catalog(), statements
+    return TablesCatalog(tables), statements
 
 
 def corpus_planning(repeat: int) -> dict[str, Any]:

@@ -7,7 +7,12 @@ flood in a capped lane never waits in front of other work. Then a slot of the to
 taken it waits in a queue of at most `max_queued`, where a higher context `priority` is served
 first (ties in arrival order); past the queue it is refused with the total's 429. A waiting query
 that is cancelled or times out leaves the queue and takes nothing with it. `check` tells, taking
-nothing, whether a query would be refused now: a SQL statement is refused before it is planned.
+nothing, whether a query would be refused now: a SQL statement is refused before it is planned,
+and while `refusing()` a request may be refused before it is routed (broker_service.refusal_path).
+
+Refusals are counted per lane (`Refusals`: the metric, and a log line a minute at most, never one
+per refusal: a flood of retries would bury the log and hold the event loop). A 429 asks the client
+to come back after `RETRY_AFTER_S` (`Retry-After`), which a polite client honours.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
+import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +33,11 @@ from starlette.types import Receive, Scope, Send
 
 from broker_service.laning import Laning
 from strata.query.errors import QueryCapacityExceeded
+
+log = logging.getLogger(__name__)
+RETRY_AFTER_S = 1  # what a 429's Retry-After asks (whole seconds, as HTTP has it)
+TOTAL = "total"  # the refusals of the broker's whole capacity, as Druid names that limit
+LOG_EVERY_S = 60.0
 
 
 @dataclass(order=True)
@@ -46,6 +58,7 @@ class Admission:
         self.lane_running: Counter[str] = Counter()
         self._waiting: list[_Waiter] = []
         self._arrivals = itertools.count()
+        self.refusals = Refusals()
 
     @property
     def queued(self) -> int:
@@ -54,11 +67,8 @@ class Admission:
     @asynccontextmanager
     async def admit(self, *, priority: int = 0, lane: str | None = None) -> AsyncIterator[str | None]:
         """Hold a slot while the body runs; yields the lane the query runs in."""
-        lane = self.laning.lane_of(priority, lane)
-        cap = self.laning.cap(lane)
+        lane, cap = self._lane_with_room(priority, lane)
         if lane is not None and cap is not None:
-            if self.lane_running[lane] >= cap:
-                raise _lane_full(lane, cap)
             self.lane_running[lane] += 1
         try:
             await self._take_slot(priority)
@@ -77,13 +87,32 @@ class Admission:
     def check(self, *, priority: int = 0, lane: str | None = None) -> None:
         """Raise the 429 `admit` would raise now, taking nothing: a query refused before the work
         that comes ahead of its admission (planning a SQL statement)."""
+        self._lane_with_room(priority, lane)
+        if not self._runs_now() and self._queue_full():
+            raise self._total_full()
+
+    def refusing(self) -> bool:
+        """Whether some query would be refused now: a lane at its cap, or every slot and the queue
+        taken."""
+        if not self._runs_now() and self._queue_full():
+            return True
+        return any(self.lane_running[lane] >= cap for lane, cap in self.laning.limits.items())
+
+    def _lane_with_room(self, priority: int, lane: str | None) -> tuple[str | None, int | None]:
+        """The lane a query runs in and that lane's cap; Druid's 429 naming it if it is full now."""
         lane = self.laning.lane_of(priority, lane)
         cap = self.laning.cap(lane)
         if lane is not None and cap is not None and self.lane_running[lane] >= cap:
+            self.refusals.count(lane)
             raise _lane_full(lane, cap)
-        full = self.running >= self.max_concurrent or self._waiting
-        if full and len(self._waiting) >= self.max_queued:
-            raise self._total_full()
+        return lane, cap
+
+    def _runs_now(self) -> bool:
+        """A slot of the total is free and nobody waits for one."""
+        return self.running < self.max_concurrent and not self._waiting
+
+    def _queue_full(self) -> bool:
+        return len(self._waiting) >= self.max_queued
 
     def lanes(self) -> dict[str, dict[str, int]]:
         """Each capped lane's running queries and cap (for /status)."""
@@ -93,10 +122,10 @@ class Admission:
         }
 
     async def _take_slot(self, priority: int) -> None:
-        if self.running < self.max_concurrent and not self._waiting:
+        if self._runs_now():
             self.running += 1
             return
-        if len(self._waiting) >= self.max_queued:
+        if self._queue_full():
             raise self._total_full()
         waiter = _Waiter((-priority, next(self._arrivals)), asyncio.get_running_loop().create_future())
         heapq.heappush(self._waiting, waiter)
@@ -123,6 +152,7 @@ class Admission:
             self.lane_running[lane] -= 1
 
     def _total_full(self) -> QueryCapacityExceeded:
+        self.refusals.count(TOTAL)
         return QueryCapacityExceeded(
             f"Too many concurrent queries, total query capacity of {self.max_concurrent} exceeded. "
             "Please try your query again later."
@@ -134,6 +164,32 @@ def _lane_full(lane: str, cap: int) -> QueryCapacityExceeded:
         f"Too many concurrent queries for lane '{lane}', query capacity of {cap} exceeded. "
         "Please try your query again later."
     )
+
+
+class Refusals:
+    """Queries refused with 429, by lane (`TOTAL`: the broker's whole capacity), and a warning that
+    sums them up: at the first refusal, then at most every `log_every_s` while refusals go on."""
+
+    def __init__(self, log_every_s: float = LOG_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.by_lane: Counter[str] = Counter()
+        self.log_every_s = log_every_s
+        self._clock = clock
+        self._unlogged: Counter[str] = Counter()
+        self._logged_at: float | None = None
+
+    def count(self, lane: str) -> None:
+        self.by_lane[lane] += 1
+        self._unlogged[lane] += 1
+        now = self._clock()
+        if self._logged_at is not None and now - self._logged_at < self.log_every_s:
+            return
+        since = "" if self._logged_at is None else f" in the last {now - self._logged_at:.0f} s"
+        lanes = ", ".join(f"{n} {'of the total' if name == TOTAL else f'in lane {name!r}'}"
+                          for name, n in self._unlogged.most_common())  # fmt: skip
+        log.warning("refused %d queries with 429 (query capacity exceeded)%s: %s",
+                    self._unlogged.total(), since, lanes)  # fmt: skip
+        self._unlogged.clear()
+        self._logged_at = now
 
 
 class HeldStream(StreamingResponse):

@@ -38,12 +38,13 @@ from broker_service.fast_path import WholeAnswerPath, remember
 from broker_service.laning import scheduling_keys
 from broker_service.lookup_keys import answer_version
 from broker_service.query_runner import QueryResult
+from broker_service.refusal_path import RETRY_AFTER, RefusalPath
 from broker_service.response_context import encode_response_context
 from broker_service.sql_api import SQL_ROUTES, SqlApi, sql_error
 from broker_service.sql_task_api import SQL_TASK_ROUTES
 from strata.query import Query, QueryError, parse_query
 from strata.query.engine_errors import query_engine_error, unforeseen
-from strata.query.errors import invalid
+from strata.query.errors import QueryCapacityExceeded, invalid
 from strata.query.request_body import decode_query_body
 from strata.query.scan import ScanQuery
 from strata.query.segment_spec import parse_segment_spec
@@ -236,11 +237,12 @@ async def query_error(request: Request, exc: Exception) -> Response:
     """Every endpoint's QueryError, as Druid's error body (SQL errors in Druid's SQL shape)."""
     assert isinstance(exc, QueryError)
     host = _broker(request).settings.host
+    more = RETRY_AFTER if isinstance(exc, QueryCapacityExceeded) else {}  # when a polite client retries
     sql_headers = getattr(request.state, "sql_error_headers", None)
     if sql_headers is not None:
-        return sql_error(exc, host, dict(sql_headers))
-    headers = getattr(request.state, "error_headers", None)
-    return _json(exc.to_body(host), exc.status, pretty=_pretty(request), headers=headers and dict(headers))
+        return sql_error(exc, host, {**sql_headers, **more})
+    headers = {**(getattr(request.state, "error_headers", None) or {}), **more}
+    return _json(exc.to_body(host), exc.status, pretty=_pretty(request), headers=headers or None)
 
 
 ROUTES = [
@@ -284,8 +286,9 @@ def create_app(
             await broker.stop()
 
     handlers = {**druid_error_handlers(broker.settings.host), QueryError: query_error}
-    # the fast path sits inside the error middleware and outside routing (broker_service.fast_path)
-    fast = [Middleware(WholeAnswerPath, broker=broker)]
+    # inside the error middleware and outside routing: remembered answers (broker_service.fast_path),
+    # then refusals while admission refuses (broker_service.refusal_path)
+    fast = [Middleware(WholeAnswerPath, broker=broker), Middleware(RefusalPath, broker=broker)]
     app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=handlers, middleware=fast)
     app.state.broker = broker
     app.state.sql_api = SqlApi(broker)

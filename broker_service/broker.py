@@ -30,6 +30,7 @@ from broker_service.segment_cache import SegmentCache
 from broker_service.server_view import BrokerServerView
 from strata.query.duck import EngineLimits
 from strata.server.druid_metrics import SegmentCountCollector
+from strata.server.loop_lag import LoopLag
 from strata.server.memory_release import MemoryRelease
 from strata.sql.subquery_limits import DEFAULT_MAX_SUBQUERY_ROWS
 
@@ -99,6 +100,7 @@ class Broker:
         )
         self.relational = EngineSlots(settings.engine)
         self.admission = Admission(settings.max_concurrent_queries, settings.query_queue, settings.laning)
+        self.metrics.bind_refusals(self.admission.refusals.by_lane)
         self.metrics.bind_gauges(
             segments=lambda: view.segment_count,
             servers=lambda: len(view.servers()),
@@ -122,9 +124,11 @@ class Broker:
         # a release locks the allocator's arenas: it waits (a period at most) for no urgent query
         quiet = lambda: self.admission.urgent_running == 0  # noqa: E731
         self.memory_release = MemoryRelease(release_s, quiet=quiet) if release_s > 0 else None
+        self.loop_lag = LoopLag(self.metrics.loop_lag.observe)
         self.started = time.time()
 
     async def start(self) -> None:
+        self.loop_lag.start()
         if self.inventory is not None:
             await self.inventory.start()
         if self.memory_release is not None:
@@ -133,6 +137,7 @@ class Broker:
             await self.merge_processes.warm()
 
     async def stop(self) -> None:
+        await self.loop_lag.stop()
         if self.memory_release is not None:
             await self.memory_release.stop()
         if self.inventory is not None:

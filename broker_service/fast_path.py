@@ -46,7 +46,7 @@ class WholeAnswerPath:
             await self.app(scope, receive, send)
             return
         began = time.monotonic()
-        messages, body = await _read_body(receive)
+        messages, body = await read_body(receive, MAX_BODY_BYTES)
         if body is not None:
             answer = memo.get(body, answer_version(self.broker.view.version)) if memo is not None else None
             if answer is not None:
@@ -55,7 +55,7 @@ class WholeAnswerPath:
                 return
             if self.segments is not None and await self.segments.answer(body, send):
                 return
-        await self.app(scope, _replay(messages, receive), send)
+        await self.app(scope, replay(messages, receive), send)
 
     def _count(self, answer: MemoAnswer, began: float) -> None:
         """What the handler counts for an answer from the result-level cache."""
@@ -82,8 +82,8 @@ async def _send_answer(answer: MemoAnswer, send: Send) -> None:
     await send({"type": "http.response.body", "body": answer.body})
 
 
-async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
-    """The messages read, and the whole body when it came complete within the memo's bound."""
+async def read_body(receive: Receive, max_bytes: int) -> tuple[list[Message], bytes | None]:
+    """The messages read, and the whole body when it came complete within `max_bytes`."""
     messages: list[Message] = []
     size = 0
     while True:
@@ -94,14 +94,14 @@ async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
         size += len(message.get("body", b""))
         if not message.get("more_body", False):
             break
-        if size > MAX_BODY_BYTES:
+        if size > max_bytes:
             return messages, None  # the rest stays unread, for the app
     if len(messages) == 1:
         return messages, messages[0].get("body", b"")
     return messages, b"".join(m.get("body", b"") for m in messages)
 
 
-def _replay(messages: list[Message], receive: Receive) -> Receive:
+def replay(messages: list[Message], receive: Receive) -> Receive:
     """`receive` with the messages already read given back first."""
     pending = list(messages)
 

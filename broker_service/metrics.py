@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
+from strata.server import loop_lag
 from strata.server.druid_metrics import DruidQueryMetrics, add_process_metrics, outcome_of
 
 _QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -81,6 +83,12 @@ class BrokerMetrics:
             "Large merges run in a worker process (--merge-processes)",
             registry=r,
         )
+        self.loop_lag = Histogram(
+            "strata_broker_event_loop_lag_seconds",
+            "How late the event loop ran a timer that was due (the wait of every request's steps)",
+            buckets=loop_lag.BUCKETS,
+            registry=r,
+        )
         self._timers: dict[str, Histogram] = {}  # query_seconds' child per type (strata.server.druid_metrics)
         self.native_queries = 0  # run by this broker (SQL statements' too), for /status/cluster's rates
         # a dataSource label only for datasources the broker serves: a client naming a new one on every
@@ -104,6 +112,10 @@ class BrokerMetrics:
         if not ok:
             self.node_failures.labels(server).inc()
 
+    def bind_refusals(self, by_lane: Mapping[str, int]) -> None:
+        """`strata_broker_query_capacity_exceeded_total{lane}`: the 429s so far, read at scrape time."""
+        self.registry.register(_RefusalCollector(by_lane))
+
     def bind_cache(self, collector: Collector) -> None:
         self.registry.register(collector)
 
@@ -123,3 +135,18 @@ class BrokerMetrics:
         self.inventory_connected.set_function(connected)
         self.running_queries.set_function(running)
         self.queued_queries.set_function(queued)
+
+
+class _RefusalCollector(Collector):
+    def __init__(self, by_lane: Mapping[str, int]) -> None:
+        self.by_lane = by_lane
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "strata_broker_query_capacity_exceeded",
+            "Queries refused with 429 (query capacity exceeded), by lane ('total': the broker's capacity)",
+            labels=["lane"],
+        )
+        for lane, n in sorted(self.by_lane.items()):
+            family.add_metric([lane], n)
+        yield family

@@ -62,8 +62,12 @@ async def _bounded_body(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+LARGE_BODY_BYTES = 65536
 _SYSTEM_TABLE = re.compile(r"\b(?:sys|information_schema)\s*\.", re.IGNORECASE)
-_SET = re.compile(r"(?:^|;)\s*SET\s", re.IGNORECASE)
+# SET statements come before the statement they set (Druid's order; anything else fails to plan), so
+# a statement has some when its first word after blanks and comments is SET. Atomic groups: a long
+# comment or run of blanks is passed once, never tried again in other splits.
+_LEADING_SET = re.compile(r"(?>\s|--[^\n]*|/\*.*?\*/)*+SET\b", re.IGNORECASE | re.DOTALL)
 
 
 def refuse_before_planning(admission: Admission, sql: str, context: dict[str, Any]) -> None:
@@ -71,7 +75,7 @@ def refuse_before_planning(admission: Admission, sql: str, context: dict[str, An
     statements retried at once, planning each only to refuse it would take the broker's CPU from
     the queries it runs. A statement whose SET statements may change its lane, or whose context
     keys are wrong (told after planning, as before), is planned first."""
-    if _SET.search(sql):
+    if _LEADING_SET.match(sql):
         return
     try:
         priority, lane = scheduling_keys(context)
@@ -80,15 +84,27 @@ def refuse_before_planning(admission: Admission, sql: str, context: dict[str, An
     admission.check(priority=priority, lane=lane)
 
 
+def statement_head(body: dict[str, Any], default_id: str) -> tuple[dict[str, Any], str, str]:
+    """A checked request body's context, statement id (`sqlQueryId` if it fits a header, else
+    `default_id`) and result format; Druid's 400 for an id or a format it cannot take."""
+    context = dict(body.get("context") or {})
+    query_id = guarded_query_id(context, default_id)  # goes back in a header
+    fmt = body.get("resultFormat") or "object"
+    if fmt not in RESULT_FORMATS:
+        raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
+    return context, query_id, fmt
+
+
 async def read_body(request: Request, max_bytes: int) -> dict[str, Any]:
     raw = await _bounded_body(request, max_bytes)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if len(raw) > 65536:  # decoding and checking a large body must not hold the event loop
-        return await asyncio.to_thread(_decode_body, raw, kind)
-    return _decode_body(raw, kind)
+    if len(raw) > LARGE_BODY_BYTES:  # decoding and checking a large body must not hold the event loop
+        return await asyncio.to_thread(decode_body, raw, kind)
+    return decode_body(raw, kind)
 
 
-def _decode_body(raw: bytes, kind: str) -> dict[str, Any]:
+def decode_body(raw: bytes, kind: str) -> dict[str, Any]:
+    """A request body of content type `kind` as a checked SQL request (Druid's 400 otherwise)."""
     if kind in ("text/plain", "application/x-www-form-urlencoded"):
         text = raw.decode("utf-8", "replace")
         return {"query": urllib.parse.unquote_plus(text) if kind.endswith("urlencoded") else text}
@@ -179,12 +195,8 @@ async def post_sql(request: Request) -> Response:
     try:
         body = await read_body(request, api.broker.settings.max_request_bytes)
         await authorize_sql(request, body)  # READ on every table it reads (a no-op with security off)
-        context = dict(body.get("context") or {})
-        query_id = guarded_query_id(context, headers["X-Druid-SQL-Query-Id"])  # goes back in a header
+        context, query_id, fmt = statement_head(body, headers["X-Druid-SQL-Query-Id"])
         headers["X-Druid-SQL-Query-Id"] = query_id
-        fmt = body.get("resultFormat") or "object"
-        if fmt not in RESULT_FORMATS:
-            raise invalid("Unknown resultFormat [%s]; one of %s", fmt, ", ".join(RESULT_FORMATS))
         refuse_before_planning(api.broker.admission, body["query"], context)
         statement = api.start(query_id, context)
         planned = await statement.bounded(api.plan(body, {**context, "queryId": query_id}))

@@ -13,6 +13,8 @@ bracket or final newline, as Druid truncates a response that fails midway.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
@@ -40,6 +42,9 @@ from strata.sql.scan_chunks import chunk_query, scan_chunks
 log = logging.getLogger(__name__)
 
 BACKSTOP_GRACE_S = 1.0
+# past these, an answer is made into rows, or rows are encoded, on a worker thread, not the loop
+ROWS_ON_LOOP_BYTES = 64 * 1024
+ROWS_ENCODED_ON_LOOP = 1000
 
 
 async def _parse_native(native: dict[str, Any]) -> Query:
@@ -99,34 +104,31 @@ class StatementExecution:
         self.broker = broker
         self.catalog = catalog
 
-    async def run_native(
-        self, native: dict[str, Any], statement: RunningStatement, *, subquery: bool
-    ) -> list[Any]:
-        """A native stage's results, sent with the time the statement has left; a subquery's are
-        counted in bytes before they are decoded."""
+    async def native_rows(self, plan: SqlPlan, statement: RunningStatement, *, subquery: bool) -> Rows:
+        """The rows of a plan's native stage, sent with the time the statement has left; a
+        subquery's answer is counted in bytes before it is decoded. A large answer is decoded and
+        made into rows on a worker thread: 40,000 scan rows are ~150 ms of Python, which on the event
+        loop would hold every other query that long; a thread gives the interpreter back to the loop
+        every switch interval."""
+        if plan.native is None:
+            return plan.rows([])
+        native = plan.native
         left = statement.time_left_ms()
         if left is not None:
             native = {**native, "context": {**(native.get("context") or {}), "timeout": left}}
         query = await _parse_native(native)
         # no admission here: the statement holds one slot for all its stages (sql_api)
         result = await statement.bounded(self.broker.runner.run(query))
-        if result.results is not None:
-            if subquery:
-                statement.limits.add_bytes(len(result.body or b""))
-            return result.results
-        body = result.body or b"[]"
         if subquery:
-            statement.limits.add_bytes(len(body))
-        decoded: list[Any] = orjson.loads(body)
-        return decoded
+            statement.limits.add_bytes(len(result.body or b""))
+        if result.body is not None and len(result.body) <= ROWS_ON_LOOP_BYTES:
+            return _rows_of(plan, result.results, result.body)
+        return await statement.bounded(asyncio.to_thread(_rows_of, plan, result.results, result.body))
 
     async def rows(self, plan: Plan, statement: RunningStatement) -> tuple[Rows, list[Output]]:
         """The rows of a plan a statement reads as a subquery: counted against its allowance."""
         if isinstance(plan, SqlPlan):
-            results = (
-                [] if plan.native is None else await self.run_native(plan.native, statement, subquery=True)
-            )
-            rows = plan.rows(results)
+            rows = await self.native_rows(plan, statement, subquery=True)
             statement.limits.add(len(rows), 0)
             return rows, plan.outputs
         if isinstance(plan, DeferredPlan):
@@ -150,9 +152,9 @@ class StatementExecution:
             return await self._stream_composed(plan, statement, encoding, headers)
         if plan.native is not None and plan.native["queryType"] == "scan":
             return await self._stream_scan(plan, statement, encoding, headers)
-        results = [] if plan.native is None else await self.run_native(plan.native, statement, subquery=False)
-        names, types, sql_types = _columns(plan.outputs)
-        payload, media = encode_rows(plan.rows(results), names, types, sql_types, **encoding)
+        rows = await self.native_rows(plan, statement, subquery=False)
+        encoded = functools.partial(encode_rows, rows, *_columns(plan.outputs), **encoding)
+        payload, media = encoded() if len(rows) <= ROWS_ENCODED_ON_LOOP else await asyncio.to_thread(encoded)
         return Response(payload, 200, headers=headers, media_type=media)
 
     async def _built(self, plan: DeferredPlan, statement: RunningStatement) -> Plan:
@@ -238,8 +240,8 @@ class StatementExecution:
         async def chunk_rows(intervals: list[str]) -> list[list[Any]]:
             nonlocal skip, left
             wanted = None if left is None else left + skip
-            results = await self.run_native(chunk_query(native, intervals, wanted), statement, subquery=False)
-            rows = plan.rows(results)
+            chunk = dataclasses.replace(plan, native=chunk_query(native, intervals, wanted))
+            rows = await self.native_rows(chunk, statement, subquery=False)
             if skip:
                 dropped = min(skip, len(rows))
                 rows, skip = rows[dropped:], skip - dropped
@@ -250,12 +252,19 @@ class StatementExecution:
 
         first = await chunk_rows(chunks[0]) if chunks else []
 
+        async def encoded(rows: list[list[Any]]) -> bytes:
+            return (
+                encoder.rows(rows)
+                if len(rows) <= ROWS_ENCODED_ON_LOOP
+                else await asyncio.to_thread(encoder.rows, rows)
+            )
+
         async def body() -> AsyncIterator[bytes]:
-            yield encoder.start() + encoder.rows(first)
+            yield encoder.start() + await encoded(first)
             for intervals in chunks[1:]:
                 if left == 0:
                     break
-                yield encoder.rows(await chunk_rows(intervals))
+                yield await encoded(await chunk_rows(intervals))
 
         return self._streamed(statement, body(), encoder, headers, lambda: None)
 
@@ -291,6 +300,11 @@ class StatementExecution:
         statement.streaming = True
         media = encoder.media_type
         return StatementResponse(body(), statement, close, status_code=200, headers=headers, media_type=media)
+
+
+def _rows_of(plan: SqlPlan, results: list[Any] | None, body: bytes | None) -> Rows:
+    """A native answer's rows for the plan, from its results or else its JSON."""
+    return plan.rows(results if results is not None else orjson.loads(body or b"[]"))
 
 
 def _collect(batches: ResultBatches, statement: RunningStatement) -> Rows:

@@ -379,10 +379,7 @@ class MemcachedCache(ResultCache):
 
     async def _aread_blocking(self, server: _Server, batch: ReadBatch) -> tuple[list[bytes | None], int]:
         """A server without the meta protocol: pymemcache's `get` on the I/O pool."""
-        wanted = {
-            self._place(key)[1]: (key, header) for key, header in zip(batch.keys, batch.headers, strict=True)
-        }
-        found = await self.run_blocking(self._fetch, server.name, wanted)
+        found = await self.run_blocking(self._fetch, server.name, batch.by_name())
         return [found.get(key) for key in batch.keys], len(found)
 
     def _plan(self, keys: Sequence[CacheKey]) -> list[tuple[_Server, ReadBatch]]:

@@ -87,12 +87,21 @@ class KnownValues:
 class ReadBatch:
     """One server's share of a key list (`positions`: where each key stands in the list)."""
 
-    __slots__ = ("check_lines", "headers", "keys", "positions", "read_lines")
+    __slots__ = ("_by_name", "check_lines", "headers", "keys", "mkeys", "positions", "read_lines")
 
     def __init__(self, keys: list[CacheKey], mkeys: list[bytes], headers: list[bytes], positions: list[int]):
-        self.keys, self.headers, self.positions = keys, headers, positions
+        self.keys, self.mkeys, self.headers, self.positions = keys, mkeys, headers, positions
         self.check_lines = [check_line(m) for m in mkeys]
         self.read_lines = [read_line(m) for m in mkeys]
+        self._by_name: dict[str, tuple[CacheKey, bytes]] | None = None
+
+    def by_name(self) -> dict[str, tuple[CacheKey, bytes]]:
+        """Memcached key -> (key, frame header), what a read through pymemcache (a server older than
+        the meta protocol) is checked against: built once per batch, which `_plan` remembers."""
+        if self._by_name is None:
+            self._by_name = {m.decode("ascii"): (k, h) for m, k, h in zip(self.mkeys, self.keys, self.headers,
+                                                                         strict=True)}  # fmt: skip
+        return self._by_name
 
 
 def split_by_server(

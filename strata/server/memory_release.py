@@ -29,6 +29,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from strata.query.duck_allocator import purge
+from strata.server.background import Background
 from strata.server.memory_trace import libc, resident_bytes
 
 log = logging.getLogger("strata.memory")
@@ -47,7 +48,7 @@ def release_free_memory() -> None:
     pa.default_memory_pool().release_unused()
 
 
-class MemoryRelease:
+class MemoryRelease(Background):
     """Releases free memory after the resident size grew by `threshold` since the last release."""
 
     def __init__(
@@ -58,6 +59,7 @@ class MemoryRelease:
         release: Callable[[], None] = release_free_memory,
         quiet: Callable[[], bool] = lambda: True,
     ) -> None:
+        super().__init__(self._run, "memory-release")
         self.period_s = period_s
         self.threshold = threshold
         self._resident = resident
@@ -65,19 +67,28 @@ class MemoryRelease:
         self._quiet = quiet
         self._floor = resident()  # the resident size after the last release
         self.releases = 0
-        self._task: asyncio.Task[None] | None = None
-
-    def due(self) -> bool:
-        """Grown past the threshold since the last release (one read of /proc)."""
-        return self._resident() - self._floor >= self.threshold
 
     def check(self) -> bool:
         """Release if the process grew past the threshold since the last release; whether it did
         (blocks for the release: call it from a worker thread)."""
         before = self._resident()
-        if before - self._floor < self.threshold:
-            self._floor = min(self._floor, before)
+        if not self._grown(before):
             return False
+        self._release_now(before)
+        return True
+
+    def _grown(self, resident: int) -> bool:
+        """Grown past the threshold since the last release (else the floor follows a shrink)."""
+        if resident - self._floor < self.threshold:
+            self._floor = min(self._floor, resident)
+            return False
+        return True
+
+    def _release_now(self, before: int | None = None) -> None:
+        """Release now; `before`: the resident size just read (else read: a release that waited for
+        a quiet moment logs the size it started from)."""
+        if before is None:
+            before = self._resident()
         started = time.perf_counter()
         self._release()
         self._floor = self._resident()
@@ -87,24 +98,14 @@ class MemoryRelease:
         log.log(logging.INFO if freed >= self.threshold else logging.DEBUG,
                 "gave %d MiB of free memory back to the system (resident %d -> %d MiB, %.0f ms)",
                 freed >> 20, before >> 20, self._floor >> 20, ms)  # fmt: skip
-        return True
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="memory-release")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self.period_s)
             try:
-                if self.due():
+                if self._grown(self._resident()):  # the period's one read of /proc
                     await self._quiet_moment()
-                await asyncio.to_thread(self.check)
+                    await asyncio.to_thread(self._release_now)
             except Exception:  # never takes the server down; the next period tries again
                 log.exception("releasing free memory failed")
 

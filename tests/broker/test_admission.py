@@ -4,12 +4,14 @@ caps, lanes refusing at once, the queue served by priority, and slots given back
 from __future__ import annotations
 
 import asyncio
+import itertools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from broker_service.admission import Admission
+from broker_service.admission import Admission, Refusals, _Waiter
 from broker_service.laning import (
     LOW,
     Laning,
@@ -19,6 +21,7 @@ from broker_service.laning import (
     parse_lane_flag,
     scheduling_keys,
 )
+from broker_service.sql_api import refuse_before_planning
 from strata.query.errors import InvalidInput, QueryCapacityExceeded
 
 
@@ -196,3 +199,94 @@ def test_a_failing_query_gives_its_slots_back() -> None:
         assert admission.lanes() == {"bi": {"running": 0, "limit": 1}}
 
     run(scenario)
+
+
+def test_a_statement_whose_set_statements_follow_a_comment_is_planned_before_it_is_judged() -> None:
+    """SET statements may move a statement to another lane: one that has them is not refused on its
+    request's context alone, whatever blanks and comments come before them; one without them is."""
+
+    async def scenario() -> None:
+        admission = Admission(max_concurrent=4, max_queued=0, laning=hilo(4, 25))
+        release = asyncio.Event()
+        low = asyncio.create_task(hold(admission, release, priority=-1))
+        await asyncio.sleep(0)
+        low_context = {"priority": -1}
+        moved = [
+            "SET priority = 0; SELECT 1",
+            "/* c */ SET priority = 0; SELECT 1",
+            "-- c\nSET priority = 0;\nSELECT 1",
+            "/* a; b */ -- c\n  /* multi\nline */set priority=0; SELECT 1",
+            "\n\t SET\tpriority = 0; SELECT 1",
+        ]
+        for sql in moved:
+            refuse_before_planning(admission, sql, low_context)
+        judged = [
+            "SELECT 1",
+            "/* SET priority = 0; */ SELECT 1",
+            "-- SET priority = 0;\nSELECT 1",
+            "SELECT 'x; SET priority = 0' AS s",
+            "SETTINGS",
+            "/* unclosed SET priority = 0; SELECT 1",
+            "-" * 100_000 + "\nSELECT 1",  # long comments and blanks are passed once
+            " " * 100_000 + "/**/" * 10_000 + "SELECT 1",
+        ]
+        for sql in judged:
+            with pytest.raises(QueryCapacityExceeded, match="lane 'low'"):
+                refuse_before_planning(admission, sql, low_context)
+        release.set()
+        await low
+
+    run(scenario)
+
+
+def test_check_refuses_exactly_when_admit_would_refuse_at_once() -> None:
+    """Over every small state of the lanes, the total and the queue: `check` raises the 429 that
+    `admit` raises on arrival (a query `admit` would queue is not refused by `check`)."""
+
+    async def outcome(admission: Admission, priority: int, lane: str | None) -> str:
+        try:
+            async with asyncio.timeout(0.01):
+                async with admission.admit(priority=priority, lane=lane):
+                    return "ran"
+        except QueryCapacityExceeded as e:
+            return e.error_message
+        except TimeoutError:
+            return "queued"
+
+    async def scenario() -> None:
+        laning = Laning("manual", {"bi": 1, LOW: 1})
+        for running, bi, queued, max_queued in itertools.product(range(3), range(2), range(2), range(2)):
+            if bi > running or queued > max_queued:
+                continue
+            for priority, lane in [(0, None), (-1, "bi"), (5, "bi"), (0, "other")]:
+                admission = Admission(max_concurrent=2, max_queued=max_queued, laning=laning)
+                admission.running, admission.lane_running["bi"] = running, bi
+                loop = asyncio.get_running_loop()
+                admission._waiting = [_Waiter((0, i), loop.create_future()) for i in range(queued)]
+                try:
+                    admission.check(priority=priority, lane=lane)
+                    checked = "ok"
+                except QueryCapacityExceeded as e:
+                    checked = e.error_message
+                got = await outcome(admission, priority, lane)
+                state = (running, bi, queued, max_queued, priority, lane)
+                assert checked == got if checked != "ok" else got in ("ran", "queued"), (state, checked, got)
+
+    run(scenario)
+
+
+def test_refusals_are_counted_per_lane_and_logged_a_line_a_minute_at_most(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    refusals = Refusals(log_every_s=60, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="broker_service.admission"):
+        for at, lane in [(0, LOW), (1, LOW), (2, "total"), (30, LOW), (61, "bi"), (62, LOW)]:
+            now[0] = at
+            refusals.count(lane)
+    assert refusals.by_lane == {LOW: 4, "total": 1, "bi": 1}
+    assert [r.getMessage() for r in caplog.records] == [
+        "refused 1 queries with 429 (query capacity exceeded): 1 in lane 'low'",
+        "refused 4 queries with 429 (query capacity exceeded) in the last 61 s: 2 in lane 'low', "
+        "1 of the total, 1 in lane 'bi'",
+    ]

@@ -155,6 +155,7 @@ def test_status_ready_and_metrics(cluster):
         assert 'strata_broker_queries_total{status="200",type="testSum"} 1.0' in text
         assert f"strata_broker_inventory_segments {float(len(DAYS))}" in text
         assert "strata_broker_node_request_seconds_count" in text
+        assert "strata_broker_event_loop_lag_seconds_count" in text
 
 
 def test_response_context_header_is_capped():

@@ -372,7 +372,17 @@ def test_a_server_older_than_meta_is_read_through_pymemcache(prefix):
         MemcachedCache(server.address, prefix=prefix) as cache,
     ):
         assert asyncio.run(cache.aget_all(wanted)) == [b"old server 0", b"old server 1"]
+        placed = 0
+        place = cache._place
+
+        def counted(key: CacheKey) -> tuple[str, str, bytes]:
+            nonlocal placed
+            placed += 1
+            return place(key)
+
+        cache._place = counted  # type: ignore[method-assign]
         assert asyncio.run(cache.aget_all(wanted)) == [b"old server 0", b"old server 1"]
+        assert placed == 0  # the same key list: its split over the servers, names and headers are known
         assert cache.stats().errors == 0
         assert [r[:4] for r in server.requests] == [b"get ", b"get "]
 

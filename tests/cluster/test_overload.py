@@ -122,12 +122,13 @@ def test_a_statement_for_a_full_lane_is_refused_before_it_is_planned(
         assert "lane 'low'" in refused(
             httpx.post(laned_broker.url + "/druid/v2/sql", json=unplannable, timeout=60)
         )
-        moved = {
-            "query": "SET priority = 0; SELECT COUNT(*) AS c FROM wikipedia",
-            "context": {"priority": -1},
-        }
-        resp = httpx.post(laned_broker.url + "/druid/v2/sql", json=moved, timeout=60)
-        assert resp.status_code == 200 and resp.json() == [{"c": want}], resp.text[:300]
+        for head in ("", "/* from a BI tool */ ", "-- a note\n"):
+            moved = {
+                "query": head + "SET priority = 0; SELECT COUNT(*) AS c FROM wikipedia",
+                "context": {"priority": -1},
+            }
+            resp = httpx.post(laned_broker.url + "/druid/v2/sql", json=moved, timeout=60)
+            assert resp.status_code == 200 and resp.json() == [{"c": want}], (head, resp.text[:300])
     unplannable["context"] = {"priority": 0}
     resp = httpx.post(laned_broker.url + "/druid/v2/sql", json=unplannable, timeout=60)
     assert resp.status_code == 400 and resp.json()["category"] == "INVALID_INPUT", resp.text[:300]

@@ -81,3 +81,25 @@ def test_a_release_due_waits_for_a_quiet_moment_but_at_most_a_period() -> None:
     waited = asyncio.run(main(quiet_after=0.35))
     assert waited and waited[0] >= 0.35  # due from 0.2 on, released once quiet
     assert asyncio.run(main(quiet_after=60))  # never quiet: released all the same, a period late
+
+
+def test_a_steady_process_reads_its_size_once_per_period() -> None:
+    async def main() -> tuple[int, int]:
+        reads: list[int] = []
+
+        def resident() -> int:
+            reads.append(1)
+            return 1000
+
+        release = MemoryRelease(period_s=0.01, threshold=100, resident=resident)
+        reads.clear()  # the one read at construction
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        release.start()
+        await asyncio.sleep(0.3)
+        await release.stop()
+        periods = int((loop.time() - started) / 0.01)
+        return len(reads), periods
+
+    reads, periods = asyncio.run(main())
+    assert 3 <= reads <= periods, (reads, periods)

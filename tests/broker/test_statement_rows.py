@@ -1,0 +1,89 @@
+"""A SQL statement's native answers made into rows (broker_service.sql_execution): a large one on a
+worker thread, so its Python work does not hold the event loop against every other query; a small
+one on the loop (a thread hop would cost more); the same rows either way, counted against the
+statement's subquery allowance as before."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pytest
+
+from broker_service.query_runner import QueryResult
+from broker_service.sql_execution import ROWS_ON_LOOP_BYTES, StatementExecution
+from broker_service.sql_statements import RunningStatement
+from strata.query.errors import ResourceLimitExceeded
+from strata.sql.plan import Output, SqlPlan
+from strata.sql.subquery_limits import SubqueryLimits
+
+SCAN = {"queryType": "scan", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
+        "columns": ["page", "added"], "resultFormat": "compactedList"}  # fmt: skip
+
+
+def answer(rows: int) -> list[dict[str, Any]]:
+    return [{"segmentId": "s", "columns": ["page", "added"], "events": [[f"p{i}", i] for i in range(rows)]}]
+
+
+class RecordingPlan(SqlPlan):
+    """A scan plan that notes the thread it made its rows on."""
+
+    threads: list[str]
+
+    def rows(self, native_results: list[Any]) -> list[list[Any]]:
+        self.threads.append(threading.current_thread().name)
+        return super().rows(native_results)
+
+
+def plan() -> RecordingPlan:
+    made = RecordingPlan([Output("page", "page", "STRING"), Output("added", "added", "LONG")], native=SCAN)
+    made.threads = []
+    return made
+
+
+def execution(result: QueryResult) -> StatementExecution:
+    async def run(query: Any) -> QueryResult:
+        return result
+
+    broker = SimpleNamespace(runner=SimpleNamespace(run=run))
+    return StatementExecution(broker, catalog=None)  # type: ignore[arg-type]
+
+
+async def rows_of(
+    result: QueryResult, *, subquery: bool, max_bytes: int = 1 << 30
+) -> tuple[list[Any], RecordingPlan]:
+    statement = RunningStatement("q", 60_000, SubqueryLimits(100_000, max_bytes, max_bytes), lambda: None)
+    made = plan()
+    return await execution(result).native_rows(made, statement, subquery=subquery), made
+
+
+@pytest.mark.parametrize(
+    "decoded", [True, False]
+)  # merged in a thread (results) or a worker process (JSON only)
+def test_a_large_answer_is_made_into_rows_off_the_loop_and_a_small_one_on_it(decoded: bool) -> None:
+    async def main() -> None:
+        for size in (10, 8_000):
+            results = answer(size)
+            body = orjson.dumps(results)
+            rows, made = await rows_of(QueryResult(results if decoded else None, body=body), subquery=True)
+            assert rows == [[f"p{i}", i] for i in range(size)]
+            on_loop = len(body) <= ROWS_ON_LOOP_BYTES
+            assert on_loop == (size == 10)
+            assert (made.threads == [threading.current_thread().name]) == on_loop, made.threads
+
+    asyncio.run(asyncio.wait_for(main(), timeout=30))
+
+
+def test_a_subquerys_answer_is_counted_in_bytes_before_it_is_decoded() -> None:
+    async def main() -> None:
+        body = orjson.dumps(answer(8_000))
+        with pytest.raises(ResourceLimitExceeded):
+            await rows_of(QueryResult(None, body=body), subquery=True, max_bytes=len(body) - 1)
+        rows, made = await rows_of(QueryResult(None, body=body), subquery=False, max_bytes=len(body) - 1)
+        assert len(rows) == 8_000  # the statement's own answer is not a subquery's
+        assert not made.threads or made.threads != [threading.current_thread().name]
+
+    asyncio.run(asyncio.wait_for(main(), timeout=30))
