@@ -62,15 +62,23 @@ def whole_coded(
         if layout is not None and mine != layout:
             return None
         layout = mine
-        for column in columns:
-            kind = rows.types.get(column)
-            if kind is None or not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
-                return None
-            if dictionary(rows, column) is None:
-                return None
+        if not all(_coded(rows, column) for column in columns):
+            return None
         out.append(rows)
         ids.add(inp.segment_id)
     return out
+
+
+def codable(rows: Sequence[MappedRows], column: str) -> bool:
+    """Whether `column` of every copy of `rows` is a dictionary of strings that `shared_codes` maps."""
+    return all(_coded(r, column) for r in rows)
+
+
+def _coded(rows: MappedRows, column: str) -> bool:
+    kind = rows.types.get(column)
+    if kind is None or not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
+        return False
+    return dictionary(rows, column) is not None
 
 
 def dictionary(rows: MappedRows, column: str) -> pa.Array | None:
