@@ -29,13 +29,10 @@ from strata.engine.groupby_codes import coded_groups
 from strata.query import parse_query
 from strata.query.duck import connection
 from strata.query.groupby import GroupByQuery
-from strata.storage.segment_file import write_segment_file
-from timeline import Interval, SegmentDescriptor, format_instant
+from tests.segment_engine.coded_segments import HOUR, START, reencoded, write_hourly
+from timeline import format_instant
 
 DS = "code_filters"
-HOUR = 3_600_000
-START = 1_704_067_200_000  # 2024-01-01T00:00Z
-VERSION = "2024-01-02T00:00:00.000Z"
 SEGMENTS = 4
 NULL_HEAVY = 2  # the segment where most of `dim` is null
 VALUES = [f"d{k:02d}" for k in range(40)]
@@ -60,21 +57,9 @@ def _rows(hour: int, seed: int) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def segments(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[SegmentInput, pa.Table]]:
-    root = tmp_path_factory.mktemp("code_filters")
-    out = []
-    for hour in range(SEGMENTS):
-        table = _rows(hour, seed=hour + 90)
-        interval = Interval(START + hour * HOUR, START + (hour + 1) * HOUR)
-        path = root / f"seg{hour}" / "index.parquet"
-        path.parent.mkdir()
-        facts = {"dataSource": DS, "interval": str(interval), "version": VERSION,
-                 "dimensions": [{"name": d, "type": "string"} for d in ("dim", "dim2")],
-                 "metrics": [{"type": "longSum", "name": "n", "fieldName": "n"}],
-                 "queryGranularity": "none", "rollup": False}  # fmt: skip
-        write_segment_file(table, path, facts)
-        descriptor = SegmentDescriptor(interval, VERSION, 0)
-        out.append((SegmentInput(f"{DS}_{hour}", descriptor, str(path), interval), table))
-    return out
+    return write_hourly(
+        tmp_path_factory.mktemp("code_filters"), DS, [_rows(h, seed=h + 90) for h in range(SEGMENTS)]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -84,22 +69,13 @@ def oracle(segments: list[tuple[SegmentInput, pa.Table]]) -> duckdb.DuckDBPyConn
     return conn
 
 
-def _reversed(table: pa.Table) -> pa.Table:
-    """`table` with `dim` on a dictionary of its own, sorted descending."""
-    values = table.column("dim").cast(pa.string()).combine_chunks().to_pylist()
-    uniques = sorted({v for v in values if v is not None}, reverse=True)
-    indices = pa.array([None if v is None else uniques.index(v) for v in values], pa.int32())
-    encoded = pa.DictionaryArray.from_arrays(indices, pa.array(uniques, pa.string()))
-    return table.set_column(table.schema.get_field_index("dim"), "dim", encoded)
-
-
 @pytest.fixture(scope="module", params=["arrow", "reversed"])
 def served(request: pytest.FixtureRequest, segments: list[tuple[SegmentInput, pa.Table]]) -> Iterator[str]:
     paths = [inp.path for inp, _ in segments]
     for position, path in enumerate(paths):
         copy = mapped_copy(Path(path))
         assert mapped_source.register(
-            path, _reversed(copy) if request.param == "reversed" and position else copy
+            path, reencoded(copy, "dim", reverse=True) if request.param == "reversed" and position else copy
         )
     try:
         yield request.param
