@@ -31,6 +31,7 @@ _lock = threading.Lock()
 # mapped table is not pinned here once the requests reading it end.
 _checked: weakref.WeakKeyDictionary[MappedRows, dict[str, pa.Array | None]] = weakref.WeakKeyDictionary()
 _KEPT_UNIONS = 8
+_ROWS_PER_VALUE = 8
 # recent shared dictionaries, by the ids of the copies (kept in the value, so the ids stay theirs)
 _Union = tuple[tuple[pa.Table, ...], pa.Array, list[np.ndarray]]
 _unions: OrderedDict[tuple[tuple[int, ...], str], _Union] = OrderedDict()
@@ -72,6 +73,15 @@ def whole_coded(
 def codable(rows: Sequence[MappedRows], column: str) -> bool:
     """Whether `column` of every copy of `rows` is a dictionary of strings that `shared_codes` maps."""
     return all(_coded(r, column) for r in rows)
+
+
+def few_values(rows: Sequence[MappedRows], column: str) -> bool:
+    """Whether the copies' dictionaries of `column` (see `codable`) hold at most one value per
+    `_ROWS_PER_VALUE` rows in all: their shared dictionary is then cheap to build (sorted once and
+    kept) beside the rows it saves comparing, where a column of nearly unique values is not."""
+    values: int = sum(len(d) for r in rows if (d := dictionary(r, column)) is not None)
+    rows_in_all: int = sum(r.table.num_rows for r in rows)
+    return values * _ROWS_PER_VALUE <= rows_in_all
 
 
 def _coded(rows: MappedRows, column: str) -> bool:

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from strata.engine.code_filters import code_condition, code_mask, kept_codes, split_terms
-from strata.engine.dictionary_codes import codable, shared_codes, whole_coded
+from strata.engine.dictionary_codes import codable, few_values, shared_codes, whole_coded
 from strata.engine.grouping import constant_buckets, window_starts
 from strata.engine.mapped_source import ORDINAL, MappedRows, view
 from strata.engine.segment_input import WINDOW_START, SegmentInput, read_schema, unified_types
@@ -50,7 +50,12 @@ def coded_groups(
         return None
     rows, types, wanted = found
     columns = list(dict.fromkeys(d.dimension for d in plan.dimensions))
-    strings = [c for c in wanted if types[c] == "VARCHAR" and codable(rows, c)]
+    # a column only filtered on is coded where its values are few beside the rows
+    strings = [
+        c
+        for c in wanted
+        if types[c] == "VARCHAR" and codable(rows, c) and (c in columns or few_values(rows, c))
+    ]
     by_column, rest = split_terms(plan.filter, strings)
     coded = list(dict.fromkeys([*columns, *by_column]))
     dictionaries, extra, conditions = [], [], []

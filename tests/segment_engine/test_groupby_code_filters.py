@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 from historical_service.arrow_copy import mapped_copy
-from strata.engine import SegmentInput, code_filters, groupby_codes, mapped_source
+from strata.engine import SegmentInput, code_filters, dictionary_codes, groupby_codes, mapped_source
 from strata.engine.engine import run_merged
 from strata.engine.groupby_codes import coded_groups
 from strata.query import parse_query
@@ -225,3 +225,19 @@ def test_terms_on_one_column_read_no_strings(
 )
 def test_code_condition(kept: list[int], null_kept: bool, expected: str) -> None:
     assert code_filters.code_condition("c", np.array(kept, np.int64), 5, null_kept) == expected
+
+
+def test_a_column_only_filtered_on_is_coded_where_its_values_are_few() -> None:
+    """Building a shared dictionary of nearly unique values would cost more than the string
+    comparisons it saves: such a column is filtered on its strings."""
+    table = pa.table({"few": pa.array(["x", "y"] * 8).dictionary_encode(),
+                      "many": pa.array([f"v{i}" for i in range(16)]).dictionary_encode()})  # fmt: skip
+    path = "few-values/index.parquet"
+    assert mapped_source.register(path, table)
+    try:
+        rows = mapped_source.mapped(path)
+        assert rows is not None
+        assert dictionary_codes.few_values([rows], "few")
+        assert not dictionary_codes.few_values([rows], "many")
+    finally:
+        mapped_source.unregister(path)
