@@ -2,9 +2,9 @@
 
 Deep storage holds Parquet (small, slow to decode); like Druid's segment cache, a historical
 keeps each loaded segment in a form it can map and scan without decoding: `index.arrow` beside
-`index.parquet`, an Arrow IPC file with string columns dictionary-encoded (one dictionary per
-column, which DuckDB groups and filters on faster than plain strings) in batches of DuckDB's row
-group size. It is written once, at load time, to a temporary name and renamed into place, so a
+`index.parquet`, an Arrow IPC file with string columns dictionary-encoded (one sorted
+dictionary per column, which DuckDB groups and filters on faster than plain strings) in batches
+of DuckDB's row group size. It is written once, at load time, to a temporary name and renamed into place, so a
 copy in its final place is whole; on restart it is reused when its schema and row count match
 the Parquet file, else written again. The page cache holds the mapped rows, not the heap.
 """
@@ -15,7 +15,9 @@ import logging
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from strata.engine.mapped_source import BATCH_ROWS
@@ -42,13 +44,35 @@ def mapped_copy(parquet: Path) -> pa.Table:
     temporary = target.with_name(f".{ARROW_FILE}.{uuid.uuid4().hex}.tmp")
     try:
         strings = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-        table = pq.read_table(parquet, read_dictionary=strings).unify_dictionaries()
+        table = _sorted_dictionaries(pq.read_table(parquet, read_dictionary=strings).unify_dictionaries())
         with pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
             writer.write_table(table.cast(schema), max_chunksize=BATCH_ROWS)
         temporary.rename(target)
     finally:
         temporary.unlink(missing_ok=True)
     return _open(target, schema, meta.num_rows)
+
+
+def _sorted_dictionaries(table: pa.Table) -> pa.Table:
+    """Each dictionary column (one dictionary, after `unify_dictionaries`) with its dictionary in
+    ascending order and its indices mapped to match, as Druid sorts a segment's dictionaries: copies
+    holding the same values then have the same dictionary, so a request over them groups and
+    filters on their codes as they are (`strata.engine.dictionary_codes.shared_codes`), not mapped
+    row by row."""
+    for position, field in enumerate(table.schema):
+        column = table.column(position)
+        if not pa.types.is_dictionary(field.type) or not column.num_chunks:
+            continue
+        values = column.chunk(0).dictionary
+        order = pc.array_sort_indices(values).to_numpy()
+        if bool(np.all(order == np.arange(len(order)))):
+            continue
+        rank = np.empty(len(order), np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        ranked, ascending = pa.array(rank), values.take(pa.array(order))
+        chunks = [pa.DictionaryArray.from_arrays(ranked.take(c.indices), ascending) for c in column.chunks]
+        table = table.set_column(position, field, pa.chunked_array(chunks, field.type))
+    return table
 
 
 def _copy_schema(schema: pa.Schema) -> pa.Schema:

@@ -31,6 +31,7 @@ _lock = threading.Lock()
 # mapped table is not pinned here once the requests reading it end.
 _checked: weakref.WeakKeyDictionary[MappedRows, dict[str, pa.Array | None]] = weakref.WeakKeyDictionary()
 _KEPT_UNIONS = 8
+_ROWS_PER_VALUE = 8
 # recent shared dictionaries, by the ids of the copies (kept in the value, so the ids stay theirs)
 _Union = tuple[tuple[pa.Table, ...], pa.Array, list[np.ndarray]]
 _unions: OrderedDict[tuple[tuple[int, ...], str], _Union] = OrderedDict()
@@ -62,15 +63,32 @@ def whole_coded(
         if layout is not None and mine != layout:
             return None
         layout = mine
-        for column in columns:
-            kind = rows.types.get(column)
-            if kind is None or not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
-                return None
-            if dictionary(rows, column) is None:
-                return None
+        if not all(_coded(rows, column) for column in columns):
+            return None
         out.append(rows)
         ids.add(inp.segment_id)
     return out
+
+
+def codable(rows: Sequence[MappedRows], column: str) -> bool:
+    """Whether `column` of every copy of `rows` is a dictionary of strings that `shared_codes` maps."""
+    return all(_coded(r, column) for r in rows)
+
+
+def few_values(rows: Sequence[MappedRows], column: str) -> bool:
+    """Whether the copies' dictionaries of `column` (see `codable`) hold at most one value per
+    `_ROWS_PER_VALUE` rows in all: their shared dictionary is then cheap to build (sorted once and
+    kept) beside the rows it saves comparing, where a column of nearly unique values is not."""
+    values: int = sum(len(d) for r in rows if (d := dictionary(r, column)) is not None)
+    rows_in_all: int = sum(r.table.num_rows for r in rows)
+    return values * _ROWS_PER_VALUE <= rows_in_all
+
+
+def _coded(rows: MappedRows, column: str) -> bool:
+    kind = rows.types.get(column)
+    if kind is None or not (pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type)):
+        return False
+    return dictionary(rows, column) is not None
 
 
 def dictionary(rows: MappedRows, column: str) -> pa.Array | None:

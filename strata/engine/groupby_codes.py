@@ -2,7 +2,9 @@
 
 Each string dimension is grouped on its codes in one sorted dictionary of all the request's Arrow
 copies (`dictionary_codes.shared_codes`): integers hashed per row where the generic pass hashes
-strings, and only the groups found are decoded. Taken where it answers exactly as
+strings, and only the groups found are decoded. A filter's terms reading one such string column
+alone (grouped on or only filtered on) are decided once per dictionary value and applied by code
+(`code_filters`), so no row's string is read for them. Taken where it answers exactly as
 `grouping.group_merged` does (its one grouping across segments): plain string dimensions (no
 extraction, no value filter, not multi-value), split-invariant aggregators, no virtual columns,
 a table's own rows, every segment read whole from its Arrow copy with the same column types and
@@ -16,7 +18,8 @@ from collections.abc import Mapping, Sequence
 import duckdb
 import pyarrow as pa
 
-from strata.engine.dictionary_codes import shared_codes, whole_coded
+from strata.engine.code_filters import code_condition, code_mask, kept_codes, split_terms
+from strata.engine.dictionary_codes import codable, few_values, shared_codes, whole_coded
 from strata.engine.grouping import constant_buckets, window_starts
 from strata.engine.mapped_source import ORDINAL, MappedRows, view
 from strata.engine.segment_input import WINDOW_START, SegmentInput, read_schema, unified_types
@@ -32,6 +35,10 @@ def _code(column: int) -> str:
     return f"__strata_code{column}"
 
 
+def _keep(column: int) -> str:
+    return f"__strata_keep{column}"
+
+
 def coded_groups(
     query: GroupByQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table | None:
@@ -43,21 +50,40 @@ def coded_groups(
         return None
     rows, types, wanted = found
     columns = list(dict.fromkeys(d.dimension for d in plan.dimensions))
-    dictionaries, extra = [], []
-    for k, column in enumerate(columns):
+    # a column only filtered on is coded where its values are few beside the rows
+    strings = [
+        c
+        for c in wanted
+        if types[c] == "VARCHAR" and codable(rows, c) and (c in columns or few_values(rows, c))
+    ]
+    by_column, rest = split_terms(plan.filter, strings)
+    coded = list(dict.fromkeys([*columns, *by_column]))
+    dictionaries, extra, conditions = [], [], []
+    for k, column in enumerate(coded):
         values, codes = shared_codes(rows, column)
         dictionaries.append(values)
         extra.append((_code(k), codes))
+        if column in by_column:
+            kept, null_kept = kept_codes(conn, by_column[column], column, values, types)
+            condition = code_condition(_code(k), kept, len(values), null_kept)
+            if condition is None:  # too scattered for ranges: a boolean per row, looked up by code
+                extra.append((_keep(k), code_mask(codes, kept, len(values), null_kept)))
+                condition = _keep(k)
+            conditions.append(condition)
+    # the strings a grouped or code-filtered column stands for are read only where something else reads them
+    as_strings = {c for a in plan.aggregators for c in a.columns()} | {c for t in rest for c in t.columns()}
+    read = [c for c in wanted if c != TIME_COLUMN and (c not in coded or c in as_strings)]
     bucket, starts = _bucket(plan, conn, inputs)
-    source = view(rows, [TIME_COLUMN, *(c for c in wanted if c != TIME_COLUMN)], extra=extra)
+    source = view(rows, [TIME_COLUMN, *read], extra=extra)
     projections = [*(name for name, _ in extra), f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}"]
     if starts is not None:
         projections.append(f"{_by_ordinal(rows, inputs, starts)} AS {WINDOW_START}")
-    projections += [quote_ident(c) for c in wanted if c != TIME_COLUMN]
+    projections += [quote_ident(c) for c in read]
     relation = f"SELECT {', '.join(projections)} FROM {source}"
-    if plan.filter is not None:
-        relation = f"SELECT * FROM ({relation}) WHERE {plan.filter.to_sql(types)}"
-    dims = [f"{_code(columns.index(d.dimension))} AS {dim_col(i)}" for i, d in enumerate(plan.dimensions)]
+    conditions += [t.to_sql(types) for t in rest]
+    if conditions:
+        relation = f"SELECT * FROM ({relation}) WHERE {' AND '.join(conditions)}"
+    dims = [f"{_code(coded.index(d.dimension))} AS {dim_col(i)}" for i, d in enumerate(plan.dimensions)]
     aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
     keys = [f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}", f"{bucket} AS {BUCKET}", *dims]
     grouped = [False, not plan.granularity.is_all, *(True for _ in dims)]  # one `all` bucket: selected
@@ -67,7 +93,7 @@ def coded_groups(
     group = ", ".join(str(i + 1) for i, g in enumerate(grouped) if g)
     table = run_arrow(conn, f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {group}")
     for i, d in enumerate(plan.dimensions):
-        strings = dictionaries[columns.index(d.dimension)].take(table.column(dim_col(i)))
+        strings = dictionaries[coded.index(d.dimension)].take(table.column(dim_col(i)))
         table = table.set_column(table.schema.get_field_index(dim_col(i)), dim_col(i), strings)
     return plan._conform(table)
 

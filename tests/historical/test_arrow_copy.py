@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from historical_service.arrow_copy import mapped_copy
 from historical_service.cluster_view import StaticClusterView
 from historical_service.control_loop import ControlLoop
 from historical_service.loader import SegmentLoader
@@ -18,6 +19,7 @@ from strata.data_node.served import ServedSegments
 from strata.engine import mapped_source, run_to_json
 from strata.query import parse_query
 from strata.storage import LocalDeepStorage
+from strata.storage.segment_file import write_segment_pieces
 from tests.historical.segment_factory import build_segment
 from timeline import DataSegment
 
@@ -48,6 +50,30 @@ def test_copy_holds_the_segment_rows_memory_mapped(tmp_path: Path) -> None:
     again = _load(tmp_path / "cache", deep, segment)  # a restart: mapped again, nothing read to the heap
     assert again is not None and again.equals(table)
     assert pa.total_allocated_bytes() - before < 4096
+
+
+def test_copy_dictionaries_are_sorted(tmp_path: Path) -> None:
+    """Each string column's dictionary is in ascending order (Druid's), whatever order the rows first
+    hold the values in and over several row groups, nulls kept: copies holding the same values share
+    one dictionary, so a request groups on their codes without mapping them."""
+    values = ["zulu", None, "alpha", "mike", "alpha", None, "échelle", "Zebra", "mike", "bravo"]
+    table = pa.table({
+        "__time": pa.array(range(len(values)), pa.timestamp("ms", tz="UTC")),
+        "name": pa.array(values, pa.string()), "other": pa.array(["b", "a"] * 5, pa.string()),
+    })  # fmt: skip
+    path = tmp_path / "index.parquet"
+    write_segment_pieces(table.schema, [table.slice(0, 4), table.slice(4)], path, {"dataSource": "x"})
+    copy = mapped_copy(path)
+    for column in ("name", "other"):
+        chunks = copy.column(column).chunks
+        dictionary = chunks[0].dictionary.to_pylist()
+        assert dictionary == sorted(v for v in set(table.column(column).to_pylist()) if v is not None)
+        assert all(c.dictionary.equals(chunks[0].dictionary) for c in chunks)
+    assert (
+        copy.select(["name", "other"])
+        .cast(table.select(["name", "other"]).schema)
+        .equals(table.select(["name", "other"]))
+    )
 
 
 def test_restart_reuses_the_copy_and_a_damaged_one_is_written_again(tmp_path: Path) -> None:

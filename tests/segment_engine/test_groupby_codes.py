@@ -28,14 +28,11 @@ from strata.engine.groupby_codes import coded_groups
 from strata.query import parse_query
 from strata.query.duck import connection
 from strata.query.groupby import GroupByQuery
-from strata.storage.segment_file import write_segment_file
-from timeline import Interval, SegmentDescriptor, format_instant
+from tests.segment_engine.coded_segments import HOUR, START, reencoded, write_hourly
+from timeline import Interval, format_instant
 
 DS = "coded_groups"
 MINUTE = 60_000
-HOUR = 60 * MINUTE
-START = 1_704_067_200_000  # 2024-01-01T00:00Z
-VERSION = "2024-01-02T00:00:00.000Z"
 SEGMENTS = 5
 WITHOUT_DIM2 = 3  # the segment lacking `dim2`
 
@@ -63,21 +60,9 @@ def _rows(hour: int, seed: int) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def segments(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[SegmentInput, pa.Table]]:
-    root = tmp_path_factory.mktemp("coded_groups")
-    out = []
-    for hour in range(SEGMENTS):
-        table = _rows(hour, seed=hour + 70)
-        interval = Interval(START + hour * HOUR, START + (hour + 1) * HOUR)
-        path = root / f"seg{hour}" / "index.parquet"
-        path.parent.mkdir()
-        dims = [{"name": d, "type": "string"} for d in ("dim", "dim2") if d in table.column_names]
-        facts = {"dataSource": DS, "interval": str(interval), "version": VERSION, "dimensions": dims,
-                 "metrics": [{"type": "longSum", "name": "n", "fieldName": "n"}],
-                 "queryGranularity": "none", "rollup": False}  # fmt: skip
-        write_segment_file(table, path, facts)
-        descriptor = SegmentDescriptor(interval, VERSION, 0)
-        out.append((SegmentInput(f"{DS}_{hour}", descriptor, str(path), interval), table))
-    return out
+    return write_hourly(
+        tmp_path_factory.mktemp("coded_groups"), DS, [_rows(h, seed=h + 70) for h in range(SEGMENTS)]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,17 +79,6 @@ def oracle(segments: list[tuple[SegmentInput, pa.Table]]) -> duckdb.DuckDBPyConn
     conn = duckdb.connect()
     conn.register("raw", pa.concat_tables(pieces))
     return conn
-
-
-def _reencoded(table: pa.Table, column: str, *, reverse: bool) -> pa.Table:
-    """`table` with `column` given a dictionary of its own (sorted, or reverse sorted)."""
-    if column not in table.column_names:
-        return table
-    values = table.column(column).cast(pa.string()).combine_chunks().to_pylist()
-    uniques = sorted({v for v in values if v is not None}, reverse=reverse)
-    indices = pa.array([None if v is None else uniques.index(v) for v in values], pa.int32())
-    encoded = pa.DictionaryArray.from_arrays(indices, pa.array(uniques, pa.string()))
-    return table.set_column(table.schema.get_field_index(column), column, encoded)
 
 
 def _shared(table: pa.Table) -> pa.Table:
@@ -124,11 +98,11 @@ def _copy(path: str, how: str, position: int) -> pa.Table:
     if how == "same":
         return _shared(table)
     if how == "arrow":  # one copy with its dictionary reversed: codes rank opposite to strings
-        return _reencoded(table, "dim", reverse=True) if position == 1 else table
+        return reencoded(table, "dim", reverse=True) if position == 1 else table
     if how == "split":  # chunks with their own dictionaries: the code path must refuse
         half = table.num_rows // 2
-        return pa.concat_tables([_reencoded(table.slice(0, half), "dim2", reverse=False),
-                                 _reencoded(table.slice(half), "dim2", reverse=True)])  # fmt: skip
+        return pa.concat_tables([reencoded(table.slice(0, half), "dim2", reverse=False),
+                                 reencoded(table.slice(half), "dim2", reverse=True)])  # fmt: skip
     # "repeated": a dictionary holding each value twice, rows alternating between the two codes
     values = table.column("dim").cast(pa.string()).combine_chunks().to_pylist()
     uniques = sorted({v for v in values if v is not None})
