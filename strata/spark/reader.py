@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from strata.spark.broker_client import BrokerClient, StrataError
 from strata.spark.data_nodes import BATCH_ROWS, DATA_NODE_TYPES, read_from_nodes
 from strata.spark.pushdown import Pushed, push
-from strata.spark.read_ahead import read_ahead
+from strata.spark.read_ahead import DEPTH, read_ahead
 from strata.spark.results import conform_batch, native_rows, rows_batch
 from strata.spark.segment_files import published_files, read_files, split_by_file
 from strata.wire import SEGMENT_LABELS
@@ -112,6 +112,7 @@ class TableReader(DataSourceReader):
         context: dict[str, Any],
         data_nodes: bool = True,
         metadata: str | None = None,
+        batch_rows: int = BATCH_ROWS,
     ) -> None:
         self.client = client
         self.data_source = data_source
@@ -122,6 +123,7 @@ class TableReader(DataSourceReader):
         self.context = context
         self.data_nodes = data_nodes
         self.metadata = metadata  # the metadata store: segments' files are read from deep storage
+        self.batch_rows = batch_rows  # rows per Arrow batch handed to Spark (option batchRows)
         self.pushed = Pushed()
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
@@ -190,7 +192,7 @@ class TableReader(DataSourceReader):
         if any(partition.files):
             scan = self.scan_query(partition.segments)
             direct, rest = split_by_file(scan, partition.segments, partition.files)
-            yield from read_files(direct, BATCH_ROWS)
+            yield from read_files(direct, self.batch_rows)
         if not rest:
             return
         segments = [partition.segments[i] for i in rest]
@@ -204,14 +206,18 @@ class TableReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SegmentsPartition) or not partition.segments:
             return  # no segment in the window: Spark's single empty partition
-        yield from read_ahead(self.conformed_batches(partition))
+        # as many rows made ahead whatever the batch size: smaller batches, more of them
+        ahead = max(DEPTH, DEPTH * BATCH_ROWS // self.batch_rows)
+        yield from read_ahead(self.conformed_batches(partition), ahead)
 
     def conformed_batches(self, partition: SegmentsPartition) -> Iterator[pa.RecordBatch]:
         """The partition's rows in Spark's exact Arrow schema (`conform_batch`)."""
         target = to_arrow_schema(self.schema, timezone="UTC")
         for batch in self.raw_batches(partition):
             if batch.num_rows:
-                yield conform_batch(batch, target)
+                conformed = conform_batch(batch, target)
+                for start in range(0, batch.num_rows, self.batch_rows):
+                    yield conformed.slice(start, self.batch_rows)
 
 
 class SqlReader(DataSourceReader):

@@ -7,7 +7,8 @@ Options (all strings, as Spark passes them):
   per core) or `segmentsPerPartition` set how segments are packed into Spark partitions, and
   `dataNodes` (default true) whether tasks ask the historicals serving their segments directly;
   `metadata` (the metadata store, as the writer takes it) lets tasks read published segments'
-  files straight from deep storage, `segmentFiles` (default true) whether they do;
+  files straight from deep storage, `segmentFiles` (default true) whether they do; `batchRows`
+  (default 65,536) the rows of each Arrow batch a task hands Spark;
 - `sql`: one Druid SQL statement, or `query`: one native JSON query (timeseries, topN, groupBy,
   scan), run whole on the broker so aggregations never reach Spark;
 - `intervals`: comma-separated ISO-8601 intervals (default: all time);
@@ -31,6 +32,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.types import StructType
 
 from strata.spark.broker_client import ETERNITY, BrokerClient, StrataError
+from strata.spark.data_nodes import BATCH_ROWS
 from strata.spark.reader import NativeReader, Split, SqlReader, TableReader, parse_native
 from strata.spark.results import infer_schema, native_rows, sql_schema, table_schema
 from timeline import Interval, condense_intervals
@@ -170,6 +172,7 @@ class StrataDataSource(DataSource):
             self._context(),
             self._flag("dataNodes"),
             self._metadata(),
+            self._positive("batchRows") or BATCH_ROWS,
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

@@ -116,3 +116,30 @@ def test_segments_only_a_realtime_node_serves_are_read_through_the_broker(tmp_pa
     realtime = SegmentsPartition(part.segments[1:], part.servers[1:], part.sizes[1:], part.files[1:])
     assert sum(b.num_rows for b in reader.read(realtime)) == 1
     assert broker.scanned == [part.segments[1:]]  # the realtime segment went to the broker
+
+
+class WideBroker(FakeBroker):
+    """Answers a scan with one batch of `rows` rows, more than a Spark batch holds."""
+
+    def __init__(self, candidates: list[dict[str, Any]], rows: int) -> None:
+        super().__init__(candidates)
+        self.rows = rows
+
+    def scan_batches(self, query: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        self.scanned.append(query["intervals"]["segments"])
+        yield pa.record_batch({"__time": pa.array(range(START_MS, START_MS + self.rows), pa.int64())})
+
+
+def test_spark_gets_batches_of_at_most_batch_rows_every_row_once_in_order() -> None:
+    hour = Interval(START_MS, START_MS + 3_600_000)
+    broker = WideBroker([{"itvl": str(hour), "ver": "v1", "part": 0, "size": 1, "locations": []}], 2_500)
+    schema = StructType([StructField("__time", TimestampType())])
+    reader = TableReader(cast(Any, broker), "wide", [hour], schema, {"__time": "LONG"}, Split(partitions=1), {},
+                         batch_rows=1_000)  # fmt: skip
+    (part,) = reader.partitions()
+    batches = list(reader.read(part))
+    assert [b.num_rows for b in batches] == [1_000, 1_000, 500]
+    times = (
+        pa.Table.from_batches(batches).column("__time").cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    )
+    assert times == list(range(START_MS, START_MS + 2_500))

@@ -62,6 +62,16 @@ def test_files_and_data_nodes_give_the_same_rows(spark: SparkSession, cluster: d
     assert files.exceptAll(nodes).count() == 0 and nodes.exceptAll(files).count() == 0  # row for row
 
 
+def test_small_batches_give_the_same_rows(
+    spark: SparkSession, cluster: dict[str, Any], raw_df: DataFrame
+) -> None:
+    small = strata(spark, cluster, datasource="wikipedia", metadata=metadata(cluster), batchRows=100)
+    nodes = strata(spark, cluster, datasource="wikipedia", batchRows=100)  # the data nodes' answers, sliced
+    for df in (small, nodes):
+        assert per_channel(df) == per_channel(raw_df)
+        assert millis(df) == millis(raw_df)
+
+
 def test_filtered_and_partial_segments_go_to_the_data_nodes(
     spark: SparkSession, cluster: dict[str, Any], raw_df: DataFrame
 ) -> None:
@@ -116,3 +126,5 @@ def test_options(cluster: dict[str, Any], tmp_path: Path) -> None:
         plan(metadata=str(tmp_path / "nope.db"))
     with pytest.raises(StrataError, match="segmentFiles must be true or false"):
         plan(metadata=metadata(cluster), segmentFiles="yes")
+    with pytest.raises(StrataError, match="batchRows must be a positive integer"):
+        plan(batchRows="0")
