@@ -26,6 +26,13 @@ class ProcessStartError(RuntimeError):
     pass
 
 
+# A broker over less data than its merge worker's threshold (--merge-process-rows, 50,000 partial
+# rows; a query's partials never hold more rows than the data) never sends a merge there: the worker
+# would only be spawned, importing the engine (0.8 s of CPU), and stopped. Merges in the worker are
+# tested where a test's data reaches the threshold (tests/cluster/test_overload.py).
+NO_MERGE_WORKER = ["--merge-processes", "0"]
+
+
 @contextmanager
 def sigint_ignored_by_children(enabled: bool = True) -> Iterator[None]:
     """Children started inside inherit SIGINT as ignored, as from a non-interactive shell's `&`.

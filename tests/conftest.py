@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harness.postgres import PostgresServer
+from harness.tls_context import share_default_tls_context
 from strata.cli.local_servers import MemcachedServer, ZooKeeperServer, free_port
 from strata.data import WIKIPEDIA_INDEX_SPEC, WIKIPEDIA_SAMPLE
 from tests.cluster.cluster_kit import wikipedia_cluster as start_wikipedia_cluster
@@ -27,6 +28,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                 for name, text in report.user_properties:
                     if name == "shown":
                         terminalreporter.write_line(f"\n{report.nodeid}:\n{text}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests' httpx clients, one-off `httpx.get`/`post` calls included, share one default TLS
+    context instead of building one each (harness.tls_context)."""
+    share_default_tls_context()
 
 
 @pytest.hookimpl(optionalhook=True)

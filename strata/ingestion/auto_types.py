@@ -15,9 +15,13 @@ functions, column-wise):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import duckdb
 import pyarrow as pa
 
+from strata.ingestion.scratch_duck import scratch_connection
 from strata.storage.segment_layout import (
     ARRAY_LONG,
     ARRAY_STRING,
@@ -34,13 +38,12 @@ _NUMERIC = _INTEGRAL | {"DOUBLE"}
 _CONTAINERS = {"ARRAY", "OBJECT"}
 
 
-def _connection(values: pa.Array) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
-    con.execute("SET preserve_insertion_order = true")
-    storage = values.storage if isinstance(values, pa.ExtensionArray) else values
-    con.register("segment", pa.table({"v": storage}))
-    return con
+@contextmanager
+def _connection(values: pa.Array) -> Iterator[duckdb.DuckDBPyConnection]:
+    with scratch_connection() as con:
+        storage = values.storage if isinstance(values, pa.ExtensionArray) else values
+        con.register("segment", pa.table({"v": storage}))
+        yield con
 
 
 def _scalar_kind(kinds: set[str]) -> str:
@@ -53,15 +56,12 @@ def _scalar_kind(kinds: set[str]) -> str:
 
 def infer_type(values: pa.Array) -> str:
     """Druid's type of an `auto` column holding `values` (JSON text) in one segment."""
-    con = _connection(values)
-    try:
+    with _connection(values) as con:
         rows = con.sql(
             "SELECT DISTINCT json_type(v::JSON) AS root,"
             " CASE WHEN json_type(v::JSON) = 'ARRAY' THEN json_type(v::JSON, '$[*]') END AS elements"
             " FROM segment WHERE v IS NOT NULL"
         ).fetchall()
-    finally:
-        con.close()
     roots = {r for r, _ in rows} - {"NULL"}
     elements = {e for _, es in rows if es for e in es}
     if "OBJECT" in roots or elements & _CONTAINERS:
@@ -99,11 +99,8 @@ def typed_values(values: pa.Array, column_type: str) -> pa.Array:
         sql = f"CASE WHEN v IS NULL THEN NULL ELSE {elements} END"
     else:
         sql = _ELEMENT_SQL[column_type].format(e=v)
-    con = _connection(values)
-    try:
+    with _connection(values) as con:
         out = con.sql(f"SELECT {sql} AS v FROM segment").to_arrow_table().column("v").combine_chunks()
-    finally:
-        con.close()
     return out.cast(arrow_type(column_type))
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.ingestion.scratch_duck import scratch_connection
 from strata.query.java_text import java_double
 from strata.storage.segment_layout import JSON_TYPE, is_json
 
@@ -87,14 +87,9 @@ def json_column(values: Sequence[Any]) -> pa.Array:
 def _duck_column(arr: pa.Array, sql: str, target: pa.DataType, source: str = "block") -> pa.Array:
     """`sql` (over column `v` of `source`, a query over table `block`) evaluated by DuckDB over
     `arr`, as `target`; rows keep their order."""
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
-        con.execute("SET preserve_insertion_order = true")
+    with scratch_connection() as con:
         con.register("block", pa.table({"v": arr}))
         out = con.sql(f"SELECT {sql} AS v FROM {source}").to_arrow_table().column("v").combine_chunks()
-    finally:
-        con.close()
     if target == JSON_TYPE:
         return pa.ExtensionArray.from_storage(JSON_TYPE, out.cast(pa.string()))
     return out.cast(target)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from strata.ingestion.memory_pool import INGEST_POOL
 from strata.ingestion.normalize import TIME, metric_input
+from strata.ingestion.scratch_duck import scratch_connection
 from strata.ingestion.segment_columns import sort_keys
 from strata.ingestion.spec import DimensionSpec, MetricSpec
 from strata.storage.segment_layout import JSON_TYPE, is_json
@@ -105,13 +105,9 @@ def segment_order(rows: pa.Table, dimensions: Sequence[DimensionSpec]) -> pa.UIn
 def _group(table: pa.Table, keys: list[str], metrics: Sequence[MetricSpec]) -> pa.Table:
     select = [_q(k) for k in keys] + [f"{_metric_sql(m, True)} AS {_q(m.name)}" for m in metrics]
     sql = f"SELECT {', '.join(select)} FROM rows GROUP BY {', '.join(_q(k) for k in keys)}"
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
+    with scratch_connection() as con:
         con.register("rows", table)
         out = con.sql(sql).to_arrow_table()
-    finally:
-        con.close()
     for i, name in enumerate(out.column_names):  # JSON keys come back as plain text
         if name in table.column_names and is_json(table.schema.field(name).type):
             storage = out.column(i).combine_chunks().cast(pa.string())

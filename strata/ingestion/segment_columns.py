@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,6 +22,7 @@ import pyarrow.compute as pc
 from strata.ingestion.auto_types import infer_type, typed_values
 from strata.ingestion.dimension_values import STRING_LIST, stage_json
 from strata.ingestion.json_paths import path_columns
+from strata.ingestion.scratch_duck import scratch_connection
 from strata.ingestion.spec import DimensionSpec
 from strata.storage.segment_layout import COMPLEX_JSON, JSON_TYPE, column_type, is_json
 
@@ -142,13 +142,9 @@ def sort_keys(table: pa.Table, names: Sequence[str]) -> pa.Table:
 
 
 def _list_ranks(col: pa.Array) -> pa.Array:
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
+    with scratch_connection() as con:
         con.register("rows", pa.table({"v": col, "i": pa.array(np.arange(len(col), dtype=np.int64))}))
         ranked = con.sql(
             "SELECT dense_rank() OVER (ORDER BY v ASC NULLS FIRST) AS r FROM rows ORDER BY i"
         ).to_arrow_table()
-    finally:
-        con.close()
     return ranked.column("r").combine_chunks().cast(pa.int64())

@@ -18,13 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
 from strata.ingestion.dimension_values import java_string, json_column, values_column
 from strata.ingestion.errors import SpecError
 from strata.ingestion.flatten import Step, parse_path, python_values, walk
+from strata.ingestion.scratch_duck import scratch_connection
 
 if TYPE_CHECKING:  # the query language is imported only by specs that transform (~0.5 s of imports)
     from strata.query.expressions.parser import Node
@@ -156,9 +156,7 @@ def apply_transforms(table: pa.Table, times: np.ndarray, spec: TransformSpec) ->
     from strata.query.expressions.duck import compile_expression
 
     rows, types = _registered(table, times)
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
+    with scratch_connection() as con:
         con.register("input_rows", rows)
         by_path = {t.name: c for t in spec.transforms if (c := json_path_call(t.tree)) is not None}
         try:
@@ -197,8 +195,6 @@ def apply_transforms(table: pa.Table, times: np.ndarray, spec: TransformSpec) ->
                 f"SELECT COALESCE({where}, false) AS keep FROM transformed_rows"
             ).to_arrow_table()
             keep = passed.column("keep").to_numpy(zero_copy_only=False).astype(bool)
-    finally:
-        con.close()
     return Transformed(out, times, keep)
 
 

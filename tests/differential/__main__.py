@@ -65,8 +65,8 @@ def sql_reference(n: int, seed: int, examples: int, datasources: list[str]) -> i
 
     with tempfile.TemporaryDirectory(prefix="strata-sql-reference-") as tmp:
         root = Path(tmp)
-        ingest_all(root, WIKIPEDIA_SAMPLE, WIKIPEDIA_INDEX_SPEC)
-        with nodes(root, None) as targets:
+        ingest_all(root, WIKIPEDIA_SAMPLE, WIKIPEDIA_INDEX_SPEC, datasources)
+        with nodes(root, None, datasources) as targets:
             oracle = ReferenceOracle(WIKIPEDIA_SAMPLE, datasources)
             outcome = run_reference(n, seed, targets, oracle, datasources, examples=examples)
     print(outcome.report())

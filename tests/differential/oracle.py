@@ -217,15 +217,26 @@ class Oracle:
 
     def _bucketed(self, spec: Spec, dims: list[str]) -> dict[tuple[Any, ...], dict[str, Any]]:
         """Aggregates per (bucket, dims...) over the matching rows (bucket None for `all`)."""
-        out: dict[tuple[Any, ...], dict[str, Any]] = {}
         if spec.gran.is_all:
             return {(None, *k): r for k, r in self._groups(spec, dims)}
-        # re-aggregate per bucket in Python: sums, mins, maxes and counts combine exactly
-        for (ms, *values), r in self._groups(spec, ["ms", *dims]):
-            key = (spec.gran.start(ms), *values)
-            acc = out.get(key)
-            out[key] = dict(r) if acc is None else _combine(acc, r, spec.aggs)
-        return out
+        return dict(self._groups(spec, [self._bucket_of_ms(spec), *dims]))
+
+    def _bucket_of_ms(self, spec: Spec) -> str:
+        """SQL giving the start of the bucket (`Gran.start`) holding each row's `ms`: fixed-length
+        buckets by arithmetic from their origin; calendar days in a zone by the day starts that
+        `Gran.start` and `Gran.end` walk over the rows' span, the latest one at or before `ms`."""
+        gran = spec.gran
+        if gran.zone is None:
+            assert gran.step_ms is not None
+            step, origin = gran.step_ms, gran.origin_ms
+            return f"(ms - ((ms - {origin}) % {step} + {step}) % {step})"  # a floor, below the origin too
+        lo, hi = self.conn.execute(f"SELECT min(ms), max(ms) FROM {spec.source}").fetchone() or (None, None)
+        if lo is None:
+            return "CAST(NULL AS BIGINT)"  # no rows: no bucket
+        starts = [gran.start(lo)]
+        while (following := gran.end(starts[-1])) <= hi:
+            starts.append(following)
+        return "(CASE " + " ".join(f"WHEN ms >= {s} THEN {s}" for s in reversed(starts)) + " END)"
 
     def answer(self, spec: Spec) -> Any:
         return getattr(self, "_" + spec.kind)(spec)
@@ -361,21 +372,6 @@ def _grand_total(spec: Spec, buckets: list[dict[str, Any]]) -> dict[str, Any]:
     for p in spec.posts:
         total[p.name] = p.value(total)
     return {k: _json_number(v) for k, v in total.items()}
-
-
-def _combine(acc: dict[str, Any], row: dict[str, Any], aggs: Sequence[Agg]) -> dict[str, Any]:
-    out = dict(acc)
-    for a in aggs:
-        x, y = acc[a.name], row[a.name]
-        if x is None or y is None:
-            out[a.name] = y if x is None else x
-        elif a.sql.startswith("min("):
-            out[a.name] = min(x, y)
-        elif a.sql.startswith("max("):
-            out[a.name] = max(x, y)
-        else:
-            out[a.name] = x + y
-    return out
 
 
 def _json_number(v: Any) -> Any:

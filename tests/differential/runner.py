@@ -17,7 +17,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,7 @@ import httpx
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.processes import StrataProcess, running, start_all
+from harness.processes import NO_MERGE_WORKER, StrataProcess, running, start_all
 from tests.differential.fanout import Chain, Fanout
 from tests.differential.generator import generate
 from tests.differential.oracle import Oracle, Spec
@@ -41,12 +41,15 @@ SEGMENTATIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def ingest_all(root: Path, sample: Path, index_spec: Path) -> dict[str, list[tuple[int, int]]]:
-    """Ingest each segmentation; returns each datasource's segments as (minTime, maxTime)."""
+def ingest_all(root: Path, sample: Path, index_spec: Path,
+               names: Sequence[str] = tuple(SEGMENTATIONS)) -> dict[str, list[tuple[int, int]]]:  # fmt: skip
+    """Ingest each segmentation named (every one unless told); returns each datasource's segments
+    as (minTime, maxTime)."""
     from strata.ingestion.api import ingest
 
     ranges: dict[str, list[tuple[int, int]]] = {}
-    for name, how in SEGMENTATIONS.items():
+    for name in names:
+        how = SEGMENTATIONS[name]
         spec = json.loads(index_spec.read_text())
         spec["spec"]["ioConfig"]["inputSource"]["baseDir"] = str(sample.parent)
         spec["spec"]["dataSchema"]["dataSource"] = name
@@ -64,11 +67,15 @@ def ingest_all(root: Path, sample: Path, index_spec: Path) -> dict[str, list[tup
 
 
 @contextmanager
-def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess]]:
+def nodes(root: Path, memcached: str | None,
+          names: Sequence[str] = tuple(SEGMENTATIONS)) -> Iterator[dict[str, StrataProcess]]:  # fmt: skip
+    """The historical and brokers over what `ingest_all` ingested under `root` (the segmentations
+    `names`), once every broker sees each of them."""
     historical = StrataProcess("historical", ["--deep-storage", str(root / "deep"), "--metadata",
                                               str(root / "meta.db"), "--segment-cache", str(root / "sc")],
                                root / "historical.log")  # fmt: skip
-    follow = ["--discovery", "http", "--nodes", historical.address]
+    # no merge worker: the wikipedia sample has 39,244 rows, tests.differential.mv_data's 3,000
+    follow = ["--discovery", "http", "--nodes", historical.address, *NO_MERGE_WORKER]
     brokers = {
         "plain": StrataProcess("broker", follow, root / "plain.log"),
         "lru": StrataProcess("broker", [*follow, "--cache", "lru"], root / "lru.log"),
@@ -82,7 +89,7 @@ def nodes(root: Path, memcached: str | None) -> Iterator[dict[str, StrataProcess
         start_all([historical, *brokers.values()])
         deadline = time.monotonic() + 90
         for b in brokers.values():
-            while set(SEGMENTATIONS) - set(httpx.get(b.url + "/druid/v2/datasources", timeout=5).json()):
+            while set(names) - set(httpx.get(b.url + "/druid/v2/datasources", timeout=5).json()):
                 assert time.monotonic() < deadline, b.log_text()[-2000:]
                 time.sleep(0.3)
         yield {"historical": historical, **brokers}

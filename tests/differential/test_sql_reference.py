@@ -37,8 +37,8 @@ def outcome(
     tmp_path_factory: pytest.TempPathFactory, wikipedia_sample: Path, wikipedia_index_spec: Path
 ) -> RefOutcome:
     root = tmp_path_factory.mktemp("sql-reference")
-    ingest_all(root, wikipedia_sample, wikipedia_index_spec)
-    with nodes(root, None) as targets:
+    ingest_all(root, wikipedia_sample, wikipedia_index_spec, [DATASOURCE])
+    with nodes(root, None, [DATASOURCE]) as targets:
         oracle = ReferenceOracle(wikipedia_sample, [DATASOURCE])
         return run_reference(CI_STATEMENTS, SEED, targets, oracle, [DATASOURCE], examples=1)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from harness.processes import StrataProcess, start_all
+from harness.processes import NO_MERGE_WORKER, StrataProcess, start_all
 from strata.data import WIKIPEDIA_SAMPLE
 from strata.ingestion.api import ingest
 from tests.cluster.cluster_kit import wait_settled, wait_until
@@ -78,9 +78,9 @@ def serving(root: Path, timeout: float = 60,
          "--segment-cache", str(root / "cache"), "--poll-period", "1", *from_coord],
         root / "historical.log",
     )  # fmt: skip
-    broker = StrataProcess(
-        "broker", ["--discovery", "http", "--nodes", historical.address, *from_coord], root / "broker.log"
-    )
+    # Druid's test tables: a few thousand rows at most
+    broker = StrataProcess("broker", ["--discovery", "http", "--nodes", historical.address, *from_coord,
+                                      *NO_MERGE_WORKER], root / "broker.log")  # fmt: skip
     started: list[StrataProcess] = []
     try:
         if coord is not None and lookups:
