@@ -167,6 +167,11 @@ TEST_ARRAY_ROW = {
     "a_mixed": ("VARCHAR[]", ["true", "1", "0.1", "S1", None]),
     "a_missing": ("VARCHAR[]", None),  # what json_value(a_nested, '$[7]' RETURNING varchar array) reads
     "mv_none": (MULTI_VALUE, None),
+    # qatests/qaUnnest/mv: c unnested from c_mv_num_with_null_and_empty_val, c_long
+    "c_blank": ("VARCHAR", ""),
+    "c_null": ("VARCHAR", None),
+    "c_one": ("VARCHAR", "1"),
+    "c_long": ("BIGINT", 1),
 }
 
 
@@ -180,6 +185,11 @@ TEST_ARRAY_ROW = {
         ("mv_overlap(a_mixed, [1])", 1),  # .04.all line 230: the strings cast to the right's LONG
         ("mv_overlap(a_int, [1])", 1),  # .03.std line 807
         ("array_overlap(a_float, [1])", 0),  # ops_funcs_array_funcs.03.all line 204: unlike mv_
+        # qaUnnest/mv_sql_mv_funcs.std line 441, mv_overlap(c, c_long): '' false, null unknown
+        ("mv_overlap(c_blank, c_long)", 0),
+        ("mv_overlap(c_null, c_long)", None),
+        ("mv_overlap(c_one, c_long)", 1),
+        ("mv_overlap(c_null, c_null)", 1),  # line 406, mv_overlap(c, c): a null asks for a null
         # array_offset_of / array_ordinal_of compare without casting
         ("array_offset_of(a_int, 1)", 0),  # ops_funcs_mv_funcs.04.all line 374
         ("array_offset_of(a_mixed, 1)", None),  # .04.all line 629, ops_funcs_array_funcs.03.all 807

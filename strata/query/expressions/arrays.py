@@ -135,18 +135,20 @@ def _mv_overlap(scope: Scope, args: tuple[Node, ...]) -> Typed:
     """Druid's `mv_overlap` (what SQL's MV_OVERLAP plans to), which answers as its `inType` filter
     does: a null or empty left side is the one value null, its values are cast to the right side's
     element type; a match is true, a null right side asks whether a value is null, an empty one is
-    false; no match is unknown (null) when a value is null, else false."""
+    false; no match is unknown (null) when a value was null before the cast, else false (a '' that
+    is no LONG is false)."""
     _arity("mv_overlap", args, 2)
     left, right = _array(scope, args[0]), _array(scope, args[1])
     element = duck_of(element_kind(left.kind))
-    one_null = Typed(f"(CASE WHEN len({left.sql}) > 0 THEN {left.sql} ELSE [NULL::{element}] END)", left.kind)
-    values = as_array(one_null, right.kind).sql
-    has_null = f"(list_count({values}) < len({values}))"
-    both_null = f"({has_null} AND list_count({right.sql}) < len({right.sql}))"
+    one_null = f"(CASE WHEN len({left.sql}) > 0 THEN {left.sql} ELSE [NULL::{element}] END)"
+    values = as_array(Typed(one_null, left.kind), right.kind).sql
+    held_null = f"(list_count({one_null}) < len({one_null}))"
+    cast_null = f"(list_count({values}) < len({values}))"
+    both_null = f"({cast_null} AND list_count({right.sql}) < len({right.sql}))"
     return Typed(
-        f"(CASE WHEN {right.sql} IS NULL THEN CAST({has_null} AS BIGINT) WHEN len({right.sql}) = 0 THEN 0"
+        f"(CASE WHEN {right.sql} IS NULL THEN CAST({cast_null} AS BIGINT) WHEN len({right.sql}) = 0 THEN 0"
         f" WHEN list_has_any({values}, {right.sql}) OR {both_null} THEN 1"
-        f" WHEN {has_null} THEN NULL ELSE 0 END)",
+        f" WHEN {held_null} THEN NULL ELSE 0 END)",
         LONG,
     )
 
