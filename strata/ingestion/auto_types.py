@@ -8,8 +8,8 @@ functions, column-wise):
   fractional, STRING when some are strings (numbers then as their JSON text, booleans as
   `true`/`false`);
 - arrays of scalars (a scalar row becomes a one-element array): ARRAY<LONG>, ARRAY<DOUBLE> or
-  ARRAY<STRING> by the same rule over the elements; only empty arrays: ARRAY<LONG>; arrays holding
-  only nulls: ARRAY<STRING>;
+  ARRAY<STRING> by the same rule over the elements; only empty arrays and arrays holding only
+  nulls: ARRAY<LONG> (Druid's `FieldTypeInfo` calls both untyped arrays, typed LONG when alone);
 - any object, or an array holding arrays or objects: COMPLEX<json>.
 """
 
@@ -24,7 +24,6 @@ import pyarrow as pa
 from strata.ingestion.scratch_duck import scratch_connection
 from strata.storage.segment_layout import (
     ARRAY_LONG,
-    ARRAY_STRING,
     COMPLEX_JSON,
     DOUBLE,
     JSON_TYPE,
@@ -69,7 +68,7 @@ def infer_type(values: pa.Array) -> str:
     if "ARRAY" in roots:
         typed = (elements | roots) - {"ARRAY", "NULL"}
         if not typed:
-            return ARRAY_STRING if "NULL" in elements else ARRAY_LONG
+            return ARRAY_LONG
         return f"ARRAY<{_scalar_kind(typed)}>"
     return _scalar_kind(roots) if roots else STRING
 

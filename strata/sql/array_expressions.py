@@ -41,7 +41,7 @@ _SAME = {
     "MV_OFFSET_OF": "array_offset_of",
     "MV_ORDINAL_OF": "array_ordinal_of",
     "MV_CONTAINS": "array_contains",
-    "MV_OVERLAP": "array_overlap",
+    "MV_OVERLAP": "mv_overlap",
     "MV_TO_STRING": "array_to_string",
     "JSON_QUERY": "json_query",
     "JSON_QUERY_ARRAY": "json_query_array",

@@ -60,7 +60,8 @@ def _least(kinds: set[str]) -> str:
 def auto_type(values: list[Any]) -> str:
     """Druid's type of an `auto` column holding `values` in one segment (schema-design docs:
     mixed numbers DOUBLE, any string STRING, arrays the least restrictive element type, nested
-    data COMPLEX<json>; only nulls STRING; only empty arrays ARRAY<LONG>)."""
+    data COMPLEX<json>; only nulls STRING; only empty or all-null arrays ARRAY<LONG>, Druid's
+    FieldTypeInfo.MutableTypeSet.addUntypedArray / getSingleType)."""
     present = [v for v in values if v is not None]
     if any(isinstance(v, dict) or (isinstance(v, list) and any(isinstance(e, (list, dict)) for e in v))
            for v in present):  # fmt: skip
@@ -69,7 +70,7 @@ def auto_type(values: list[Any]) -> str:
         elements = [e for v in present for e in (v if isinstance(v, list) else [v])]
         kinds = {_literal_kind(e) for e in elements if e is not None}
         if not kinds:
-            return "ARRAY<STRING>" if elements else "ARRAY<LONG>"
+            return "ARRAY<LONG>"
         return f"ARRAY<{_least(kinds)}>"
     return _least({_literal_kind(v) for v in present}) if present else "STRING"
 

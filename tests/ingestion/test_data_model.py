@@ -93,6 +93,7 @@ AUTO: dict[str, tuple[list[Any], list[Any]]] = {
     "a_bool": ([[True, False, None], [None, True, False]], [[True], None]),
     "a_mixed": ([[True, 1, 0.1, "S1", None], []], [[1, 2.5], 7]),
     "a_empty": ([[], []], [[], [None, None]]),
+    "a_null": ([[None, None, None], [None]], [[None, None], None]),  # qaArray's a_null
     "a_nested": ([[[1, 2], [3]], {"k": "v"}], [[1, 2], None]),
 }
 

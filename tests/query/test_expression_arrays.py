@@ -156,3 +156,52 @@ def test_json_functions(expression: str, expected: Any) -> None:
 def test_json_query_array_wraps_a_single_value() -> None:
     assert [orjson.loads(v) for v in evaluate("json_query_array(doc, '$.o')")] == [{"k": 1}]
     assert [orjson.loads(v) for v in evaluate("json_query_array(doc, '$.s')")] == ["hi"]
+
+
+# test_array's first row (qatests/qaArray/ops_funcs), each column typed as Druid's `auto` types it
+TEST_ARRAY_ROW = {
+    "a_int": ("BIGINT[]", [1, 2, None]),
+    "a_float": ("DOUBLE[]", [0.1, 0.2, None]),
+    "a_str": ("VARCHAR[]", ["S1", "S2", None]),
+    "a_empty": ("BIGINT[]", []),
+    "a_mixed": ("VARCHAR[]", ["true", "1", "0.1", "S1", None]),
+    "a_missing": ("VARCHAR[]", None),  # what json_value(a_nested, '$[7]' RETURNING varchar array) reads
+    "mv_none": (MULTI_VALUE, None),
+    # qatests/qaUnnest/mv: c unnested from c_mv_num_with_null_and_empty_val, c_long
+    "c_blank": ("VARCHAR", ""),
+    "c_null": ("VARCHAR", None),
+    "c_one": ("VARCHAR", "1"),
+    "c_long": ("BIGINT", 1),
+}
+
+
+@pytest.mark.parametrize(
+    "expression,expected",
+    [
+        # mv_overlap (SQL's MV_OVERLAP), ops_funcs_mv_funcs: no match is unknown when a value is null
+        ("mv_overlap(a_float, [1])", None),  # .04.all line 26
+        ("mv_overlap(a_str, [1])", None),  # .04.all line 77
+        ("mv_overlap(a_empty, [1])", None),  # .04.all line 179: no values is the one value null
+        ("mv_overlap(a_mixed, [1])", 1),  # .04.all line 230: the strings cast to the right's LONG
+        ("mv_overlap(a_int, [1])", 1),  # .03.std line 807
+        ("array_overlap(a_float, [1])", 0),  # ops_funcs_array_funcs.03.all line 204: unlike mv_
+        # qaUnnest/mv_sql_mv_funcs.std line 441, mv_overlap(c, c_long): '' false, null unknown
+        ("mv_overlap(c_blank, c_long)", 0),
+        ("mv_overlap(c_null, c_long)", None),
+        ("mv_overlap(c_one, c_long)", 1),
+        ("mv_overlap(c_null, c_null)", 1),  # line 406, mv_overlap(c, c): a null asks for a null
+        # array_offset_of / array_ordinal_of compare without casting
+        ("array_offset_of(a_int, 1)", 0),  # ops_funcs_mv_funcs.04.all line 374
+        ("array_offset_of(a_mixed, 1)", None),  # .04.all line 629, ops_funcs_array_funcs.03.all 807
+        ("array_ordinal_of(a_mixed, 1)", None),  # .05.all line 196
+        # array_slice pads past the end with nulls
+        ("array_slice(a_empty, 0, 2)", [None, None]),  # .07.all line 77, array_funcs.06.all 128
+        ("array_slice(a_str, 0, 2)", ["S1", "S2"]),  # .06.std line 807
+        # mv_to_array of an array: the array as strings, empty and null as they are
+        ("mv_to_array(a_empty)", []),  # .08.all line 360
+        ("mv_to_array(a_missing)", None),  # .08.all line 470
+        ("mv_to_array(mv_none)", [None]),  # a multi-value row with no value is one null
+    ],
+)
+def test_druid_qa_array_answers(expression: str, expected: Any) -> None:
+    assert evaluate(expression, TEST_ARRAY_ROW) == expected

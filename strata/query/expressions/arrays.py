@@ -3,8 +3,13 @@
 Semantics follow Druid's function reference: offsets are 0-based and ordinals 1-based, an index
 out of range gives null; `array_contains` with an array checks every element; `filter` keeps the
 matching elements and gives null when none is left; `any` / `all` over no elements are 0 / 1; a
-null array gives null (`fold` too). Lambda parameters become DuckDB lambda parameters; `fold`'s
-`(element, accumulator)` order is Druid's, DuckDB's `list_reduce` takes them the other way round.
+null array gives null (`fold` too). Where the reference is silent they follow Druid's
+`Function.java`: `array_offset_of` compares without casting (a LONG 1 is neither the STRING '1'
+nor the DOUBLE 1.0); `array_slice` past the end pads with nulls (Java's `copyOfRange`);
+`mv_to_array` of an array is that array as strings (empty stays empty, null stays null).
+
+Lambda parameters become DuckDB lambda parameters; `fold`'s `(element, accumulator)` order is
+Druid's, DuckDB's `list_reduce` takes them the other way round.
 
 `ARRAY_ARGUMENTS` says which arguments of each function take arrays: a multi-value column read
 anywhere else is mapped value by value (`strata.query.expressions.multi_value`).
@@ -18,6 +23,7 @@ from strata.query.errors import QueryUnsupported, invalid
 from strata.query.expressions.parser import Lambda, Node
 from strata.query.expressions.typed import (
     ARRAY_STRING,
+    DOUBLE,
     LONG,
     NULL,
     STRING,
@@ -29,11 +35,14 @@ from strata.query.expressions.typed import (
     as_text,
     cast_to,
     common_kind,
+    duck_of,
     element_kind,
+    is_array_kind,
     truth,
 )
 
 FunctionCompiler = Callable[[Scope, tuple[Node, ...]], Typed]
+_SCALARS = {LONG, DOUBLE, STRING}
 
 # function -> positions of its array arguments (None: every argument from that position on)
 ARRAY_ARGUMENTS: dict[str, tuple[int, ...]] = {
@@ -42,6 +51,7 @@ ARRAY_ARGUMENTS: dict[str, tuple[int, ...]] = {
     "array_ordinal": (0,),
     "array_contains": (0, 1),
     "array_overlap": (0, 1),
+    "mv_overlap": (0, 1),
     "scalar_in_array": (1,),
     "array_offset_of": (0,),
     "array_ordinal_of": (0,),
@@ -121,6 +131,28 @@ def _overlap(scope: Scope, args: tuple[Node, ...]) -> Typed:
     return Typed(f"CAST(list_has_any({a.sql}, {as_array(b, a.kind).sql}) AS BIGINT)", LONG)
 
 
+def _mv_overlap(scope: Scope, args: tuple[Node, ...]) -> Typed:
+    """Druid's `mv_overlap` (what SQL's MV_OVERLAP plans to), which answers as its `inType` filter
+    does: a null or empty left side is the one value null, its values are cast to the right side's
+    element type; a match is true, a null right side asks whether a value is null, an empty one is
+    false; no match is unknown (null) when a value was null before the cast, else false (a '' that
+    is no LONG is false)."""
+    _arity("mv_overlap", args, 2)
+    left, right = _array(scope, args[0]), _array(scope, args[1])
+    element = duck_of(element_kind(left.kind))
+    one_null = f"(CASE WHEN len({left.sql}) > 0 THEN {left.sql} ELSE [NULL::{element}] END)"
+    values = as_array(Typed(one_null, left.kind), right.kind).sql
+    held_null = f"(list_count({one_null}) < len({one_null}))"
+    cast_null = f"(list_count({values}) < len({values}))"
+    both_null = f"({cast_null} AND list_count({right.sql}) < len({right.sql}))"
+    return Typed(
+        f"(CASE WHEN {right.sql} IS NULL THEN CAST({cast_null} AS BIGINT) WHEN len({right.sql}) = 0 THEN 0"
+        f" WHEN list_has_any({values}, {right.sql}) OR {both_null} THEN 1"
+        f" WHEN {held_null} THEN NULL ELSE 0 END)",
+        LONG,
+    )
+
+
 def _scalar_in(scope: Scope, args: tuple[Node, ...]) -> Typed:
     _arity("scalar_in_array", args, 2)
     value, arr = scope.compile(args[0]), _array(scope, args[1])
@@ -133,6 +165,8 @@ def _position(base: int) -> FunctionCompiler:
     def compile_(scope: Scope, args: tuple[Node, ...]) -> Typed:
         _arity("array_offset_of" if base == 0 else "array_ordinal_of", args, 2)
         arr, value = _array(scope, args[0]), scope.compile(args[1])
+        if {value.kind, element_kind(arr.kind)} <= _SCALARS and value.kind != element_kind(arr.kind):
+            return Typed("CAST(NULL AS BIGINT)", LONG)  # Java's equals: no value of another type
         found = f"list_position({arr.sql}, {_element_of(arr, value)})"
         return Typed(f"CAST({found} - {1 - base} AS BIGINT)", LONG)
 
@@ -184,7 +218,9 @@ def _slice(scope: Scope, args: tuple[Node, ...]) -> Typed:
     arr, start = _array(scope, args[0]), as_long(scope.compile(args[1]))
     end = as_long(scope.compile(args[2])) if len(args) == 3 else f"len({arr.sql})"
     bad = f"{arr.sql} IS NULL OR {start} < 0 OR {start} > len({arr.sql}) OR {start} > {end}"
-    return Typed(f"(CASE WHEN {bad} THEN NULL ELSE {arr.sql}[{start} + 1:{end}] END)", arr.kind)
+    i = f'"{scope.fresh_name()}"'
+    padded = f"list_transform(range({start}, {end}), lambda {i}: list_extract({arr.sql}, {i} + 1))"
+    return Typed(f"(CASE WHEN {bad} THEN NULL ELSE {padded} END)", arr.kind)
 
 
 def _to_string(scope: Scope, args: tuple[Node, ...]) -> Typed:
@@ -208,8 +244,11 @@ def _to_mv(scope: Scope, args: tuple[Node, ...]) -> Typed:
 
 def _mv_to_array(scope: Scope, args: tuple[Node, ...]) -> Typed:
     """A multi-value string's values as an array; a row with no value is the array of one null
-    (Druid's empty multi-value row is null)."""
+    (Druid's empty multi-value row is null). An array is cast to strings as it is."""
     _arity("mv_to_array", args, 1)
+    value = scope.compile(args[0])
+    if is_array_kind(value.kind) and not value.multi and not scope.reads_multi_value(args[0]):
+        return Typed(as_array(value, ARRAY_STRING).sql, ARRAY_STRING)
     values = as_array(_array(scope, args[0]), ARRAY_STRING).sql
     return Typed(f"(CASE WHEN len({values}) > 0 THEN {values} ELSE [NULL::VARCHAR] END)", ARRAY_STRING)
 
@@ -305,6 +344,7 @@ ARRAY_FUNCTIONS: dict[str, FunctionCompiler] = {
     "array_ordinal": _at(1),
     "array_contains": _contains,
     "array_overlap": _overlap,
+    "mv_overlap": _mv_overlap,
     "scalar_in_array": _scalar_in,
     "array_offset_of": _position(0),
     "array_ordinal_of": _position(1),

@@ -78,6 +78,13 @@ class ColumnScope:
     def bind(self, bindings: dict[str, Typed]) -> ColumnScope:
         return ColumnScope(self.types, {**self.bindings, **bindings}, self._names)
 
+    def reads_multi_value(self, node: Node) -> bool:
+        return (
+            isinstance(node, Identifier)
+            and node.name not in self.bindings
+            and is_multi_value(self.types.get(node.name))
+        )
+
     def compile(self, node: Node) -> Typed:
         if isinstance(node, Literal):
             return literal(node.value)

@@ -110,6 +110,9 @@ class Scope(Protocol):
     def bind(self, bindings: dict[str, Typed]) -> Scope:
         """A scope where the names in `bindings` (lambda parameters) shadow columns."""
 
+    def reads_multi_value(self, node: Node) -> bool:
+        """Whether `node` reads a multi-value string column whole (not an array column)."""
+
 
 def literal(value: int | float | str | None) -> Typed:
     if value is None:
