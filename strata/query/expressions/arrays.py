@@ -218,8 +218,7 @@ def _slice(scope: Scope, args: tuple[Node, ...]) -> Typed:
     arr, start = _array(scope, args[0]), as_long(scope.compile(args[1]))
     end = as_long(scope.compile(args[2])) if len(args) == 3 else f"len({arr.sql})"
     bad = f"{arr.sql} IS NULL OR {start} < 0 OR {start} > len({arr.sql}) OR {start} > {end}"
-    i = f'"{scope.fresh_name()}"'
-    padded = f"list_transform(range({start}, {end}), lambda {i}: list_extract({arr.sql}, {i} + 1))"
+    padded = f"list_resize({arr.sql}[{start} + 1:{end}], {end} - {start})"  # nulls past the end
     return Typed(f"(CASE WHEN {bad} THEN NULL ELSE {padded} END)", arr.kind)
 
 
