@@ -9,7 +9,9 @@ in `/dev/shm` do in a tenth of a second. Past `HANDOFF_BYTES` the sender writes 
 partial as an Arrow IPC stream, which the worker maps without copying; an answer as its bytes)
 and only its path crosses the pipe; the broker removes every file it was handed once read. Small
 ones, and every one where there is no tmpfs or it is full (a container's 64 MB `/dev/shm`), go
-through the pipe as before.
+through the pipe as before. A broker killed outright cannot remove its directory, and tmpfs keeps
+its files in memory until someone does: each directory is named for its broker's process id, and a
+broker starting up removes those of brokers no longer running.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pyarrow as pa
 
 HANDOFF_BYTES = 8 << 20  # smaller pieces cross the pipe: a file costs two system calls more
 SHARED_MEMORY = Path("/dev/shm")
+PREFIX = "strata-merge-"
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,43 @@ def handoff_directory() -> str | None:
     """A directory of the broker's own in shared memory; None where there is none (the pipe then)."""
     if not SHARED_MEMORY.is_dir() or not os.access(SHARED_MEMORY, os.W_OK):
         return None
+    remove_orphans(SHARED_MEMORY)
     try:
-        return tempfile.mkdtemp(prefix="strata-merge-", dir=SHARED_MEMORY)
+        return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=SHARED_MEMORY)
     except OSError:
         return None
+
+
+def remove_orphans(parent: Path) -> list[str]:
+    """Remove the handoff directories under `parent` whose broker is gone (what was removed).
+
+    A directory whose process id is running again, under another program, is left: better a stale
+    directory than one a live broker still writes to.
+    """
+    removed = []
+    for entry in parent.glob(f"{PREFIX}*"):
+        pid = _owner(entry.name)
+        if pid is None or not entry.is_dir() or _running(pid):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(str(entry))
+    return removed
+
+
+def _owner(name: str) -> int | None:
+    """The process id in a directory's name (None: an older name without one, or not ours)."""
+    pid, sep, _ = name.removeprefix(PREFIX).partition("-")
+    return int(pid) if sep and pid.isdigit() else None
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: running
+        return True
+    return True
 
 
 def remove_directory(directory: str | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -107,3 +108,23 @@ def test_through_a_worker_process_the_answer_is_what_it_read_and_no_file_is_left
     assert answer.rstrip() == oracle_answer(partials)
     assert where is not None and left == []
     assert not Path(where).exists()  # removed with the pool
+
+
+def test_a_dead_brokers_directory_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.Popen(["true"])  # a process id that no longer runs
+    gone.wait()
+    dead = tmp_path / f"{handoff.PREFIX}{gone.pid}-abc"
+    (dead / "answer-1").parent.mkdir()
+    (dead / "answer-1").write_bytes(b"x" * 100)
+    alive = tmp_path / f"{handoff.PREFIX}{os.getpid()}-def"
+    alive.mkdir()
+    unnamed = tmp_path / f"{handoff.PREFIX}xyz"  # an older name without a process id: left
+    unnamed.mkdir()
+    other = tmp_path / "something-else-1"
+    other.mkdir()
+    assert handoff.remove_orphans(tmp_path) == [str(dead)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, unnamed.name, other.name])
+
+
+def test_the_brokers_own_directory_is_named_for_it(directory: str) -> None:
+    assert Path(directory).name.startswith(f"{handoff.PREFIX}{os.getpid()}-")
