@@ -35,7 +35,7 @@ from broker_service.sql_api import (
 from strata.query.errors import QueryCapacityExceeded, QueryError
 from strata.query.scan import ScanQuery
 from strata.server.json_response import json_response
-from strata.wire import QUERY_ID_HEADER, wants_arrow
+from strata.wire import QUERY_ID_HEADER, SQL_QUERY_ID_HEADER, wants_arrow
 
 if TYPE_CHECKING:
     from broker_service.broker import Broker
@@ -96,7 +96,7 @@ class RefusalPath:
         try:
             refuse_before_planning(self.broker.admission, body["query"], context)
         except QueryCapacityExceeded as e:
-            headers = {"X-Druid-SQL-Query-Id": query_id, **RETRY_AFTER}
+            headers = {SQL_QUERY_ID_HEADER: query_id, **RETRY_AFTER}
             return sql_error(e, self.broker.settings.host, headers)
         return None
 

@@ -42,6 +42,7 @@ from strata.sql.guard import check_body, check_statement
 from strata.sql.guard import query_id as guarded_query_id
 from strata.sql.parameters import bind
 from strata.sql.subquery_limits import ROWS_KEY, SubqueryLimits
+from strata.wire import SQL_QUERY_ID_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -189,14 +190,14 @@ def _sql(request: Request) -> SqlApi:
 async def post_sql(request: Request) -> Response:
     api = _sql(request)
     host = api.broker.settings.host
-    headers = {"X-Druid-SQL-Query-Id": str(uuid.uuid4())}
+    headers = {SQL_QUERY_ID_HEADER: str(uuid.uuid4())}
     request.state.sql_error_headers = headers  # errors are rendered by sql_error, with these headers
     statement: RunningStatement | None = None
     try:
         body = await read_body(request, api.broker.settings.max_request_bytes)
         await authorize_sql(request, body)  # READ on every table it reads (a no-op with security off)
-        context, query_id, fmt = statement_head(body, headers["X-Druid-SQL-Query-Id"])
-        headers["X-Druid-SQL-Query-Id"] = query_id
+        context, query_id, fmt = statement_head(body, headers[SQL_QUERY_ID_HEADER])
+        headers[SQL_QUERY_ID_HEADER] = query_id
         refuse_before_planning(api.broker.admission, body["query"], context)
         statement = api.start(query_id, context)
         planned = await statement.bounded(api.plan(body, {**context, "queryId": query_id}))

@@ -27,6 +27,7 @@ ARROW_STREAM = "application/vnd.apache.arrow.stream"
 JSON = "application/json"
 
 QUERY_ID_HEADER = "X-Druid-Query-Id"
+SQL_QUERY_ID_HEADER = "X-Druid-SQL-Query-Id"  # the SQL API's own name for it
 RESPONSE_CONTEXT_HEADER = "X-Druid-Response-Context"
 
 PER_SEGMENT_PARTIALS = "perSegmentPartials"  # query context; false: the node may merge its partials
