@@ -227,3 +227,12 @@ def test_earliest_of_an_unnested_value_orders_by_the_rows_time() -> None:
         "GROUP BY c)"
     )
     assert run(sql, TEST_UNNEST) == [(3,)]
+
+
+def test_unnested_rows_keep_each_rows_elements_together() -> None:
+    # qaUnnest/mv_sql_agg_funcs.04.all.iq line 539 and .05 line 223: Druid's unnest hands on each
+    # row's values in turn, so ARRAY_AGG and STRING_AGG collect them row after row
+    table = {"t": "SELECT c_long, [NULL, '', '1', '2', '3'] AS c_mv FROM range(3) r(c_long)"}
+    unnested = "FROM t, UNNEST(MV_TO_ARRAY(c_mv)) AS u(c)"
+    assert run(f"SELECT ARRAY_AGG(c_long) {unnested}", table) == [([0] * 5 + [1] * 5 + [2] * 5,)]
+    assert run(f"SELECT STRING_AGG(c, '|') {unnested}", table) == [("|1|2|3||1|2|3||1|2|3",)]
