@@ -89,9 +89,9 @@ def test_bitwise_and_statistics() -> None:
     values = [i * 3 % 7 for i in range(len(AIRLINES))]
     sql = 'SELECT BIT_AND("delay"), BIT_OR("delay"), BIT_XOR("delay"), STDDEV_POP("delay"), VAR_SAMP("delay"), STDDEV("delay") FROM "f"'
     band, bor, bxor, sd_pop, var_samp, sd = run(sql, FLIGHTS)[0]
-    expected_and, expected_or, expected_xor = values[0], 0, 0
+    # Druid folds `bitwiseAnd(acc, value)` from 0 (BitwiseSqlAggregator's initial value): always 0
+    expected_and, expected_or, expected_xor = 0, 0, 0
     for v in values:
-        expected_and &= v
         expected_or |= v
         expected_xor ^= v
     assert (band, bor, bxor) == (expected_and, expected_or, expected_xor)
@@ -209,6 +209,21 @@ def test_bitwise_aggregates_cast_strings_as_druid_does() -> None:
     # [null, '', '1', '2', '3'] of three rows is 0 ('' is not a number: null, skipped)
     table = {"u": "SELECT * FROM (VALUES (NULL), (''), ('1'), ('2'), ('3')) t(c)"}
     assert run("SELECT BIT_AND(c), BIT_OR(c), BIT_XOR(c) FROM u", table) == [(0, 3, 0)]
+
+
+def test_bitwise_aggregates_per_group_as_druid_folds_them() -> None:
+    # qaUnnest/mv_sql_agg_funcs.05.all.iq lines 653-904: grouped by the unnested strings, each value
+    # three times: BIT_AND is 0 (Druid's fold starts from 0), BIT_OR and BIT_XOR of '' are 0 (a row
+    # that is not null counts, its value adds nothing), and of the null group null
+    table = {"u": "SELECT c FROM (VALUES (NULL), (''), ('1'), ('2'), ('3')) t(c), range(3)"}
+    sql = "SELECT c, BIT_AND(c), BIT_OR(c), BIT_XOR(c) FROM u GROUP BY c ORDER BY c"
+    assert run(sql, table) == [
+        (None, None, None, None),
+        ("", 0, 0, 0),
+        ("1", 0, 1, 1),
+        ("2", 0, 2, 2),
+        ("3", 0, 3, 3),
+    ]
 
 
 # qatests/qaUnnest/array: test_unnest's times, s_int and a_int
