@@ -215,13 +215,34 @@ def ipv6_match(address: str, subnet: str) -> bool | None:
 
 
 def _install(conn: duckdb.DuckDBPyConnection) -> None:
-    create(conn, "strata_parse_long", rows(parse_long, pa.int64(), 2), ["VARCHAR", "INTEGER"], "BIGINT")
+    create(
+        conn,
+        "strata_parse_long",
+        rows(parse_long, pa.int64(), 2),
+        ["VARCHAR", "INTEGER"],
+        "BIGINT",
+        may_return_null=True,
+    )
     create(
         conn, "strata_string_format", rows(string_format, pa.string(), 2), ["VARCHAR", "VARCHAR[]"], "VARCHAR"
     )
     create(conn, "strata_ipv4_match", rows(ipv4_match, pa.bool_(), 2), ["VARCHAR", "VARCHAR"], "BOOLEAN")
-    create(conn, "strata_ipv4_parse", rows(ipv4_parse, pa.int64(), 1), ["VARCHAR"], "BIGINT")
-    create(conn, "strata_ipv4_stringify", rows(ipv4_stringify, pa.string(), 1), ["VARCHAR"], "VARCHAR")
+    create(
+        conn,
+        "strata_ipv4_parse",
+        rows(ipv4_parse, pa.int64(), 1),
+        ["VARCHAR"],
+        "BIGINT",
+        may_return_null=True,
+    )
+    create(
+        conn,
+        "strata_ipv4_stringify",
+        rows(ipv4_stringify, pa.string(), 1),
+        ["VARCHAR"],
+        "VARCHAR",
+        may_return_null=True,
+    )
     create(conn, "strata_ipv6_match", rows(ipv6_match, pa.bool_(), 2), ["VARCHAR", "VARCHAR"], "BOOLEAN")
 
 
