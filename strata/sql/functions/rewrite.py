@@ -223,10 +223,10 @@ def _in_row_order(node: exp.Unnest) -> exp.Expr:
     collect), and DuckDB's UNNEST of an expression in FROM runs as a join that interleaves the
     rows (the first element of every row, then the second); a lateral subquery keeps them."""
     alias = node.args.get("alias")
-    columns = alias.columns if alias is not None else []
-    if not isinstance(node.parent, exp.Join) or len(node.expressions) != 1 or len(columns) != 1:
+    if alias is None or not alias.name or len(alias.columns) != 1 or node.args.get("offset"):
         return node
-    if node.args.get("offset") or not alias.name:
+    columns = alias.columns
+    if not isinstance(node.parent, exp.Join) or len(node.expressions) != 1:
         return node
     elements = exp.select(exp.alias_(exp.Explode(this=node.expressions[0]), columns[0].copy()))
     return exp.Lateral(this=exp.Subquery(this=elements), alias=exp.TableAlias(this=alias.this.copy()))

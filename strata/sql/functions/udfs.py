@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from duckdb.func import ARROW
+from duckdb.func import ARROW, DEFAULT, SPECIAL
 
 from strata.query import sketch_functions, sql_functions
 from strata.query.java_text import java_double
@@ -97,9 +97,9 @@ def create(
     its default null handling ("InvalidInputException"): one that answers null for some values
     (`may_return_null`, a `rows` UDF, which maps a null in to a null out) is registered with
     DuckDB's special null handling."""
-    nulls = {"null_handling": "special"} if may_return_null else {}
+    nulls = SPECIAL if may_return_null else DEFAULT
     try:
-        conn.create_function(name, fn, params, result, type=ARROW, side_effects=False, **nulls)
+        conn.create_function(name, fn, params, result, type=ARROW, null_handling=nulls, side_effects=False)
     except duckdb.Error as e:
         if "already" not in str(e).lower():
             raise
