@@ -241,7 +241,7 @@ AGGREGATE_SPECS: list[FunctionSpec] = specs(
         "ARRAY_CONCAT_AGG": "The concatenation of array values ([DISTINCT] sorted).",
         "STRING_AGG": "The non-null values joined by a separator ([DISTINCT] sorted).",
         "LISTAGG": "Alias of STRING_AGG.",
-        "BIT_AND": "Bitwise AND of LONG values.",
+        "BIT_AND": "Bitwise AND of LONG values, folded from 0 as in Druid: 0 over any non-null value.",
         "BIT_OR": "Bitwise OR of LONG values.",
         "BIT_XOR": "Bitwise XOR of LONG values.",
         "GROUPING": "Which grouping-set columns a row aggregates over.",
