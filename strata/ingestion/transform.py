@@ -98,6 +98,8 @@ class JsonPathCall:
             isinstance(found, list) and any(isinstance(e, (list, dict)) for e in found)
         ):
             return None  # json_value gives only literals and arrays of them
+        if isinstance(found, bool) and self.cast is None:
+            return java_string(found)  # Druid's reader hands a JSON boolean on as its text
         if self.cast is None or found is None:
             return found
         if self.cast.startswith("ARRAY<"):

@@ -318,6 +318,8 @@ def result_type(name: str, kinds: Kinds) -> SqlType | None:
         return SqlType("COMPLEX<JSON>")
     if name in ("ARRAY_TO_MV", "MV_TO_STRING", "ARRAY_TO_STRING", "STRING_AGG", "TO_JSON_STRING"):
         return VARCHAR
+    if name.startswith("HUMAN_READABLE_"):  # a formatted number: `+` casts it back to DOUBLE
+        return VARCHAR
     if name in ("ARRAY_LENGTH", "MV_LENGTH", "COUNT", "STRLEN", "LENGTH", "TIMESTAMP_TO_MILLIS"):
         return BIGINT
     if name in ("TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_PARSE", "MILLIS_TO_TIMESTAMP", "DATE_TRUNC"):

@@ -66,9 +66,12 @@ def integer_division(tree: exp.Expr, tables: Mapping[str, pa.Schema]) -> exp.Exp
     }
     try:
         qualified = qualify(tree.copy(), schema=schema, dialect=DIALECT)
+        unwrapped = _unnested_values(qualified)
         typed = annotate_types(qualified, schema=schema, dialect=DIALECT)
     except SqlglotError:
         return tree
+    for values in unwrapped:
+        values.replace(exp.Anonymous(this="MV_TO_ARRAY", expressions=[values.copy()]))
     for div in list(typed.find_all(exp.Div)):
         left, right = div.this.type, div.expression.type
         if left is not None and right is not None and left.is_type(*_INTEGERS) and right.is_type(*_INTEGERS):
@@ -76,6 +79,20 @@ def integer_division(tree: exp.Expr, tables: Mapping[str, pa.Schema]) -> exp.Exp
     for node in list(typed.find_all(exp.EQ, exp.NEQ, exp.In, exp.GT, exp.GTE, exp.LT, exp.LTE)):
         _string_with_numbers(node)
     return typed
+
+
+def _unnested_values(tree: exp.Expr) -> list[exp.Expr]:
+    """Each `UNNEST(MV_TO_ARRAY(x))` of `tree` unnesting `x` itself while the types are worked out
+    (the arguments, to be wrapped back): sqlglot types the elements of a column's list, not of a
+    call it does not know, and an unnested multi-value string is a VARCHAR."""
+    out = []
+    for unnest in tree.find_all(exp.Unnest):
+        for call in unnest.expressions:
+            named = isinstance(call, exp.Anonymous) and str(call.this).upper() == "MV_TO_ARRAY"
+            if named and len(call.expressions) == 1:
+                out.append(call.expressions[0])
+                call.replace(call.expressions[0])
+    return out
 
 
 def _is_text(node: exp.Expr) -> bool:

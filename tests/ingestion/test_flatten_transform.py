@@ -177,14 +177,19 @@ def test_json_value_transforms_keep_each_values_type(stores: dict[str, Any]) -> 
         {"ts": "2020-01-01T00:00:00Z", "a_int": [1, 2, None], "a_mixed": [True, 1, 0.1, "S1"], "doc": {"x": {"y": 1.5}}},
         {"ts": "2020-01-01T01:00:00Z", "a_int": [None, 2, 1], "a_mixed": ["S1", None], "doc": {"x": [1, 2]}},
     ]  # fmt: skip
+    for row, flag in zip(rows, (True, False), strict=True):
+        row["a_bool"] = [flag, None]
     transforms = [
         {"type": "expression", "name": "first_int", "expression": "json_value(a_int, '$[0]')"},
         {"type": "expression", "name": "first_mixed", "expression": "json_value(a_mixed, '$[0]')"},
         {"type": "expression", "name": "y", "expression": "json_value(doc, '$.x.y')"},
         {"type": "expression", "name": "y_text", "expression": "json_value(doc, '$.x.y', 'STRING')"},
         {"type": "expression", "name": "x", "expression": "json_query(doc, '$.x')"},
+        {"type": "expression", "name": "first_bool", "expression": "json_value(a_bool, '$[0]')"},
     ]
-    dims = [{"name": n, "type": "auto"} for n in ("first_int", "first_mixed", "y", "y_text", "x")]
+    dims = [
+        {"name": n, "type": "auto"} for n in ("first_int", "first_mixed", "y", "y_text", "x", "first_bool")
+    ]
     spec = inline_spec(
         _lines(rows), transformSpec={"transforms": transforms}, dimensionsSpec={"dimensions": dims}
     )
@@ -200,3 +205,5 @@ def test_json_value_transforms_keep_each_values_type(stores: dict[str, Any]) -> 
     assert (entries["y"], got["y"]) == ("DOUBLE", [1.5, None])  # row 2's `$.x` is an array: no `$.x.y`
     assert (entries["y_text"], got["y_text"]) == ("STRING", ["1.5", None])
     assert entries["x"] == "COMPLEX<json>" and [json.loads(v) for v in got["x"]] == [{"y": 1.5}, [1, 2]]
+    # qaArray ingest_*.02.std.iq: `t_bool_scalar1 = 'true'` counts the rows whose a_bool starts true
+    assert (entries["first_bool"], got["first_bool"]) == ("STRING", ["true", "false"])

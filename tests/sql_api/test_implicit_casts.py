@@ -41,3 +41,14 @@ def test_numbers_unknown_types_and_other_functions_are_left_alone() -> None:
         "SELECT NULL + s FROM t",
     ):
         assert cast(sql) == sqlglot.parse_one(sql, dialect=DIALECT).sql(dialect=DIALECT)
+
+
+def test_a_formatted_number_in_arithmetic_is_a_double() -> None:
+    # qaUnnest/mv_sql_scalar_numeric_funcs.03.all.iq 32 and 34: HUMAN_READABLE_DECIMAL_FORMAT(c) + ...
+    # of '1' is 2.0 beside itself, 2 beside a LONG (the formatted string is cast back)
+    formatted = "HUMAN_READABLE_DECIMAL_FORMAT(CAST(c AS INT))"
+    assert (
+        cast(f"SELECT {formatted} + {formatted} {UNNEST}")
+        == f"SELECT CAST({formatted} AS DOUBLE) + CAST({formatted} AS DOUBLE) {UNNEST}"
+    )
+    assert cast(f"SELECT {formatted} + n {UNNEST}") == f"SELECT CAST({formatted} AS BIGINT) + n {UNNEST}"

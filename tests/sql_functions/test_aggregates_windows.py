@@ -89,9 +89,9 @@ def test_bitwise_and_statistics() -> None:
     values = [i * 3 % 7 for i in range(len(AIRLINES))]
     sql = 'SELECT BIT_AND("delay"), BIT_OR("delay"), BIT_XOR("delay"), STDDEV_POP("delay"), VAR_SAMP("delay"), STDDEV("delay") FROM "f"'
     band, bor, bxor, sd_pop, var_samp, sd = run(sql, FLIGHTS)[0]
-    expected_and, expected_or, expected_xor = values[0], 0, 0
+    # Druid folds `bitwiseAnd(acc, value)` from 0 (BitwiseSqlAggregator's initial value): always 0
+    expected_and, expected_or, expected_xor = 0, 0, 0
     for v in values:
-        expected_and &= v
         expected_or |= v
         expected_xor ^= v
     assert (band, bor, bxor) == (expected_and, expected_or, expected_xor)
@@ -211,6 +211,21 @@ def test_bitwise_aggregates_cast_strings_as_druid_does() -> None:
     assert run("SELECT BIT_AND(c), BIT_OR(c), BIT_XOR(c) FROM u", table) == [(0, 3, 0)]
 
 
+def test_bitwise_aggregates_per_group_as_druid_folds_them() -> None:
+    # qaUnnest/mv_sql_agg_funcs.05.all.iq lines 653-904: grouped by the unnested strings, each value
+    # three times: BIT_AND is 0 (Druid's fold starts from 0), BIT_OR and BIT_XOR of '' are 0 (a row
+    # that is not null counts, its value adds nothing), and of the null group null
+    table = {"u": "SELECT c FROM (VALUES (NULL), (''), ('1'), ('2'), ('3')) t(c), range(3)"}
+    sql = "SELECT c, BIT_AND(c), BIT_OR(c), BIT_XOR(c) FROM u GROUP BY c ORDER BY c"
+    assert run(sql, table) == [
+        (None, None, None, None),
+        ("", 0, 0, 0),
+        ("1", 0, 1, 1),
+        ("2", 0, 2, 2),
+        ("3", 0, 3, 3),
+    ]
+
+
 # qatests/qaUnnest/array: test_unnest's times, s_int and a_int
 TEST_UNNEST = {
     "test_unnest": "SELECT * FROM (VALUES "
@@ -227,3 +242,12 @@ def test_earliest_of_an_unnested_value_orders_by_the_rows_time() -> None:
         "GROUP BY c)"
     )
     assert run(sql, TEST_UNNEST) == [(3,)]
+
+
+def test_unnested_rows_keep_each_rows_elements_together() -> None:
+    # qaUnnest/mv_sql_agg_funcs.04.all.iq line 539 and .05 line 223: Druid's unnest hands on each
+    # row's values in turn, so ARRAY_AGG and STRING_AGG collect them row after row
+    table = {"t": "SELECT c_long, [NULL, '', '1', '2', '3'] AS c_mv FROM range(3) r(c_long)"}
+    unnested = "FROM t, UNNEST(MV_TO_ARRAY(c_mv)) AS u(c)"
+    assert run(f"SELECT ARRAY_AGG(c_long) {unnested}", table) == [([0] * 5 + [1] * 5 + [2] * 5,)]
+    assert run(f"SELECT STRING_AGG(c, '|') {unnested}", table) == [("|1|2|3||1|2|3||1|2|3",)]

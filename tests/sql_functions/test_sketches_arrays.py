@@ -181,6 +181,11 @@ def test_timestamps_in_an_array_are_epoch_milliseconds() -> None:
     sql = f"SELECT ARRAY_CONTAINS(ARRAY_AGG(__time), {both}), ARRAY_CONTAINS(ARRAY_AGG(__time), ARRAY[TIMESTAMP '1970-01-01 01:01:01']) FROM t"
     assert run(sql, times) == [(True, False)]
     assert one("SELECT ARRAY[TIMESTAMP '1970-01-01 00:00:01', 2]") == [1000, 2]
+    # array_agg_timestamp_test001.std.iq 13-16: a TIMESTAMP is found among them by its milliseconds
+    sought = "ARRAY_AGG(__time), TIMESTAMP '2020-02-01 01:01:01'"
+    missing = "ARRAY_AGG(__time), TIMESTAMP '2020-03-01 01:01:01'"
+    sql = f"SELECT ARRAY_OFFSET_OF({sought}), ARRAY_ORDINAL_OF({sought}), ARRAY_OFFSET_OF({missing}) FROM t"
+    assert run(sql, times) == [(1, 2, None)]
 
 
 def test_json_functions() -> None:  # sql-functions.md: JSON_* over kttm_nested

@@ -15,15 +15,19 @@ from strata.sql.typing_rules import integer_division
 # qatests/qaUnnest/mv: c_long of five rows, and c_mv_num_with_null_and_empty_val unnested
 LONGS = pa.table({"c_long": pa.array([0, 1, 2, 3, 4], pa.int64())})
 STRINGS = pa.table({"c": pa.array([None, "", "1", "2", "3"], pa.string())})
+MULTI_VALUE = pa.table({"c_long": pa.array([1], pa.int64()), "mv": [[None, "", "1", "2", "3"]]})
 
 
 def _rows(sql: str) -> list[tuple[object, ...]]:
-    tree = integer_division(sqlglot.parse_one(sql, read=DIALECT), {"t1": LONGS.schema, "t2": STRINGS.schema})
+    tables = {"t1": LONGS, "t2": STRINGS, "m": MULTI_VALUE}
+    tree = integer_division(
+        sqlglot.parse_one(sql, read=DIALECT), {name: table.schema for name, table in tables.items()}
+    )
     conn = duckdb.connect()
     try:
         install(conn)
-        conn.register("t1", LONGS)
-        conn.register("t2", STRINGS)
+        for name, table in tables.items():
+            conn.register(name, table)
         return sorted(conn.execute(to_duckdb(tree, None).sql(dialect="duckdb")).fetchall())
     finally:
         conn.close()
@@ -38,3 +42,14 @@ def test_a_string_joined_with_a_long_is_cast_as_druid_casts() -> None:
         (3, "3"),
     ]
     assert _rows("SELECT count(*) FROM t1, t2 WHERE t2.c < t1.c_long") == [(6,)]  # 1<2,3,4; 2<3,4; 3<4
+
+
+def test_an_unnested_multi_value_string_joined_with_a_long_is_cast_as_druid_casts() -> None:
+    # qaUnnest/mv_sql_join.01.std.iq 23: the join key is the element of UNNEST(MV_TO_ARRAY(..)),
+    # whose type sqlglot did not know, so DuckDB cast '' itself and failed the statement
+    unnested = "(SELECT u.c FROM m, UNNEST(MV_TO_ARRAY(m.mv)) AS u(c))"
+    assert _rows(f"SELECT t1.c_long, t2.c FROM t1 INNER JOIN {unnested} t2 ON t1.c_long = t2.c") == [
+        (1, "1"),
+        (2, "2"),
+        (3, "3"),
+    ]

@@ -178,12 +178,18 @@ def _sum(node: exp.Expr, ctx: Context) -> exp.Expr:
 
 
 def _bits(fn: str) -> Rewrite:
-    """BIT_AND/OR/XOR over LONGs: another type is cast to LONG as Druid casts it (a string that is
-    not a number is null, and so skipped)."""
+    """BIT_AND/OR/XOR as Druid plans them: over the rows whose argument is not null (a column as
+    read, an expression once cast to LONG), a fold of `bitwiseAnd/Or/Xor(acc, value)` from 0 with
+    each value cast to LONG as Druid casts it (a string that is no number adds nothing); no such
+    row is null. So BIT_AND is 0 whatever the values: its fold starts from 0."""
 
     def rewrite(node: exp.Expr, ctx: Context) -> exp.Expr:
-        value = cast(exp.Cast(this=arguments(node)[0], to=exp.DataType.build("BIGINT")), ctx)
-        return typed(duck(f"{fn}({sql_of(value)}){aggregate_filter(ctx)}"), "BIGINT")
+        argument = arguments(node)[0]
+        value = cast(exp.Cast(this=argument, to=exp.DataType.build("BIGINT")), ctx)
+        counted = sql_of(argument if isinstance(argument, exp.Column) else value)
+        folded = "0" if fn == "bit_and" else f"coalesce({fn}({sql_of(value)}){aggregate_filter(ctx)}, 0)"
+        text = f"CAST((CASE WHEN count({counted}){aggregate_filter(ctx)} > 0 THEN {folded} END) AS BIGINT)"
+        return typed(duck(text), "BIGINT")
 
     return rewrite
 
@@ -235,7 +241,7 @@ AGGREGATE_SPECS: list[FunctionSpec] = specs(
         "ARRAY_CONCAT_AGG": "The concatenation of array values ([DISTINCT] sorted).",
         "STRING_AGG": "The non-null values joined by a separator ([DISTINCT] sorted).",
         "LISTAGG": "Alias of STRING_AGG.",
-        "BIT_AND": "Bitwise AND of LONG values.",
+        "BIT_AND": "Bitwise AND of LONG values, folded from 0 as in Druid: 0 over any non-null value.",
         "BIT_OR": "Bitwise OR of LONG values.",
         "BIT_XOR": "Bitwise XOR of LONG values.",
         "GROUPING": "Which grouping-set columns a row aggregates over.",

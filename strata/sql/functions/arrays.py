@@ -76,8 +76,8 @@ ARRAYS: dict[str, Rewrite] = {
     "ARRAY_LENGTH": _call("len({0})", "BIGINT"),
     "ARRAY_OFFSET": _call("list_extract({0}, {1} + 1)", "VARCHAR"),
     "ARRAY_ORDINAL": _call("list_extract({0}, {1})", "VARCHAR"),
-    "ARRAY_OFFSET_OF": _call("(list_position({0}, {1}) - 1)", "BIGINT"),
-    "ARRAY_ORDINAL_OF": _call("list_position({0}, {1})", "BIGINT"),
+    "ARRAY_OFFSET_OF": lambda node, ctx: _position_of(node, "(list_position({0}, {1}) - 1)"),
+    "ARRAY_ORDINAL_OF": lambda node, ctx: _position_of(node, "list_position({0}, {1})"),
     "ARRAY_CONTAINS": lambda node, ctx: _contains(node),
     "ARRAY_OVERLAP": _call(_OVERLAP, "BOOLEAN"),
     "SCALAR_IN_ARRAY": _call("(CASE WHEN {0} IS NULL THEN NULL ELSE list_contains({1}, {0}) END)", "BOOLEAN"),
@@ -108,6 +108,16 @@ ARRAYS: dict[str, Rewrite] = {
     "MV_FILTER_REGEX": _mv("nullif(list_filter({0}, lambda v: regexp_matches(v, {1})), [])"),
     "MV_FILTER_PREFIX": _mv("nullif(list_filter({0}, lambda v: starts_with(v, {1})), [])"),
 }
+
+
+def _position_of(node: exp.Expr, template: str) -> exp.Expr:
+    """ARRAY_OFFSET_OF / ARRAY_ORDINAL_OF: a TIMESTAMP sought in an array of LONGs (ARRAY_AGG of
+    `__time`) is its epoch milliseconds, as Druid compares them."""
+    arr, value = arguments(node)
+    sought = sql_of(value)
+    if kind(value) == "TIMESTAMP" and kind(arr) != "TIMESTAMP":
+        sought = f"epoch_ms({sought})"
+    return typed(duck(template.format(sql_of(arr), sought)), "BIGINT")
 
 
 def _contains(node: exp.Expr, multi: bool = False) -> exp.Expr:

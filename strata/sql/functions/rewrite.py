@@ -214,7 +214,22 @@ def _unnest(node: exp.Unnest, ctx: Context) -> exp.Expr:
     _rewrite_arguments(node, ctx)
     pairs = zip(node.expressions, multi_value, strict=True)
     node.set("expressions", [duck(values_or_null(sql_of(e))) if mv else e for e, mv in pairs])
-    return node
+    return _in_row_order(node)
+
+
+def _in_row_order(node: exp.Unnest) -> exp.Expr:
+    """A joined `UNNEST(expr) AS u(c)` as `LATERAL (SELECT UNNEST(expr) AS c) AS u`: Druid's unnest
+    hands on each row's elements in turn, in the row's order (what ARRAY_AGG and STRING_AGG
+    collect), and DuckDB's UNNEST of an expression in FROM runs as a join that interleaves the
+    rows (the first element of every row, then the second); a lateral subquery keeps them."""
+    alias = node.args.get("alias")
+    if alias is None or not alias.name or len(alias.columns) != 1 or node.args.get("offset"):
+        return node
+    columns = alias.columns
+    if not isinstance(node.parent, exp.Join) or len(node.expressions) != 1:
+        return node
+    elements = exp.select(exp.alias_(exp.Explode(this=node.expressions[0]), columns[0].copy()))
+    return exp.Lateral(this=exp.Subquery(this=elements), alias=exp.TableAlias(this=alias.this.copy()))
 
 
 def _keep_type(old: exp.Expr, new: exp.Expr) -> exp.Expr:

@@ -215,14 +215,18 @@ def ipv6_match(address: str, subnet: str) -> bool | None:
 
 
 def _install(conn: duckdb.DuckDBPyConnection) -> None:
-    create(conn, "strata_parse_long", rows(parse_long, pa.int64(), 2), ["VARCHAR", "INTEGER"], "BIGINT")
     create(
         conn, "strata_string_format", rows(string_format, pa.string(), 2), ["VARCHAR", "VARCHAR[]"], "VARCHAR"
     )
     create(conn, "strata_ipv4_match", rows(ipv4_match, pa.bool_(), 2), ["VARCHAR", "VARCHAR"], "BOOLEAN")
-    create(conn, "strata_ipv4_parse", rows(ipv4_parse, pa.int64(), 1), ["VARCHAR"], "BIGINT")
-    create(conn, "strata_ipv4_stringify", rows(ipv4_stringify, pa.string(), 1), ["VARCHAR"], "VARCHAR")
     create(conn, "strata_ipv6_match", rows(ipv6_match, pa.bool_(), 2), ["VARCHAR", "VARCHAR"], "BOOLEAN")
+    parsers: list[tuple[str, Any, pa.DataType, list[str], str]] = [
+        ("strata_parse_long", parse_long, pa.int64(), ["VARCHAR", "INTEGER"], "BIGINT"),
+        ("strata_ipv4_parse", ipv4_parse, pa.int64(), ["VARCHAR"], "BIGINT"),
+        ("strata_ipv4_stringify", ipv4_stringify, pa.string(), ["VARCHAR"], "VARCHAR"),
+    ]
+    for name, fn, kind, params, result in parsers:  # null for what they cannot parse
+        create(conn, name, rows(fn, kind, len(params)), params, result, may_return_null=True)
 
 
 register(_install)

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from duckdb.func import ARROW
+from duckdb.func import ARROW, DEFAULT, SPECIAL
 
 from strata.query import sketch_functions, sql_functions
 from strata.query.java_text import java_double
@@ -85,11 +85,21 @@ def register(installer: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
 
 
 def create(
-    conn: duckdb.DuckDBPyConnection, name: str, fn: Callable[..., Any], params: list[Any], result: str
+    conn: duckdb.DuckDBPyConnection,
+    name: str,
+    fn: Callable[..., Any],
+    params: list[Any],
+    result: str,
+    *,
+    may_return_null: bool = False,
 ) -> None:
-    """Registers an Arrow UDF once per connection."""
+    """Registers an Arrow UDF once per connection. DuckDB refuses a null from a UDF registered with
+    its default null handling ("InvalidInputException"): one that answers null for some values
+    (`may_return_null`, a `rows` UDF, which maps a null in to a null out) is registered with
+    DuckDB's special null handling."""
+    nulls = SPECIAL if may_return_null else DEFAULT
     try:
-        conn.create_function(name, fn, params, result, type=ARROW, side_effects=False)
+        conn.create_function(name, fn, params, result, type=ARROW, null_handling=nulls, side_effects=False)
     except duckdb.Error as e:
         if "already" not in str(e).lower():
             raise
