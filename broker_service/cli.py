@@ -143,6 +143,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "interpreter while the event loop waits for it (sys.setswitchinterval; default 1, Python's own 5)",
     )
     parser.add_argument(
+        "--low-priority-nice",
+        type=int,
+        choices=range(20),
+        default=0,
+        metavar="N",
+        help="the nice value of the threads, apart from the others, running a low-priority query's "
+        "Python work in the broker (its partials decoded and merged, its SQL planned, its rows made "
+        "and encoded; default 0: a raised one lets the kernel take such a thread off a busy core while "
+        "it holds the interpreter lock, and the event loop waits for it)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -164,10 +175,12 @@ def run(args: argparse.Namespace) -> int:
     from strata.security.guard import SecurityStartError, start_security
     from strata.server.lifecycle import serve
     from strata.server.lookup_sync import attach_lookups, sync_from_args
+    from strata.server.priority_threads import set_low_priority_nice
 
     log = logging.getLogger("strata.broker")
     if args.workers > 1:
         return _supervise(args, log)
+    set_low_priority_nice(args.low_priority_nice)  # before any query makes the threads
     try:
         settings, guard = start_security(args, "broker")
         broker = build_broker(args, internal_headers(settings), tls_ca=settings.tls_ca)

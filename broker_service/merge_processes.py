@@ -8,7 +8,8 @@ threads): the partials go there as Arrow, the answer comes back as its JSON byte
 stay in the broker (a process hop would cost more than they do), and at most that many cores
 merge heavy answers at once, whatever arrives. A query of negative context priority (Druid's low
 lane) is merged on a thread of the worker at nice 10, as the data nodes run its scan: when the
-host's cores are busy, the kernel serves everything else first. Large partials and answers cross as
+host's cores are busy, the kernel serves everything else first. So its merges go there whatever
+their size (past the few rows merged on the event loop). Large partials and answers cross as
 files in shared memory, not through the pool's pipe (broker_service.merge_handoff).
 """
 
@@ -121,8 +122,12 @@ class MergeProcesses:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool, _ready)
 
-    def takes(self, rows: int) -> bool:
-        return rows >= self.min_rows
+    def takes(self, rows: int, priority: int = 0) -> bool:
+        """Whether a merge of `rows` partial rows (more than the broker merges inline) goes to a
+        worker: a large one, and a low-priority query's whatever its size - there its Python work
+        runs at nice 10 under an interpreter lock of its own; in the broker's process a thread at
+        nice 10 that the kernel takes off a busy core while it holds the lock stalls the event loop."""
+        return rows >= self.min_rows or priority < 0
 
     async def merge(
         self, merge: Merge, query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool

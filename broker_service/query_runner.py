@@ -336,7 +336,7 @@ class QueryRunner:
         max_rows = self.limits.max_result_rows
         if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
             return merge_and_finalize(query, partials, max_rows, one_node_merged)
-        if self.merge_processes is not None and self.merge_processes.takes(rows):
+        if self.merge_processes is not None and self.merge_processes.takes(rows, query.context.priority):
             if self.metrics is not None:
                 self.metrics.process_merges.inc()
             return None, await self.merge_processes.merge(

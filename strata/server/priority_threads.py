@@ -2,11 +2,16 @@
 
 A low-priority query (negative context priority: Druid's low lane) causes work besides its
 engine's - its partials decoded and merged, its SQL planned, its answer made into rows for a join
-and encoded - which on the shared worker threads ran at the usual priority, and queued in front of
-the cheap queries' own work there. It runs instead on threads of their own at a raised nice value
-(strata.server.thread_priority), one pool per process as the event loop's default executor is: the
-kernel gives the cores to the cheap lane's threads, and to every other process, first, and no
-cheap query's work waits behind it in a pool's queue.
+and encoded - which on the shared worker threads queued in front of the cheap queries' own work.
+It runs instead on threads of their own, one pool per process as the event loop's default executor
+is, so no cheap query's work waits behind it in a pool's queue.
+
+They run at the usual priority unless a server sets a nice value (`set_low_priority_nice`): Python
+work holds the interpreter lock, and a thread at a raised nice value that the kernel takes off a
+busy core while it holds the lock makes the event loop wait until the kernel runs it again (a
+priority inversion: `python -m bench.loop_hold --burners 2`, a cheap request's p90 beside rows made
+at nice 10 1,209 ms against 146 ms at nice 0, the cores busy). Work that releases the lock (DuckDB's)
+or runs in a process of its own (the broker's merge workers) is where a raised nice value helps.
 """
 
 from __future__ import annotations
@@ -19,23 +24,36 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from strata.server.thread_priority import LOW_NICE, lower_own_priority
+from strata.server.thread_priority import lower_own_priority
 
 T = TypeVar("T")
 LOW_WORKERS = 4
 
 _low: ThreadPoolExecutor | None = None
 _made = threading.Lock()
+_nice = 0
+
+
+def set_low_priority_nice(nice: int) -> None:
+    """The nice value of the low-priority threads from now on (0: the usual priority); threads
+    made before finish their work and go."""
+    global _low, _nice
+    with _made:
+        _nice = nice
+        if _low is not None:
+            _low.shutdown(wait=False)
+            _low = None
 
 
 def low_priority_executor() -> ThreadPoolExecutor:
-    """This process's threads for low-priority work (nice `LOW_NICE`), made at first use."""
+    """This process's threads for low-priority work (at the nice value set, else the usual), made at
+    first use."""
     global _low
     with _made:
         if _low is None:
             _low = ThreadPoolExecutor(
                 LOW_WORKERS, thread_name_prefix="low-priority", initializer=lower_own_priority,
-                initargs=(LOW_NICE,),
+                initargs=(_nice,),
             )  # fmt: skip
         return _low
 

@@ -1,6 +1,7 @@
 """A low-priority query's Python work in the broker (its partials decoded and merged, its SQL
-planned) runs on threads at nice 10 (strata.server.priority_threads), a query of priority 0 or up
-where it ran before; against fake data nodes on real ports."""
+planned) runs on threads of its own (strata.server.priority_threads) at the nice value the broker
+sets (10 here; its default is 0), a query of priority 0 or up where it ran before; against fake
+data nodes on real ports."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextvars
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
@@ -17,7 +19,7 @@ import pytest
 import broker_service.data_node_client as data_node_client
 import broker_service.query_runner as query_runner
 from broker_service.sql_planning import PlanningPools
-from strata.server.priority_threads import low_priority_executor, run_for_priority
+from strata.server.priority_threads import low_priority_executor, run_for_priority, set_low_priority_nice
 from strata.server.thread_priority import LOW_NICE
 from strata.wire import decode_partials as decode
 from tests.broker.helpers import run, sum_query
@@ -26,6 +28,13 @@ from tests.broker.test_query_runner import DAYS, WEEK, Cluster, oracle
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
 
 WHO = contextvars.ContextVar("who", default="nobody")
+
+
+@pytest.fixture(autouse=True)
+def low_nice() -> Iterator[None]:
+    set_low_priority_nice(LOW_NICE)
+    yield
+    set_low_priority_nice(0)
 
 
 def nice_here() -> int:
@@ -108,3 +117,18 @@ def test_a_low_priority_statement_plans_on_the_low_priority_threads() -> None:
             pools.large.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), timeout=30))
+
+
+def test_the_low_priority_threads_nice_value_is_the_brokers_to_set() -> None:
+    def where() -> tuple[int, str]:
+        return nice_here(), threading.current_thread().name
+
+    async def main() -> list[tuple[int, str]]:
+        return [await run_for_priority(-1, where)]
+
+    set_low_priority_nice(5)
+    [(five, name)] = asyncio.run(asyncio.wait_for(main(), timeout=30))
+    set_low_priority_nice(0)  # the broker's default: apart from the other pools all the same
+    [(zero, apart)] = asyncio.run(asyncio.wait_for(main(), timeout=30))
+    assert (five, zero) == (5, nice_here())
+    assert name.startswith("low-priority") and apart.startswith("low-priority")

@@ -87,3 +87,13 @@ def test_a_low_priority_merges_partials_are_read_and_its_answer_written_at_nice_
     seen.clear()
     assert _encoded(nice_of_merge, count_query(), [partial], 10, False) == str(own).encode()
     assert seen == [("read", own), ("written", own)]
+
+
+def test_a_low_priority_querys_merges_go_to_a_worker_whatever_their_size() -> None:
+    processes = MergeProcesses(1, min_rows=50_000)
+    try:
+        assert processes.takes(50_000) and processes.takes(50_000, priority=-1)
+        assert not processes.takes(3_000) and not processes.takes(3_000, priority=0)
+        assert processes.takes(3_000, priority=-1)
+    finally:
+        processes.shutdown()
