@@ -146,12 +146,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--low-priority-nice",
         type=int,
         choices=range(20),
-        default=0,
+        default=10,
         metavar="N",
         help="the nice value of the threads, apart from the others, running a low-priority query's "
-        "Python work in the broker (its partials decoded and merged, its SQL planned, its rows made "
-        "and encoded; default 0: a raised one lets the kernel take such a thread off a busy core while "
-        "it holds the interpreter lock, and the event loop waits for it)",
+        "Python work in the broker (its partials decoded, its SQL planned, its rows made and encoded; "
+        "default 10; 0: the usual priority - a raised one lets the kernel take such a thread off a "
+        "core the host's other work keeps busy while it holds the interpreter lock, and the event "
+        "loop waits for it)",
     )
     parser.add_argument(
         "--workers",

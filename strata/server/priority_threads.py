@@ -6,12 +6,14 @@ and encoded - which on the shared worker threads queued in front of the cheap qu
 It runs instead on threads of their own, one pool per process as the event loop's default executor
 is, so no cheap query's work waits behind it in a pool's queue.
 
-They run at the usual priority unless a server sets a nice value (`set_low_priority_nice`): Python
-work holds the interpreter lock, and a thread at a raised nice value that the kernel takes off a
-busy core while it holds the lock makes the event loop wait until the kernel runs it again (a
-priority inversion: `python -m bench.loop_hold --burners 2`, a cheap request's p90 beside rows made
-at nice 10 1,209 ms against 146 ms at nice 0, the cores busy). Work that releases the lock (DuckDB's)
-or runs in a process of its own (the broker's merge workers) is where a raised nice value helps.
+They run at nice 10 (strata.server.thread_priority), so the kernel gives the cores to the cheap
+lane's threads, and to every other process, first; a server may set another value
+(`set_low_priority_nice`, 0: the usual priority). The risk of a raised one here: Python work holds
+the interpreter lock, and a thread that the kernel takes off a busy core while it holds the lock
+makes the event loop wait until the kernel runs it again (a priority inversion: `python -m
+bench.loop_hold --burners 2`, with two processes spinning at nice 0 on a 2-core host, a cheap
+request's p90 beside rows made at nice 10 1,209-3,074 ms against 146-1,368 ms at nice 0). So the
+broker sends its large Python work (merges) to processes of their own, and keeps here what is left.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from strata.server.thread_priority import lower_own_priority
+from strata.server.thread_priority import LOW_NICE, lower_own_priority
 
 T = TypeVar("T")
 LOW_WORKERS = 4
 
 _low: ThreadPoolExecutor | None = None
 _made = threading.Lock()
-_nice = 0
+_nice = LOW_NICE
 
 
 def set_low_priority_nice(nice: int) -> None:
@@ -46,8 +48,7 @@ def set_low_priority_nice(nice: int) -> None:
 
 
 def low_priority_executor() -> ThreadPoolExecutor:
-    """This process's threads for low-priority work (at the nice value set, else the usual), made at
-    first use."""
+    """This process's threads for low-priority work (nice `LOW_NICE` unless set), made at first use."""
     global _low
     with _made:
         if _low is None:

@@ -27,9 +27,9 @@ def test_switch_interval_out_of_range_is_refused(value: str) -> None:
         parsed("--switch-interval-ms", value)
 
 
-def test_low_priority_nice_is_0_unless_set() -> None:
-    assert parsed().low_priority_nice == 0
-    assert parsed("--low-priority-nice", "10").low_priority_nice == 10
+def test_low_priority_nice_is_10_unless_set() -> None:
+    assert parsed().low_priority_nice == 10
+    assert parsed("--low-priority-nice", "0").low_priority_nice == 0
     assert parsed("--low-priority-nice", "0").low_priority_nice == 0
     for value in ("-1", "20", "x"):
         with pytest.raises(SystemExit):

@@ -1,7 +1,7 @@
 """A low-priority query's Python work in the broker (its partials decoded and merged, its SQL
-planned) runs on threads of its own (strata.server.priority_threads) at the nice value the broker
-sets (10 here; its default is 0), a query of priority 0 or up where it ran before; against fake
-data nodes on real ports."""
+planned) runs on threads of its own (strata.server.priority_threads) at nice 10 unless the broker
+sets another value, a query of priority 0 or up where it ran before; against fake data nodes on
+real ports."""
 
 from __future__ import annotations
 
@@ -32,9 +32,8 @@ WHO = contextvars.ContextVar("who", default="nobody")
 
 @pytest.fixture(autouse=True)
 def low_nice() -> Iterator[None]:
-    set_low_priority_nice(LOW_NICE)
     yield
-    set_low_priority_nice(0)
+    set_low_priority_nice(LOW_NICE)  # the default again, whatever a test set
 
 
 def nice_here() -> int:
@@ -128,7 +127,7 @@ def test_the_low_priority_threads_nice_value_is_the_brokers_to_set() -> None:
 
     set_low_priority_nice(5)
     [(five, name)] = asyncio.run(asyncio.wait_for(main(), timeout=30))
-    set_low_priority_nice(0)  # the broker's default: apart from the other pools all the same
+    set_low_priority_nice(0)  # apart from the other pools all the same
     [(zero, apart)] = asyncio.run(asyncio.wait_for(main(), timeout=30))
     assert (five, zero) == (5, nice_here())
     assert name.startswith("low-priority") and apart.startswith("low-priority")

@@ -1,8 +1,7 @@
 """A SQL statement's native answers made into rows (broker_service.sql_execution): a large one on a
 worker thread, so its Python work does not hold the event loop against every other query; a small
 one on the loop (a thread hop would cost more); the same rows either way, counted against the
-statement's subquery allowance as before. A low-priority statement's rows are made on threads of
-their own."""
+statement's subquery allowance as before. A low-priority statement's rows are made at nice 10."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from broker_service.query_runner import QueryResult
 from broker_service.sql_execution import ROWS_ON_LOOP_BYTES, StatementExecution
 from broker_service.sql_statements import RunningStatement
 from strata.query.errors import ResourceLimitExceeded
-from strata.server.priority_threads import set_low_priority_nice
 from strata.server.thread_priority import LOW_NICE
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.subquery_limits import SubqueryLimits
@@ -98,10 +96,9 @@ def test_a_subquerys_answer_is_counted_in_bytes_before_it_is_decoded() -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
-def test_a_low_priority_statements_large_answer_is_made_into_rows_apart_at_the_nice_value_set() -> None:
+def test_a_low_priority_statements_large_answer_is_made_into_rows_at_nice_10() -> None:
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert own < LOW_NICE
-    set_low_priority_nice(LOW_NICE)
 
     async def main() -> None:
         body = orjson.dumps(answer(8_000))
@@ -112,7 +109,4 @@ def test_a_low_priority_statements_large_answer_is_made_into_rows_apart_at_the_n
         assert len(rows) == 8_000 and normal.nice == [own]
         assert not normal.threads[0].startswith("low-priority")
 
-    try:
-        asyncio.run(asyncio.wait_for(main(), timeout=30))
-    finally:
-        set_low_priority_nice(0)
+    asyncio.run(asyncio.wait_for(main(), timeout=30))
