@@ -4,12 +4,15 @@ thread at Python's default switch interval (5 ms) and at the broker's (1 ms), wh
 loop times stand-ins for cheap requests, one arriving every 5 ms: five trips through `select()` each,
 as a request's I/O makes, timed from its arrival.
 
-    python -m bench.loop_hold [--rows 40000] [--rounds 3]
+    python -m bench.loop_hold [--rows 40000] [--rounds 3] [--burners N]
 
 On the loop the conversion holds every request arriving meanwhile for its whole length; on a thread
 each of the request's trips waits for the interpreter lock, up to a switch interval (the "convoy"
-of an I/O thread beside a CPU-bound one), which the broker shortens. Wall times: run it on a quiet
-machine for figures worth quoting.
+of an I/O thread beside a CPU-bound one), which the broker shortens. A low-priority statement's
+rows are made on a thread at nice 10 (`thread at nice 10`): while the cores are busy (`--burners N`
+processes spinning at nice 0 beside every round, as a flood's other work would) the kernel may take
+that thread off its core while it holds the interpreter lock, and the loop waits for it longer than
+a switch interval. Wall times: run it on a quiet machine for figures worth quoting.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.measure import log, percentile
 from bench.sql import TablesCatalog
+from strata.server.thread_priority import LOW_NICE, lower_own_priority
 from strata.sql.composed import ComposedPlan
 from strata.sql.plan import SqlPlan
 from strata.sql.statement import plan_statement
@@ -83,6 +89,9 @@ async def _round(mode: str, stage: SqlPlan, batches: list[dict[str, Any]], round
             await asyncio.sleep(0.15)
         elif mode == "loop":
             stage.rows(batches)
+        elif mode == "low":
+            with ThreadPoolExecutor(1, initializer=lower_own_priority, initargs=(LOW_NICE,)) as low:
+                await asyncio.get_running_loop().run_in_executor(low, stage.rows, batches)
         else:
             await asyncio.to_thread(stage.rows, batches)
         await asyncio.sleep(PAUSE_S)
@@ -99,16 +108,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--rows", type=int, default=40_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--burners", type=int, default=0, help="processes spinning at nice 0 meanwhile")
     args = parser.parse_args()
     stage, batches = scan_stage(args.rows)
     report: dict[str, Any] = {}
-    for name, interval, mode in [("idle", 0.005, "idle"), ("on the loop", 0.005, "loop"),
-                                 ("thread, 5 ms switch", 0.005, "thread"),
-                                 ("thread, 1 ms switch (the broker's)", 0.001, "thread")]:  # fmt: skip
-        sys.setswitchinterval(interval)
-        report[name] = asyncio.run(_round(mode, stage, batches, args.rounds))
-        log(f"{name}: {report[name]}")
+    burners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.burners)]
+    for burner in burners:
+        burner.start()
+    try:
+        for name, interval, mode in [("idle", 0.005, "idle"), ("on the loop", 0.005, "loop"),
+                                     ("thread, 5 ms switch", 0.005, "thread"),
+                                     ("thread, 1 ms switch (the broker's)", 0.001, "thread"),
+                                     ("thread at nice 10, 1 ms switch", 0.001, "low")]:  # fmt: skip
+            sys.setswitchinterval(interval)
+            report[name] = asyncio.run(_round(mode, stage, batches, args.rounds))
+            log(f"{name}: {report[name]}")
+    finally:
+        for burner in burners:
+            burner.terminate()
+            burner.join(5)
     print(json.dumps(report))
+
+
+def _spin() -> None:
+    while True:
+        pass
 
 
 if __name__ == "__main__":

@@ -17,9 +17,11 @@ loop - groupBys of ~100k groups, and SQL cross joins - while the same cheap loop
 The heavy clients run in a process of their own, so the cheap client's timings are not its
 interpreter's wait for the heavy threads. Beside the latencies the report gives what tells where the
 time goes (bench.overload_probes): each server's event-loop lag (its `/status/health` latency),
-the broker's admitted queries and busy SQL engine slots, CPU seconds per process, the load average,
-and with `--profile DIR` py-spy's stacks of the broker per thread. `--broker-flag` passes more
-flags to the broker (A/B runs, e.g. `--broker-flag=--release-memory-seconds --broker-flag=0`).
+the broker's admitted queries and busy SQL engine slots, CPU seconds per process and per kind of
+thread beside its nice value (`thread_cpu_s`: which work ran at nice 0 beside the low lane), the
+load average, and with `--profile DIR` py-spy's stacks of the broker per thread. `--broker-flag`
+passes more flags to the broker (A/B runs, e.g. `--broker-flag=--low-priority-nice --broker-flag=0`,
+`--broker-flag=--switch-interval-ms --broker-flag=5`).
 
 A heavy client that is refused (429) sends again after `--backoff`: `retry-after` waits what the
 answer's `Retry-After` header says (100 ms when it has none), as a polite client would; `none` sends

@@ -2,7 +2,8 @@
 server's event-loop lag seen from outside (the latency of its trivial `/status/health`, answered by
 the loop alone) and the broker's own (its `strata_broker_event_loop_lag_seconds` histogram: how late
 a timer ran), the broker's `/status` (queries admitted, SQL engine slots busy, the low lane), the
-CPU seconds of each process, the load average, and optionally py-spy's collapsed stacks of the
+CPU seconds of each process and of each kind of thread in it beside its nice value
+(bench.thread_cpu), the load average, and optionally py-spy's collapsed stacks of the
 broker per thread.
 """
 
@@ -23,6 +24,7 @@ import httpx
 
 from bench.measure import cpu_seconds, percentile
 from bench.profile_stacks import py_spy, top_frames
+from bench.thread_cpu import ThreadCpu
 
 HEALTH_PERIOD_S = 0.05
 STATUS_PERIOD_S = 0.25
@@ -57,8 +59,10 @@ class Probes:
         self._load: tuple[float, ...] = ()
         self._lag: LagReading = ({}, 0.0)
         self.loop_lag: dict[str, float] = {}
+        self.threads: ThreadCpu | None = None
 
     def __enter__(self) -> Probes:
+        self.threads = ThreadCpu(self.pids).__enter__()
         self._lag = self._lag_now()
         self._cpu = self._cpu_now()
         self._wall = time.monotonic()
@@ -82,6 +86,8 @@ class Probes:
         self.cpu["wall"] = round(wall, 1)
         self.load = [round(x, 2) for x in (*self._load, *os.getloadavg())]
         self.loop_lag = lag_summary(self._lag, self._lag_now())
+        if self.threads is not None:
+            self.threads.__exit__(kind, exc, tb)
 
     def summary(self) -> dict[str, Any]:
         status: dict[str, Any] = {}
@@ -94,6 +100,7 @@ class Probes:
             "broker_status": status,
             "broker_loop_lag_ms": self.loop_lag,
             "cpu_s": self.cpu,
+            "thread_cpu_s": {} if self.threads is None else self.threads.summary(),
             "loadavg_start_end": self.load,
         }
 

@@ -33,6 +33,7 @@ from strata.query.druid_types import arrow_type
 from strata.query.engine_errors import query_engine_error, unforeseen
 from strata.query.errors import QueryUnsupported, SegmentsMissing
 from strata.query.scan import ScanQuery
+from strata.server.priority_threads import executor_for
 from strata.wire import ARROW_STREAM, ERROR_METADATA_KEY
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ async def _stream(
     broker: Broker, query: ScanQuery, tasks: Sequence[SegmentTask], encoder: ArrowEncoder
 ) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
-    pool = broker.merge_pool
+    pool = executor_for(query.context.priority, broker.merge_pool)
     yield encoder.start()
     try:
         partials = _limited(_partials(broker, query, tasks), query.offset, query.limit)

@@ -12,7 +12,6 @@ from strata.server.engine_flags import GiB, MiB, add_engine_flags, size
 from strata.server.lifecycle import add_drain_flag
 from strata.server.lookup_sync import add_lookup_flags
 
-SWITCH_INTERVAL_S = 0.001
 HELP = "Run a query broker: routes Druid native queries to the data nodes and merges their answers."
 
 
@@ -136,6 +135,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "what it holds rather than its high-water mark (default 10; 0: never)",
     )
     parser.add_argument(
+        "--switch-interval-ms",
+        type=_switch_interval_ms,
+        default=1.0,
+        metavar="MS",
+        help="how long a thread busy with Python (a merge, a large answer made into rows) may hold the "
+        "interpreter while the event loop waits for it (sys.setswitchinterval; default 1, Python's own 5)",
+    )
+    parser.add_argument(
+        "--low-priority-nice",
+        type=int,
+        choices=range(20),
+        default=10,
+        metavar="N",
+        help="the nice value of the threads, apart from the others, running a low-priority query's "
+        "Python work in the broker (its partials decoded, its SQL planned, its rows made and encoded; "
+        "default 10; 0: the usual priority - a raised one lets the kernel take such a thread off a "
+        "core the host's other work keeps busy while it holds the interpreter lock, and the event "
+        "loop waits for it)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -157,10 +176,12 @@ def run(args: argparse.Namespace) -> int:
     from strata.security.guard import SecurityStartError, start_security
     from strata.server.lifecycle import serve
     from strata.server.lookup_sync import attach_lookups, sync_from_args
+    from strata.server.priority_threads import set_low_priority_nice
 
     log = logging.getLogger("strata.broker")
     if args.workers > 1:
         return _supervise(args, log)
+    set_low_priority_nice(args.low_priority_nice)  # before any query makes the threads
     try:
         settings, guard = start_security(args, "broker")
         broker = build_broker(args, internal_headers(settings), tls_ca=settings.tls_ca)
@@ -180,10 +201,10 @@ def run(args: argparse.Namespace) -> int:
     attach_lookups(app, sync)
     log.info("broker listening on http://%s:%d (%s discovery)", args.bind, args.port, broker_kind(broker))
     # a thread busy with Python (a merge, a large answer made into rows) hands the interpreter lock to
-    # the event loop after at most this long at each of the loop's trips through I/O, not Python's
-    # 5 ms: with rows made on a thread, a cheap request's p90 beside them 32-64 ms against 148-294
+    # the event loop after at most this long at each of the loop's trips through I/O: with rows made
+    # on a thread, a cheap request's p90 beside them 32-64 ms at 1 ms against 148-294 at Python's 5
     # (python -m bench.loop_hold; on the loop: 378-440)
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    sys.setswitchinterval(args.switch_interval_ms / 1000)
     return serve(
         app, args.bind, args.port, drain_s=args.drain_seconds, reuse_port=args.reuse_port, tls=settings.tls
     )
@@ -200,6 +221,13 @@ def _supervise(args: argparse.Namespace, log: logging.Logger) -> int:
     argv = [sys.executable, *flags, "-m", "strata.cli.main", *sys.argv[1:], "--workers", "1", "--reuse-port"]
     log.info("broker on http://%s:%d with %d worker processes", args.bind, args.port, args.workers)
     return supervise_workers(argv, args.workers, stop_timeout_s=args.drain_seconds + 15)
+
+
+def _switch_interval_ms(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text}: a number of milliseconds over 0, at most 1000")
+    return value
 
 
 def broker_kind(broker: object) -> str:

@@ -8,7 +8,6 @@ per-server in-flight counts that the connectionCount server selection uses.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 from collections import Counter
@@ -27,6 +26,7 @@ from strata.lookups.registry import LOOKUP_FINGERPRINTS
 from strata.query import Query
 from strata.query.errors import QueryTimeout
 from strata.query.segment_spec import SegmentsSpec
+from strata.server.priority_threads import run_for_priority
 from strata.wire import (
     ARROW_STREAM,
     JSON,
@@ -144,7 +144,7 @@ class DataNodeClient:
             self._in_flight[server.name] -= 1
             if self._in_flight[server.name] <= 0:
                 del self._in_flight[server.name]
-        return await self._read(server, reply)
+        return await self._read(server, reply, query.context.priority)
 
     async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float | None) -> _Reply:
         timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=self._connect_timeout_s)
@@ -152,7 +152,7 @@ class DataNodeClient:
             content = await response.read()
             return _Reply(response.status, response.headers, content)
 
-    async def _read(self, server: ServerMetadata, response: _Reply) -> NodeResponse:
+    async def _read(self, server: ServerMetadata, response: _Reply, priority: int) -> NodeResponse:
         status = response.status
         if status != 200:
             remote = _remote_error(response, server)
@@ -171,7 +171,7 @@ class DataNodeClient:
             raise NodeFailure(server.name, f"expected an Arrow stream, got {content_type or 'nothing'}")
         try:
             if len(payload) > DECODE_IN_THREAD_BYTES:
-                table = await asyncio.to_thread(decode_partials, payload)
+                table = await run_for_priority(priority, decode_partials, payload)
             else:
                 table = decode_partials(payload)
         except (pa.ArrowInvalid, OSError) as e:

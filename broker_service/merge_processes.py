@@ -8,7 +8,8 @@ threads): the partials go there as Arrow, the answer comes back as its JSON byte
 stay in the broker (a process hop would cost more than they do), and at most that many cores
 merge heavy answers at once, whatever arrives. A query of negative context priority (Druid's low
 lane) is merged on a thread of the worker at nice 10, as the data nodes run its scan: when the
-host's cores are busy, the kernel serves everything else first. Large partials and answers cross as
+host's cores are busy, the kernel serves everything else first. So its merges go there whatever
+their size (past the few rows merged on the event loop). Large partials and answers cross as
 files in shared memory, not through the pool's pipe (broker_service.merge_handoff).
 """
 
@@ -36,6 +37,7 @@ from broker_service.merge_handoff import (
     remove_directory,
 )
 from strata.query import Query
+from strata.server.priority_threads import run_for_priority
 from strata.server.thread_priority import LOW_NICE, lower_own_priority
 
 MIN_ROWS = 50_000  # partial rows from which a merge goes to a worker process
@@ -51,26 +53,26 @@ def _encoded(
     one_node_merged: bool,
     directory: str | None = None,
 ) -> bytes | FileHandoff:
-    """In the worker: the partials read (mapped from their files), the answer written to one when
-    large (`directory`)."""
-    partials = [partial_in(p) for p in pieces]
-    return answer_out(_at_priority(merge, query, partials, max_rows, one_node_merged), directory)
+    """In the worker: the partials read (mapped from their files), merged, the answer written to
+    one when large (`directory`); a low-priority query's all on a thread at a raised nice value."""
+
+    def work() -> bytes | FileHandoff:
+        partials = [partial_in(p) for p in pieces]
+        return answer_out(merge(query, partials, max_rows, one_node_merged), directory)
+
+    return work() if query.context.priority >= 0 else _at_low_priority(work)
 
 
-def _at_priority(
-    merge: Merge, query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool
-) -> bytes:
-    """A low-priority query's merge runs on a thread at a raised nice value (a thread may raise its
-    own, never lower it back: so a thread of its own, ended with the merge)."""
-    if query.context.priority >= 0:
-        return merge(query, partials, max_rows, one_node_merged)
-    answer: list[bytes] = []
+def _at_low_priority(work: Callable[[], bytes | FileHandoff]) -> bytes | FileHandoff:
+    """`work()` on a thread at a raised nice value (a thread may raise its own, never lower it
+    back: so a thread of its own, ended with the work)."""
+    answer: list[bytes | FileHandoff] = []
     failure: list[BaseException] = []
 
     def low() -> None:
         lower_own_priority(LOW_NICE)
         try:
-            answer.append(merge(query, partials, max_rows, one_node_merged))
+            answer.append(work())
         except BaseException as e:  # raised again in the worker's own thread, to the broker
             failure.append(e)
 
@@ -120,8 +122,12 @@ class MergeProcesses:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool, _ready)
 
-    def takes(self, rows: int) -> bool:
-        return rows >= self.min_rows
+    def takes(self, rows: int, priority: int = 0) -> bool:
+        """Whether a merge of `rows` partial rows (more than the broker merges inline) goes to a
+        worker: a large one, and a low-priority query's whatever its size - there its Python work
+        runs at nice 10 under an interpreter lock of its own; in the broker's process a thread at
+        nice 10 that the kernel takes off a busy core while it holds the lock stalls the event loop."""
+        return rows >= self.min_rows or priority < 0
 
     async def merge(
         self, merge: Merge, query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool
@@ -130,7 +136,8 @@ class MergeProcesses:
         JSON; the merge's error (a limit crossed) is raised here."""
         pieces: list[pa.Table | FileHandoff] = list(partials)
         if self._directory is not None and any(t.nbytes >= HANDOFF_BYTES for t in partials):
-            pieces = await asyncio.to_thread(lambda: [partial_out(t, self._directory) for t in partials])
+            written = lambda: [partial_out(t, self._directory) for t in partials]  # noqa: E731
+            pieces = await run_for_priority(query.context.priority, written)
         try:
             future = self._pool.submit(
                 _encoded, merge, query, pieces, max_rows, one_node_merged, self._directory
@@ -142,7 +149,9 @@ class MergeProcesses:
                 raise
         finally:
             release(pieces)
-        return answer if isinstance(answer, bytes) else await asyncio.to_thread(answer_in, answer)
+        if isinstance(answer, bytes):
+            return answer
+        return await run_for_priority(query.context.priority, answer_in, answer)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

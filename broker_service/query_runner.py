@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -49,9 +49,11 @@ from strata.query.data_source import (
 )
 from strata.query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
 from strata.server.json_response import encode_json
+from strata.server.priority_threads import run_for_priority
 from timeline import format_instant
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Partials this small are merged on the event loop: the hop to the merge pool and back (two
 # wake-ups, a future) costs more than the merge itself, and the GIL serialises both anyway.
@@ -177,19 +179,18 @@ class QueryRunner:
             raise QueryTimeout(f"Query [{query.context.query_id}] timed out after {timeout_ms} ms") from None
 
     async def _run(self, query: Query, deadline: float | None) -> QueryResult:
-        loop = asyncio.get_running_loop()
         if query.source is not None:
             query = await self._resolved_joins(query, deadline)
         if query.inner is not None:  # a query dataSource: the inner query first, then ours over it
             inner = await self._run(query.inner, deadline)
             rows = inner.results if inner.results is not None else orjson.loads(inner.body or b"[]")
-            results = await loop.run_in_executor(self.merge_pool, answer_over_rows, query, rows)
+            results = await self._off_loop(query, answer_over_rows, query, rows)
             return QueryResult(results, dict(inner.response_context), body=encode_json(results))
         base = leaf(query.data_source_spec)
         if isinstance(base, LookupSource):  # the lookup's k, v rows, answered as inline rows are
             base = lookup_inline(base.name)
         if isinstance(base, InlineSource):  # answered here, as Druid's broker answers inline rows
-            results = await loop.run_in_executor(self.merge_pool, answer_over_inline, query, base)
+            results = await self._off_loop(query, answer_over_inline, query, base)
             return QueryResult(results, {}, body=encode_json(results))
         if isinstance(base, UnionSource):
             return await self._union(query, base, deadline)
@@ -326,25 +327,22 @@ class QueryRunner:
         one_node_merged: bool = False,
     ) -> tuple[list[Any] | None, bytes]:
         """The merged, finalized answer (None: only its encoded bytes) and its JSON."""
-        loop = asyncio.get_running_loop()
         if all_cached:  # every partial a cached one: joined from their remembered rows if it may
             body = await self._from_fragments(query, partials)
             if body is not None:
                 return None, body
         if query.context.by_segment:
-            return await loop.run_in_executor(self.merge_pool, _by_segment_results, query, fetched, partials)
+            return await self._off_loop(query, _by_segment_results, query, fetched, partials)
         max_rows = self.limits.max_result_rows
         if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
             return merge_and_finalize(query, partials, max_rows, one_node_merged)
-        if self.merge_processes is not None and self.merge_processes.takes(rows):
+        if self.merge_processes is not None and self.merge_processes.takes(rows, query.context.priority):
             if self.metrics is not None:
                 self.metrics.process_merges.inc()
             return None, await self.merge_processes.merge(
                 merge_and_encode, query, partials, max_rows, one_node_merged
             )
-        return await loop.run_in_executor(
-            self.merge_pool, merge_and_finalize, query, partials, max_rows, one_node_merged
-        )
+        return await self._off_loop(query, merge_and_finalize, query, partials, max_rows, one_node_merged)
 
     async def _from_fragments(self, query: Query, partials: list[pa.Table]) -> bytes | None:
         """The answer joined from cached partials' remembered rows (broker_service.row_fragments);
@@ -352,9 +350,12 @@ class QueryRunner:
         max_rows = self.limits.max_result_rows
         answer = fragment_answer(query, partials, max_rows, new_limit=FRAGMENTS_INLINE_NEW)
         if isinstance(answer, TooManyNew):
-            loop = asyncio.get_running_loop()
-            answer = await loop.run_in_executor(self.merge_pool, fragment_answer, query, partials, max_rows)
+            answer = await self._off_loop(query, fragment_answer, query, partials, max_rows)
         return answer if isinstance(answer, bytes) else None
+
+    async def _off_loop(self, query: Query, fn: Callable[..., T], *args: Any) -> T:
+        """Work of `query` on the merge threads, or the low-priority ones for a low-priority query."""
+        return await run_for_priority(query.context.priority, fn, *args, normal=self.merge_pool)
 
     def _handle_missing(self, query: Query, gathered: GatherResult, context: dict[str, Any]) -> None:
         descriptors = [t.descriptor.to_json() for t in gathered.missing]

@@ -158,7 +158,7 @@ class SqlApi:
         snapshotted on the loop; a datasource whose columns are not known yet is read, then the
         statement planned again (only a datasource's first statement pays that)."""
         query = body["query"]
-        planning = self.planning.budget(query)
+        planning = self.planning.budget(query, _planning_priority(context))
         # INFORMATION_SCHEMA.COLUMNS lists every datasource's columns, not only those a statement names
         system = _SYSTEM_TABLE.search(query) is not None
         if system:
@@ -173,6 +173,15 @@ class SqlApi:
             snapshot = self.catalog.snapshot(system=system)
             statement = await planning.run(plan_statement, sql, snapshot, context)
         return statement
+
+
+def _planning_priority(context: dict[str, Any]) -> int:
+    """The priority a statement plans at: its request context's (SET statements may change the one
+    it runs at); a malformed one is told after planning, as before."""
+    try:
+        return scheduling_keys(context)[0]
+    except QueryError:
+        return 0
 
 
 def _flag(value: Any, *, default: bool) -> bool:

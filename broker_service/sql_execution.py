@@ -32,6 +32,7 @@ from broker_service.sql_statements import RunningStatement
 from strata.query.base import Query, parse_query
 from strata.query.data_source import parse_data_source, routing_table
 from strata.query.errors import QueryCancelled, QueryError
+from strata.server.priority_threads import run_for_priority
 from strata.sql import encode_rows
 from strata.sql.composed import ComposedPlan, DeferredPlan, Plan
 from strata.sql.formats import RowEncoder
@@ -47,11 +48,11 @@ ROWS_ON_LOOP_BYTES = 64 * 1024
 ROWS_ENCODED_ON_LOOP = 1000
 
 
-async def _parse_native(native: dict[str, Any]) -> Query:
+async def _parse_native(native: dict[str, Any], priority: int) -> Query:
     """A large native query (a statement's long IN list) is parsed in a worker thread: a 90,000-value
     filter takes the best part of a second to parse, which on the event loop would stall every client."""
     if len(orjson.dumps(native)) > LARGE_STATEMENT_CHARS:
-        return await asyncio.to_thread(parse_query, native)
+        return await run_for_priority(priority, parse_query, native)
     return parse_query(native)
 
 
@@ -109,21 +110,22 @@ class StatementExecution:
         subquery's answer is counted in bytes before it is decoded. A large answer is decoded and
         made into rows on a worker thread: 40,000 scan rows are ~150 ms of Python, which on the event
         loop would hold every other query that long; a thread gives the interpreter back to the loop
-        every switch interval."""
+        every switch interval (a low-priority statement's at a raised nice value)."""
         if plan.native is None:
             return plan.rows([])
         native = plan.native
         left = statement.time_left_ms()
         if left is not None:
             native = {**native, "context": {**(native.get("context") or {}), "timeout": left}}
-        query = await _parse_native(native)
+        query = await _parse_native(native, statement.priority)
         # no admission here: the statement holds one slot for all its stages (sql_api)
         result = await statement.bounded(self.broker.runner.run(query))
         if subquery:
             statement.limits.add_bytes(len(result.body or b""))
         if result.body is not None and len(result.body) <= ROWS_ON_LOOP_BYTES:
             return _rows_of(plan, result.results, result.body)
-        return await statement.bounded(asyncio.to_thread(_rows_of, plan, result.results, result.body))
+        made = run_for_priority(statement.priority, _rows_of, plan, result.results, result.body)
+        return await statement.bounded(made)
 
     async def rows(self, plan: Plan, statement: RunningStatement) -> tuple[Rows, list[Output]]:
         """The rows of a plan a statement reads as a subquery: counted against its allowance."""
@@ -154,7 +156,8 @@ class StatementExecution:
             return await self._stream_scan(plan, statement, encoding, headers)
         rows = await self.native_rows(plan, statement, subquery=False)
         encoded = functools.partial(encode_rows, rows, *_columns(plan.outputs), **encoding)
-        payload, media = encoded() if len(rows) <= ROWS_ENCODED_ON_LOOP else await asyncio.to_thread(encoded)
+        on_loop = len(rows) <= ROWS_ENCODED_ON_LOOP
+        payload, media = encoded() if on_loop else await run_for_priority(statement.priority, encoded)
         return Response(payload, 200, headers=headers, media_type=media)
 
     async def _built(self, plan: DeferredPlan, statement: RunningStatement) -> Plan:
@@ -256,7 +259,7 @@ class StatementExecution:
             return (
                 encoder.rows(rows)
                 if len(rows) <= ROWS_ENCODED_ON_LOOP
-                else await asyncio.to_thread(encoder.rows, rows)
+                else await run_for_priority(statement.priority, encoder.rows, rows)
             )
 
         async def body() -> AsyncIterator[bytes]:

@@ -5,7 +5,9 @@ Parsing a statement near the size limit takes seconds of CPU; on the event loop 
 every other client (health checks included). Small statements plan in a pool of their own, so a
 few large ones queued in theirs cannot delay them. A statement still planning past
 `PLANNING_SECONDS` is answered with a 400; its thread finishes in the background (a thread cannot be
-stopped), which the single large-statement worker bounds to one at a time.
+stopped), which the single large-statement worker bounds to one at a time. A statement whose
+context asks for a negative priority (Druid's low lane) plans on the low-priority threads, at a
+raised nice value (strata.server.priority_threads).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from strata.query.errors import ResourceLimitExceeded
+from strata.server.priority_threads import low_priority_executor
 from strata.sql.guard import check_size
 
 T = TypeVar("T")
@@ -36,10 +39,12 @@ class PlanningPools:
         self.large = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sql-plan-large")
         self.seconds = seconds
 
-    def budget(self, sql: str) -> PlanningBudget:
+    def budget(self, sql: str, priority: int = 0) -> PlanningBudget:
         """The planning of one statement (refused at once past the size limit)."""
         check_size(sql)
         pool = self.large if len(sql) > LARGE_STATEMENT_CHARS else self.small
+        if priority < 0 and pool is self.small:
+            pool = low_priority_executor()
         return PlanningBudget(pool, asyncio.get_running_loop().time() + self.seconds, self.seconds)
 
 

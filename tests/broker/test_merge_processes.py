@@ -60,3 +60,40 @@ def test_in_a_worker_process_too() -> None:
 
     low, normal = asyncio.run(asyncio.wait_for(scenario(), timeout=120))
     assert int(low) == LOW_NICE and int(normal) < LOW_NICE
+
+
+def test_a_low_priority_merges_partials_are_read_and_its_answer_written_at_nice_10_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from broker_service.merge_handoff import answer_out as written
+    from broker_service.merge_handoff import partial_in as read
+
+    seen: list[tuple[str, int]] = []
+
+    def reading(piece: Any) -> pa.Table:
+        seen.append(("read", os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        return read(piece)
+
+    def writing(answer: bytes, directory: str | None) -> Any:
+        seen.append(("written", os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        return written(answer, directory)
+
+    monkeypatch.setattr("broker_service.merge_processes.partial_in", reading)
+    monkeypatch.setattr("broker_service.merge_processes.answer_out", writing)
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    partial = pa.table({"c": [1, 2]})
+    assert _encoded(nice_of_merge, count_query(priority=-1), [partial], 10, False) == str(LOW_NICE).encode()
+    assert seen == [("read", LOW_NICE), ("written", LOW_NICE)]
+    seen.clear()
+    assert _encoded(nice_of_merge, count_query(), [partial], 10, False) == str(own).encode()
+    assert seen == [("read", own), ("written", own)]
+
+
+def test_a_low_priority_querys_merges_go_to_a_worker_whatever_their_size() -> None:
+    processes = MergeProcesses(1, min_rows=50_000)
+    try:
+        assert processes.takes(50_000) and processes.takes(50_000, priority=-1)
+        assert not processes.takes(3_000) and not processes.takes(3_000, priority=0)
+        assert processes.takes(3_000, priority=-1)
+    finally:
+        processes.shutdown()

@@ -1,11 +1,13 @@
 """A SQL statement's native answers made into rows (broker_service.sql_execution): a large one on a
 worker thread, so its Python work does not hold the event loop against every other query; a small
 one on the loop (a thread hop would cost more); the same rows either way, counted against the
-statement's subquery allowance as before."""
+statement's subquery allowance as before. A low-priority statement's rows are made at nice 10."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +19,7 @@ from broker_service.query_runner import QueryResult
 from broker_service.sql_execution import ROWS_ON_LOOP_BYTES, StatementExecution
 from broker_service.sql_statements import RunningStatement
 from strata.query.errors import ResourceLimitExceeded
+from strata.server.thread_priority import LOW_NICE
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.subquery_limits import SubqueryLimits
 
@@ -32,15 +35,17 @@ class RecordingPlan(SqlPlan):
     """A scan plan that notes the thread it made its rows on."""
 
     threads: list[str]
+    nice: list[int]
 
     def rows(self, native_results: list[Any]) -> list[list[Any]]:
         self.threads.append(threading.current_thread().name)
+        self.nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         return super().rows(native_results)
 
 
 def plan() -> RecordingPlan:
     made = RecordingPlan([Output("page", "page", "STRING"), Output("added", "added", "LONG")], native=SCAN)
-    made.threads = []
+    made.threads, made.nice = [], []
     return made
 
 
@@ -53,9 +58,10 @@ def execution(result: QueryResult) -> StatementExecution:
 
 
 async def rows_of(
-    result: QueryResult, *, subquery: bool, max_bytes: int = 1 << 30
+    result: QueryResult, *, subquery: bool, max_bytes: int = 1 << 30, priority: int = 0
 ) -> tuple[list[Any], RecordingPlan]:
     statement = RunningStatement("q", 60_000, SubqueryLimits(100_000, max_bytes, max_bytes), lambda: None)
+    statement.priority = priority
     made = plan()
     return await execution(result).native_rows(made, statement, subquery=subquery), made
 
@@ -85,5 +91,22 @@ def test_a_subquerys_answer_is_counted_in_bytes_before_it_is_decoded() -> None:
         rows, made = await rows_of(QueryResult(None, body=body), subquery=False, max_bytes=len(body) - 1)
         assert len(rows) == 8_000  # the statement's own answer is not a subquery's
         assert not made.threads or made.threads != [threading.current_thread().name]
+
+    asyncio.run(asyncio.wait_for(main(), timeout=30))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+def test_a_low_priority_statements_large_answer_is_made_into_rows_at_nice_10() -> None:
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert own < LOW_NICE
+
+    async def main() -> None:
+        body = orjson.dumps(answer(8_000))
+        rows, low = await rows_of(QueryResult(None, body=body), subquery=True, priority=-1)
+        assert len(rows) == 8_000 and low.nice == [LOW_NICE], low.nice
+        assert low.threads[0].startswith("low-priority")
+        rows, normal = await rows_of(QueryResult(None, body=body), subquery=True, priority=0)
+        assert len(rows) == 8_000 and normal.nice == [own]
+        assert not normal.threads[0].startswith("low-priority")
 
     asyncio.run(asyncio.wait_for(main(), timeout=30))
