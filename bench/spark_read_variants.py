@@ -2,7 +2,7 @@
 files: what each costs in CPU, and how well Spark's JVM and its Python workers overlap.
 
     python -m bench.spark_read_variants [--rows 10000000] [--segments 100] [--repeat 3]
-        [--variant NAME:OPTION=VALUE,... ...] [--jfr DIR]
+        [--variant NAME:OPTION=VALUE,... ...] [--jfr DIR] [--task-log FILE]
 
 e.g. `--variant default: --variant b16k:batchRows=16384 --variant p4:partitions=4`. A task's JVM
 thread turns its Python worker's Arrow batches into rows while the worker makes the next ones; on
@@ -12,8 +12,10 @@ overlap); CPU-seconds of Spark's task threads (the JVM's `Executor task` threads
 other threads, of the Python workers and of the historicals, from /proc (which another process's
 load barely changes), and the task threads' seconds runnable but waiting for a core. `--jfr DIR`
 records each timed read's JVM with Java Flight Recorder (`jfr print --events jdk.ExecutionSample`
-shows where the task threads' CPU goes). Rounds alternate the variants and Spark's direct read,
-after `--warmup` untimed rounds; medians are printed.
+shows where the task threads' CPU goes). `--task-log FILE` has every task of a Strata read log its
+start, first batch and end (`strata.spark.task_timing`) and cuts each read's wall time into phases
+(`bench.spark_task_phases`: planning, first batches, tasks ending apart). Rounds alternate the
+variants and Spark's direct read, after `--warmup` untimed rounds; medians are printed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from typing import Any
 
 from bench.spark_read import served
 from bench.spark_read_stages import TICK, _cpu, _tree
+from bench.spark_task_phases import TaskLog, phases
+from bench.spark_thread_states import ThreadStates
+from strata.spark import task_timing
 
 Sample = dict[tuple[int, int], tuple[str, int, int]]  # (pid, tid) -> (group, on-CPU ns, runnable ns)
 
@@ -78,17 +83,31 @@ def _idle() -> float:
     return (int(fields[4]) + int(fields[5])) / TICK
 
 
-def measure(fn: Callable[[], Any], processes: Callable[[], dict[int, str]]) -> dict[str, float]:
+def measure(
+    fn: Callable[[], Any], processes: Callable[[], dict[int, str]], states: bool = False
+) -> dict[str, float]:
     """Wall seconds of `fn()`, the machine's idle core-seconds meanwhile (on a quiet machine: the
-    time neither side of a task had work), and per thread group CPU and runnable seconds."""
+    time neither side of a task had work), and per thread group CPU and runnable seconds; with
+    `states`, how often the read's threads left a core without work (`ThreadStates`)."""
     before = sample(processes())
     idle = _idle()
-    t = time.perf_counter()
-    fn()
-    wall = time.perf_counter() - t
+
+    def spark_side() -> dict[int, str]:
+        return {p: k for p, k in processes().items() if k in ("jvm", "python")}
+
+    sampler = ThreadStates(spark_side, os.cpu_count() or 2) if states else None
+    t, started = time.perf_counter(), time.time()
+    if sampler is None:
+        fn()
+    else:
+        with sampler:
+            fn()
+    wall, ended = time.perf_counter() - t, time.time()
     idle = _idle() - idle
     after = sample(processes())
-    out: dict[str, float] = {"wall": wall, "idle core-s": idle}
+    out: dict[str, float] = {"wall": wall, "idle core-s": idle, "start": started, "end": ended}
+    if sampler is not None:
+        out.update(sampler.figures())
     for key, (group, run, wait) in after.items():
         _, run0, wait0 = before.get(key, (group, 0, 0))
         out[f"{group} cpu"] = out.get(f"{group} cpu", 0.0) + (run - run0) / 1e9
@@ -116,12 +135,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument(
-        "--variant", action="append", default=[], help="NAME:BATCH_ROWS:READ_AHEAD:PARTITIONS"
+        "--variant", action="append", default=[], help="NAME:OPTION=VALUE,... (reader options of one variant)"
     )
     parser.add_argument(
         "--jfr", type=Path, help="record each timed read with Java Flight Recorder into this folder"
     )
+    parser.add_argument(
+        "--thread-states", action="store_true", help="sample the read's threads: cores left without work"
+    )
+    parser.add_argument("--task-log", type=Path, help="per-task timestamps into this file, and phases")
     args = parser.parse_args(argv)
+    log = None
+    if args.task_log:  # before the JVM starts: its Python workers inherit the environment
+        os.environ[task_timing.ENV] = str(args.task_log.resolve())
+        log = TaskLog(args.task_log)
     variants = [v.partition(":")[::2] for v in args.variant] or [("default", "")]
 
     with served(args.rows, args.segments, "strata-bench-spark-variants") as (c, data, broker, spark):
@@ -151,7 +178,15 @@ def main(argv: list[str] | None = None) -> None:
                 recording = (
                     args.jfr / f"{name.replace(' ', '-')}-{round_}.jfr" if args.jfr and timed else None
                 )
-                m = measure(fn, processes) if recording is None else recorded(fn, processes, recording)
+                if recording is None:
+                    m = measure(fn, processes, args.thread_states)
+                else:
+                    m = recorded(fn, processes, recording)
+                start, end = m.pop("start"), m.pop("end")
+                if log is not None:
+                    m.update(phases(log.take(), start, end))
+                if log is not None or args.thread_states:
+                    print(f"  {name}: {json.dumps(m)}", file=sys.stderr)
                 if timed:
                     samples[name].append(m)
                 load = os.getloadavg()[0]

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
+
+from strata.spark.task_timing import AheadTimes
 
 T = TypeVar("T")
 
@@ -29,14 +32,28 @@ class _End:
     error: BaseException | None = None  # what the producer raised; None: every item was made
 
 
-def read_ahead(items: Iterator[T], depth: int = DEPTH) -> Generator[T, None, None]:
+def read_ahead(
+    items: Iterator[T], depth: int = DEPTH, times: AheadTimes | None = None
+) -> Generator[T, None, None]:
     """`items` in order, made by a thread while the caller uses the earlier ones; an error raised
     making them is raised here. Closing this iterator early (Spark stops a task, a LIMIT) stops the
-    thread, which closes `items` (its open files and responses)."""
+    thread, which closes `items` (its open files and responses). `times`, if given, gets what each
+    side spent waiting for the other (strata.spark.task_timing)."""
     ready: queue.Queue[T | _End] = queue.Queue(maxsize=depth)
     stopped = threading.Event()
 
     def put(item: T | _End) -> bool:
+        if times is not None:
+            if times.first_ready is None:
+                times.first_ready = time.time()
+            if ready.full():
+                t = time.perf_counter()
+                stored = _put(item)
+                times.producer_blocked += time.perf_counter() - t
+                return stored
+        return _put(item)
+
+    def _put(item: T | _End) -> bool:
         while not stopped.is_set():
             try:
                 ready.put(item, timeout=_POLL_S)
@@ -57,13 +74,20 @@ def read_ahead(items: Iterator[T], depth: int = DEPTH) -> Generator[T, None, Non
             close = getattr(items, "close", None)
             if close is not None:
                 close()
+            if times is not None:
+                times.producer_cpu = time.thread_time()
         put(end)
 
     thread = threading.Thread(target=produce, name="strata-read-ahead", daemon=True)
     thread.start()
     try:
         while True:
-            item = ready.get()
+            if times is not None and ready.empty():
+                t = time.perf_counter()
+                item = ready.get()
+                times.consumer_waited += time.perf_counter() - t
+            else:
+                item = ready.get()
             if isinstance(item, _End):
                 if item.error is not None:
                     raise item.error

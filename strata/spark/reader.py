@@ -16,6 +16,7 @@ only plain values: Spark pickles them to its executors.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from strata.spark.pushdown import Pushed, push
 from strata.spark.read_ahead import DEPTH, read_ahead
 from strata.spark.results import conform_batch, native_rows, rows_batch
 from strata.spark.segment_files import published_files, read_files, split_by_file
+from strata.spark.task_timing import AheadTimes, record, timed_task, timing_enabled
 from strata.wire import SEGMENT_LABELS
 from timeline import Interval
 
@@ -140,6 +142,13 @@ class TableReader(DataSourceReader):
         return out
 
     def partitions(self) -> list[InputPartition]:
+        start = time.time()
+        planned = self.plan()
+        record("plan", start=start, end=time.time(), partitions=len(planned))
+        return planned
+
+    def plan(self) -> list[InputPartition]:
+        """The read's segments packed into partitions, each segment with its servers and file."""
         descriptors: list[dict[str, Any]] = []
         servers: list[list[str]] = []
         sizes: list[int] = []
@@ -208,7 +217,13 @@ class TableReader(DataSourceReader):
             return  # no segment in the window: Spark's single empty partition
         # as many rows made ahead whatever the batch size: smaller batches, more of them
         ahead = max(DEPTH, DEPTH * BATCH_ROWS // self.batch_rows)
-        yield from read_ahead(self.conformed_batches(partition), ahead)
+        if not timing_enabled():
+            yield from read_ahead(self.conformed_batches(partition), ahead)
+            return
+        times = AheadTimes()
+        batches = read_ahead(self.conformed_batches(partition), ahead, times)
+        files = sum(f is not None for f in partition.files)
+        yield from timed_task(batches, times, segments=len(partition.segments), files=files)
 
     def conformed_batches(self, partition: SegmentsPartition) -> Iterator[pa.RecordBatch]:
         """The partition's rows in Spark's exact Arrow schema (`conform_batch`)."""

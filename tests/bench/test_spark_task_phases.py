@@ -1,0 +1,34 @@
+"""The phases of a Spark read from its tasks' timestamps (bench.spark_task_phases): core-seconds
+without a task, worked out by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.spark_task_phases import phases, short_core_s
+
+
+def test_core_seconds_without_a_task() -> None:
+    # 2 cores over 0..6: none running to 1 (2), both to 3 (0), one to 5 (2), none to 6 (2)
+    assert short_core_s([(1, 5), (1, 3)], 0, 6, 2) == 6
+    # a third task starts as one ends: only 0..1 and 5..6 are short
+    assert short_core_s([(1, 3), (3, 5), (1, 5)], 0, 6, 2) == 4
+    assert short_core_s([], 0, 2, 2) == 4
+
+
+def test_phases_of_two_tasks_ending_apart() -> None:
+    def task(start: float, first: float, end: float) -> dict[str, Any]:
+        return {"kind": "task", "start": start, "first": first, "end": end, "handing_s": 1.0,
+                "handing_cpu_s": 0.1, "reader_cpu_s": 0.5, "reader_blocked_s": 0.2,
+                "waited_for_reader_s": 0.3}  # fmt: skip
+
+    lines = [
+        {"kind": "plan", "start": 100.1, "end": 100.2},
+        task(100.5, 100.6, 103.0),
+        task(100.5, 100.7, 102.0),
+    ]
+    got = phases(lines, 100.0, 103.5)
+    assert got["to first task s"] == 0.5 and got["plan s"] == 0.1 and got["plan to first task s"] == 0.3
+    assert got["first and last task end apart s"] == 1.0 and got["after last task s"] == 0.5
+    assert got["core-s without a task"] == 0.5 * 2 + 1.0 + 0.5 * 2
+    assert got["tasks' handing s"] == 2.0 and got["tasks' waited for reader s"] == 0.6
