@@ -14,7 +14,10 @@ load barely changes), and the task threads' seconds runnable but waiting for a c
 records each timed read's JVM with Java Flight Recorder (`jfr print --events jdk.ExecutionSample`
 shows where the task threads' CPU goes). `--task-log FILE` has every task of a Strata read log its
 start, first batch and end (`strata.spark.task_timing`) and cuts each read's wall time into phases
-(`bench.spark_task_phases`: planning, first batches, tasks ending apart). Rounds alternate the
+(`bench.spark_task_phases`: planning, first batches, tasks ending apart); `--event-log DIR` keeps
+Spark's event log and adds, for every read including Spark's direct one, its tasks' phases by
+Spark's clock (`bench.spark_event_log`); `--thread-states` samples how often the read's threads
+left a core without work (`bench.spark_thread_states`). Rounds alternate the
 variants and Spark's direct read, after `--warmup` untimed rounds; medians are printed.
 """
 
@@ -31,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import spark_event_log
 from bench.spark_read import served
 from bench.spark_read_stages import TICK, _cpu, _tree
 from bench.spark_task_phases import TaskLog, phases
@@ -144,7 +148,13 @@ def main(argv: list[str] | None = None) -> None:
         "--thread-states", action="store_true", help="sample the read's threads: cores left without work"
     )
     parser.add_argument("--task-log", type=Path, help="per-task timestamps into this file, and phases")
+    parser.add_argument(
+        "--event-log", type=Path, help="Spark's event log into this (empty) folder: every read's tasks"
+    )
     args = parser.parse_args(argv)
+    if args.event_log:
+        spark_event_log.enable(args.event_log)
+    windows: list[tuple[str, dict[str, float], float, float]] = []  # each read: figures, start, end
     log = None
     if args.task_log:  # before the JVM starts: its Python workers inherit the environment
         os.environ[task_timing.ENV] = str(args.task_log.resolve())
@@ -183,6 +193,7 @@ def main(argv: list[str] | None = None) -> None:
                 else:
                     m = recorded(fn, processes, recording)
                 start, end = m.pop("start"), m.pop("end")
+                windows.append((name, m, start, end))
                 if log is not None:
                     m.update(phases(log.take(), start, end))
                 if log is not None or args.thread_states:
@@ -191,6 +202,12 @@ def main(argv: list[str] | None = None) -> None:
                     samples[name].append(m)
                 load = os.getloadavg()[0]
                 print(f"round {round_} {name}: {m['wall']:.2f}s load {load:.1f}", file=sys.stderr)
+    if args.event_log:  # complete once the session has stopped
+        jobs = spark_event_log.read_jobs(args.event_log)
+        for name, m, start, end in windows:
+            m.update(spark_event_log.phases(jobs, start, end))
+            spark_side = {k: v for k, v in m.items() if k.startswith("spark: ")}
+            print(f"  {name}: {json.dumps(spark_side)}", file=sys.stderr)
     figures = {}
     for name, runs in samples.items():
         keys = sorted({k for r in runs for k in r})
