@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow as pa
 
 from bench.spark_task_phases import short_core_s
 
@@ -34,25 +37,35 @@ def enable(folder: Path) -> None:
     os.environ["PYSPARK_SUBMIT_ARGS"] = f"{args} pyspark-shell"
 
 
+def _lines(folder: Path) -> Iterator[str]:
+    """The event log's lines: Spark 4 writes a folder per application (`eventlog_v2_*`) of
+    zstd-compressed `events_N_*` files."""
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "events" in p.name):
+        if path.suffix == ".zstd":
+            with pa.CompressedInputStream(pa.OSFile(str(path)), "zstd") as stream:
+                text = stream.read().decode()
+        else:
+            text = path.read_text()
+        yield from (line for line in text.splitlines() if line.startswith("{"))
+
+
 def read_jobs(folder: Path) -> list[Job]:
     jobs: dict[int, Job] = {}
     stage_job: dict[int, int] = {}
-    for path in sorted(folder.iterdir()):
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
-            kind = event.get("Event")
-            if kind == "SparkListenerJobStart":
-                job = Job(event["Submission Time"] / 1000, stages=list(event["Stage IDs"]))
-                jobs[event["Job ID"]] = job
-                stage_job.update((s, event["Job ID"]) for s in job.stages)
-            elif kind == "SparkListenerJobEnd" and event["Job ID"] in jobs:
-                jobs[event["Job ID"]].completed = event["Completion Time"] / 1000
-            elif kind == "SparkListenerTaskEnd" and event["Stage ID"] in stage_job:
-                info, metrics = event["Task Info"], event.get("Task Metrics") or {}
-                jobs[stage_job[event["Stage ID"]]].tasks.append(
-                    (info["Launch Time"] / 1000, info["Finish Time"] / 1000,
-                     metrics.get("Executor Run Time", 0) / 1000, metrics.get("Executor CPU Time", 0) / 1e9)
-                )  # fmt: skip
+    for event in map(json.loads, _lines(folder)):
+        kind = event.get("Event")
+        if kind == "SparkListenerJobStart":
+            job = Job(event["Submission Time"] / 1000, stages=list(event["Stage IDs"]))
+            jobs[event["Job ID"]] = job
+            stage_job.update((s, event["Job ID"]) for s in job.stages)
+        elif kind == "SparkListenerJobEnd" and event["Job ID"] in jobs:
+            jobs[event["Job ID"]].completed = event["Completion Time"] / 1000
+        elif kind == "SparkListenerTaskEnd" and event["Stage ID"] in stage_job:
+            info, metrics = event["Task Info"], event.get("Task Metrics") or {}
+            jobs[stage_job[event["Stage ID"]]].tasks.append(
+                (info["Launch Time"] / 1000, info["Finish Time"] / 1000,
+                 metrics.get("Executor Run Time", 0) / 1000, metrics.get("Executor CPU Time", 0) / 1e9)
+            )  # fmt: skip
     return sorted(jobs.values(), key=lambda j: j.submitted)
 
 

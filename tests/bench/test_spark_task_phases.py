@@ -51,7 +51,8 @@ def test_spark_event_log_jobs_and_phases(tmp_path: Path) -> None:
         {"Event": "SparkListenerJobStart", "Job ID": 1, "Submission Time": 200_000, "Stage IDs": [1]},
         {"Event": "SparkListenerTaskEnd", "Stage ID": 1, "Task Info": {"Launch Time": 200_100, "Finish Time": 201_000}},
     ]  # fmt: skip
-    (tmp_path / "app-1").write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    (tmp_path / "eventlog_v2_local-1").mkdir()  # Spark 4's layout, here uncompressed
+    (tmp_path / "eventlog_v2_local-1" / "events_1_local-1").write_text("\n".join(map(json.dumps, events)))
     jobs = read_jobs(tmp_path)
     assert [len(j.tasks) for j in jobs] == [2, 1] and jobs[0].completed == 103.1
     got = spark_phases(jobs, 100.0, 103.2)  # the first job only
