@@ -6,8 +6,9 @@ a string. The grouped rows come back as Arrow; a first cut on values alone (`_ca
 leaves about `segment_keep` rows per segment, only those are mapped back to strings through their
 own segment's dictionary, and a segment left with more (ties at its cut) is cut exactly by
 `TopNQuery.top` (ties broken as Druid's engine breaks them, as `cut_sql` does). A node's one merged
-partial groups on codes in one sorted dictionary of all the copies instead, so ties break on
-codes in numpy (`segment_cut`) and only the survivors are decoded and summed.
+partial groups on codes in one sorted dictionary of all the copies instead (an unfiltered count
+or long/double sum by `np.bincount` over a dense (segment, code) key, else in DuckDB), so ties
+break on codes in numpy (`segment_cut`) and only the survivors are decoded and summed.
 
 Taken only where it answers as the generic path (`grouping.group_rows` + `cut_sql`) does: a
 plain string dimension, `all` granularity, no virtual columns, every segment read whole from its
@@ -29,6 +30,7 @@ from strata.engine.grouping import stamp_window_starts, window_starts
 from strata.engine.mapped_source import ORDINAL, MappedRows, view
 from strata.engine.segment_input import SegmentInput, read_schema, unified_types
 from strata.query.aggregation_engine import BUCKET, agg_col, dim_col
+from strata.query.aggregators.simple import CountAggregator, NumericAggregator
 from strata.query.base import SEGMENT_COLUMN
 from strata.query.columns import SEGMENT_INDEX, TIME_COLUMN
 from strata.query.duck import quote_ident, run_arrow
@@ -85,12 +87,9 @@ def coded_merged(
         return None
     rows, types, others = found
     values, codes = shared_codes(rows, dim.dimension)
-    source = view(rows, [TIME_COLUMN, dim.dimension, *others], extra=[(_CODE, codes)])
-    projections = [ORDINAL, _CODE, f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}", quote_ident(dim.dimension),
-                   *map(quote_ident, others)]  # fmt: skip
-    relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
-    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
-    grouped = run_arrow(conn, f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2")
+    grouped = _grouped_in_numpy(query, rows, codes, len(values))
+    if grouped is None:
+        grouped = _grouped_in_duckdb(query, conn, rows, codes, types, others)
     metric = grouped.column(column).cast(pa.float64()).to_numpy(zero_copy_only=False)
     rank = np.where(np.isnan(metric), np.inf, -metric)  # best first; null and NaN last
     order = pc.fill_null(grouped.column(_CODE), -1).to_numpy()  # null first, then string order
@@ -111,6 +110,66 @@ def coded_merged(
     marker = {f.name: pa.nulls(1, f.type) for f in summed.schema}
     marker[BUCKET] = pa.array([bucket], pa.int64())
     return pa.table(marker, schema=summed.schema)
+
+
+def _grouped_in_duckdb(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, rows: Sequence[MappedRows], codes: pa.ChunkedArray,
+    types: dict[str, str], others: list[str],
+) -> pa.Table:  # fmt: skip
+    """(ordinal, code, intermediates) of `rows` grouped per segment and shared code, in DuckDB."""
+    plan, dim = query.plan, query.dimension.dimension
+    source = view(rows, [TIME_COLUMN, dim, *others], extra=[(_CODE, codes)])
+    projections = [ORDINAL, _CODE, f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}", quote_ident(dim),
+                   *map(quote_ident, others)]  # fmt: skip
+    relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
+    aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
+    return run_arrow(conn, f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2")
+
+
+def _grouped_in_numpy(
+    query: TopNQuery, rows: Sequence[MappedRows], codes: pa.ChunkedArray, values: int
+) -> pa.Table | None:
+    """The (ordinal, code) grouping of `rows` as DuckDB's statement returns it, by `np.bincount`
+    over one dense (segment, code) key: no hash table, no rows handed back row by row. Only for an
+    unfiltered query of counts and long/double sums of columns without nulls (long sums small
+    enough that doubles add them exactly), and a key space not much larger than the rows."""
+    plan = query.plan
+    total = sum(r.table.num_rows for r in rows)
+    slots = len(rows) * (values + 1)
+    if plan.filter is not None or slots > 4 * total + 1024:
+        return None
+    columns: list[np.ndarray | None] = []
+    for agg in plan.aggregators:
+        if type(agg) is CountAggregator:
+            columns.append(None)
+            continue
+        if type(agg) is not NumericAggregator or agg.op != "sum" or agg.kind not in ("long", "double"):
+            return None
+        wanted = pa.int64() if agg.kind == "long" else pa.float64()
+        chunks = [c for r in rows for c in r.table.column(agg.field).chunks]
+        if any(c.type != wanted or c.null_count for c in chunks):
+            return None
+        whole = np.concatenate([c.to_numpy() for c in chunks]) if chunks else np.zeros(0)
+        if agg.kind == "long" and len(whole) and float(np.abs(whole).max()) * total >= 2.0**53:
+            return None
+        columns.append(whole)
+    segment = np.repeat(np.arange(len(rows)), [r.table.num_rows for r in rows])
+    key = segment * (values + 1) + pc.fill_null(codes, -1).to_numpy() + 1  # null: code -1
+    counts = np.bincount(key, minlength=slots)
+    present = np.flatnonzero(counts)
+    code = present % (values + 1) - 1
+    out: dict[str, pa.Array] = {
+        ORDINAL: pa.array(np.array([r.ordinal for r in rows], np.int64)[present // (values + 1)]),
+        _CODE: pa.array(code, pa.int32(), mask=code < 0),
+    }
+    for i, summed in enumerate(columns):
+        if summed is None:
+            out[agg_col(i)] = pa.array(counts[present], pa.int64())
+            continue
+        sums = np.bincount(key, weights=summed, minlength=slots)[present]
+        exact = summed.dtype == np.int64
+        out[agg_col(i)] = pa.array(np.rint(sums).astype(np.int64) if exact else sums)
+    return pa.table(out)
 
 
 def _coded_source(

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pytest
 
 from historical_service.arrow_copy import mapped_copy
-from strata.engine import SegmentInput, mapped_source
+from strata.engine import SegmentInput, mapped_source, topn_codes
+from strata.engine.dictionary_codes import shared_codes
 from strata.engine.engine import run_merged, run_partials
 from strata.engine.topn_codes import coded_partials
 from strata.query import parse_query
@@ -373,3 +374,34 @@ def test_merged_partial_sums_the_per_segment_cuts(
     assert {(r["d0"], r["a0"], r["a1"], _number(r["a2"])) for r in ranked} == expected
     assert {r["__segment"] for r in table.to_pylist()} == {None}
     assert {r["__bucket"] for r in table.to_pylist()} == {stamp}
+
+
+@pytest.mark.parametrize("metric", ["n", "rows", "v"])
+def test_grouping_by_bincount_matches_duckdbs(segments: Any, metric: str) -> None:
+    """The node-merged path groups an unfiltered query of counts and sums with `np.bincount`: the
+    same (segment, code) groups and intermediates as DuckDB's statement; a filter keeps DuckDB."""
+    inputs = _inputs(segments, "with_dim")
+    for inp in inputs:
+        assert mapped_source.register(inp.path, mapped_copy(Path(inp.path)))
+    try:
+        with mapped_source.request_views():
+            query = _query("with_dim", metric)
+            rows = [mapped_source.mapped(i.path) for i in inputs]
+            assert all(r is not None for r in rows)
+            values, codes = shared_codes(rows, "dim")  # type: ignore[arg-type]
+            found = topn_codes._coded_source(query, inputs)
+            assert found is not None
+            by_numpy = topn_codes._grouped_in_numpy(query, rows, codes, len(values))  # type: ignore[arg-type]
+            by_duckdb = topn_codes._grouped_in_duckdb(query, connection(), rows, codes, found[1], found[2])  # type: ignore[arg-type]
+            filtered = _query("with_dim", metric, FILTERS[1][0])
+            assert topn_codes._grouped_in_numpy(filtered, rows, codes, len(values)) is None  # type: ignore[arg-type]
+    finally:
+        for inp in inputs:
+            mapped_source.unregister(inp.path)
+
+    def canon(table: pa.Table) -> list[tuple[Any, ...]]:
+        return sorted((tuple(_number(v) if isinstance(v, float) else v for v in r.values())
+                       for r in table.to_pylist()), key=repr)  # fmt: skip
+
+    assert by_numpy is not None and by_numpy.num_rows > 0
+    assert canon(by_numpy) == canon(by_duckdb.cast(by_numpy.schema))
