@@ -103,14 +103,10 @@ def group_merged(
     plan: GroupingPlan,
     conn: duckdb.DuckDBPyConnection,
     inputs: Sequence[SegmentInput],
-    cut: Callable[[str], str | None] | None = None,
 ) -> pa.Table:
-    """The merged intermediates of `inputs`: one grouping across segments when that is exact.
-
-    `cut` (see `group_rows`) applies only on that one-grouping path.
-    """
+    """The merged intermediates of `inputs`: one grouping across segments when that is exact."""
     if all(a.split_invariant() for a in plan.aggregators):
-        return group_rows(plan, conn, inputs, per_segment=False, cut=cut)
+        return group_rows(plan, conn, inputs, per_segment=False)
     return plan.merge(conn, [group_rows(plan, conn, inputs)])
 
 

@@ -5,7 +5,10 @@ Grouping a request's segments on (segment ordinal, code) hashes two integers per
 a string. The grouped rows come back as Arrow; a first cut on values alone (`_candidates`, numpy)
 leaves about `segment_keep` rows per segment, only those are mapped back to strings through their
 own segment's dictionary, and a segment left with more (ties at its cut) is cut exactly by
-`TopNQuery.top` (ties broken by the string, as `cut_sql` breaks them).
+`TopNQuery.top` (ties broken as Druid's engine breaks them, as `cut_sql` does). A node's one merged
+partial groups on codes in one sorted dictionary of all the copies instead (an unfiltered count
+or long/double sum by `np.bincount` over a dense (segment, code) key, else in DuckDB), so ties
+break on codes in numpy (`segment_cut`) and only the survivors are decoded and summed.
 
 Taken only where it answers as the generic path (`grouping.group_rows` + `cut_sql`) does: a
 plain string dimension, `all` granularity, no virtual columns, every segment read whole from its
@@ -27,9 +30,11 @@ from strata.engine.grouping import stamp_window_starts, window_starts
 from strata.engine.mapped_source import ORDINAL, MappedRows, view
 from strata.engine.segment_input import SegmentInput, read_schema, unified_types
 from strata.query.aggregation_engine import BUCKET, agg_col, dim_col
+from strata.query.aggregators.simple import CountAggregator, NumericAggregator
 from strata.query.base import SEGMENT_COLUMN
 from strata.query.columns import SEGMENT_INDEX, TIME_COLUMN
 from strata.query.duck import quote_ident, run_arrow
+from strata.query.segment_cut import segment_cut
 from strata.query.topn import TopNQuery
 
 _CODE = "__strata_code"
@@ -71,31 +76,100 @@ def coded_partials(
 def coded_merged(
     query: TopNQuery, conn: duckdb.DuckDBPyConnection, inputs: Sequence[SegmentInput]
 ) -> pa.Table | None:
-    """What `grouping.group_merged` with the node-wide cut returns (one grouping across all
-    `inputs`, `__segment` null), grouped on integers: each copy's codes are mapped into one sorted
-    dictionary of all the copies' values, so code order is string order and the cut's ties break
-    as they break on strings. None where this path does not apply."""
+    """What summing `coded_partials` gives (`TopNQuery.summed`): rows grouped on (segment, code
+    in one sorted dictionary of all the copies' values), each segment cut in numpy as Druid cuts
+    it (`segment_cut`; code order is string order), only the survivors decoded and summed.
+    None where this path does not apply."""
     plan, dim = query.plan, query.dimension
-    if not all(a.split_invariant() for a in plan.aggregators):
-        return None
+    column = query.rank_column()
     found = _coded_source(query, inputs)
-    if found is None:
+    if found is None or column is None:
         return None
     rows, types, others = found
     values, codes = shared_codes(rows, dim.dimension)
-    source = view(rows, [TIME_COLUMN, dim.dimension, *others], extra=[(_CODE, codes)])
-    projections = [_CODE, f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}", quote_ident(dim.dimension),
+    grouped = _grouped_in_numpy(query, rows, codes, len(values))
+    if grouped is None:
+        grouped = _grouped_in_duckdb(query, conn, rows, codes, types, others)
+    metric = grouped.column(column).cast(pa.float64()).to_numpy(zero_copy_only=False)
+    rank = np.where(np.isnan(metric), np.inf, -metric)  # best first; null and NaN last
+    order = pc.fill_null(grouped.column(_CODE), -1).to_numpy()  # null first, then string order
+    kept = grouped.filter(
+        pa.array(segment_cut(grouped.column(ORDINAL).to_numpy(), rank, order, query.segment_keep))
+    )
+    # `all`: the earliest cursor start stamps the answer, matched or not (as merging partials does)
+    starts = window_starts(inputs)
+    bucket = min(starts.values(), default=0)
+    labels = {SEGMENT_COLUMN: pa.nulls(kept.num_rows, pa.string()),
+              BUCKET: pa.array(np.full(kept.num_rows, bucket, np.int64)),
+              dim_col(0): values.take(kept.column(_CODE))}  # fmt: skip
+    cut = pa.table({**labels, **{n: kept.column(n) for n in kept.column_names if n not in (ORDINAL, _CODE)}})
+    summed = query.summed(conn, plan._conform(cut))
+    if summed.num_rows or not starts:
+        return summed
+    # no row matched: one marker (every column null but the bucket), answered with an empty list
+    marker = {f.name: pa.nulls(1, f.type) for f in summed.schema}
+    marker[BUCKET] = pa.array([bucket], pa.int64())
+    return pa.table(marker, schema=summed.schema)
+
+
+def _grouped_in_duckdb(
+    query: TopNQuery, conn: duckdb.DuckDBPyConnection, rows: Sequence[MappedRows], codes: pa.ChunkedArray,
+    types: dict[str, str], others: list[str],
+) -> pa.Table:  # fmt: skip
+    """(ordinal, code, intermediates) of `rows` grouped per segment and shared code, in DuckDB."""
+    plan, dim = query.plan, query.dimension.dimension
+    source = view(rows, [TIME_COLUMN, dim, *others], extra=[(_CODE, codes)])
+    projections = [ORDINAL, _CODE, f"epoch_ms({TIME_COLUMN}) AS {TIME_COLUMN}", quote_ident(dim),
                    *map(quote_ident, others)]  # fmt: skip
     relation = _filtered(f"SELECT {', '.join(projections)} FROM {source}", query, types)
     aggs = [e for i, a in enumerate(plan.aggregators) for e in a.partial_sql(agg_col(i), types, None)]
-    # `all`: the earliest cursor start stamps the answer (`TopNQuery.with_markers`), matched or not
-    bucket = min(window_starts(inputs).values(), default=0)
-    keys = [f"CAST(NULL AS VARCHAR) AS {SEGMENT_COLUMN}", f"CAST({bucket} AS BIGINT) AS {BUCKET}",
-            f"{_CODE} AS {dim_col(0)}"]  # fmt: skip
-    grouped = f"SELECT {', '.join(keys + aggs)} FROM ({relation}) GROUP BY {_CODE}"
-    table = run_arrow(conn, query.cut_sql(grouped, per_segment=False) or grouped)
-    strings = values.take(table.column(dim_col(0)))
-    return plan._conform(table.set_column(table.schema.get_field_index(dim_col(0)), dim_col(0), strings))
+    return run_arrow(conn, f"SELECT {ORDINAL}, {_CODE}, {', '.join(aggs)} FROM ({relation}) GROUP BY 1, 2")
+
+
+def _grouped_in_numpy(
+    query: TopNQuery, rows: Sequence[MappedRows], codes: pa.ChunkedArray, values: int
+) -> pa.Table | None:
+    """The (ordinal, code) grouping of `rows` as DuckDB's statement returns it, by `np.bincount`
+    over one dense (segment, code) key: no hash table, no rows handed back row by row. Only for an
+    unfiltered query of counts and long/double sums of columns without nulls (long sums small
+    enough that doubles add them exactly), and a key space not much larger than the rows."""
+    plan = query.plan
+    total = sum(r.table.num_rows for r in rows)
+    slots = len(rows) * (values + 1)
+    if plan.filter is not None or slots > 4 * total + 1024:
+        return None
+    columns: list[np.ndarray | None] = []
+    for agg in plan.aggregators:
+        if type(agg) is CountAggregator:
+            columns.append(None)
+            continue
+        if type(agg) is not NumericAggregator or agg.op != "sum" or agg.kind not in ("long", "double"):
+            return None
+        wanted = pa.int64() if agg.kind == "long" else pa.float64()
+        chunks = [c for r in rows for c in r.table.column(agg.field).chunks]
+        if any(c.type != wanted or c.null_count for c in chunks):
+            return None
+        whole = np.concatenate([c.to_numpy() for c in chunks]) if chunks else np.zeros(0)
+        if agg.kind == "long" and len(whole) and float(np.abs(whole).max()) * total >= 2.0**53:
+            return None
+        columns.append(whole)
+    segment = np.repeat(np.arange(len(rows)), [r.table.num_rows for r in rows])
+    key = segment * (values + 1) + pc.fill_null(codes, -1).to_numpy() + 1  # null: code -1
+    counts = np.bincount(key, minlength=slots)
+    present = np.flatnonzero(counts)
+    code = present % (values + 1) - 1
+    out: dict[str, pa.Array] = {
+        ORDINAL: pa.array(np.array([r.ordinal for r in rows], np.int64)[present // (values + 1)]),
+        _CODE: pa.array(code, pa.int32(), mask=code < 0),
+    }
+    for i, summed in enumerate(columns):
+        if summed is None:
+            out[agg_col(i)] = pa.array(counts[present], pa.int64())
+            continue
+        sums = np.bincount(key, weights=summed, minlength=slots)[present]
+        exact = summed.dtype == np.int64
+        out[agg_col(i)] = pa.array(np.rint(sums).astype(np.int64) if exact else sums)
+    return pa.table(out)
 
 
 def _coded_source(

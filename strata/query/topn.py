@@ -1,12 +1,15 @@
 """The topN query: the top `threshold` dimension values per time bucket by a metric.
 
 As Druid, it is approximate across segments: each segment keeps its best
-max(threshold, minTopNThreshold) values per bucket, the broker combines equal values, re-ranks
-and trims. Ties rank by the dimension value (lexicographic, nulls first) so results are stable.
-Every bucket a segment's cursor walks is answered, with an empty list where no
-row matched. A data node answering a client directly ranks
-over all its segments at once (`run_merged`), which is exact: Druid's per-segment trimming only
-ever loses accuracy, and a broker (which caches per segment) still gets the trimmed partials.
+max(threshold, minTopNThreshold) values per bucket (Druid: the broker's
+`TopNQueryQueryToolChest.ThresholdAdjustingQueryRunner` raises the threshold the data nodes get,
+`TopNQueryEngine` cuts each segment to it, ties as `segment_cut` keeps them), the kept values are
+summed and ranked again, ties by the dimension value (lexicographic, nulls first). Every bucket a
+segment's cursor walks is answered, with an empty list where no row matched. Whatever sums the
+per-segment cuts (a data node's one merged partial, the broker over cached and fetched partials)
+does not cut again before the broker's final ranking, so the answer depends neither on the cache
+nor on which node serves which segment (Druid's `TopNBinaryFn` also re-cuts every pairwise merge,
+an order-dependent step left out on purpose: docs/query-api.md).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,6 +37,7 @@ from strata.query.filters import Filter, parse_filter
 from strata.query.granularity_sql import parse_query_granularity
 from strata.query.orderings import group_positions, ordinal, segment_codes
 from strata.query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
+from strata.query.segment_cut import segment_cut
 from strata.query.topn_metric import (
     InvertedMetric,
     TopNMetric,
@@ -68,7 +73,7 @@ def _most_per_bucket(table: pa.Table) -> int:
 @dataclass(frozen=True, kw_only=True)
 class TopNQuery(Query):
     query_type = "topN"
-    node_may_merge = True  # when the broker caches nothing: one partial, trimmed as Druid's historicals do
+    node_may_merge = True  # when the broker caches nothing: one partial, the per-segment cuts summed
 
     dimension: DimensionSpec
     metric: TopNMetric
@@ -157,27 +162,19 @@ class TopNQuery(Query):
         return max(self.threshold, self.context.min_topn_threshold)
 
     # -- per segment: what the engine (strata.engine.topn) applies to its grouped rows --------
-    def with_markers(self, table: pa.Table, frame: pa.Table, *, per_segment: bool) -> pa.Table:
-        """Add a marker row (dimension and aggregates null) for each bucket a cursor walked without
-        a matching row: Druid answers such buckets with an empty list, and under `all` the earliest
-        cursor start, matched or not, stamps the result. A per-segment partial keeps its own
-        segment's start (merging takes the earliest): it is cached and reused by queries over
-        other segments."""
-        keys = [SEGMENT_COLUMN, BUCKET] if per_segment else [BUCKET]
-        if not per_segment:
-            frame = pa.table({BUCKET: pc.unique(frame.column(BUCKET))})
+    def with_markers(self, table: pa.Table, frame: pa.Table) -> pa.Table:
+        """Add a marker row (dimension and aggregates null) for each segment bucket a cursor walked
+        without a matching row: Druid answers such buckets with an empty list. Under `all` each
+        partial keeps its own segment's cursor start (merging takes the earliest, matched or not,
+        as Druid stamps the answer): it is cached and reused by queries over other segments."""
+        keys = [SEGMENT_COLUMN, BUCKET]
         if frame.num_rows == 0:
             return table
         present = table.select(keys).group_by(keys).aggregate([])
         missing = frame.join(present, keys=keys, join_type="left anti")
         columns = {f.name: pa.nulls(missing.num_rows, f.type) for f in table.schema}
         columns.update({k: missing.column(k) for k in keys})
-        out = pa.concat_tables([table, pa.table(columns).cast(table.schema)])
-        if self.granularity.is_all and not per_segment and out.num_rows:
-            first = pc.min(out.column(BUCKET)).as_py()
-            stamped = pa.array([first] * out.num_rows, pa.int64())
-            out = out.set_column(out.schema.get_field_index(BUCKET), BUCKET, stamped)
-        return out
+        return pa.concat_tables([table, pa.table(columns).cast(table.schema)])
 
     def _rank_value_sql(self) -> str | None:
         name = metric_name(self.metric)
@@ -188,34 +185,30 @@ class TopNQuery(Query):
 
     @property
     def cuts_in_sql(self) -> bool:
-        """Whether `cut_sql` ranks in DuckDB (its output then needs no `top`)."""
-        return self._rank_value_sql() is not None
+        """Whether `cut_sql` ranks in DuckDB (its output then needs no `top`): a count or long/double
+        sum/min/max metric, descending, over a string dimension, a cut within DuckDB's top-n
+        aggregate."""
+        return (
+            self._rank_value_sql() is not None
+            and not isinstance(self.metric, InvertedMetric)
+            and self.segment_keep < TOP_N_AGGREGATE_LIMIT
+        )
 
-    def cut_sql(self, grouped: str, *, per_segment: bool) -> str | None:
-        """`grouped` (SQL of grouped rows) cut to each (segment,) bucket's best `segment_keep` rows,
-        in DuckDB, when SQL ranks exactly as `top` does: a count or long/double sum/min/max metric
-        over a string dimension. None otherwise (`top` then cuts in numpy).
+    def cut_sql(self, grouped: str) -> str | None:
+        """`grouped` (SQL of per-segment grouped rows) cut to the rows Druid keeps of each segment
+        bucket (`segment_cut`), in DuckDB where `cuts_in_sql`; else None (`top` cuts in numpy).
 
-        Rather than ranking every group with a window, the keep-th best value of each partition
-        (a top-n aggregate) splits the groups: strictly better ones are all kept, ones equal to it
-        (or null, when fewer values than `segment_keep` exist) are ranked among themselves by the
-        dimension, as `top` breaks ties. Inverted metrics (nulls rank first), and cuts beyond
-        DuckDB's top-n aggregate, use the plain window.
+        The keep-th best value of each partition (a top-n aggregate) splits the groups: the better
+        ones all stay; of the ones equal to it (or null, when fewer values than `segment_keep`
+        exist), those among the first `segment_keep` better-or-tied rows in dimension order, and of
+        these the largest that fit.
         """
         value = self._rank_value_sql()
-        if value is None:
+        if value is None or not self.cuts_in_sql:
             return None
-        parts = [SEGMENT_INDEX, BUCKET] if per_segment else [BUCKET]
-        by, keep, dim = ", ".join(parts), self.segment_keep, dim_col(0)
-        inverted = isinstance(self.metric, InvertedMetric)
-        if inverted or keep >= TOP_N_AGGREGATE_LIMIT:
-            direction = "ASC NULLS FIRST" if inverted else "DESC NULLS LAST"
-            return (
-                f"SELECT * FROM ({grouped}) QUALIFY row_number() OVER (PARTITION BY {by} "
-                f"ORDER BY {value} {direction}, {dim} ASC NULLS FIRST) <= {keep}"
-            )
-        better = f"(c.__cut IS NULL AND {value} IS NOT NULL) OR {value} > c.__cut"
-        tied = f"(c.__cut IS NULL AND {value} IS NULL) OR {value} = c.__cut"
+        by, keep, dim = f"{SEGMENT_INDEX}, {BUCKET}", self.segment_keep, dim_col(0)
+        better = f"((c.__cut IS NULL AND {value} IS NOT NULL) OR {value} > c.__cut)"
+        tied = f"((c.__cut IS NULL AND {value} IS NULL) OR {value} = c.__cut)"
         return (
             f"WITH g AS MATERIALIZED ({grouped}), "
             # each partition's best `keep` non-null values, descending (a top-n aggregate)
@@ -224,9 +217,11 @@ class TopNQuery(Query):
             f"THEN coalesce(len(__best), 0) ELSE len(list_filter(__best, lambda x: x > __best[{keep}])) "
             f"END AS __better FROM b) "
             f"SELECT g.* FROM g JOIN c USING ({by}) WHERE {better} "
-            f"UNION ALL (SELECT g.* FROM g JOIN c USING ({by}) WHERE {tied} "
-            f"QUALIFY row_number() OVER (PARTITION BY {by} ORDER BY {dim} ASC NULLS FIRST) "
-            f"<= {keep} - c.__better)"
+            f"UNION ALL (SELECT * EXCLUDE (__tied, __room, __walked) FROM (SELECT g.*, {tied} AS __tied, "
+            f"{keep} - c.__better AS __room, row_number() OVER (PARTITION BY {by} ORDER BY {dim} ASC "
+            f"NULLS FIRST) AS __walked FROM g JOIN c USING ({by}) WHERE {better} OR {tied}) "
+            f"WHERE __tied AND __walked <= {keep} "
+            f"QUALIFY row_number() OVER (PARTITION BY {by} ORDER BY {dim} DESC NULLS LAST) <= __room)"
         )
 
     def rank_column(self) -> str | None:
@@ -240,6 +235,11 @@ class TopNQuery(Query):
     def merge(self, partials: Sequence[pa.Table]) -> pa.Table:
         return self.cut(self.plan.merge(connection(), partials), self.segment_keep)
 
+    def summed(self, conn: duckdb.DuckDBPyConnection, partials: pa.Table) -> pa.Table:
+        """Per-segment partials summed into one (`__segment` null), not cut: what a data node ships
+        instead of them. Cutting the sums would rank over the node's share of the segments."""
+        return self.plan.merge(conn, [partials])
+
     def cut(self, table: pa.Table, keep: int) -> pa.Table:
         """A merged partial's best `keep` rows per bucket, in no particular order: as it is when no
         bucket holds more (a partial's order does not matter, so nothing is sorted), else `top`."""
@@ -249,8 +249,9 @@ class TopNQuery(Query):
         return self.top(table, keep, per_segment=False)
 
     def top(self, table: pa.Table, keep: int, *, per_segment: bool) -> pa.Table:
-        """The best `keep` rows of each (segment,) bucket, in rank order; markers of buckets with
-        no kept row stay (one per bucket), after the ranked rows."""
+        """The best `keep` rows of each (segment,) bucket, in rank order (per segment: the rows
+        Druid keeps, `segment_cut`); markers of buckets with no kept row stay (one per bucket),
+        after the ranked rows."""
         if table.num_rows == 0:
             return table
         is_marker = pc.is_null(table.column(self._rows_col))
@@ -283,8 +284,11 @@ class TopNQuery(Query):
         if per_segment:
             keys.append(segment_codes(table.column(SEGMENT_COLUMN)))
         order = np.lexsort(keys)
-        group_keys = [k[order] for k in keys[2:]]
-        kept = order[group_positions(group_keys) < keep]
+        if per_segment:  # Druid's cut of each segment bucket, ties as its engine breaks them
+            groups = np.unique(np.column_stack(keys[2:]), axis=0, return_inverse=True)[1].reshape(-1)
+            kept = order[segment_cut(groups, keys[1], keys[0], keep)[order]]
+        else:  # the final ranking: ties by value, as Druid's broker orders its merged list
+            kept = order[group_positions([k[order] for k in keys[2:]]) < keep]
         return table.take(pa.array(kept, pa.int64()))
 
     def finalize(self, merged: pa.Table) -> list[Any]:

@@ -1,12 +1,15 @@
-"""topN's per-segment trimming (Druid's minTopNThreshold) through real brokers and historicals.
+"""topN's per-segment trimming (Druid's minTopNThreshold) through real brokers and historicals:
+the same answer whatever the cache holds and whichever node serves which segment.
 
-The Wikipedia sample by the hour (24 segments, up to 2,181 pages an hour) on two historicals; a
-broker caching per segment (so historicals send each segment's trimmed partial) and one caching
-nothing. Oracles, both independent of Strata:
+The Wikipedia sample by the hour (24 segments, up to 2,181 pages an hour) in three layouts over the
+same deep storage: two historicals splitting the segments (a broker caching per segment, so the
+historicals send each segment's cut partial, and one caching nothing, so each sends one merged
+partial), one historical holding all 24, and two historicals both holding every segment (the
+broker picks a replica per segment at random). Oracles, both independent of Strata:
 - exact answers from DuckDB over the raw rows, when no segment holds more values than it keeps;
-- otherwise Druid's algorithm in plain Python: each hour keeps its best
-  max(threshold, minTopNThreshold) pages (ties broken by page), the kept parts are summed, ranked
-  again and cut to the threshold.
+- otherwise Druid's algorithm in plain Python (`tests.topn_oracle`): each hour keeps what Druid's
+  engine keeps of max(threshold, minTopNThreshold) pages, ties included; the kept parts are
+  summed, ranked again and cut to the threshold.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pytest
 
 from harness.processes import StrataProcess
 from tests.cluster.cluster_kit import ingest_wikipedia_by_hour, wait_until
+from tests.topn_oracle import druid_topn as oracle_topn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -42,29 +46,34 @@ def raw_rows(sample: Path, sql: str) -> list[tuple[Any, ...]]:
         con.close()
 
 
-def rank(parts: dict[str, tuple[int, int]], metric: str) -> list[Entry]:
-    """Best first: metric descending, ties by page ascending (as Strata breaks them)."""
-    entries = [(page, edits, added) for page, (edits, added) in parts.items()]
-    if metric == "edits":
-        return sorted(entries, key=lambda e: (-e[1], e[0]))
-    return sorted(entries, key=lambda e: (-e[2], e[0]))
+METRICS = ("edits", "added")
+BROKERS = ("caching", "plain", "alone", "replicated")
+
+
+def hourly_parts(sample: Path, hours: range) -> list[dict[str | None, list[float]]]:
+    """Each hour's pages with their (edits, added), from the raw rows."""
+    parts: dict[int, dict[str | None, list[float]]] = defaultdict(dict)
+    for hour, page, edits, added in raw_rows(
+        sample, "SELECT hour(time::TIMESTAMP) h, page, count(*), sum(added) FROM RAW GROUP BY h, page"
+    ):
+        if hour in hours:
+            parts[hour][page] = [edits, added]
+    return list(parts.values())
 
 
 def druid_topn(sample: Path, metric: str, threshold: int, min_topn: int, hours: range) -> list[Entry]:
     """Druid's per-segment cut, then merge, in plain Python over the raw rows."""
-    per_hour: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    for hour, page, added in raw_rows(sample, "SELECT hour(time::TIMESTAMP), page, added FROM RAW"):
-        if hour in hours:
-            part = per_hour[hour][page]
-            part[0] += 1
-            part[1] += added
-    keep = max(threshold, min_topn)
-    merged: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for parts in per_hour.values():
-        for page, edits, added in rank({p: (v[0], v[1]) for p, v in parts.items()}, metric)[:keep]:
-            merged[page][0] += edits
-            merged[page][1] += added
-    return rank({p: (v[0], v[1]) for p, v in merged.items()}, metric)[:threshold]
+    top = oracle_topn(hourly_parts(sample, hours), METRICS.index(metric), threshold, min_topn)
+    return [(page, int(edits), int(added)) for page, edits, added in top]
+
+
+def node_wide_topn(sample: Path, metric: str, threshold: int, min_topn: int) -> list[Entry]:
+    """What ranking over all 24 hours at once and cutting the sums would answer (one node
+    holding every segment, before this was fixed)."""
+    rows = raw_rows(sample, "SELECT page, count(*), sum(added) FROM RAW GROUP BY page")
+    day = {page: [edits, added] for page, edits, added in rows}
+    top = oracle_topn([day], METRICS.index(metric), threshold, min_topn)
+    return [(page, int(edits), int(added)) for page, edits, added in top]
 
 
 def exact_topn(sample: Path, metric: str, threshold: int) -> list[Entry]:
@@ -103,46 +112,56 @@ def sees_every_hour(broker: StrataProcess) -> bool:
     return bool(httpx.get(f"{broker.url}/status", timeout=10).json()["segments"] == HOURS)
 
 
+def historical(common: list[str], root: Path, name: str, replicas: int) -> StrataProcess:
+    return StrataProcess("historical", [*common, "--deep-storage", str(root / "deep"), "--metadata", str(root / "meta.db"),
+                                        "--replicas", str(replicas), "--poll-period", "1",
+                                        "--segment-cache", str(root / f"cache-{name}")], root / f"{name}.log")  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, zk_hosts: str, wikipedia_sample: Path,
             wikipedia_index_spec: Path) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Three layouts of the same segments, each under its own ZooKeeper base: `split` (two
+    historicals, each segment on one), `alone` (one historical) and `replicated` (two, each
+    segment on both)."""
     root = tmp_path_factory.mktemp("topn-trim")
     ingest_wikipedia_by_hour(root, wikipedia_sample, wikipedia_index_spec)
-    base = f"/strata-topn-{uuid.uuid4().hex[:8]}"
-    common = ["--zk", zk_hosts, "--zk-base", base]
-    historicals = [
-        StrataProcess("historical", [*common, "--deep-storage", str(root / "deep"), "--metadata", str(root / "meta.db"),
-                                     "--replicas", "1", "--poll-period", "1", "--segment-cache", str(root / f"cache{i}")],
-                      root / f"hist{i}.log")
-        for i in range(2)
-    ]  # fmt: skip
+    layouts = {"split": (2, 1), "alone": (1, 1), "replicated": (2, 2)}  # historicals, replicas
+    brokers_of = {"split": [("caching", "lru"), ("plain", "none")], "alone": [("alone", "none")],
+                  "replicated": [("replicated", "none")]}  # fmt: skip
     started: list[StrataProcess] = []
     try:
-        for node in historicals:
-            started.append(node.start())
-        brokers: dict[str, StrataProcess] = {}
-        for name, cache in (("caching", "lru"), ("plain", "none")):
-            brokers[name] = StrataProcess("broker", [*common, "--cache", cache, "--result-cache", "off"],
-                                          root / f"broker-{name}.log").start()  # fmt: skip
-            started.append(brokers[name])
-        for broker in brokers.values():
-            wait_until(partial(sees_every_hour, broker), "the broker to see every hour", 60, [broker])
-        yield {"historicals": historicals, **brokers}
+        found: dict[str, Any] = {}
+        for layout, (count, replicas) in layouts.items():
+            common = ["--zk", zk_hosts, "--zk-base", f"/strata-topn-{layout}-{uuid.uuid4().hex[:8]}"]
+            nodes = [historical(common, root, f"{layout}{i}", replicas) for i in range(count)]
+            for node in nodes:
+                started.append(node.start())
+            if layout == "split":
+                found["historicals"] = nodes
+            for name, cache in brokers_of[layout]:
+                found[name] = StrataProcess("broker", [*common, "--cache", cache, "--result-cache", "off"],
+                                            root / f"broker-{name}.log").start()  # fmt: skip
+                started.append(found[name])
+        for name in BROKERS:
+            wait_until(
+                partial(sees_every_hour, found[name]), "the broker to see every hour", 60, [found[name]]
+            )
+        yield found
     finally:
         for p in reversed(started):
             p.stop()
 
 
-@pytest.mark.parametrize("broker", ["caching", "plain"])
-@pytest.mark.parametrize("metric", ["edits", "added"])
+@pytest.mark.parametrize("broker", BROKERS)
+@pytest.mark.parametrize("metric", METRICS)
 def test_exact_when_every_cut_keeps_all_its_values(
     cluster: dict[str, Any], wikipedia_sample: Path, broker: str, metric: str
 ) -> None:
-    """The caching broker's partials are cut per segment (hour); a broker caching nothing gets one
-    partial per historical, cut over all that node's segments (Druid: "each data process")."""
-    by = "hour(time::TIMESTAMP)" if broker == "caching" else "true"
+    """Each segment (hour) keeps every one of its pages: the answer is exact, in every layout."""
     ((most,),) = raw_rows(
-        wikipedia_sample, f"SELECT max(n) FROM (SELECT count(DISTINCT page) n FROM RAW GROUP BY {by})"
+        wikipedia_sample,
+        "SELECT max(n) FROM (SELECT count(DISTINCT page) n FROM RAW GROUP BY hour(time::TIMESTAMP))",
     )
     assert most > 1000  # so the default cut is a real approximation below
     for _ in range(2):  # cold, then (caching broker) from the cache
@@ -151,16 +170,20 @@ def test_exact_when_every_cut_keeps_all_its_values(
 
 
 @pytest.mark.parametrize("min_topn", [3, 40, 1000])
-@pytest.mark.parametrize("metric", ["edits", "added"])
-def test_per_segment_partials_follow_druids_cut_then_merge(
+@pytest.mark.parametrize("metric", METRICS)
+def test_every_layout_and_cache_state_gives_druids_answer(
     cluster: dict[str, Any], wikipedia_sample: Path, min_topn: int, metric: str
 ) -> None:
+    """Per-segment partials (cold, then cached), one merged partial per node over half the
+    segments, over all of them, and over replicas picked at random: Druid's cut-then-merge."""
     context: dict[str, Any] = {} if min_topn == 1000 else {"minTopNThreshold": min_topn}  # 1000: default
     want = druid_topn(wikipedia_sample, metric, 5, min_topn, range(HOURS))
-    for _ in range(2):  # cold (each historical sends each segment's trimmed partial), then cached
-        assert entries(ask(cluster["caching"], topn(metric, 5, **context))) == want
-    if min_topn == 3 and metric == "edits":  # the approximation shows: the exact answer differs
+    for broker in BROKERS:
+        for _ in range(3 if broker == "replicated" else 2):
+            assert entries(ask(cluster[broker], topn(metric, 5, **context))) == want, broker
+    if min_topn == 3 and metric == "edits":  # the approximation shows, and a node-wide cut differs
         assert want != exact_topn(wikipedia_sample, metric, 5)
+        assert want != node_wide_topn(wikipedia_sample, metric, 5, min_topn)
 
 
 def test_minTopNThreshold_is_part_of_the_cache_key(cluster: dict[str, Any], wikipedia_sample: Path) -> None:

@@ -11,11 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from strata.engine import run_to_json
+from strata.engine import run_partials, run_to_json
 from strata.engine.memory_source import MemoryRows, memory_key, register, unregister
 from strata.engine.segment_input import SegmentInput
 from strata.query import parse_query
 from strata.storage.segment_file import write_segment_file
+from tests.topn_oracle import druid_topn
 from timeline import Interval, SegmentDescriptor
 
 DAY = Interval.parse("2025-01-01/2025-01-02")
@@ -95,3 +96,41 @@ def test_memory_rows_match_python(inputs: tuple[SegmentInput, SegmentInput]) -> 
     raw = rows().to_pylist()
     inside = [r["k"] for r in raw if window.start <= int(r["__time"].timestamp() * 1000) < window.end]
     assert got == dict(Counter(inside))
+
+
+def test_topn_cuts_each_live_segment_as_druid_cuts_a_segment() -> None:
+    """Two live segments (a realtime node's sinks), each cut to its own best values before the
+    node sums them: the same answer from the node's merged partial as from per-segment partials,
+    and as `tests.topn_oracle` over each sink's rows (ties at the cut included)."""
+    hours = [
+        Interval.parse("2025-01-01T00:00/2025-01-01T01:00"),
+        Interval.parse("2025-01-01T01:00/2025-01-01T02:00"),
+    ]
+    counts = [{"a": 5, "b": 4, "c": 3, "x": 2, "y": 2, "z": 2}, {"x": 5, "d": 4, "e": 3, "a": 1, "b": 3}]
+    inputs = []
+    for h, (hour, per_value) in enumerate(zip(hours, counts, strict=True)):
+        values = [v for v, c in per_value.items() for _ in range(c)]
+        table = pa.table({"__time": pa.array([hour.start + i for i in range(len(values))], pa.int64()).cast(
+                              pa.timestamp("ms", tz="UTC")),
+                          "k": values, "n": pa.array([1] * len(values), pa.int64())})  # fmt: skip
+        key = memory_key(f"test_live_topn_{h}")
+        facts = {"dimensions": [{"name": "k", "type": "string"}], "metrics": [], "rollup": False}
+        register(key, MemoryRows(table=table, columns={f.name: f.type for f in table.schema}, num_rows=table.num_rows,
+                                 interval=(hour.start, hour.end), time_range=(hour.start, hour.start + len(values) - 1),
+                                 facts=facts))  # fmt: skip
+        inputs.append(SegmentInput(f"live{h}", SegmentDescriptor(hour, "v1", 0), key, hour))
+    try:
+        for keep in (2, 3):
+            query = parse_query({"queryType": "topN", "dataSource": "t", "intervals": ["2025-01-01/2025-01-02"],
+                                 "granularity": "all", "dimension": "k", "metric": "n", "threshold": 2,
+                                 "aggregations": [{"type": "longSum", "name": "n", "fieldName": "n"}],
+                                 "context": {"minTopNThreshold": keep}})  # fmt: skip
+            parts: list[dict[str | None, list[float]]] = [
+                {v: [float(c)] for v, c in p.items()} for p in counts
+            ]
+            want = [{"k": v, "n": int(n)} for v, n in druid_topn(parts, 0, 2, keep)]
+            assert run_to_json(query, inputs)[0]["result"] == want
+            assert query.finalize(query.merge([run_partials(query, inputs)]))[0]["result"] == want
+    finally:
+        for inp in inputs:
+            unregister(inp.path)

@@ -1,11 +1,11 @@
 """topN partials grouped on dictionary codes answer as Druid's per-segment cut, and a node's one
-merged partial (codes mapped into one sorted dictionary of all its copies) as the node-wide cut.
+merged partial as those per-segment cuts summed (never a cut over the node's sums).
 
 Segment files written here and served from their Arrow copies: a dimension with nulls, segments
 whose dictionaries differ (values, order), ties exactly at each segment's cut, a segment without
 the dimension. Each partial is checked against DuckDB SQL written by hand over the raw rows
-(group per segment, rank by the metric descending then the value ascending, nulls first, keep
-`max(threshold, minTopNThreshold)`), whole and clipped (a segment read in part), with and without
+(group per segment in DuckDB, then keep what Druid's engine keeps of
+`max(threshold, minTopNThreshold)`, ties included: `tests.topn_oracle`), whole and clipped (a segment read in part), with and without
 the Arrow copies (a historical reading Parquet), and with copies the code path must refuse (chunks
 with different dictionaries, a dictionary repeating a value).
 """
@@ -24,13 +24,15 @@ import pyarrow as pa
 import pytest
 
 from historical_service.arrow_copy import mapped_copy
-from strata.engine import SegmentInput, mapped_source
+from strata.engine import SegmentInput, mapped_source, topn_codes
+from strata.engine.dictionary_codes import shared_codes
 from strata.engine.engine import run_merged, run_partials
-from strata.engine.topn_codes import coded_merged, coded_partials
+from strata.engine.topn_codes import coded_partials
 from strata.query import parse_query
 from strata.query.duck import connection
 from strata.query.topn import TopNQuery
 from strata.storage.segment_file import write_segment_file
+from tests.topn_oracle import segment_cut
 from timeline import Interval, SegmentDescriptor, format_instant
 
 DS = "coded"
@@ -201,17 +203,29 @@ def _inputs(segments: list[tuple[SegmentInput, pa.Table]], window: str) -> list[
 def _expected(
     oracle: duckdb.DuckDBPyConnection, window: str, metric: str, where: str
 ) -> set[tuple[Any, ...]]:
+    return {(*r[:4], _number(r[4])) for r in _expected_rows(oracle, window, metric, where)}
+
+
+def _expected_rows(
+    oracle: duckdb.DuckDBPyConnection, window: str, metric: str, where: str
+) -> list[tuple[Any, ...]]:
+    """(segment, value, rows, n, v) each segment keeps: its values grouped by DuckDB, cut as
+    Druid's engine cuts them (`tests.topn_oracle.segment_cut`, NaN ranked as null)."""
     start, end = WINDOWS[window]
-    rows = oracle.execute(
-        f"""SELECT seg, dim, rows, n, v FROM (
-              SELECT seg, dim, count(*) AS rows, sum(n) AS n, sum(v) AS v FROM raw
-              WHERE t >= {start} AND t < {end} AND {where} AND seg != '{LEFT_OUT.get(window, "")}'
-              GROUP BY seg, dim)
-            QUALIFY row_number() OVER (PARTITION BY seg ORDER BY
-                CASE WHEN isnan(CAST({metric} AS DOUBLE)) THEN NULL ELSE {metric} END DESC NULLS LAST,
-                                       dim ASC NULLS FIRST) <= {KEEP}"""
+    grouped = oracle.execute(
+        f"""SELECT seg, dim, count(*) AS rows, sum(n) AS n, sum(v) AS v FROM raw
+            WHERE t >= {start} AND t < {end} AND {where} AND seg != '{LEFT_OUT.get(window, "")}'
+            GROUP BY seg, dim"""
     ).fetchall()
-    return {(*r[:4], _number(r[4])) for r in rows}
+    parts: dict[str, dict[str | None, list[float]]] = {}
+    for seg, dim, *aggs in grouped:
+        parts.setdefault(seg, {})[dim] = aggs
+    which = ["rows", "n", "v"].index(metric)
+    return [
+        (seg, dim, *aggs)
+        for seg, values in parts.items()
+        for dim, aggs in segment_cut(values, which, KEEP).items()
+    ]
 
 
 def _number(x: float) -> float | str:
@@ -264,12 +278,8 @@ def _kept(
         inputs.append(SegmentInput(f"s{hour}", SegmentDescriptor(interval, VERSION, 0), str(path), interval))
     try:
         query = _query("whole", metric)
-        if merged:
-            assert coded_merged(query, connection(), inputs) is not None
-            table = run_merged(query, inputs)
-        else:
-            assert coded_partials(query, connection(), inputs) is not None
-            table = run_partials(query, inputs)
+        assert coded_partials(query, connection(), inputs) is not None
+        table = run_merged(query, inputs) if merged else run_partials(query, inputs)
     finally:
         for inp in inputs:
             mapped_source.unregister(inp.path)
@@ -287,22 +297,25 @@ def test_ties_at_the_cut_keep_the_smallest_strings(tmp_path: Path) -> None:
     assert _kept(tmp_path, "n", shapes) == expected
 
 
-def test_ties_at_the_node_wide_cut_keep_the_smallest_strings(tmp_path: Path) -> None:
-    """Merged over both segments (dictionaries reversed, codes ranking opposite to strings), every
-    value ties: null, then the smallest strings of the union."""
+def test_the_merged_partial_sums_each_segments_cut(tmp_path: Path) -> None:
+    """Every value ties within each segment: each keeps null and its smallest strings (as its own
+    partial does), and the node sums those; "w", second best over both segments together, is cut
+    in each and stays out (a cut over the node's sums would keep it)."""
     shapes: list[tuple[list[str | None], list[float]]] = []
-    for names in (["k", "b", "x", "e", "q"], ["z", "y", "c", "m", "d", "a"]):
-        values = [*names, None]  # null twice in all: the best sum, then ties at 5 among the strings
+    for names in (["k", "b", "x", "e", "q", "w"], ["z", "y", "c", "m", "d", "w"]):
+        values = [*names, None]
         shapes.append((values, [1.0] * len(values)))
-    assert _kept(tmp_path, "n", shapes, merged=True) == {(None, None), (None, "a"), (None, "b"), (None, "c")}
+    expected = {(None, None), (None, "b"), (None, "e"), (None, "k"), (None, "c"), (None, "d"), (None, "m")}
+    assert _kept(tmp_path, "n", shapes, merged=True) == expected
 
 
 def test_nan_sums_rank_last_when_fewer_values_than_kept(tmp_path: Path) -> None:
-    """Two real (negative) sums and four NaN ones, keeping 4: both real ones, then the NaN ones
-    (ranked as null) by string."""
+    """Two real (negative) sums and four NaN ones (ranked as null), keeping 4: both real ones, and
+    two NaN ones as Druid's engine keeps ties: of a, c, d (the ties among the first four values in
+    dictionary order, b being better), the largest two."""
     values: list[str | None] = ["f", "b", "e", "a", "d", "c"]
     v = [-2.0, -1.0, float("nan"), float("nan"), float("nan"), float("nan")]
-    assert _kept(tmp_path, "v", [(values, v)]) == {("s0", "f"), ("s0", "b"), ("s0", "a"), ("s0", "c")}
+    assert _kept(tmp_path, "v", [(values, v)]) == {("s0", "f"), ("s0", "b"), ("s0", "c"), ("s0", "d")}
 
 
 def test_a_dropped_copy_is_not_pinned(segments: Any) -> None:
@@ -314,7 +327,6 @@ def test_a_dropped_copy_is_not_pinned(segments: Any) -> None:
     try:
         with mapped_source.request_views():  # as the engine runs a request
             assert coded_partials(_query("with_dim", "n"), connection(), inputs) is not None
-            assert coded_merged(_query("with_dim", "n"), connection(), inputs) is not None
         mapped = mapped_source.mapped(inputs[0].path)
         assert mapped is not None
         table = weakref.ref(mapped.table)
@@ -329,25 +341,22 @@ def test_a_dropped_copy_is_not_pinned(segments: Any) -> None:
 def _expected_merged(
     oracle: duckdb.DuckDBPyConnection, window: str, metric: str, where: str
 ) -> tuple[set[tuple[Any, ...]], int]:
-    """The node-wide cut over the raw rows, and the answer's timestamp: the earliest cursor start,
-    matched or not, a segment's cursor covering its rows' time span clipped to the window."""
+    """Each segment's cut over the raw rows (`_expected`), summed per value; and the answer's
+    timestamp: the earliest cursor start, matched or not, a segment's cursor covering its rows'
+    time span clipped to the window."""
     start, end = WINDOWS[window]
     left_out = LEFT_OUT.get(window, "")
-    rows = oracle.execute(
-        f"""SELECT dim, rows, n, v FROM (
-              SELECT dim, count(*) AS rows, sum(n) AS n, sum(v) AS v FROM raw
-              WHERE t >= {start} AND t < {end} AND {where} AND seg != '{left_out}' GROUP BY dim)
-            QUALIFY row_number() OVER (ORDER BY
-                CASE WHEN isnan(CAST({metric} AS DOUBLE)) THEN NULL ELSE {metric} END DESC NULLS LAST,
-                                       dim ASC NULLS FIRST) <= {KEEP}"""
-    ).fetchall()
+    sums: dict[Any, list[Any]] = {}
+    for _, dim, rows, n, v in _expected_rows(oracle, window, metric, where):
+        got = sums.setdefault(dim, [0, 0, 0.0])
+        got[0], got[1], got[2] = got[0] + rows, got[1] + n, got[2] + v
     stamp = oracle.execute(
         f"""SELECT min(greatest({start}, first)) FROM (SELECT seg, min(t) AS first, max(t) AS last
             FROM raw WHERE seg != '{left_out}' GROUP BY seg)
             WHERE greatest({start}, first) < least({end}, last + 1)"""
     ).fetchone()
     assert stamp is not None
-    return {(*r[:3], _number(r[3])) for r in rows}, stamp[0]
+    return {(d, r, n, _number(v)) for d, (r, n, v) in sums.items()}, stamp[0]
 
 
 @pytest.mark.parametrize("window", list(WINDOWS))
@@ -355,16 +364,44 @@ def _expected_merged(
 @pytest.mark.parametrize(
     "flt,where", [*FILTERS, ({"type": "selector", "dimension": "dim", "value": "nothing"}, "false")]
 )
-def test_merged_partial_matches_node_wide_cut(
+def test_merged_partial_sums_the_per_segment_cuts(
     served: str, segments: Any, oracle: duckdb.DuckDBPyConnection, window: str, metric: str,
     flt: dict[str, Any] | None, where: str,
 ) -> None:  # fmt: skip
-    query = _query(window, metric, flt)
-    inputs = _inputs(segments, window)
-    taken = coded_merged(query, connection(), inputs) is not None
-    assert taken == (served == "arrow" and window == "with_dim"), (served, window)
-    table = run_merged(query, inputs)
+    table = run_merged(_query(window, metric, flt), _inputs(segments, window))
     ranked = [r for r in table.to_pylist() if r["a3"] is not None]
     expected, stamp = _expected_merged(oracle, window, metric, where)
     assert {(r["d0"], r["a0"], r["a1"], _number(r["a2"])) for r in ranked} == expected
+    assert {r["__segment"] for r in table.to_pylist()} == {None}
     assert {r["__bucket"] for r in table.to_pylist()} == {stamp}
+
+
+@pytest.mark.parametrize("metric", ["n", "rows", "v"])
+def test_grouping_by_bincount_matches_duckdbs(segments: Any, metric: str) -> None:
+    """The node-merged path groups an unfiltered query of counts and sums with `np.bincount`: the
+    same (segment, code) groups and intermediates as DuckDB's statement; a filter keeps DuckDB."""
+    inputs = _inputs(segments, "with_dim")
+    for inp in inputs:
+        assert mapped_source.register(inp.path, mapped_copy(Path(inp.path)))
+    try:
+        with mapped_source.request_views():
+            query = _query("with_dim", metric)
+            rows = [mapped_source.mapped(i.path) for i in inputs]
+            assert all(r is not None for r in rows)
+            values, codes = shared_codes(rows, "dim")  # type: ignore[arg-type]
+            found = topn_codes._coded_source(query, inputs)
+            assert found is not None
+            by_numpy = topn_codes._grouped_in_numpy(query, rows, codes, len(values))  # type: ignore[arg-type]
+            by_duckdb = topn_codes._grouped_in_duckdb(query, connection(), rows, codes, found[1], found[2])  # type: ignore[arg-type]
+            filtered = _query("with_dim", metric, FILTERS[1][0])
+            assert topn_codes._grouped_in_numpy(filtered, rows, codes, len(values)) is None  # type: ignore[arg-type]
+    finally:
+        for inp in inputs:
+            mapped_source.unregister(inp.path)
+
+    def canon(table: pa.Table) -> list[tuple[Any, ...]]:
+        return sorted((tuple(_number(v) if isinstance(v, float) else v for v in r.values())
+                       for r in table.to_pylist()), key=repr)  # fmt: skip
+
+    assert by_numpy is not None and by_numpy.num_rows > 0
+    assert canon(by_numpy) == canon(by_duckdb.cast(by_numpy.schema))
