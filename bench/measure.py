@@ -70,13 +70,14 @@ class QueryConnection:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
 
-    def post(self, body: dict[str, Any]) -> Any:
+    def post(self, body: dict[str, Any], path: str = "/druid/v2/") -> Any:
+        """The parsed answer of posting `body` to `path` (a native query; `/druid/v2/sql` for SQL)."""
         payload = orjson.dumps(body)
-        request = self._requests.get(payload)
+        request = self._requests.get(path.encode() + payload)
         if request is None:
-            line = (f"POST /druid/v2/ HTTP/1.1\r\nHost: {self._host}\r\nContent-Type: application/json\r\n"
+            line = (f"POST {path} HTTP/1.1\r\nHost: {self._host}\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(payload)}\r\n\r\n")  # fmt: skip
-            request = self._requests[payload] = line.encode() + payload
+            request = self._requests[path.encode() + payload] = line.encode() + payload
         try:
             return self._exchange(request)
         except ConnectionError:
@@ -94,16 +95,32 @@ class QueryConnection:
             self._read()
         lines = bytes(self._buffer[:end]).split(b"\r\n")
         del self._buffer[: end + 4]
-        length = next(
-            int(v) for n, _, v in (h.partition(b":") for h in lines[1:]) if n.lower() == b"content-length"
-        )
-        while len(self._buffer) < length:
-            self._read()
-        data = bytes(self._buffer[:length])
-        del self._buffer[:length]
+        headers = {n.strip().lower(): v.strip() for n, _, v in (h.partition(b":") for h in lines[1:])}
+        if headers.get(b"transfer-encoding") == b"chunked":  # a streamed answer (SQL's)
+            data = self._chunked()
+        else:
+            length = int(headers[b"content-length"])
+            while len(self._buffer) < length:
+                self._read()
+            data = bytes(self._buffer[:length])
+            del self._buffer[:length]
         if not lines[0].startswith(b"HTTP/1.1 200"):
             raise RuntimeError(f"query failed ({lines[0]!r}): {data[:500]!r}")
         return orjson.loads(data)
+
+    def _chunked(self) -> bytes:
+        """A chunked body, its chunks joined once the last (empty) one arrived."""
+        body = bytearray()
+        while True:
+            while (end := self._buffer.find(b"\r\n")) < 0:
+                self._read()
+            size = int(bytes(self._buffer[:end]).split(b";")[0], 16)
+            while len(self._buffer) < end + 2 + size + 2:
+                self._read()
+            body += self._buffer[end + 2 : end + 2 + size]
+            del self._buffer[: end + 2 + size + 2]  # no trailers: Strata's broker sends none
+            if size == 0:
+                return bytes(body)
 
     def _read(self) -> None:
         chunk = self._sock.recv(1 << 20)
