@@ -29,7 +29,7 @@ import httpx
 import orjson
 
 from bench.cluster_setup import cluster, wait_for_segments, write_hourly
-from bench.measure import cpu_seconds, log
+from bench.measure import chunked_body, cpu_seconds, log
 from bench.multi_value import DIMS, METRICS, rows_table, shapes
 from harness.memory import children
 
@@ -47,28 +47,26 @@ def _metric_sums(url: str) -> dict[str, float]:
 def _read_body(sock: socket.socket, buffer: bytearray) -> tuple[bytes, float, float]:
     """The response's body, the time of its first and last byte (Content-Length or chunked)."""
     while (end := buffer.find(b"\r\n\r\n")) < 0:
-        buffer += sock.recv(1 << 20)
+        _receive(sock, buffer)
     first = time.perf_counter()
     head = bytes(buffer[:end]).lower()
     del buffer[: end + 4]
     if b"transfer-encoding: chunked" in head:
-        body = bytearray()
-        while True:
-            while (line := buffer.find(b"\r\n")) < 0:
-                buffer += sock.recv(1 << 20)
-            size = int(bytes(buffer[:line]).split(b";")[0], 16)
-            while len(buffer) < line + 2 + size + 2:
-                buffer += sock.recv(1 << 20)
-            body += buffer[line + 2 : line + 2 + size]
-            del buffer[: line + 2 + size + 2]
-            if size == 0:
-                return bytes(body), first, time.perf_counter()
+        body = chunked_body(buffer, lambda: _receive(sock, buffer))
+        return body, first, time.perf_counter()
     length = int(re.search(rb"content-length: *(\d+)", head)[1])  # type: ignore[index]
     while len(buffer) < length:
-        buffer += sock.recv(1 << 20)
+        _receive(sock, buffer)
     whole = bytes(buffer[:length])
     del buffer[:length]
     return whole, first, time.perf_counter()
+
+
+def _receive(sock: socket.socket, buffer: bytearray) -> None:
+    chunk = sock.recv(1 << 20)
+    if not chunk:
+        raise ConnectionError("the server closed the connection")
+    buffer += chunk
 
 
 def one_query(

@@ -13,7 +13,7 @@ import socket
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,22 @@ def post_query(client: httpx.Client, url: str, body: dict[str, Any]) -> Any:
     if resp.status_code != 200:
         raise RuntimeError(f"query failed ({resp.status_code}): {resp.text[:500]}")
     return resp.json()
+
+
+def chunked_body(buffer: bytearray, fill: Callable[[], object]) -> bytes:
+    """A chunked body from the front of `buffer` (taken out of it), `fill` appending what the
+    socket has next until the last (empty) chunk is in; Strata's broker sends no trailers."""
+    body = bytearray()
+    while True:
+        while (end := buffer.find(b"\r\n")) < 0:
+            fill()
+        size = int(bytes(buffer[:end]).split(b";")[0], 16)
+        while len(buffer) < end + 2 + size + 2:
+            fill()
+        body += buffer[end + 2 : end + 2 + size]
+        del buffer[: end + 2 + size + 2]
+        if size == 0:
+            return bytes(body)
 
 
 class QueryConnection:
@@ -97,7 +113,7 @@ class QueryConnection:
         del self._buffer[: end + 4]
         headers = {n.strip().lower(): v.strip() for n, _, v in (h.partition(b":") for h in lines[1:])}
         if headers.get(b"transfer-encoding") == b"chunked":  # a streamed answer (SQL's)
-            data = self._chunked()
+            data = chunked_body(self._buffer, self._read)
         else:
             length = int(headers[b"content-length"])
             while len(self._buffer) < length:
@@ -107,20 +123,6 @@ class QueryConnection:
         if not lines[0].startswith(b"HTTP/1.1 200"):
             raise RuntimeError(f"query failed ({lines[0]!r}): {data[:500]!r}")
         return orjson.loads(data)
-
-    def _chunked(self) -> bytes:
-        """A chunked body, its chunks joined once the last (empty) one arrived."""
-        body = bytearray()
-        while True:
-            while (end := self._buffer.find(b"\r\n")) < 0:
-                self._read()
-            size = int(bytes(self._buffer[:end]).split(b";")[0], 16)
-            while len(self._buffer) < end + 2 + size + 2:
-                self._read()
-            body += self._buffer[end + 2 : end + 2 + size]
-            del self._buffer[: end + 2 + size + 2]  # no trailers: Strata's broker sends none
-            if size == 0:
-                return bytes(body)
 
     def _read(self) -> None:
         chunk = self._sock.recv(1 << 20)
