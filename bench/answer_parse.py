@@ -73,6 +73,7 @@ _DUCKDB_CHILD = """
 import gc, sys, time
 import duckdb
 conn = duckdb.connect()
+conn.execute("SET enable_progress_bar = false")  # it prints to stdout past two seconds
 if sys.argv[2] == "paused":
     gc.disable()
 began = time.process_time()
@@ -85,7 +86,7 @@ def _child(code: str, *args: str) -> tuple[float, int]:
     out = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=1800, check=True
     )
-    seconds, count = out.stdout.split()
+    seconds, count = out.stdout.splitlines()[-1].split()
     return float(seconds), int(count)
 
 
