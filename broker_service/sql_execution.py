@@ -30,6 +30,7 @@ from broker_service.sql_catalog import BrokerCatalog
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS
 from broker_service.sql_statements import RunningStatement
 from strata.query.base import Query, parse_query
+from strata.query.collector import collector_paused
 from strata.query.data_source import parse_data_source, routing_table
 from strata.query.errors import QueryCancelled, QueryError
 from strata.server.priority_threads import run_for_priority
@@ -155,7 +156,7 @@ class StatementExecution:
         if plan.native is not None and plan.native["queryType"] == "scan":
             return await self._stream_scan(plan, statement, encoding, headers)
         rows = await self.native_rows(plan, statement, subquery=False)
-        encoded = functools.partial(encode_rows, rows, *_columns(plan.outputs), **encoding)
+        encoded = functools.partial(_encoded_whole, rows, *_columns(plan.outputs), **encoding)
         on_loop = len(rows) <= ROWS_ENCODED_ON_LOOP
         payload, media = encoded() if on_loop else await run_for_priority(statement.priority, encoded)
         return Response(payload, 200, headers=headers, media_type=media)
@@ -306,8 +307,17 @@ class StatementExecution:
 
 
 def _rows_of(plan: SqlPlan, results: list[Any] | None, body: bytes | None) -> Rows:
-    """A native answer's rows for the plan, from its results or else its JSON."""
-    return plan.rows(results if results is not None else orjson.loads(body or b"[]"))
+    """A native answer's rows for the plan, from its results or else its JSON; the collector paused
+    (strata.query.collector), as millions of parsed objects and rows set off collections that each
+    walk every live object."""
+    with collector_paused():
+        return plan.rows(results if results is not None else orjson.loads(body or b"[]"))
+
+
+def _encoded_whole(rows: Rows, *columns: list[str], **encoding: Any) -> tuple[bytes, str]:
+    """`encode_rows`, the collector paused: a row's stringified copy and its text are new objects."""
+    with collector_paused():
+        return encode_rows(rows, *columns, **encoding)
 
 
 def _collect(batches: ResultBatches, statement: RunningStatement) -> Rows:

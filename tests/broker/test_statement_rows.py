@@ -6,6 +6,7 @@ statement's subquery allowance as before. A low-priority statement's rows are ma
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import threading
@@ -15,11 +16,13 @@ from typing import Any
 import orjson
 import pytest
 
+from broker_service import sql_execution
 from broker_service.query_runner import QueryResult
 from broker_service.sql_execution import ROWS_ON_LOOP_BYTES, StatementExecution
 from broker_service.sql_statements import RunningStatement
 from strata.query.errors import ResourceLimitExceeded
 from strata.server.thread_priority import LOW_NICE
+from strata.sql import encode_rows
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.subquery_limits import SubqueryLimits
 
@@ -36,16 +39,18 @@ class RecordingPlan(SqlPlan):
 
     threads: list[str]
     nice: list[int]
+    collecting: list[bool]  # whether the cyclic collector ran while the rows were made
 
     def rows(self, native_results: list[Any]) -> list[list[Any]]:
         self.threads.append(threading.current_thread().name)
         self.nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        self.collecting.append(gc.isenabled())
         return super().rows(native_results)
 
 
 def plan() -> RecordingPlan:
     made = RecordingPlan([Output("page", "page", "STRING"), Output("added", "added", "LONG")], native=SCAN)
-    made.threads, made.nice = [], []
+    made.threads, made.nice, made.collecting = [], [], []
     return made
 
 
@@ -110,3 +115,32 @@ def test_a_low_priority_statements_large_answer_is_made_into_rows_at_nice_10() -
         assert not normal.threads[0].startswith("low-priority")
 
     asyncio.run(asyncio.wait_for(main(), timeout=30))
+
+
+def test_rows_are_made_and_encoded_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Millions of parsed objects and rows, none in a cycle: collections would walk them all again
+    and again. The collector runs again afterwards."""
+    assert gc.isenabled()
+
+    async def main() -> None:
+        for decoded in (True, False):
+            results = answer(8_000)
+            result = QueryResult(results if decoded else None, body=orjson.dumps(results))
+            rows, made = await rows_of(result, subquery=False)
+            assert len(rows) == 8_000 and made.collecting == [False]
+            assert gc.isenabled()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=30))
+    collecting: list[bool] = []
+
+    def encode(*args: Any, **kwargs: Any) -> tuple[bytes, str]:
+        collecting.append(gc.isenabled())
+        return encode_rows(*args, **kwargs)
+
+    monkeypatch.setattr(sql_execution, "encode_rows", encode)
+    rows: list[list[Any]] = [["a", [1, 2]], [None, None]]
+    columns = (["page", "nums"], ["STRING", "ARRAY<LONG>"], ["VARCHAR", "ARRAY"])
+    body = sql_execution._encoded_whole(rows, *columns, fmt="array")
+    assert body == encode_rows(rows, *columns, fmt="array")
+    assert orjson.loads(body[0]) == [["a", "[1,2]"], [None, None]]  # Druid's stringified arrays
+    assert collecting == [False] and gc.isenabled()
