@@ -17,7 +17,6 @@ file, grouping and `fetchall` (its client's rows: a tuple and a list each), fres
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -33,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.measure import log
-from bench.multi_value import rows_table
+from bench.multi_value import rows_arguments, rows_table
 
 SHAPES = ("objects", "resultAsArray", "SQL array")
 PARSERS = ("json", "orjson")
@@ -107,11 +106,7 @@ def _median(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--segments", type=int, default=24)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args(argv)
+    args = rows_arguments(__doc__).parse_args(argv)
     log(f"grouping {args.rows:,} rows")
     generated = rows_table(args.rows, args.segments)
     answers = bodies(generated)

@@ -13,7 +13,6 @@ threads included), medians of `--repeat`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -23,7 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from bench.measure import log
-from bench.multi_value import rows_table
+from bench.multi_value import rows_arguments, rows_table
 
 LONGEST, SLOT_BITS = 4, 7  # bench.multi_value's arrays: 0-4 elements of 0-99
 _KEY = " + ".join(f"(coalesce(nums[{j + 1}] + 1, 0) << {SLOT_BITS * j})" for j in range(LONGEST))
@@ -42,11 +41,7 @@ def cpu_seconds(conn: duckdb.DuckDBPyConnection, sql: str) -> tuple[float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--segments", type=int, default=24)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args(argv)
+    args = rows_arguments(__doc__).parse_args(argv)
     generated = rows_table(args.rows, args.segments).combine_chunks()
     share = generated.slice(0, args.rows // args.segments)
     conn = duckdb.connect()

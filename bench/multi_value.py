@@ -89,6 +89,15 @@ def rows_table(rows: int, segments: int, seed: int = 37) -> pa.Table:
     return shaped.add_column(0, "__time", generated.column("__time").cast(pa.timestamp("ms", tz="UTC")))
 
 
+def rows_arguments(about: str | None) -> argparse.ArgumentParser:
+    """The flags of a benchmark over these rows: `--rows`, `--segments`, `--repeat`."""
+    ap = argparse.ArgumentParser(description=about, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--segments", type=int, default=24)
+    ap.add_argument("--repeat", type=int, default=3)
+    return ap
+
+
 def shapes(ds: Dataset) -> dict[str, tuple[dict[str, Any], list[str]]]:
     """Native query and DuckDB SQL (one or more ways to say it) per shape."""
     src = f"read_parquet({ds.parquet_list()})"
