@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -178,6 +179,11 @@ class Session:
 
 def _interactive(session: Session, history: Path) -> int:
     import readline  # line editing and history for input(); Linux always has it
+
+    # Ctrl-C cancels the running statement or the unfinished one, also in a client started with
+    # SIGINT ignored (a parent's disposition survives exec; Python then leaves it ignored), as
+    # psql installs its own handler whatever it inherited
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     with contextlib.suppress(OSError):
         readline.read_history_file(history)

@@ -34,10 +34,17 @@ class Terminal:
     SIGINT for the client), Ctrl-D is EOT.
     """
 
-    def __init__(self, fake: FakeSqlServer, history: Path) -> None:
+    def __init__(self, fake: FakeSqlServer, history: Path, *, sigint_ignored: bool = False) -> None:
         argv = [sys.executable, "-m", "strata.cli.main", "sql", "--url", fake.url, "--history", str(history)]
         command = f"stty cols 160 rows 40; exec {shlex.join(argv)}"
-        self.child = PopenSpawn(["script", "-qfec", command, "/dev/null"], encoding="utf-8", timeout=30)
+        # the disposition the client inherits (SIG_IGN survives exec; a handler does not)
+        previous = signal.signal(
+            signal.SIGINT, signal.SIG_IGN if sigint_ignored else signal.default_int_handler
+        )
+        try:
+            self.child = PopenSpawn(["script", "-qfec", command, "/dev/null"], encoding="utf-8", timeout=30)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         self.child.expect_exact(PROMPT)
 
     def sendline(self, text: str) -> None:
@@ -133,8 +140,13 @@ def test_ctrl_c_cancels_the_running_statement_and_keeps_the_client(
         child.kill()
 
 
-def test_ctrl_c_at_the_prompt_drops_the_unfinished_statement(fake: FakeSqlServer, tmp_path: Path) -> None:
-    child = Terminal(fake, tmp_path / "history")
+@pytest.mark.parametrize(
+    "sigint_ignored", [False, True], ids=["sigint-default", "started-with-sigint-ignored"]
+)
+def test_ctrl_c_at_the_prompt_drops_the_unfinished_statement(
+    fake: FakeSqlServer, tmp_path: Path, sigint_ignored: bool
+) -> None:
+    child = Terminal(fake, tmp_path / "history", sigint_ignored=sigint_ignored)
     try:
         child.sendline("SELECT broken")
         child.expect_exact("     -> ")
