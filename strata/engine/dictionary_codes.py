@@ -114,7 +114,7 @@ def dictionary(rows: MappedRows, column: str) -> pa.Array | None:
 def shared_codes(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, pa.ChunkedArray]:
     """One sorted dictionary of every value of `column` in `rows`, and each row's index into it
     (null where the row's value is null), chunked as the copies are."""
-    shared, mappings = _shared_dictionary(rows, column)
+    shared, mappings = shared_dictionary(rows, column)
     chunks = []
     for r, mapping in zip(rows, mappings, strict=True):
         identity = len(mapping) == len(shared) and bool(np.all(mapping == _ascending(len(shared))))
@@ -133,7 +133,7 @@ def _ascending(n: int) -> np.ndarray:
     return np.arange(n, dtype=np.int32)
 
 
-def _shared_dictionary(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, list[np.ndarray]]:
+def shared_dictionary(rows: Sequence[MappedRows], column: str) -> tuple[pa.Array, list[np.ndarray]]:
     """The sorted union of the copies' dictionaries of `column`, and for each copy where each of
     its codes lands in it; the last few are kept (the copies with them), as a node's dashboards
     ask over the same segments again and again."""

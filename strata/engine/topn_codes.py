@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from strata.engine.dictionary_codes import dictionary, shared_codes, whole_coded
+from strata.engine.dictionary_codes import dictionary, shared_codes, shared_dictionary, whole_coded
 from strata.engine.grouping import stamp_window_starts, window_starts
 from strata.engine.mapped_source import ORDINAL, MappedRows, view
 from strata.engine.segment_input import SegmentInput, read_schema, unified_types
@@ -86,9 +86,10 @@ def coded_merged(
     if found is None or column is None:
         return None
     rows, types, others = found
-    values, codes = shared_codes(rows, dim.dimension)
-    grouped = _grouped_in_numpy(query, rows, codes, len(values))
+    values, mappings = shared_dictionary(rows, dim.dimension)
+    grouped = _grouped_in_numpy(query, rows, mappings, dim.dimension)
     if grouped is None:
+        values, codes = shared_codes(rows, dim.dimension)
         grouped = _grouped_in_duckdb(query, conn, rows, codes, types, others)
     metric = grouped.column(column).cast(pa.float64()).to_numpy(zero_copy_only=False)
     rank = np.where(np.isnan(metric), np.inf, -metric)  # best first; null and NaN last
@@ -127,21 +128,24 @@ def _grouped_in_duckdb(
 
 
 def _grouped_in_numpy(
-    query: TopNQuery, rows: Sequence[MappedRows], codes: pa.ChunkedArray, values: int
+    query: TopNQuery, rows: Sequence[MappedRows], mappings: Sequence[np.ndarray], dim: str
 ) -> pa.Table | None:
     """The (ordinal, code) grouping of `rows` as DuckDB's statement returns it, by `np.bincount`
-    over one dense (segment, code) key: no hash table, no rows handed back row by row. Only for an
-    unfiltered query of counts and long/double sums of columns without nulls (long sums small
-    enough that doubles add them exactly), and a key space not much larger than the rows."""
+    over each copy's own dictionary indices (a dense key as long as its dictionary, null last),
+    only the groups present mapped into the shared dictionary (`mappings`): no hash table, no pass
+    over the rows to recode them. Only for an unfiltered query of counts and long/double sums of
+    columns without nulls (long sums small enough that doubles add them exactly), and dictionaries
+    not much larger than the rows."""
     plan = query.plan
     total = sum(r.table.num_rows for r in rows)
-    slots = len(rows) * (values + 1)
-    if plan.filter is not None or slots > 4 * total + 1024:
+    if plan.filter is not None or sum(len(m) + 1 for m in mappings) > 4 * total + 1024:
         return None
-    columns: list[np.ndarray | None] = []
+    fields: list[str | None] = []  # None: a count
+    longs: list[bool] = []  # the output is a long (a count or a long sum)
     for agg in plan.aggregators:
         if type(agg) is CountAggregator:
-            columns.append(None)
+            fields.append(None)
+            longs.append(True)
             continue
         if type(agg) is not NumericAggregator or agg.op != "sum" or agg.kind not in ("long", "double"):
             return None
@@ -149,27 +153,49 @@ def _grouped_in_numpy(
         chunks = [c for r in rows for c in r.table.column(agg.field).chunks]
         if any(c.type != wanted or c.null_count for c in chunks):
             return None
-        whole = np.concatenate([c.to_numpy() for c in chunks]) if chunks else np.zeros(0)
-        if agg.kind == "long" and len(whole) and float(np.abs(whole).max()) * total >= 2.0**53:
-            return None
-        columns.append(whole)
-    segment = np.repeat(np.arange(len(rows)), [r.table.num_rows for r in rows])
-    key = segment * (values + 1) + pc.fill_null(codes, -1).to_numpy() + 1  # null: code -1
-    counts = np.bincount(key, minlength=slots)
-    present = np.flatnonzero(counts)
-    code = present % (values + 1) - 1
+        if agg.kind == "long" and chunks:
+            bounds = [pc.min_max(c).values() for c in chunks if len(c)]
+            largest = max((max(abs(lo.as_py()), abs(hi.as_py())) for lo, hi in bounds), default=0)
+            if float(largest) * total >= 2.0**53:
+                return None
+        fields.append(agg.field)
+        longs.append(agg.kind == "long")
+    ordinals: list[np.ndarray] = []
+    codes: list[np.ndarray] = []
+    columns: list[list[np.ndarray]] = [[] for _ in fields]
+    for r, mapping in zip(rows, mappings, strict=True):
+        local = _local_codes(r, dim, len(mapping))  # null: len(mapping)
+        counts = np.bincount(local, minlength=len(mapping) + 1)
+        present = np.flatnonzero(counts)
+        ordinals.append(np.full(len(present), r.ordinal, np.int64))
+        codes.append(np.append(mapping, -1)[present])
+        for i, field in enumerate(fields):
+            if field is None:
+                columns[i].append(counts[present])
+                continue
+            weights = np.concatenate([c.to_numpy() for c in r.table.column(field).chunks] or [np.zeros(0)])
+            total_of = np.bincount(local, weights=weights, minlength=len(mapping) + 1)[present]
+            columns[i].append(np.rint(total_of).astype(np.int64) if longs[i] else total_of)
+    code = np.concatenate(codes) if codes else np.zeros(0, np.int32)
     out: dict[str, pa.Array] = {
-        ORDINAL: pa.array(np.array([r.ordinal for r in rows], np.int64)[present // (values + 1)]),
+        ORDINAL: pa.array(np.concatenate(ordinals) if ordinals else np.zeros(0, np.int64)),
         _CODE: pa.array(code, pa.int32(), mask=code < 0),
     }
-    for i, summed in enumerate(columns):
-        if summed is None:
-            out[agg_col(i)] = pa.array(counts[present], pa.int64())
-            continue
-        sums = np.bincount(key, weights=summed, minlength=slots)[present]
-        exact = summed.dtype == np.int64
-        out[agg_col(i)] = pa.array(np.rint(sums).astype(np.int64) if exact else sums)
+    for i, parts in enumerate(columns):
+        whole = np.concatenate(parts) if parts else np.zeros(0)
+        out[agg_col(i)] = pa.array(whole, pa.int64() if longs[i] else pa.float64())
     return pa.table(out)
+
+
+def _local_codes(rows: MappedRows, dim: str, null_code: int) -> np.ndarray:
+    """Each row's index into its copy's own dictionary of `dim`, `null_code` where null."""
+    parts = []
+    for chunk in rows.table.column(dim).chunks:
+        indices = chunk.indices
+        if indices.null_count:
+            indices = pc.fill_null(indices.cast(pa.int32()), null_code)
+        parts.append(indices.to_numpy())
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
 
 def _coded_source(

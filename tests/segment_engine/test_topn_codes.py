@@ -25,7 +25,7 @@ import pytest
 
 from historical_service.arrow_copy import mapped_copy
 from strata.engine import SegmentInput, mapped_source, topn_codes
-from strata.engine.dictionary_codes import shared_codes
+from strata.engine.dictionary_codes import shared_codes, shared_dictionary
 from strata.engine.engine import run_merged, run_partials
 from strata.engine.topn_codes import coded_partials
 from strata.query import parse_query
@@ -388,13 +388,14 @@ def test_grouping_by_bincount_matches_duckdbs(segments: Any, metric: str) -> Non
             query = _query("with_dim", metric)
             rows = [mapped_source.mapped(i.path) for i in inputs]
             assert all(r is not None for r in rows)
-            values, codes = shared_codes(rows, "dim")  # type: ignore[arg-type]
+            _, codes = shared_codes(rows, "dim")  # type: ignore[arg-type]
+            _, mappings = shared_dictionary(rows, "dim")  # type: ignore[arg-type]
             found = topn_codes._coded_source(query, inputs)
             assert found is not None
-            by_numpy = topn_codes._grouped_in_numpy(query, rows, codes, len(values))  # type: ignore[arg-type]
+            by_numpy = topn_codes._grouped_in_numpy(query, rows, mappings, "dim")  # type: ignore[arg-type]
             by_duckdb = topn_codes._grouped_in_duckdb(query, connection(), rows, codes, found[1], found[2])  # type: ignore[arg-type]
             filtered = _query("with_dim", metric, FILTERS[1][0])
-            assert topn_codes._grouped_in_numpy(filtered, rows, codes, len(values)) is None  # type: ignore[arg-type]
+            assert topn_codes._grouped_in_numpy(filtered, rows, mappings, "dim") is None  # type: ignore[arg-type]
     finally:
         for inp in inputs:
             mapped_source.unregister(inp.path)
