@@ -108,6 +108,17 @@ def idle_cpu(processes: list[StrataProcess], seconds: float = 2.0) -> float:
     return sum(before.values())
 
 
+def settles(processes: list[StrataProcess], *, below: float, within: float = 20.0) -> bool:
+    """Whether the processes use less than `below` CPU seconds in some one-second window within
+    `within` seconds: interrupted work stops (a busy host may take a moment to land the cancel),
+    work that was not runs on for hours."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if idle_cpu(processes, 1.0) < below:
+            return True
+    return False
+
+
 def test_a_three_way_cross_join_is_druids_resource_limit(broker: StrataProcess) -> None:
     """The statement that took 23.7 GB: the subqueries' rows count together, so the third scan of
     39,244 rows passes maxSubqueryRows (100,000) and the statement ends there."""
@@ -172,7 +183,7 @@ def test_a_timeout_inside_the_brokers_duckdb_interrupts_it(broker: StrataProcess
     message = druid_error(sql(broker, ENGINE_HEAVY, timeout=8000), 504, "Query timeout", "TIMEOUT")
     assert "8000 ms" in message
     engine_idle(broker)  # the slot came back: DuckDB stopped
-    assert idle_cpu([broker]) < 0.5  # and nothing of it goes on
+    assert settles([broker], below=0.25)  # and nothing of it goes on
 
 
 def test_a_timeout_on_the_data_nodes_scan_stops_their_work(
@@ -183,11 +194,11 @@ def test_a_timeout_on_the_data_nodes_scan_stops_their_work(
               "columns": ["page"], "filter": SLOW_NATIVE_FILTER, "context": {"timeout": 2000}}  # fmt: skip
     resp = httpx.post(f"{broker.url}/druid/v2/", json=native, timeout=60)
     druid_error(resp, 504, "Query timeout", "TIMEOUT")
-    assert idle_cpu(historicals) < 0.8  # hours of regular expressions, interrupted
+    assert settles(historicals, below=0.25)  # hours of regular expressions, interrupted
     resp = sql(broker, f"SELECT COUNT(*) AS n FROM wikipedia WHERE {SLOW_FILTER}", timeout=2000)
     druid_error(resp, 504, "Query timeout", "TIMEOUT")
     assert resp.json()["context"]["sourceType"] == "sql"
-    assert idle_cpu(historicals) < 0.8
+    assert settles(historicals, below=0.25)
 
 
 def test_a_data_nodes_query_past_its_memory_is_druids_resource_limit(broker: StrataProcess) -> None:
@@ -221,7 +232,7 @@ def test_a_cancel_mid_statement_stops_it_where_it_runs(cluster: dict[str, Any], 
     assert answer, "the cancelled statement never answered"
     druid_error(answer[0], 500, "Query cancelled", "CANCELED")
     engine_idle(broker)
-    assert idle_cpu(working) < 0.8
+    assert settles(working, below=0.25)
     assert httpx.delete(f"{broker.url}/druid/v2/sql/{query_id}", timeout=10).status_code == 404
 
 
