@@ -71,17 +71,46 @@ class CoordinatorLink:
         zk.ensure_path(parent)
 
         def changed(children: list[str]) -> None:
-            found = None
-            for child in sorted(children):
-                with contextlib.suppress(Exception):
-                    data, _ = zk.get(f"{parent}/{child}")
-                    found = node_address(data) or found
-            with self._lock:
-                if found != self._found:
-                    log.info("coordinator-overlord %s", f"at {found}" if found else "gone from ZooKeeper")
-                self._found = found
+            self._settle(self._announced(children))
 
         ChildrenWatch(zk, parent, changed)
+
+    def _announced(self, children: list[str]) -> str | None:
+        parent, found = self._paths.node_role("OVERLORD"), None
+        for child in sorted(children):
+            with contextlib.suppress(Exception):
+                data, _ = self._zk.get(f"{parent}/{child}")
+                found = node_address(data) or found
+        return found
+
+    def _settle(self, found: str | None) -> None:
+        with self._lock:
+            if found != self._found:
+                log.info("coordinator-overlord %s", f"at {found}" if found else "gone from ZooKeeper")
+            self._found = found
+
+    def _look_now(self) -> str | None:
+        """Read the announcements directly: a coordinator that has just announced itself is
+        found before the watch's notice arrives (a request right after the coordinator started)."""
+        if self._zk is None or not self._zk.connected:
+            return None
+        try:
+            children = self._zk.get_children(self._paths.node_role("OVERLORD"))
+        except Exception as e:
+            log.warning("cannot read the coordinator's announcement: %s", e)
+            return None
+        found = self._announced(children)
+        if found is not None:
+            self._settle(found)
+        return found
+
+    async def _address(self) -> str:
+        address = self.address
+        if address is None:
+            address = await asyncio.to_thread(self._look_now)
+        if address is None:
+            raise CoordinatorUnknown(UNKNOWN)
+        return address
 
     async def stop(self) -> None:
         await self._client.aclose()
@@ -97,18 +126,14 @@ class CoordinatorLink:
 
     async def post(self, path: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
         """A request of the broker's own to the coordinator (a SQL task's submission)."""
-        address = self.address
-        if address is None:
-            raise CoordinatorUnknown(UNKNOWN)
+        address = await self._address()
         try:
             return await self._client.post(f"{self._scheme}://{address}{path}", content=body, headers=headers)
         except httpx.HTTPError as e:
             raise CoordinatorUnknown(f"The coordinator-overlord at {address} is unreachable: {e}") from None
 
     async def relay(self, request: Request) -> Response:
-        address = self.address
-        if address is None:
-            raise CoordinatorUnknown(UNKNOWN)
+        address = await self._address()
         url = f"{self._scheme}://{address}{request.url.path}"
         headers = {k: v for k, v in request.headers.items() if k.lower() in PASSED_HEADERS}
         try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, ClassVar
 
+from strata.cli.ports import free_port as free_port
 from strata.server.lifecycle import child_popen_kwargs
 
 ZOOKEEPER_JARS = (Path("/usr/share/java/zookeeper.jar"), Path("/usr/share/java/slf4j-simple.jar"))
@@ -25,12 +26,6 @@ ZOOKEEPER_JARS = (Path("/usr/share/java/zookeeper.jar"), Path("/usr/share/java/s
 
 class ServerStartError(RuntimeError):
     """The server process died or did not become ready in time."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ask(port: int, command: bytes, timeout: float = 1.0, host: str = "127.0.0.1") -> bytes:
