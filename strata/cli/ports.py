@@ -1,9 +1,9 @@
 """Free loopback ports for servers started by the quickstart, the tests and the benchmarks.
 
-A port found free by binding port 0 comes from the kernel's ephemeral range: between the moment
-it is chosen and the moment the server binds it, the kernel may give the same port to any outgoing
-connection (the test runner's own HTTP clients among them), and a health check then reaches
-whatever holds it. So ports are taken below that range, where the kernel never assigns one by
+A port found free by binding port 0 is free only until that socket closes: the next bind to port
+0 (another server's choice in a process beside this one) or an outgoing connection may get the
+same port before the server it was meant for binds it, and a health check then reaches whatever
+holds it. So ports are taken below the kernel's ephemeral range, where it never assigns one by
 itself, each process walking its own sequence from a random start and each pytest-xdist worker in
 its own slice; a candidate is kept only if it can be bound now.
 """
