@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 import pyarrow as pa
 
+from broker_service.by_segment import by_segment_results
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
 from broker_service.merge_processes import MergeProcesses
@@ -27,7 +28,6 @@ from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
 from broker_service.row_fragments import TooManyNew, fragment_answer
 from broker_service.scatter import GatherResult, Scatter
-from broker_service.segment_cache import split_by_segment
 from broker_service.segment_plan import SegmentPlanner, SegmentTask
 from broker_service.server_view import BrokerServerView
 from strata.discovery.server_metadata import ServerMetadata
@@ -48,9 +48,9 @@ from strata.query.data_source import (
     wrappers,
 )
 from strata.query.errors import QueryCancelled, QueryTimeout, ResourceLimitExceeded, SegmentsMissing
+from strata.query.scan import ScanQuery
 from strata.server.json_response import encode_json
 from strata.server.priority_threads import run_for_priority
-from timeline import format_instant
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -67,6 +67,7 @@ class QueryResult:
     response_context: dict[str, Any] = field(default_factory=dict)
     body: bytes | None = None  # the JSON answer, encoded off the event loop
     etag: str | None = None  # of the segments read, when the answer may be cached whole
+    table: pa.Table | None = None  # a scan's merged partials, when asked (`run(as_table=True)`)
 
 
 @dataclass
@@ -124,12 +125,13 @@ class QueryRunner:
         self._running: dict[str, _Running] = {}
 
     # -- public -----------------------------------------------------------------------------------
-    async def run(self, query: Query) -> QueryResult:
-        """Run `query`; raises QueryError subclasses (timeout, cancelled, missing segments, limits)."""
+    async def run(self, query: Query, *, as_table: bool = False) -> QueryResult:
+        """Run `query`; raises QueryError subclasses (timeout, cancelled, missing segments, limits).
+        `as_table`: a scan of a table answers its merged rows as Arrow (`QueryResult.table`), not JSON."""
         query_id = query.context.query_id
         if self.metrics is not None:
             self.metrics.native_queries += 1
-        task = asyncio.create_task(self._run_with_timeout(query))
+        task = asyncio.create_task(self._run_with_timeout(query, as_table))
         entry = _Running(task)
         self._running[query_id] = entry
         try:
@@ -163,22 +165,22 @@ class QueryRunner:
         return timeout_within(query.context.raw, self.limits.default_timeout_ms, self.limits.max_timeout_ms)
 
     # -- internals --------------------------------------------------------------------------------
-    async def _run_with_timeout(self, query: Query) -> QueryResult:
+    async def _run_with_timeout(self, query: Query, as_table: bool) -> QueryResult:
         timeout_ms = self.timeout_ms(query)
         if not timeout_ms:
-            return await self._run(query, None)
+            return await self._run(query, None, as_table)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         try:
             async with asyncio.timeout_at(deadline):
-                return await self._run(query, deadline)
+                return await self._run(query, deadline, as_table)
         except TimeoutError:
             entry = self._running.get(query.context.query_id)
             if entry is not None:
                 self._forward_cancel(query.context.query_id, entry)
             raise QueryTimeout(f"Query [{query.context.query_id}] timed out after {timeout_ms} ms") from None
 
-    async def _run(self, query: Query, deadline: float | None) -> QueryResult:
+    async def _run(self, query: Query, deadline: float | None, as_table: bool = False) -> QueryResult:
         if query.source is not None:
             query = await self._resolved_joins(query, deadline)
         if query.inner is not None:  # a query dataSource: the inner query first, then ours over it
@@ -197,6 +199,10 @@ class QueryRunner:
         gathered = await self._gathered(query, deadline)
         if gathered.cached_answer is not None:
             return QueryResult(None, gathered.context, body=gathered.cached_answer, etag=gathered.etag)
+        if as_table and isinstance(query, ScanQuery):
+            max_rows = self.limits.max_result_rows
+            table = await self._off_loop(query, scan_table, query, gathered.partials, max_rows)
+            return QueryResult(None, gathered.context, table=table)
         answer, body = await self._merge(
             query, gathered.partials, gathered.rows, gathered.fetched, gathered.all_cached,
             gathered.one_node_merged,
@@ -332,7 +338,7 @@ class QueryRunner:
             if body is not None:
                 return None, body
         if query.context.by_segment:
-            return await self._off_loop(query, _by_segment_results, query, fetched, partials)
+            return await self._off_loop(query, by_segment_results, query, fetched, partials)
         max_rows = self.limits.max_result_rows
         if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
             return merge_and_finalize(query, partials, max_rows, one_node_merged)
@@ -409,6 +415,11 @@ def merge_and_finalize(
     return results, encode_json(results)
 
 
+def scan_table(query: ScanQuery, partials: list[pa.Table], max_rows: int) -> pa.Table:
+    """A scan's merged partials, as `finalize` takes them (`ScanQuery.answer_table`: its rows)."""
+    return _merged(query, partials, max_rows, one_node_merged=False)
+
+
 def merge_and_encode(
     query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool = False
 ) -> bytes:
@@ -425,25 +436,3 @@ def _merged(query: Query, partials: list[pa.Table], max_rows: int, one_node_merg
             f"over the limit of {max_rows}"
         )
     return merged
-
-
-def _by_segment_results(
-    query: Query, fetched: Sequence[SegmentTask], partials: list[pa.Table]
-) -> tuple[list[Any], bytes]:
-    """Druid's bySegment shape: one entry per segment with its own finalized results."""
-    parts = split_by_segment(partials, {t.segment_id for t in fetched})
-    out = []
-    for task in fetched:
-        part = parts.get(task.segment_id)
-        results = query.finalize(query.merge([part] if part is not None else []))
-        out.append(
-            {
-                "timestamp": format_instant(task.descriptor.interval.start),
-                "result": {
-                    "results": results,
-                    "segment": task.segment_id,
-                    "interval": str(task.descriptor.interval),
-                },
-            }
-        )
-    return out, encode_json(out)

@@ -124,8 +124,13 @@ class ScanQuery(Query):
             merged = merged.slice(0, self.row_cap)
         return with_columns_metadata(merged, own_columns)
 
+    def answer_table(self, merged: pa.Table) -> pa.Table:
+        """The rows `finalize` answers, as the merged table's columns (the broker's engine reads
+        them so, strata.sql.stage_tables)."""
+        return merged.slice(self.offset, self.limit) if self.limit is not None else merged.slice(self.offset)
+
     def finalize(self, merged: pa.Table) -> list[Any]:
-        rows = merged.slice(self.offset, self.limit) if self.limit is not None else merged.slice(self.offset)
+        rows = self.answer_table(merged)
         if rows.num_rows == 0:
             return []
         own_columns = _columns_metadata(merged)

@@ -64,15 +64,16 @@ class ComposedPlan:
     tables: dict[str, pa.Table] = field(default_factory=dict)  # tables known before any stage ran
 
     def start(
-        self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[tuple[Rows, list[Output]]]
+        self, conn: duckdb.DuckDBPyConnection, inputs: Sequence[tuple[Rows | pa.Table, list[Output]]]
     ) -> ResultBatches:
         """Run the outer statement on `conn` (a cursor of `strata.sql.sandbox.open_database`) over
-        the stages' rows; its answer streams from the batches returned. Blocks: a worker thread's."""
+        the stages' rows (or tables made for it, strata.sql.stage_tables); its answer streams from
+        the batches returned. Blocks: a worker thread's."""
         from strata.sql.functions import to_duckdb
 
         tables = dict(self.tables)
         for stage, (rows, outputs) in zip(self.stages, inputs, strict=True):
-            tables[stage.name] = _arrow(rows, outputs)
+            tables[stage.name] = rows if isinstance(rows, pa.Table) else _arrow(rows, outputs)
         for name, table in tables.items():
             conn.register(name, table)
         outer = integer_division(self.outer, {name: table.schema for name, table in tables.items()})

@@ -7,9 +7,10 @@ computes — counts against one allowance per statement, as Druid's broker count
 inlines against one accumulator. Rows past `maxSubqueryRows` (default 100,000, the broker's
 `--max-subquery-rows`) or bytes past `maxSubqueryBytes` end the statement with Druid's 400
 "Resource limit exceeded", naming the limit and the context key that raises it. The bytes are
-those of the results as they reach the broker (JSON from native stages, Arrow from the broker's
-engine); the broker's own `--max-subquery-bytes` is a ceiling no context raises, as it is what
-keeps a statement from taking the broker's memory. Pure: no I/O.
+those of the results as they reach the broker (JSON from native stages, or the Arrow columns a
+scan stage hands the broker's engine, strata.sql.stage_tables; Arrow from the broker's engine);
+the broker's own `--max-subquery-bytes` is a ceiling no context raises, as it is what keeps a
+statement from taking the broker's memory. Pure: no I/O.
 """
 
 from __future__ import annotations
