@@ -24,6 +24,7 @@ from strata.query.errors import ResourceLimitExceeded
 from strata.server.thread_priority import LOW_NICE
 from strata.sql import encode_rows
 from strata.sql.plan import Output, SqlPlan
+from strata.sql.stage_tables import stage_table
 from strata.sql.subquery_limits import SubqueryLimits
 
 SCAN = {"queryType": "scan", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
@@ -55,7 +56,7 @@ def plan() -> RecordingPlan:
 
 
 def execution(result: QueryResult) -> StatementExecution:
-    async def run(query: Any) -> QueryResult:
+    async def run(query: Any, *, as_table: bool = False) -> QueryResult:
         return result
 
     broker = SimpleNamespace(runner=SimpleNamespace(run=run))
@@ -144,3 +145,51 @@ def test_rows_are_made_and_encoded_with_the_collector_paused(monkeypatch: pytest
     assert body == encode_rows(rows, *columns, fmt="array")
     assert orjson.loads(body[0]) == [["a", "[1,2]"], [None, None]]  # Druid's stringified arrays
     assert collecting == [False] and gc.isenabled()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+def test_a_scan_stage_reaches_the_engine_as_arrow_made_at_the_statements_priority(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stage the broker's engine reads asks the runner for the merged partials (never JSON), makes
+    its table on the statement's threads (nice 10 for a low-priority one), and counts its rows and
+    bytes; a stage whose columns the JSON path would change gets that path's rows."""
+    import pyarrow as pa
+
+    merged = pa.table({"__segment": pa.array(["s"] * 3), "page": pa.array(["a", None, "c"]),
+                       "added": pa.array([1, 2, None], pa.int64())})  # fmt: skip
+    asked: list[bool] = []
+    made_on: list[int] = []
+
+    def recording(plan: SqlPlan, answer: pa.Table) -> pa.Table | None:
+        made_on.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return stage_table(plan, answer)
+
+    monkeypatch.setattr("broker_service.sql_execution.stage_table", recording)
+
+    async def run(query: Any, *, as_table: bool = False) -> QueryResult:
+        asked.append(as_table)
+        return QueryResult(None, table=table)
+
+    async def main(priority: int, max_bytes: int = 1 << 30) -> tuple[Any, RunningStatement]:
+        statement = RunningStatement("q", 60_000, SubqueryLimits(100_000, max_bytes, max_bytes), lambda: None)
+        statement.priority = priority
+        staged = plan()
+        staged.raw_times = True
+        execution = StatementExecution(SimpleNamespace(runner=SimpleNamespace(run=run)), catalog=None)  # type: ignore[arg-type]
+        return await execution.stage_input(staged, statement), statement
+
+    table = merged
+    got, statement = asyncio.run(asyncio.wait_for(main(-1), timeout=30))
+    assert isinstance(got, pa.Table) and asked == [True] and made_on == [LOW_NICE]
+    assert got.to_pylist() == [
+        {"page": "a", "added": 1},
+        {"page": None, "added": 2},
+        {"page": "c", "added": None},
+    ]
+    assert statement.limits.rows == 3 and statement.limits.bytes == got.nbytes
+    with pytest.raises(ResourceLimitExceeded):
+        asyncio.run(asyncio.wait_for(main(-1, max_bytes=got.nbytes - 1), timeout=30))
+    table = merged.set_column(2, "added", pa.array([1.5, 2.0, None]))  # a LONG column stored as doubles
+    got, _ = asyncio.run(asyncio.wait_for(main(0), timeout=30))
+    assert got == [["a", 1.5], [None, 2.0], ["c", None]]  # the JSON path's rows, as before
