@@ -24,7 +24,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,8 @@ class Admission:
         self.laning = laning or Laning()
         self.running = 0
         self.urgent_running = 0  # admitted queries of priority 0 and up: not Druid's low ones
+        self._urgent_idle = asyncio.Event()
+        self._urgent_idle.set()
         self.lane_running: Counter[str] = Counter()
         self._waiting: list[_Waiter] = []
         self._arrivals = itertools.count()
@@ -77,12 +79,23 @@ class Admission:
             raise
         urgent = priority >= 0
         self.urgent_running += urgent
+        if urgent:
+            self._urgent_idle.clear()
         try:
             yield lane
         finally:
             self.urgent_running -= urgent
+            if not self.urgent_running:
+                self._urgent_idle.set()
             self._give_slot()
             self._leave_lane(lane, cap)
+
+    async def cheap_lane_quiet(self, max_wait_s: float) -> None:
+        """Return once no query of priority 0 or up runs, or after `max_wait_s`: where low-priority
+        work goes on in pieces (broker_service.paced_answers), the cheap lane's go first."""
+        if self.urgent_running:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._urgent_idle.wait(), max_wait_s)
 
     def check(self, *, priority: int = 0, lane: str | None = None) -> None:
         """Raise the 429 `admit` would raise now, taking nothing: a query refused before the work

@@ -37,6 +37,7 @@ from broker_service.datasource_info import (
 from broker_service.fast_path import WholeAnswerPath, remember
 from broker_service.laning import scheduling_keys
 from broker_service.lookup_keys import answer_version
+from broker_service.paced_answers import paced_answer
 from broker_service.query_runner import QueryResult
 from broker_service.refusal_path import RETRY_AFTER, RefusalPath
 from broker_service.response_context import encode_response_context
@@ -58,11 +59,14 @@ from timeline import Interval
 log = logging.getLogger(__name__)
 
 
-def _answer(result: QueryResult, pretty: bool, headers: dict[str, str]) -> Response:
+def _answer(
+    result: QueryResult, pretty: bool, headers: dict[str, str], priority: int, broker: Broker
+) -> Response:
     if result.body is None or pretty:
         results = result.results if result.results is not None else orjson.loads(result.body or b"null")
         return _json(results, pretty=pretty, headers=headers)
-    return Response(result.body, headers=headers, media_type="application/json")
+    quiet = broker.admission.cheap_lane_quiet
+    return paced_answer(result.body, priority, quiet, headers=headers, media_type="application/json")
 
 
 def _now_ms() -> int:
@@ -107,8 +111,10 @@ async def post_query(request: Request) -> Response:
                 metrics.queries.labels(query_type, "304").inc()
                 status = 304
                 return Response(status_code=304, headers=dict(headers))
-        response = _answer(result, pretty, dict(headers))
-        if result.etag is not None and query.context.use_result_level_cache and not pretty:
+        remembered = result.etag is not None and query.context.use_result_level_cache and not pretty
+        # a remembered answer is whole; another of a low-priority query is sent in pieces
+        response = _answer(result, pretty, dict(headers), 0 if remembered else priority, broker)
+        if remembered:
             await _remember(request, query, response, version)
         metrics.queries.labels(query_type, "200").inc()
         status = 200

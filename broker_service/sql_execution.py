@@ -26,6 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from broker_service.broker import Broker
+from broker_service.paced_answers import paced_answer
 from broker_service.query_runner import QueryResult
 from broker_service.relational_engine import EngineSlot
 from broker_service.sql_catalog import BrokerCatalog
@@ -190,7 +191,8 @@ class StatementExecution:
         encoded = functools.partial(_encoded_whole, rows, *_columns(plan.outputs), **encoding)
         on_loop = len(rows) <= ROWS_ENCODED_ON_LOOP
         payload, media = encoded() if on_loop else await run_for_priority(statement.priority, encoded)
-        return Response(payload, 200, headers=headers, media_type=media)
+        quiet = self.broker.admission.cheap_lane_quiet
+        return paced_answer(payload, statement.priority, quiet, headers=headers, media_type=media)
 
     async def _built(self, plan: DeferredPlan, statement: RunningStatement) -> Plan:
         return plan.build([(await self.rows(stage.plan, statement))[0] for stage in plan.stages])

@@ -267,3 +267,25 @@ def test_large_merges_in_worker_processes_answer_as_the_broker_does(
         assert workers and not children(in_threads.pid)
         merging.kill()  # kill -9: its merge workers must not stay behind, orphaned
         until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), "the merge workers exited")
+
+
+def test_a_low_priority_answer_sent_in_pieces_is_the_cheap_lanes_answer(
+    laned_broker: StrataProcess, wikipedia_sample: Path
+) -> None:
+    """A low-priority answer past a piece (256 KiB) goes out in pieces (broker_service.paced_answers),
+    native and SQL alike, while a cheap query runs beside it: the same bytes, its length told, and
+    what DuckDB computes over the raw rows."""
+    grouped = {"queryType": "groupBy", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
+               "granularity": "all", "dimensions": ["page"], "aggregations": [{"type": "count", "name": "c"}]}  # fmt: skip
+    sql = {"query": "SELECT page, COUNT(*) AS c FROM wikipedia GROUP BY page"}
+    want = sorted(raw("SELECT page, count(*) FROM RAW GROUP BY 1", wikipedia_sample))
+    with ExitStack() as stack:
+        hold(stack, laned_broker)  # a priority-0 query running: each piece waits for it (50 ms at most)
+        for path, body, rows in (("/druid/v2/", grouped, lambda a: [(e["event"]["page"], e["event"]["c"]) for e in a]),
+                                 ("/druid/v2/sql", sql, lambda a: [(r["page"], r["c"]) for r in a])):  # fmt: skip
+            cheap, low = (httpx.post(laned_broker.url + path, json={**body, "context": {"priority": p}}, timeout=120)
+                          for p in (0, -1))  # fmt: skip
+            assert cheap.status_code == low.status_code == 200, low.text[:300]
+            assert len(low.content) > 256 * 1024 and low.headers["content-length"] == str(len(low.content))
+            assert low.content == cheap.content
+            assert sorted(rows(low.json())) == want
