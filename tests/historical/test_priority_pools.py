@@ -44,3 +44,27 @@ def test_low_priority_queries_run_at_a_raised_nice_value_and_so_do_their_duckdb_
         assert duck and all(n == low for n in duck), duck
     finally:
         pools.shutdown()
+
+
+def test_a_thread_lowers_its_priority_without_holding_the_interpreter_lock() -> None:
+    """Through the C library's setpriority by ctypes (a CDLL function: the lock is let go around the
+    call), so a thread the kernel takes off its core as its priority drops holds no other thread
+    up; the nice value is set all the same, on that thread only."""
+    import ctypes
+
+    from strata.server import thread_priority
+
+    setpriority = thread_priority._c_setpriority()
+    assert setpriority is not None
+    assert not getattr(setpriority, "_flags_", 0) & ctypes._FUNCFLAG_PYTHONAPI  # type: ignore[attr-defined]
+    before = _nice()
+    seen: list[int] = []
+
+    def lowered() -> None:
+        thread_priority.lower_own_priority(LOW_NICE)
+        seen.append(_nice())
+
+    worker = threading.Thread(target=lowered)
+    worker.start()
+    worker.join(30)
+    assert seen == [max(before, LOW_NICE)] and _nice() == before
