@@ -76,9 +76,12 @@ def table_schema(column_types: Mapping[str, str], columns: Sequence[str] = ()) -
     if unknown:
         known = ", ".join(column_types)
         raise StrataError(f"unknown column(s) {', '.join(unknown)}; the datasource has {known}")
+    # Druid's `__time` is never null: declared so, Spark reads it without a null check per row
     return StructType(
         [
-            StructField(n, TimestampType() if n == TIME_COLUMN else spark_type(column_types[n]), True)
+            StructField(n, TimestampType(), False)
+            if n == TIME_COLUMN
+            else StructField(n, spark_type(column_types[n]))
             for n in names
         ]
     )
@@ -157,6 +160,7 @@ def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     for f in target:
         index = batch.schema.get_field_index(f.name)
         if index < 0:
+            _check_nullable(f, batch.num_rows)
             arrays.append(pa.nulls(batch.num_rows, f.type))
             continue
         column = batch.column(index)
@@ -167,8 +171,15 @@ def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
         if pa.types.is_list(f.type) and not pa.types.is_list(column.type):  # a single-value segment
             offsets = pa.array(range(len(column) + 1), pa.int32())
             column = pa.ListArray.from_arrays(offsets, column, mask=column.is_null())
+        _check_nullable(f, column.null_count)
         arrays.append(column if column.type == f.type else column.cast(f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _check_nullable(target: pa.Field, nulls: int) -> None:
+    """Spark reads a NOT NULL column without looking at its validity: a null would be a value."""
+    if nulls and not target.nullable:
+        raise StrataError(f"column {target.name} has {nulls} null value(s) but is declared NOT NULL")
 
 
 def _cell(row: Any, name: str, index: int | None) -> Any:
