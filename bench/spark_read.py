@@ -39,17 +39,24 @@ from bench.cluster_setup import Cluster, Dataset, cluster, wait_for_segments, wr
 from harness.processes import StrataProcess
 from harness.spark_session import local_session
 
+# Arrow's own checks on every value Spark reads from a Python data source's batches (docs/spark.md)
+ARROW_UNCHECKED = "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
+JAVA_OPTIONS_HELP = f"options of Spark's JVM, e.g. '{ARROW_UNCHECKED}'"
+
 
 @contextlib.contextmanager
-def served(rows: int, segments: int, app: str) -> Iterator[tuple[Cluster, Dataset, StrataProcess, Any]]:
+def served(
+    rows: int, segments: int, app: str, java_options: str = ""
+) -> Iterator[tuple[Cluster, Dataset, StrataProcess, Any]]:
     """The synthetic datasource `bench` served by two historicals and a broker, and a local Spark
-    session: (cluster, dataset, broker, session), all stopped on the way out."""
+    session (its JVM started with `java_options`): (cluster, dataset, broker, session), all
+    stopped on the way out."""
     with cluster() as c:
         data = write_dataset(c.root, "bench", rows, segments)
         c.start_data_nodes(2)
         broker = c.start_broker()
         wait_for_segments(broker, segments)
-        spark = local_session(app)
+        spark = local_session(app, java_options=java_options)
         try:
             yield c, data, broker, spark
         finally:
@@ -76,11 +83,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--segments", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (medians)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first (the JVM's JIT)")
+    parser.add_argument("--java-options", default="", help=JAVA_OPTIONS_HELP)
     args = parser.parse_args(argv)
 
     from pyspark.sql import functions as F
 
-    with served(args.rows, args.segments, "strata-bench-spark-read") as (c, data, broker, spark):
+    app = "strata-bench-spark-read"
+    with served(args.rows, args.segments, app, args.java_options) as (c, data, broker, spark):
 
         def strata(segment_files: str) -> Any:
             # a reader of its own each: `DataFrameReader.option` sets the option on the reader it is

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import spark_event_log
-from bench.spark_read import served
+from bench.spark_read import JAVA_OPTIONS_HELP, served
 from bench.spark_read_stages import TICK, _cpu, _tree
 from bench.spark_task_phases import TaskLog, phases
 from bench.spark_thread_states import ThreadStates
@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         "--thread-states", action="store_true", help="sample the read's threads: cores left without work"
     )
     parser.add_argument("--task-log", type=Path, help="per-task timestamps into this file, and phases")
+    parser.add_argument("--java-options", default="", help=JAVA_OPTIONS_HELP)
     parser.add_argument(
         "--event-log", type=Path, help="Spark's event log into this (empty) folder: every read's tasks"
     )
@@ -161,7 +162,8 @@ def main(argv: list[str] | None = None) -> None:
         log = TaskLog(args.task_log)
     variants = [v.partition(":")[::2] for v in args.variant] or [("default", "")]
 
-    with served(args.rows, args.segments, "strata-bench-spark-variants") as (c, data, broker, spark):
+    app = "strata-bench-spark-variants"
+    with served(args.rows, args.segments, app, args.java_options) as (c, data, broker, spark):
         metadata = str(c.root / "meta.db")
         historicals = {h.pid: "historical" for h in c.historicals}
 

@@ -7,12 +7,13 @@ import sys
 from typing import Any
 
 
-def local_session(app_name: str, quick_jit: bool = False) -> Any:
+def local_session(app_name: str, quick_jit: bool = False, java_options: str = "") -> Any:
     """local[2], no UI, on loopback, UTC, workers on this interpreter, `strata` registered.
 
     `quick_jit` (tests): the driver's JIT stops at its first tier, as in the local sessions
     `strata ingest` starts (`LOCAL_JVM_OPTIONS`): for a suite's small jobs the optimising compiler
-    spends more CPU compiling Spark than the jobs take. Benchmarks keep the JVM's default."""
+    spends more CPU compiling Spark than the jobs take. Benchmarks keep the JVM's default.
+    `java_options` go to the driver's JVM as well (where local mode runs its tasks)."""
     # workers must run this interpreter (pyarrow, strata.spark) and stay on loopback
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -31,8 +32,9 @@ def local_session(app_name: str, quick_jit: bool = False) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
     )
-    if quick_jit:
-        builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JVM_OPTIONS)
+    options = " ".join(o for o in (LOCAL_JVM_OPTIONS if quick_jit else "", java_options) if o)
+    if options:
+        builder = builder.config("spark.driver.extraJavaOptions", options)
     with gateway_without_preexec():
         session = builder.getOrCreate()
     register(session)
