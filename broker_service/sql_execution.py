@@ -25,6 +25,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from broker_service.broker import Broker
+from broker_service.query_runner import QueryResult
 from broker_service.relational_engine import EngineSlot
 from broker_service.sql_catalog import BrokerCatalog
 from broker_service.sql_planning import LARGE_STATEMENT_CHARS
@@ -35,6 +36,7 @@ from strata.query.data_source import parse_data_source, routing_table
 from strata.query.errors import QueryCancelled, QueryError
 from strata.server.priority_threads import run_for_priority
 from strata.sql import encode_rows
+from strata.sql.arrow_answer import SqlAnswer, sql_answer
 from strata.sql.composed import ComposedPlan, DeferredPlan, Plan
 from strata.sql.formats import RowEncoder
 from strata.sql.plan import Output, SqlPlan
@@ -108,21 +110,34 @@ class StatementExecution:
 
     async def native_rows(self, plan: SqlPlan, statement: RunningStatement, *, subquery: bool) -> Rows:
         """The rows of a plan's native stage, sent with the time the statement has left; a
-        subquery's answer is counted in bytes before it is decoded. A large answer is decoded and
-        made into rows on a worker thread: 40,000 scan rows are ~150 ms of Python, which on the event
-        loop would hold every other query that long; a thread gives the interpreter back to the loop
-        every switch interval (a low-priority statement's at a raised nice value)."""
+        subquery's answer is counted in bytes before it is decoded."""
         if plan.native is None:
             return plan.rows([])
+        result = await self._native_result(plan, statement)
+        if subquery:
+            statement.limits.add_bytes(len(result.body or b""))
+        return await self._result_rows(plan, statement, result)
+
+    async def _native_result(
+        self, plan: SqlPlan, statement: RunningStatement, sql: SqlAnswer | None = None
+    ) -> QueryResult:
+        """The answer of a plan's native stage (`sql`: the statement's body, written from the merged
+        columns where the runner may)."""
+        assert plan.native is not None
         native = plan.native
         left = statement.time_left_ms()
         if left is not None:
             native = {**native, "context": {**(native.get("context") or {}), "timeout": left}}
         query = await _parse_native(native, statement.priority)
         # no admission here: the statement holds one slot for all its stages (sql_api)
-        result = await statement.bounded(self.broker.runner.run(query))
-        if subquery:
-            statement.limits.add_bytes(len(result.body or b""))
+        running = self.broker.runner.run(query) if sql is None else self.broker.runner.run(query, sql)
+        return await statement.bounded(running)
+
+    async def _result_rows(self, plan: SqlPlan, statement: RunningStatement, result: QueryResult) -> Rows:
+        """A native answer's rows. A large answer is decoded and made into rows on a worker thread:
+        40,000 scan rows are ~150 ms of Python, which on the event loop would hold every other query
+        that long; a thread gives the interpreter back to the loop every switch interval (a
+        low-priority statement's at a raised nice value)."""
         if result.body is not None and len(result.body) <= ROWS_ON_LOOP_BYTES:
             return _rows_of(plan, result.results, result.body)
         made = run_for_priority(statement.priority, _rows_of, plan, result.results, result.body)
@@ -155,7 +170,14 @@ class StatementExecution:
             return await self._stream_composed(plan, statement, encoding, headers)
         if plan.native is not None and plan.native["queryType"] == "scan":
             return await self._stream_scan(plan, statement, encoding, headers)
-        rows = await self.native_rows(plan, statement, subquery=False)
+        writer = sql_answer(plan, encoding)
+        if writer is None:
+            rows = await self.native_rows(plan, statement, subquery=False)
+        else:  # the body written from the merged columns where the runner may, else as the rest
+            result = await self._native_result(plan, statement, writer)
+            if result.sql_body is not None:
+                return Response(result.sql_body, 200, headers=headers, media_type=writer.media_type)
+            rows = await self._result_rows(plan, statement, result)
         encoded = functools.partial(_encoded_whole, rows, *_columns(plan.outputs), **encoding)
         on_loop = len(rows) <= ROWS_ENCODED_ON_LOOP
         payload, media = encoded() if on_loop else await run_for_priority(statement.priority, encoded)
