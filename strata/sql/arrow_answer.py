@@ -15,6 +15,7 @@ a column of a type the kernels do not cover goes value by value through those sa
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,8 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from strata.query.base import Query
+from strata.query.collector import collector_paused
 from strata.query.groupby import GroupByQuery
 from strata.query.json_text import ROWS_PER_PASS, rows_text, separated, slice_texts
+from strata.sql.arrow_order import comparable, picked_rows
 from strata.sql.filters import TIME
 from strata.sql.formats import RowEncoder, csv_text, may_hold_arrays
 from strata.sql.plan import Output, SqlPlan, sql_value
@@ -50,6 +53,9 @@ class SqlAnswer:
     types_header: bool = False
     sql_types_header: bool = False
     stringify_arrays: bool = True
+    order: tuple[tuple[int, bool], ...] = ()  # the broker's ORDER BY: (output index, descending)
+    offset: int = 0
+    limit: int | None = None
 
     @property
     def media_type(self) -> str:
@@ -65,6 +71,12 @@ class SqlAnswer:
         """The whole SQL body of the statement from the groupBy's merged partial."""
         assert isinstance(query, GroupByQuery)
         times, columns = query.output_columns(merged)
+        if self.order or self.offset or self.limit is not None:
+            picked = self._picked(query, times, columns)
+            if picked is None:
+                return self._rows_encoded(query, merged)
+            times, taken = times[picked], pa.array(picked, pa.int64())
+            columns = {k: _taken(v, picked, taken) for k, v in columns.items()}
         encoder = self._encoder()
         line_end = None if self.fmt in JSON_FORMATS else b"\n"
         passes = []
@@ -75,6 +87,43 @@ class SqlAnswer:
         rows = (b"," if line_end is None else b"").join(p for p in passes if len(p))
         lead = b"," if line_end is None and self.header and rows else b""
         return encoder.start() + lead + rows + encoder.end()
+
+    def _picked(
+        self, query: GroupByQuery, times: np.ndarray, columns: Mapping[str, pa.Array | list[Any]]
+    ) -> np.ndarray | None:
+        """The answer's rows in the statement's order, offset and limited (None: an order the
+        columns cannot give)."""
+        keys: list[tuple[pa.Array | None, bool]] = []
+        for index, descending in self.order:
+            out = self.outputs[index]
+            column = columns.get(out.source)
+            if out.source == TIME:
+                values = _instants(times, self._zone or query.granularity.tz)
+            elif column is None:
+                keys.append((None, descending))
+                continue
+            elif isinstance(column, list):
+                return None
+            elif out.sql_type_name == "BOOLEAN" and pa.types.is_integer(column.type):
+                values = pc.not_equal(column, 0)
+            elif out.timestamp:
+                values = _instants(column, self._zone) if pa.types.is_integer(column.type) else None
+            else:
+                values = comparable(column)
+            if values is None:
+                return None
+            keys.append((values, descending))
+        return picked_rows(keys, len(times), self.offset, self.limit)
+
+    def _rows_encoded(self, query: GroupByQuery, merged: pa.Table) -> bytes:
+        """The old way, for an order of values Arrow does not rank as Python compares them: the
+        native answer's rows, ordered, encoded."""
+        plan = SqlPlan(list(self.outputs), {"queryType": "groupBy"}, order=list(self.order),
+                       offset=self.offset, limit=self.limit, time_zone=self.time_zone)  # fmt: skip
+        encoder = self._encoder()
+        with collector_paused():
+            rows = plan.rows(orjson.loads(query.finalize_json(merged)))
+            return encoder.start() + encoder.rows(rows) + encoder.end()
 
     def _encoder(self) -> RowEncoder:
         return RowEncoder(
@@ -170,19 +219,22 @@ class SqlAnswer:
 
 
 def sql_answer(plan: SqlPlan, encoding: Mapping[str, Any]) -> SqlAnswer | None:
-    """The writer of a plan's answer from Arrow columns, or None when the plan does more than print
-    one groupBy's columns (rows ordered or cut in the broker, an empty aggregate's row, a subquery)."""
+    """The writer of a plan's answer from Arrow columns, or None when the plan does more than print,
+    order and cut one groupBy's columns (an empty aggregate's row, a subquery's rows)."""
     native = plan.native
     if native is None or native.get("queryType") != "groupBy" or native.get("subtotalsSpec"):
         return None
-    if plan.order or plan.offset or plan.limit is not None or plan.row_bound is not None:
-        return None
-    if plan.empty_row or plan.raw_times or plan.explain or plan.constant_rows:
+    if plan.row_bound is not None or plan.empty_row or plan.raw_times or plan.explain or plan.constant_rows:
         return None
     names = [o.name for o in plan.outputs]
     if len(set(names)) != len(names):  # an object row keeps one of them
         return None
-    return SqlAnswer(tuple(plan.outputs), plan.time_zone, **encoding)
+    writer = SqlAnswer(tuple(plan.outputs), plan.time_zone, **encoding)
+    return dataclasses.replace(writer, order=tuple(plan.order), offset=plan.offset, limit=plan.limit)
+
+
+def _taken(column: pa.Array | list[Any], picked: np.ndarray, taken: pa.Array) -> pa.Array | list[Any]:
+    return [column[i] for i in picked] if isinstance(column, list) else column.take(taken)
 
 
 def _is_list(kind: pa.DataType) -> bool:

@@ -214,15 +214,42 @@ def test_python_values_and_non_finite_doubles() -> None:
         assert _new(plan, query, merged, encoding) == _old(plan, query, merged, encoding)
 
 
+ORDERS: dict[str, list[tuple[int, bool]]] = {
+    "a count descending, then a string": [(5, True), (1, False)],
+    "a BOOLEAN, then an instant descending": [(10, False), (8, True)],
+    "the bucket in a zone": [(0, True)],
+    "a double, then a column of nulls": [(6, False), (13, True)],
+    "a string with ties, then a FLOAT": [(1, True), (7, False)],
+    "a BOOLEAN read from doubles, then an array (the old way)": [(11, True), (2, False)],
+}
+CUTS = [(0, None), (5, 100), (0, 0), (650, 100), (ROWS + 1, None)]
+
+
+@pytest.mark.parametrize("order", sorted(ORDERS))
+@pytest.mark.parametrize(("offset", "limit"), CUTS)
+def test_ordered_and_cut_in_the_broker(order: str, offset: int, limit: int | None) -> None:
+    """ORDER BY / OFFSET / LIMIT applied to the answer's columns as `SqlPlan.rows` applies them
+    (stable, nulls first, instants as their text), or the old way in the worker for arrays."""
+    query = _query({"type": "period", "period": "PT1H", "timeZone": "Asia/Kolkata"})
+    merged = _answer(query, seed=9)
+    ties = pa.array([i % 3 if i % 7 else None for i in range(merged.num_rows)], pa.int64())  # counts: ties
+    merged = merged.set_column(merged.schema.get_field_index("a0"), "a0", ties)
+    plan = SqlPlan(list(OUTPUTS), query.to_json(), order=ORDERS[order], offset=offset, limit=limit,
+                   time_zone="America/Los_Angeles")  # fmt: skip
+    for fmt in ("array", "csv"):
+        encoding = _encoding(fmt, (True, False, False), True)
+        assert _new(plan, query, merged, encoding) == _old(plan, query, merged, encoding)
+
+
 def test_plans_left_to_the_old_way() -> None:
-    """Rows ordered, cut or added in the broker, a subquery's rows, and groupBy shapes the writer
-    does not print, go the old way."""
+    """Rows added in the broker, a subquery's rows, and groupBy shapes the writer does not print go
+    the old way."""
     query = _query()
     native = query.to_json()
     encoding = _encoding("array", (False, False, False), True)
     assert sql_answer(SqlPlan(list(OUTPUTS), native), encoding) is not None
     changes: list[dict[str, Any]] = [
-        {"order": [(0, True)]}, {"limit": 5}, {"offset": 1}, {"empty_row": True}, {"row_bound": 10},
+        {"empty_row": True}, {"row_bound": 10},
         {"raw_times": True}, {"native": {**native, "queryType": "timeseries"}}, {"native": None},
         {"outputs": [Output("a", "rows", "LONG"), Output("a", "d", "DOUBLE")]},
     ]  # fmt: skip
