@@ -104,8 +104,10 @@ class SqlAnswer:
                 continue
             elif isinstance(column, list):
                 return None
-            elif out.sql_type_name == "BOOLEAN" and pa.types.is_integer(column.type):
-                values = pc.not_equal(column, 0)
+            elif out.sql_type_name == "BOOLEAN":  # compared as true/false: numbers but integers aside
+                kind = column.type
+                values = column if pa.types.is_boolean(kind) else None
+                values = pc.not_equal(column, 0) if pa.types.is_integer(kind) else values
             elif out.timestamp:
                 values = _instants(column, self._zone) if pa.types.is_integer(column.type) else None
             else:
