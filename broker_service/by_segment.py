@@ -1,4 +1,4 @@
-"""Druid's `bySegment` answer shape: one entry per segment, each with its own finalized results."""
+"""Druid's `bySegment` answer: one entry per segment read, each with its own finalized results."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -23,6 +24,7 @@ from broker_service.by_segment import by_segment_results
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
 from broker_service.data_node_client import DataNodeClient
 from broker_service.merge_processes import MergeProcesses
+from broker_service.merging import merge_and_encode, merge_and_finalize, scan_table
 from broker_service.metadata_answers import metadata_answerable, split_by_facts, split_metadata_partials
 from broker_service.metrics import BrokerMetrics
 from broker_service.result_cache import ResultLevelCache, result_cacheable, segments_etag
@@ -51,6 +53,7 @@ from strata.query.errors import QueryCancelled, QueryTimeout, ResourceLimitExcee
 from strata.query.scan import ScanQuery
 from strata.server.json_response import encode_json
 from strata.server.priority_threads import run_for_priority
+from strata.sql.arrow_answer import SqlAnswer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -66,6 +69,7 @@ class QueryResult:
     results: list[Any] | None  # None when answered from the result-level cache: `body` holds it
     response_context: dict[str, Any] = field(default_factory=dict)
     body: bytes | None = None  # the JSON answer, encoded off the event loop
+    sql_body: bytes | None = None  # instead of both: the SQL answer written from the merged columns
     etag: str | None = None  # of the segments read, when the answer may be cached whole
     table: pa.Table | None = None  # a scan's merged partials, when asked (`run(as_table=True)`)
 
@@ -125,13 +129,14 @@ class QueryRunner:
         self._running: dict[str, _Running] = {}
 
     # -- public -----------------------------------------------------------------------------------
-    async def run(self, query: Query, *, as_table: bool = False) -> QueryResult:
+    async def run(self, query: Query, *, as_table: bool = False, sql: SqlAnswer | None = None) -> QueryResult:
         """Run `query`; raises QueryError subclasses (timeout, cancelled, missing segments, limits).
-        `as_table`: a scan of a table answers its merged rows as Arrow (`QueryResult.table`), not JSON."""
+        `as_table`: a scan of a table answers its merged rows as Arrow (`QueryResult.table`), not JSON;
+        `sql`: a SQL statement's answer, written from the merged columns where it may be."""
         query_id = query.context.query_id
         if self.metrics is not None:
             self.metrics.native_queries += 1
-        task = asyncio.create_task(self._run_with_timeout(query, as_table))
+        task = asyncio.create_task(self._run_with_timeout(query, as_table, sql))
         entry = _Running(task)
         self._running[query_id] = entry
         try:
@@ -165,22 +170,24 @@ class QueryRunner:
         return timeout_within(query.context.raw, self.limits.default_timeout_ms, self.limits.max_timeout_ms)
 
     # -- internals --------------------------------------------------------------------------------
-    async def _run_with_timeout(self, query: Query, as_table: bool) -> QueryResult:
+    async def _run_with_timeout(self, query: Query, as_table: bool, sql: SqlAnswer | None) -> QueryResult:
         timeout_ms = self.timeout_ms(query)
         if not timeout_ms:
-            return await self._run(query, None, as_table)
+            return await self._run(query, None, as_table, sql)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         try:
             async with asyncio.timeout_at(deadline):
-                return await self._run(query, deadline, as_table)
+                return await self._run(query, deadline, as_table, sql)
         except TimeoutError:
             entry = self._running.get(query.context.query_id)
             if entry is not None:
                 self._forward_cancel(query.context.query_id, entry)
             raise QueryTimeout(f"Query [{query.context.query_id}] timed out after {timeout_ms} ms") from None
 
-    async def _run(self, query: Query, deadline: float | None, as_table: bool = False) -> QueryResult:
+    async def _run(
+        self, query: Query, deadline: float | None, as_table: bool = False, sql: SqlAnswer | None = None
+    ) -> QueryResult:
         if query.source is not None:
             query = await self._resolved_joins(query, deadline)
         if query.inner is not None:  # a query dataSource: the inner query first, then ours over it
@@ -203,16 +210,27 @@ class QueryRunner:
             max_rows = self.limits.max_result_rows
             table = await self._off_loop(query, scan_table, query, gathered.partials, max_rows)
             return QueryResult(None, gathered.context, table=table)
+        write = sql if sql is not None and self._writes_sql(query, sql, gathered) else None
         answer, body = await self._merge(
             query, gathered.partials, gathered.rows, gathered.fetched, gathered.all_cached,
-            gathered.one_node_merged,
+            gathered.one_node_merged, write,
         )  # fmt: skip
+        if write is not None:
+            return QueryResult(None, gathered.context, sql_body=body)
         etag, context = gathered.etag, gathered.context
         if etag is not None and "missingSegments" in context:
             etag = None  # a partial answer is neither cached nor tagged
         if etag is not None and self.result_cache is not None and query.context.populate_result_level_cache:
             await self.result_cache.put(query, etag, body)
         return QueryResult(answer, context, body=body, etag=etag)
+
+    def _writes_sql(self, query: Query, sql: SqlAnswer, gathered: _Gathered) -> bool:
+        """Whether the merge writes the SQL answer: a merge off the event loop, of an answer the
+        result-level cache is not to keep (it keeps the native one)."""
+        populates = gathered.etag is not None and self.result_cache is not None
+        populates = populates and query.context.populate_result_level_cache
+        off_loop = gathered.rows > INLINE_MERGE_ROWS and not gathered.all_cached
+        return off_loop and not populates and not query.context.by_segment and sql.takes(query)
 
     async def _gathered(self, query: Query, deadline: float | None) -> _Gathered:
         """Every partial of the query's segments: from announced facts, the caches and the data
@@ -331,8 +349,10 @@ class QueryRunner:
         fetched: Sequence[SegmentTask],
         all_cached: bool,
         one_node_merged: bool = False,
+        write: SqlAnswer | None = None,
     ) -> tuple[list[Any] | None, bytes]:
-        """The merged, finalized answer (None: only its encoded bytes) and its JSON."""
+        """The merged, finalized answer (None: only its encoded bytes) and its JSON (`write`: the
+        SQL answer's body instead)."""
         if all_cached:  # every partial a cached one: joined from their remembered rows if it may
             body = await self._from_fragments(query, partials)
             if body is not None:
@@ -342,12 +362,13 @@ class QueryRunner:
         max_rows = self.limits.max_result_rows
         if rows <= INLINE_MERGE_ROWS:  # a thread hop would cost more than the merge
             return merge_and_finalize(query, partials, max_rows, one_node_merged)
+        encode = merge_and_encode if write is None else functools.partial(merge_and_encode, write=write)
         if self.merge_processes is not None and self.merge_processes.takes(rows, query.context.priority):
             if self.metrics is not None:
                 self.metrics.process_merges.inc()
-            return None, await self.merge_processes.merge(
-                merge_and_encode, query, partials, max_rows, one_node_merged
-            )
+            return None, await self.merge_processes.merge(encode, query, partials, max_rows, one_node_merged)
+        if write is not None:
+            return None, await self._off_loop(query, encode, query, partials, max_rows, one_node_merged)
         return await self._off_loop(query, merge_and_finalize, query, partials, max_rows, one_node_merged)
 
     async def _from_fragments(self, query: Query, partials: list[pa.Table]) -> bytes | None:
@@ -405,34 +426,3 @@ async def _wait_shared(
 def _current_task_cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def merge_and_finalize(
-    query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool = False
-) -> tuple[list[Any], bytes]:
-    """The merged, finalized rows and their JSON (`one_node_merged`: see `Query.merge_gathered`)."""
-    results = query.finalize(_merged(query, partials, max_rows, one_node_merged))
-    return results, encode_json(results)
-
-
-def scan_table(query: ScanQuery, partials: list[pa.Table], max_rows: int) -> pa.Table:
-    """A scan's merged partials, as `finalize` takes them (`ScanQuery.answer_table`: its rows)."""
-    return _merged(query, partials, max_rows, one_node_merged=False)
-
-
-def merge_and_encode(
-    query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool = False
-) -> bytes:
-    """The answer's JSON only, which a type may write without making its rows (a merge worker's
-    answer: rows as Python objects would cost as much to send back as to make)."""
-    return query.finalize_json(_merged(query, partials, max_rows, one_node_merged))
-
-
-def _merged(query: Query, partials: list[pa.Table], max_rows: int, one_node_merged: bool) -> pa.Table:
-    merged = query.merge_gathered(partials, one_node_merged=one_node_merged)
-    if merged.num_rows > max_rows:
-        raise ResourceLimitExceeded(
-            f"Query [{query.context.query_id}] result has {merged.num_rows} rows, "
-            f"over the limit of {max_rows}"
-        )
-    return merged

@@ -33,8 +33,9 @@ import pyarrow as pa
 from cachetools import LRUCache
 from starlette.types import Send
 
+from broker_service.merging import merge_and_finalize
 from broker_service.metadata_answers import metadata_answerable
-from broker_service.query_runner import FRAGMENTS_INLINE_NEW, INLINE_MERGE_ROWS, merge_and_finalize
+from broker_service.query_runner import FRAGMENTS_INLINE_NEW, INLINE_MERGE_ROWS
 from broker_service.response_context import encode_response_context
 from broker_service.result_cache import result_cacheable
 from broker_service.row_fragments import fragment_answer

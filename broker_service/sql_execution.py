@@ -39,6 +39,7 @@ from strata.query.errors import QueryCancelled, QueryError
 from strata.query.scan import ScanQuery
 from strata.server.priority_threads import run_for_priority
 from strata.sql import encode_rows
+from strata.sql.arrow_answer import SqlAnswer, sql_answer
 from strata.sql.composed import ComposedPlan, DeferredPlan, Plan
 from strata.sql.formats import RowEncoder
 from strata.sql.plan import Output, SqlPlan
@@ -113,13 +114,10 @@ class StatementExecution:
 
     async def native_rows(self, plan: SqlPlan, statement: RunningStatement, *, subquery: bool) -> Rows:
         """The rows of a plan's native stage, sent with the time the statement has left; a
-        subquery's answer is counted in bytes before it is decoded. A large answer is decoded and
-        made into rows on a worker thread: 40,000 scan rows are ~150 ms of Python, which on the event
-        loop would hold every other query that long; a thread gives the interpreter back to the loop
-        every switch interval (a low-priority statement's at a raised nice value)."""
+        subquery's answer is counted in bytes before it is decoded."""
         if plan.native is None:
             return plan.rows([])
-        _, result = await self._native_result(plan.native, statement, as_table=False)
+        _, result = await self._native_result(plan.native, statement)
         return await self._decoded(plan, result, statement, subquery=subquery)
 
     async def stage_input(self, plan: SqlPlan, statement: RunningStatement) -> Rows | pa.Table:
@@ -140,19 +138,29 @@ class StatementExecution:
         return rows
 
     async def _native_result(
-        self, native: dict[str, Any], statement: RunningStatement, *, as_table: bool
+        self,
+        native: dict[str, Any],
+        statement: RunningStatement,
+        *,
+        as_table: bool = False,
+        sql: SqlAnswer | None = None,
     ) -> tuple[Query, QueryResult]:
-        """A native stage's query run with the time the statement has left."""
+        """A native stage's query run with the time the statement has left (`sql`: the statement's
+        body, written from the merged columns where the runner may)."""
         left = statement.time_left_ms()
         if left is not None:
             native = {**native, "context": {**(native.get("context") or {}), "timeout": left}}
         query = await _parse_native(native, statement.priority)
         # no admission here: the statement holds one slot for all its stages (sql_api)
-        return query, await statement.bounded(self.broker.runner.run(query, as_table=as_table))
+        return query, await statement.bounded(self.broker.runner.run(query, as_table=as_table, sql=sql))
 
     async def _decoded(
         self, plan: SqlPlan, result: QueryResult, statement: RunningStatement, *, subquery: bool
     ) -> Rows:
+        """A native answer's rows. A large answer is decoded and made into rows on a worker thread:
+        40,000 scan rows are ~150 ms of Python, which on the event loop would hold every other query
+        that long; a thread gives the interpreter back to the loop every switch interval (a
+        low-priority statement's at a raised nice value)."""
         if subquery:
             statement.limits.add_bytes(len(result.body or b""))
         if result.body is not None and len(result.body) <= ROWS_ON_LOOP_BYTES:
@@ -187,11 +195,22 @@ class StatementExecution:
             return await self._stream_composed(plan, statement, encoding, headers)
         if plan.native is not None and plan.native["queryType"] == "scan":
             return await self._stream_scan(plan, statement, encoding, headers)
-        rows = await self.native_rows(plan, statement, subquery=False)
+        quiet = self.broker.admission.cheap_lane_quiet
+        writer = sql_answer(plan, encoding)
+        if writer is None:
+            rows = await self.native_rows(plan, statement, subquery=False)
+        else:  # the body written from the merged columns where the runner may, else as the rest
+            assert plan.native is not None
+            _, result = await self._native_result(plan.native, statement, sql=writer)
+            if result.sql_body is not None:
+                media = writer.media_type
+                return paced_answer(
+                    result.sql_body, statement.priority, quiet, headers=headers, media_type=media
+                )
+            rows = await self._decoded(plan, result, statement, subquery=False)
         encoded = functools.partial(_encoded_whole, rows, *_columns(plan.outputs), **encoding)
         on_loop = len(rows) <= ROWS_ENCODED_ON_LOOP
         payload, media = encoded() if on_loop else await run_for_priority(statement.priority, encoded)
-        quiet = self.broker.admission.cheap_lane_quiet
         return paced_answer(payload, statement.priority, quiet, headers=headers, media_type=media)
 
     async def _built(self, plan: DeferredPlan, statement: RunningStatement) -> Plan:

@@ -39,6 +39,8 @@ from strata.query.json_text import (
     json_array,
     python_texts,
     rows_text,
+    separated,
+    slice_texts,
 )
 from strata.query.limit_spec import LimitSpec, parse_limit_spec
 from strata.query.post_aggregators import PostAggregator, compute_all, parse_post_aggregators
@@ -208,7 +210,7 @@ class GroupByQuery(Query):
     def finalize(self, merged: pa.Table) -> list[Any]:
         if self.subtotals is not None:
             return self._finalize_subtotals(merged)
-        times, outputs = self._outputs(merged)
+        times, outputs = self.output_columns(merged)
         with collector_paused():  # millions of new objects, no cycles among them
             values = {k: v if isinstance(v, list) else json_values(v) for k, v in outputs.items()}
             return self._rows(times, values)
@@ -218,15 +220,15 @@ class GroupByQuery(Query):
         (strata.query.json_text): no Python row for a million groups."""
         if self.subtotals is not None:
             return answer_json(self._finalize_subtotals(merged))
-        times, outputs = self._outputs(merged)
+        times, outputs = self.output_columns(merged)
         passes = []
         for start in range(0, len(times), ROWS_PER_PASS):
             part = times[start : start + ROWS_PER_PASS]
-            texts = {k: _texts(v, start, len(part)) for k, v in outputs.items()}
+            texts = {k: slice_texts(v, start, len(part)) for k, v in outputs.items()}
             passes.append(rows_text(self._row_pieces(part, texts), len(part)))
         return json_array(passes)
 
-    def _outputs(self, merged: pa.Table) -> tuple[np.ndarray, dict[str, pa.Array | list[Any]]]:
+    def output_columns(self, merged: pa.Table) -> tuple[np.ndarray, dict[str, pa.Array | list[Any]]]:
         """Each row's bucket start and each output column (Arrow, or unfinalized Python values),
         having applied, in the limitSpec's order."""
         plan = self.plan
@@ -311,7 +313,7 @@ class GroupByQuery(Query):
         if self.context.result_as_array:
             items: list[bytes | pa.Array] = [] if self.granularity.is_all else [column_texts(pa.array(times))]
             items += values
-            return [b"[", *_separated(items, b","), b"]"]
+            return [b"[", *separated(items, b","), b"]"]
         fields: list[bytes | pa.Array] = []
         for i, (name, text) in enumerate(texts.items()):
             fields += [(b"," if i else b"") + answer_json(name) + b":", text]
@@ -324,19 +326,6 @@ class GroupByQuery(Query):
         distinct, which = np.unique(times, return_inverse=True)
         stamps = python_texts([format_instant(ms, tz) for ms in distinct.tolist()])
         return stamps.take(pa.array(which.ravel(), pa.int64()))
-
-
-def _texts(values: pa.Array | list[Any], start: int, rows: int) -> pa.Array:
-    if isinstance(values, list):
-        return python_texts(values[start : start + rows])
-    return column_texts(values.slice(start, rows))
-
-
-def _separated(items: list[bytes | pa.Array], separator: bytes) -> list[bytes | pa.Array]:
-    out: list[bytes | pa.Array] = []
-    for i, item in enumerate(items):
-        out += [separator, item] if i else [item]
-    return out
 
 
 def dimension_values(column: pa.ChunkedArray, output_type: str) -> pa.Array | list[Any]:

@@ -49,19 +49,40 @@ def column_texts(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return python_texts(json_values(arr))
 
 
-def rows_text(pieces: Sequence[bytes | pa.Array], rows: int) -> bytes | memoryview:
-    """`rows` rows' JSON, comma-separated, each row the concatenation of `pieces` (constant texts,
-    and text columns of one value a row)."""
+def rows_text(
+    pieces: Sequence[bytes | pa.Array], rows: int, line_end: bytes | None = None
+) -> bytes | memoryview:
+    """`rows` rows' text, each row the concatenation of `pieces` (constant texts, and text columns
+    of one value a row): comma-separated, or each ended by `line_end`."""
     if rows == 0:
         return b""
-    merged = _merged_constants(pieces)
+    end = b"," if line_end is None else line_end
+    merged = _merged_constants([*pieces, end])
+    text: bytes | memoryview
     if not any(isinstance(p, pa.Array) for p in merged):
-        return b",".join([b"".join(p for p in merged if isinstance(p, bytes))] * rows)
-    args = [pa.scalar(p, pa.binary()) if isinstance(p, bytes) else p for p in merged]
-    joined = pc.binary_join_element_wise(*args, pa.scalar(b",", pa.binary()), pa.scalar(b"", pa.binary()))
-    offsets = np.frombuffer(joined.buffers()[1], np.int32)[joined.offset : joined.offset + len(joined) + 1]
-    data = memoryview(joined.buffers()[2])
-    return data[int(offsets[0]) : int(offsets[-1]) - 1]  # the last comma off
+        text = b"".join(p for p in merged if isinstance(p, bytes)) * rows
+    else:
+        args = [pa.scalar(p, pa.binary()) if isinstance(p, bytes) else p for p in merged]
+        joined = pc.binary_join_element_wise(*args, pa.scalar(b"", pa.binary()))
+        first, last = joined.offset, joined.offset + len(joined)
+        offsets = np.frombuffer(joined.buffers()[1], np.int32)
+        text = memoryview(joined.buffers()[2])[int(offsets[first]) : int(offsets[last])]
+    return text if line_end is not None else text[: len(text) - 1]  # the last comma off
+
+
+def slice_texts(values: pa.Array | list[Any], start: int, rows: int) -> pa.Array:
+    """`column_texts` of `rows` values from `start` (Arrow, or Python values as printed)."""
+    if isinstance(values, list):
+        return python_texts(values[start : start + rows])
+    return column_texts(values.slice(start, rows))
+
+
+def separated(items: Sequence[bytes | pa.Array], separator: bytes) -> list[bytes | pa.Array]:
+    """`items` with `separator` between each two."""
+    out: list[bytes | pa.Array] = []
+    for i, item in enumerate(items):
+        out += [separator, item] if i else [item]
+    return out
 
 
 def json_array(texts: Iterable[bytes | memoryview]) -> bytes:

@@ -42,12 +42,7 @@ class RowEncoder:
     ) -> None:
         if fmt not in RESULT_FORMATS:
             raise ValueError(fmt)
-        # columns that may hold arrays: ARRAY ones, and strings (a multi-value one's rows)
-        self._array_columns = (
-            [i for i, t in enumerate(types) if t.startswith("ARRAY<") or t == "STRING"]
-            if stringify_arrays
-            else []
-        )
+        self._array_columns = [i for i, t in enumerate(types) if stringify_arrays and may_hold_arrays(t)]
         self.names, self.types, self.sql_types = list(names), list(types), list(sql_types)
         self.fmt = fmt
         self.header, self.types_header, self.sql_types_header = header, types_header, sql_types_header
@@ -72,7 +67,7 @@ class RowEncoder:
             out = io.StringIO()
             writer = csv.writer(out, lineterminator="\n")
             for r in rows:
-                writer.writerow(["" if v is None else _text(v) for v in r])
+                writer.writerow([csv_text(v) for v in r])
             return out.getvalue().encode()
         try:
             encoded = self._encoded(rows)
@@ -158,7 +153,15 @@ def _stringified(row: Sequence[Any], columns: list[int]) -> Sequence[Any]:
     return out
 
 
-def _text(v: Any) -> str:
+def may_hold_arrays(druid_type: str) -> bool:
+    """Whether a column of this type may hold arrays (ARRAY ones; a multi-value string's rows)."""
+    return druid_type.startswith("ARRAY<") or druid_type == "STRING"
+
+
+def csv_text(v: Any) -> str:
+    """A value's CSV field before quoting (a null: empty)."""
+    if v is None:
+        return ""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (list, dict)):

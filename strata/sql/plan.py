@@ -117,7 +117,7 @@ def _native_rows(plan: SqlPlan, results: list[Any]) -> Any:
     assert plan.native is not None
     kind = plan.native["queryType"]
     zone = None if plan.time_zone is None else ZoneInfo(plan.time_zone)
-    _scan_value = _raw_value if plan.raw_times else functools.partial(_value, zone=zone)
+    _scan_value = _raw_value if plan.raw_times else functools.partial(sql_value, zone=zone)
     if kind == "scan":  # the hot path of large selections: only timestamps need rewriting
         for batch in results:
             index = {c: i for i, c in enumerate(batch["columns"])}
@@ -150,7 +150,7 @@ def _raw_value(out: Output, value: Any) -> Any:
     return value
 
 
-def _value(out: Output, value: Any, zone: ZoneInfo | None) -> Any:
+def sql_value(out: Output, value: Any, zone: ZoneInfo | None) -> Any:
     """A value as Druid SQL prints it: timestamps as ISO instants in the session's zone, booleans
     as true/false."""
     if out.sql_type_name == "BOOLEAN" and isinstance(value, (int, float)):

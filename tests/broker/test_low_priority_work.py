@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import broker_service.data_node_client as data_node_client
+import broker_service.merging as merging_module
 import broker_service.query_runner as query_runner
 from broker_service.sql_planning import PlanningPools
 from strata.server.priority_threads import low_priority_executor, run_for_priority, set_low_priority_nice
@@ -64,7 +65,7 @@ def test_a_low_priority_querys_partials_are_decoded_and_merged_at_nice_10(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen: dict[str, list[int]] = {"decode": [], "merge": []}
-    merge = query_runner.merge_and_finalize
+    merge = merging_module.merge_and_finalize
 
     def decoding(payload: bytes) -> Any:
         seen["decode"].append(nice_here())

@@ -1,5 +1,5 @@
-"""What a merge worker sends back (`merge_and_encode`: the answer's JSON written from Arrow) against
-what a broker merging in its threads answers (`merge_and_finalize`: rows, then orjson)."""
+"""What a merge worker sends back (`merge_and_encode`: the answer's JSON written from Arrow)
+against what a broker merging in its threads answers (`merge_and_finalize`: rows, then orjson)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from broker_service.query_runner import merge_and_encode, merge_and_finalize
+from broker_service.merging import merge_and_encode, merge_and_finalize
 from strata.engine import run_merged, run_partials
 from strata.engine.segment_input import SegmentInput
 from strata.query import parse_query

@@ -67,9 +67,11 @@ def lookups_loaded(coord: StrataProcess, names: Iterable[str], count: int) -> bo
 
 @contextmanager
 def serving(root: Path, timeout: float = 60,
-            lookups: Mapping[str, tuple[dict[str, str], bool]] | None = None) -> Iterator[StrataProcess]:  # fmt: skip
+            lookups: Mapping[str, tuple[dict[str, str], bool]] | None = None,
+            broker_args: Iterable[str] = NO_MERGE_WORKER) -> Iterator[StrataProcess]:  # fmt: skip
     """A historical and a broker over the segments published in `root/deep` and `root/meta.db`;
-    yields the broker once it sees every used segment (and both hold `lookups`), stops all on exit."""
+    yields the broker once it sees every used segment (and both hold `lookups`), stops all on exit.
+    The broker merges in its own process unless `broker_args` say otherwise."""
     coord = coordinator(root, str(root / "meta.db")) if lookups else None
     from_coord = ["--coordinator", coord.address, "--lookup-poll-period", "0.5"] if coord else []
     historical = StrataProcess(
@@ -80,7 +82,7 @@ def serving(root: Path, timeout: float = 60,
     )  # fmt: skip
     # Druid's test tables: a few thousand rows at most
     broker = StrataProcess("broker", ["--discovery", "http", "--nodes", historical.address, *from_coord,
-                                      *NO_MERGE_WORKER], root / "broker.log")  # fmt: skip
+                                      *broker_args], root / "broker.log")  # fmt: skip
     started: list[StrataProcess] = []
     try:
         if coord is not None and lookups:
