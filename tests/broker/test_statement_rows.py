@@ -56,7 +56,7 @@ def plan() -> RecordingPlan:
 
 
 def execution(result: QueryResult) -> StatementExecution:
-    async def run(query: Any, *, as_table: bool = False) -> QueryResult:
+    async def run(query: Any, *, as_table: bool = False, sql: Any = None) -> QueryResult:
         return result
 
     broker = SimpleNamespace(runner=SimpleNamespace(run=run))
@@ -167,7 +167,7 @@ def test_a_scan_stage_reaches_the_engine_as_arrow_made_at_the_statements_priorit
 
     monkeypatch.setattr("broker_service.sql_execution.stage_table", recording)
 
-    async def run(query: Any, *, as_table: bool = False) -> QueryResult:
+    async def run(query: Any, *, as_table: bool = False, sql: Any = None) -> QueryResult:
         asked.append(as_table)
         return QueryResult(None, table=table)
 
