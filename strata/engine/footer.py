@@ -68,6 +68,20 @@ class Footer:
                 self._stats[name] = _gather(self.meta, name)
             return self._stats[name]
 
+    def null_count(self, name: str) -> int | None:
+        """Nulls of top-level column `name` over every row group, or None when some group lacks the
+        count (or `name` is absent or nested)."""
+        paths = [self.meta.schema.column(i).path for i in range(self.meta.num_columns)]
+        if name not in paths:
+            return None
+        col, nulls = paths.index(name), 0
+        for g in range(self.meta.num_row_groups):
+            stats = self.meta.row_group(g).column(col).statistics
+            if stats is None or not stats.has_null_count:
+                return None
+            nulls += stats.null_count
+        return nulls
+
     def column_sizes(self) -> dict[str, int]:
         """Compressed bytes of each top-level column."""
         sizes: dict[str, int] = {}

@@ -30,7 +30,7 @@ def run_partials(
         sid: [c for c in s.columns if query.to_include is None or c in query.to_include]
         for sid, s in schemas.items()
     }
-    stats = column_stats(conn, inputs, included)
+    stats = column_stats(conn, inputs, included, values=query.wants("cardinality") or query.wants("minmax"))
     analyses = []
     for inp in inputs:
         schema = schemas[inp.segment_id]
@@ -76,11 +76,22 @@ def column_stats(
     conn: duckdb.DuckDBPyConnection,
     inputs: Sequence[SegmentInput],
     included: Mapping[str, list[str]],
+    *,
+    values: bool = True,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """Null flags, distinct counts and min/max per (segment, column) in one pass over the files."""
-    columns = list(dict.fromkeys(c for cols in included.values() for c in cols if c != TIME_COLUMN))
+    """Null flags per (segment, column), with `values` their distinct counts and min/max too, in one
+    pass over the files. Without `values` (no cardinality or minmax analysis: a SQL catalog's
+    refresh asks for column types only) a null flag comes from the file's own statistics where it
+    has them, and only the rest are scanned: counting distinct strings over every row of every
+    segment is most of such a query's work."""
+    out: dict[tuple[str, str], dict[str, Any]] = {} if values else _footer_null_flags(inputs, included)
+    left = {
+        sid: [c for c in cols if c != TIME_COLUMN and (sid, c) not in out] for sid, cols in included.items()
+    }
+    inputs = [i for i in inputs if left.get(i.segment_id)]
+    columns = list(dict.fromkeys(c for i in inputs for c in left[i.segment_id]))
     if not inputs or not columns:
-        return {}
+        return out
     # Whole segments: metadata describes the segment, not the query's slice of it.
     whole = [SegmentInput(i.segment_id, i.descriptor, i.path, i.descriptor.interval) for i in inputs]
     relation, types = scan_relation(whole, columns)
@@ -88,7 +99,7 @@ def column_stats(
     for i, c in enumerate(columns):
         ident = quote_ident(c)
         selects.append(f"bool_or({ident} IS NULL) AS n{i}")
-        if types[c] in ("VARCHAR", MULTI_VALUE):
+        if values and types[c] in ("VARCHAR", MULTI_VALUE):
             if types[c] == "VARCHAR":
                 selects += [
                     f"count(DISTINCT {ident}) AS d{i}",
@@ -96,19 +107,37 @@ def column_stats(
                     f"max({ident}) AS hi{i}",
                 ]
             else:  # a multi-value string: over its values
-                values = f"flatten(list({ident}))"
-                selects += [f"len(list_distinct({values})) AS d{i}", f"list_min({values}) AS lo{i}",
-                            f"list_max({values}) AS hi{i}"]  # fmt: skip
+                flat = f"flatten(list({ident}))"
+                selects += [f"len(list_distinct({flat})) AS d{i}", f"list_min({flat}) AS lo{i}",
+                            f"list_max({flat}) AS hi{i}"]  # fmt: skip
     sql = f"SELECT {', '.join(selects)} FROM ({relation}) GROUP BY {SEGMENT_COLUMN}"
     result = conn.sql(sql).to_arrow_table().to_pylist()
-    out: dict[tuple[str, str], dict[str, Any]] = {}
     for row in result:
         for i, c in enumerate(columns):
+            if (row[SEGMENT_COLUMN], c) in out:
+                continue
             stat = {"hasNulls": bool(row[f"n{i}"])}
-            if types[c] in ("VARCHAR", MULTI_VALUE):
+            if values and types[c] in ("VARCHAR", MULTI_VALUE):
                 stat.update(distinct=row[f"d{i}"], min=row[f"lo{i}"], max=row[f"hi{i}"])
             out[(row[SEGMENT_COLUMN], c)] = stat
     return out
+
+
+def _footer_null_flags(
+    inputs: Sequence[SegmentInput], included: Mapping[str, list[str]]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The null flags a segment file's statistics give (a multi-value column's, stored as lists,
+    and a real-time segment's in memory need a scan)."""
+    flags: dict[tuple[str, str], dict[str, Any]] = {}
+    for inp in inputs:
+        if is_memory(inp.path):
+            continue
+        footer = read_footer(inp.path)
+        for c in included.get(inp.segment_id, []):
+            nulls = footer.null_count(c) if c != TIME_COLUMN else None
+            if nulls is not None:
+                flags[(inp.segment_id, c)] = {"hasNulls": nulls > 0}
+    return flags
 
 
 def column_sizes_of(path: str) -> dict[str, int]:

@@ -113,3 +113,32 @@ def test_to_include_none_and_errors(segments: list[SegmentInput]) -> None:
     for bad in ({"analysisTypes": ["telepathy"]}, {"toInclude": {"type": "some"}}, {"merge": "maybe"}):
         with pytest.raises(InvalidInput):
             parse_query({"queryType": "segmentMetadata", "dataSource": "wiki", **bad})
+
+
+def test_without_cardinality_or_minmax_null_flags_come_from_the_files_statistics(
+    segments: list[SegmentInput], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQL catalog's refresh (`analysisTypes: []`) must not count distinct strings over every row:
+    the flags are read from the footers, and equal the raw rows' (DuckDB over them)."""
+    import strata.engine.segment_metadata as engine_sm
+    from strata.engine.segment_input import scan_relation
+
+    scans: list[list[str]] = []
+
+    def counted(inputs: Any, columns: list[str]) -> Any:
+        scans.append(columns)
+        return scan_relation(inputs, columns)
+
+    monkeypatch.setattr(engine_sm, "scan_relation", counted)
+    light = sm(segments, analysisTypes=[])
+    assert scans == []
+    full = sm(segments, analysisTypes=["cardinality", "minmax"])
+    assert scans  # the full analysis scans the rows
+    stats = {c: hourly_stats(c) for c in STRING_COLUMNS}
+    for seg, a, b in zip(segments, light, full, strict=True):
+        assert {c: v["hasNulls"] for c, v in a["columns"].items()} == {
+            c: v["hasNulls"] for c, v in b["columns"].items()
+        }
+        for name, per_hour in stats.items():
+            assert a["columns"][name]["hasNulls"] == per_hour[seg.interval.start][0], name
+            assert a["columns"][name]["cardinality"] is None and a["columns"][name]["minValue"] is None
