@@ -8,6 +8,7 @@ for aggregations): expression virtual columns, context flags, output lookup.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,7 +68,8 @@ class SqlPlan:
                 rows = [[0 if o.source in self.zero_sources else None for o in self.outputs]]
         if self.order:
             for index, descending in reversed(self.order):
-                rows.sort(key=functools.partial(_sort_row, index), reverse=descending)
+                key = _sort_number if self.outputs[index].sql_type in FLOATING else _sort_row
+                rows.sort(key=functools.partial(key, index), reverse=descending)
         end = None if self.limit is None else self.offset + self.limit
         return rows[self.offset : end]
 
@@ -101,6 +103,23 @@ def context_flag(context: Mapping[str, Any], key: str, default: bool) -> bool:
 
 def _sort_row(index: int, row: list[Any]) -> tuple[int, Any]:
     return order_key(row[index])
+
+
+FLOATING = ("FLOAT", "DOUBLE")  # SQL types whose values may be NaN or infinite
+
+
+def _sort_number(index: int, row: list[Any]) -> tuple[int, float, int]:
+    """A double's place as Java's `Double.compare` gives it: -Infinity first, NaN after +Infinity;
+    a native answer spells those three as strings ("NaN"), which Python would not compare with
+    floats; null before them all."""
+    value = row[index]
+    if value is None:
+        return (0, 0.0, 0)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):  # not a number at all: after every number
+        return (2, 0.0, 0)
+    return (1, math.inf, 1) if math.isnan(number) else (1, number, 0)
 
 
 def order_key(value: Any) -> tuple[int, Any]:

@@ -261,3 +261,22 @@ def test_plans_left_to_the_old_way() -> None:
     writer = SqlAnswer(tuple(OUTPUTS), None, "array")
     assert not writer.takes(_query(subtotalsSpec=[["s"], []]))
     assert not writer.takes(_query(context={"resultAsArray": True}))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_doubles_with_nan_and_infinities_order_as_java_compares_them(descending: bool) -> None:
+    """Druid orders doubles by `Double.compare`: -Infinity first, NaN after +Infinity (nulls
+    first); the answer spells the three as strings, which the broker once failed to compare."""
+    query = _query(dimensions=["s"])
+    values = [float("nan"), float("inf"), -float("inf"), 0.0, None, 2.5, -7.0, 1e300] * 3
+    merged = _merged(query, 4, [pa.array([f"k{i}" for i in range(len(values))])], 3_600_000)
+    assert merged.num_rows == len(values)
+    merged = merged.set_column(merged.schema.get_field_index("a1"), "a1", pa.array(values, pa.float64()))
+    plan = SqlPlan([Output("d", "d", "DOUBLE")], query.to_json(), order=[(0, descending)])
+    got = orjson.loads(_old(plan, query, merged, _encoding("array", (False, False, False), True)))
+    java = [None, "-Infinity", -7.0, 0.0, 2.5, 1e300, "Infinity", "NaN"]  # Double.compare's order
+    expected = [[v] for v in java for _ in range(3)]
+    assert got == (expected[::-1] if descending else expected)
+    assert _new(plan, query, merged, _encoding("csv", (True, False, False), True)) == _old(
+        plan, query, merged, _encoding("csv", (True, False, False), True)
+    )
