@@ -22,6 +22,7 @@ ROW = {
     "nums": ("BIGINT[]", [1, 2, 3]),
     "strs": ("VARCHAR[]", ["x", None, "y"]),
     "empty": ("BIGINT[]", []),
+    "one_null": ("VARCHAR[]", [None]),
     "doc": ("JSON", '{"a": {"b": 7, "c": [1, 2], "d": true}, "s": "hi", "n": null, "o": [{"k": 1}]}'),
     "text": ("VARCHAR", '{"x": 1}'),
     "n": ("BIGINT", 2),
@@ -79,6 +80,8 @@ def test_parser_reads_arrays_and_lambdas() -> None:
         ("array_slice(nums, 1, 3)", [2, 3]),
         ("array_slice(nums, 4, 5)", None),  # start past the end
         ("array_to_string(strs, '-')", "x-null-y"),
+        ("array_to_string(one_null, '-')", None),  # Druid: one null element joins to null
+        ("array_to_string(empty, '-')", ""),
         ("string_to_array('a,b', ',')", ["a", "b"]),
         ("array(1, 2.5)", [1.0, 2.5]),
         ("map((x) -> x * 2, nums)", [2, 4, 6]),

@@ -29,3 +29,22 @@ def test_array_order_puts_a_null_element_first() -> None:
     assert _rows("SELECT a_str FROM test_array WHERE a_str <= ARRAY['S1', 'S2', NULL]") == (
         [["S1", "S2", None]] * 2 + [[None, "S2", "S1"]] * 2
     )
+
+
+# qatests/qaAggFuncs: tab0l0 of test_agg_funcs' 18 rows (six of each value, six null)
+TEST_AGG_FUNCS = {
+    "test_agg_funcs": "SELECT * FROM (VALUES "
+    + ", ".join(["(1111111111)"] * 6 + ["(2222222222)"] * 6 + ["(NULL::BIGINT)"] * 6)
+    + ") t(tab0l0)"
+}
+
+
+def test_array_to_string_of_one_null_element_is_null() -> None:
+    # qaAggFuncs/array_agg_long_test002.all.iq line 544: the null group's [null] joins to null
+    grouped = (
+        "SELECT length(array_to_string(array_agg(DISTINCT tab0l0), '')) FROM test_agg_funcs GROUP BY tab0l0"
+    )
+    assert sorted((row[0] for row in run(grouped, TEST_AGG_FUNCS)), key=repr) == [10, 10, None]
+    # array_agg_long_test001.all.iq line 50: beside other elements a null prints as 'null'
+    whole = "SELECT strlen(array_to_string(array_agg(tab0l0), '|')) FROM test_agg_funcs"
+    assert run(whole, TEST_AGG_FUNCS) == [(12 * 10 + 6 * len("null") + 17,)]

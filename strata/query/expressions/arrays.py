@@ -227,7 +227,8 @@ def _to_string(scope: Scope, args: tuple[Node, ...]) -> Typed:
     arr, sep = _array(scope, args[0]), as_text(scope.compile(args[1]))
     each = as_text(Typed('"__e"', element_kind(arr.kind)))
     text = f"array_to_string(list_transform({arr.sql}, lambda \"__e\": coalesce({each}, 'null')), {sep})"
-    return Typed(text, STRING)
+    # Druid's ArrayToStringFunction: an array of one null element joins to null, not 'null'
+    return Typed(f"(CASE WHEN {arr.sql} = [NULL] THEN NULL ELSE {text} END)", STRING)
 
 
 def _string_to_array(scope: Scope, args: tuple[Node, ...]) -> Typed:

@@ -58,7 +58,11 @@ _OVERLAP = (
     "(CASE WHEN {0} IS NULL OR {1} IS NULL THEN NULL ELSE list_has_any({0}, {1})"
     " OR (list_count({0}) < len({0}) AND list_count({1}) < len({1})) END)"
 )
-_TO_STRING = "array_to_string(list_transform({0}, lambda v: coalesce(CAST(v AS VARCHAR), 'null')), {1})"
+# Druid's ArrayToStringFunction: a null element prints as 'null', but one null element alone is null
+_TO_STRING = (
+    "(CASE WHEN {0} = [NULL] THEN NULL"
+    " ELSE array_to_string(list_transform({0}, lambda v: coalesce(CAST(v AS VARCHAR), 'null')), {1}) END)"
+)
 
 
 def _array(node: exp.Expr, ctx: Context) -> exp.Expr:
