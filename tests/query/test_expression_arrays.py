@@ -23,6 +23,8 @@ ROW = {
     "strs": ("VARCHAR[]", ["x", None, "y"]),
     "empty": ("BIGINT[]", []),
     "one_null": ("VARCHAR[]", [None]),
+    "no_array": ("BIGINT[]", None),
+    "no_text": ("VARCHAR", None),
     "doc": ("JSON", '{"a": {"b": 7, "c": [1, 2], "d": true}, "s": "hi", "n": null, "o": [{"k": 1}]}'),
     "text": ("VARCHAR", '{"x": 1}'),
     "n": ("BIGINT", 2),
@@ -79,6 +81,12 @@ def test_parser_reads_arrays_and_lambdas() -> None:
         ("array_concat(nums, [4])", [1, 2, 3, 4]),
         ("array_slice(nums, 1, 3)", [2, 3]),
         ("array_slice(nums, 4, 5)", None),  # start past the end
+        # qaArray/ops_funcs_array_funcs.03.all.iq line 5: a null array contains nothing (null)
+        ("array_contains(no_array, 1)", None),
+        # qaUnnest/array_sql_mv_funcs.01.std.iq lines 721 and 751: a null scalar is [null]
+        ("array_contains(no_text, no_text)", 1),
+        ("array_contains(no_text, 'a')", 0),
+        ("array_contains(tags, 'a')", 1),
         ("array_to_string(strs, '-')", "x-null-y"),
         ("array_to_string(one_null, '-')", None),  # Druid: one null element joins to null
         ("array_to_string(empty, '-')", ""),

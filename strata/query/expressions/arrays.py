@@ -115,14 +115,22 @@ def _at(base: int) -> FunctionCompiler:
 
 
 def _contains(scope: Scope, args: tuple[Node, ...]) -> Typed:
+    """As Druid's `array_contains` answers: a null array contains nothing, not even null (null);
+    a scalar is the array of its one value, a null scalar the array of one null (so it contains
+    null). A multi-value column keeps its own rule (its null row contains nothing: false)."""
     _arity("array_contains", args, 2)
-    arr, value = _array(scope, args[0]), scope.compile(args[1])
+    first, value = scope.compile(args[0]), scope.compile(args[1])
+    multi = first.multi or scope.reads_multi_value(args[0])
+    scalar = first.kind in _SCALARS and not multi
+    arr = Typed(f"[{first.sql}]", array_of(first.kind)) if scalar else _array(scope, args[0])
     if value.kind.startswith("ARRAY<"):
         wanted = as_array(value, arr.kind).sql
         test = f"list_has_all({arr.sql}, {wanted})"
     else:
         test = f"(list_position({arr.sql}, {_element_of(arr, value)}) IS NOT NULL)"
-    return Typed(f"CAST({test} AS BIGINT)", LONG)
+    if multi or scalar:
+        return Typed(f"CAST({test} AS BIGINT)", LONG)
+    return Typed(f"(CASE WHEN {arr.sql} IS NULL THEN NULL ELSE CAST({test} AS BIGINT) END)", LONG)
 
 
 def _overlap(scope: Scope, args: tuple[Node, ...]) -> Typed:
