@@ -49,6 +49,8 @@ _BOOLEAN_FUNCTIONS = frozenset(
 _SAME_AS_ARGUMENT = frozenset(
     {"MIN", "MAX", "EARLIEST", "LATEST", "ANY_VALUE", "ANYVALUE", "NVL", "COALESCE", "NULLIF"}
 )
+# array functions whose value is an element of their first argument
+_ELEMENT_FUNCTIONS = frozenset({"ARRAY_OFFSET", "ARRAY_ORDINAL"})
 _BOOLEAN_NODES = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean, exp.Is, exp.In, exp.Between, exp.Like)
 
 
@@ -83,6 +85,9 @@ def sql_type(node: exp.Expr, columns: Mapping[str, str] | None = None) -> str | 
         kinds = {sql_type(b, columns) for b in branches if b is not None and not isinstance(b, exp.Null)}
         return kinds.pop() if len(kinds) == 1 else None
     name = _function_name(node)
+    if name in _ELEMENT_FUNCTIONS:  # an element of a BOOLEAN ARRAY is a BOOLEAN
+        argument = _first_argument(node)
+        return BOOLEAN if argument is not None and is_boolean_array(argument) else None
     if name in _TIMESTAMP_FUNCTIONS:
         return TIMESTAMP
     if name in _BOOLEAN_FUNCTIONS:
@@ -91,6 +96,22 @@ def sql_type(node: exp.Expr, columns: Mapping[str, str] | None = None) -> str | 
         argument = _first_argument(node)
         return None if argument is None else sql_type(argument, columns)
     return None
+
+
+def is_boolean_array(node: exp.Expr) -> bool:
+    """Whether Druid SQL types `node` BOOLEAN ARRAY: `JSON_VALUE(.. RETURNING BOOLEAN ARRAY)`, an
+    ARRAY of TRUE/FALSE, a cast to BOOLEAN ARRAY (its native elements are 1/0)."""
+    if isinstance(node, exp.Array):
+        return bool(node.expressions) and all(isinstance(e, exp.Boolean) for e in node.expressions)
+    to = node.args.get("returning") if isinstance(node, exp.JSONValue) else None
+    if isinstance(node, exp.Cast):
+        to = node.to
+    return (
+        isinstance(to, exp.DataType)
+        and to.is_type("array")
+        and bool(to.expressions)
+        and to.expressions[0].is_type("boolean")
+    )
 
 
 def unnamed_column(items: list[exp.Expr], index: int) -> str:

@@ -20,6 +20,7 @@ from strata.sql.array_expressions import function_name
 from strata.sql.column_types import is_array_type, planner_type
 from strata.sql.expressions import ExpressionWriter, expression_kind
 from strata.sql.filters import TIME, column_name, now_millis
+from strata.sql.sql_types import is_boolean_array
 
 # SQL functions whose value is an array (UNNEST takes them)
 _ARRAY_VALUED = frozenset({
@@ -88,23 +89,9 @@ def boolean_elements(joins: list[exp.Join]) -> set[str]:
     out = set()
     for i, join in enumerate(joins):
         arguments = join.this.expressions
-        if len(arguments) == 1 and _boolean_array(arguments[0]):
+        if len(arguments) == 1 and is_boolean_array(arguments[0]):
             out.add(f"j{i}.unnest")
     return out
-
-
-def _boolean_array(node: exp.Expr) -> bool:
-    if isinstance(node, exp.Array):
-        return bool(node.expressions) and all(isinstance(e, exp.Boolean) for e in node.expressions)
-    to = node.args.get("returning") if isinstance(node, exp.JSONValue) else None
-    if isinstance(node, exp.Cast):
-        to = node.to
-    return (
-        isinstance(to, exp.DataType)
-        and to.is_type("array")
-        and bool(to.expressions)
-        and to.expressions[0].is_type("boolean")
-    )
 
 
 def _check_array(node: exp.Expr, types: Mapping[str, str]) -> None:

@@ -51,6 +51,23 @@ def test_a_boolean_arrays_elements_are_booleans() -> None:
     assert [o.sql_type for o in grouped.outputs] == ["BOOLEAN", "BIGINT"]
 
 
+def test_an_element_read_from_a_boolean_array_is_a_boolean() -> None:
+    # qaArray/ops_funcs_array_funcs.01.all.iq line 36 and .02 line 10: ARRAY_OFFSET / ARRAY_ORDINAL
+    # of a BOOLEAN ARRAY print true/false
+    for function, index in (("array_offset", 0), ("array_ordinal", 1)):
+        plan = _plan(
+            f"SELECT {function}(json_value(a_nested, '$[0]' RETURNING boolean array), {index}) AS col"
+            " FROM test_unnest"
+        )
+        assert [o.sql_type for o in plan.outputs] == ["BOOLEAN"]
+        assert plan.native is not None
+        scan = [{"columns": plan.native["columns"], "events": [[1], [0], [None]]}]
+        assert plan.rows(scan) == [[True], [False], [None]]
+    # of a LONG ARRAY they stay numbers
+    plan = _plan("SELECT array_offset(a_bool, 0) AS col FROM test_unnest")
+    assert [o.sql_type for o in plan.outputs] == ["BIGINT"]
+
+
 def test_a_long_arrays_elements_stay_numbers() -> None:
     # array_sql_col_datatype_array.std.iq: a_bool is stored as ARRAY<LONG>, its elements print 1/0
     plan = _plan("SELECT c FROM test_unnest, unnest(a_bool) AS u(c)")
