@@ -272,6 +272,8 @@ class GroupByQuery(Query):
         """Druid's subtotalsSpec: the merged groups re-aggregated over each listed subset of the
         dimensions, one after the other, each with the query's having, ordering and limit."""
         assert self.subtotals is not None
+        if merged.num_rows == 0 and self.dimensions:
+            return []  # no groups, so no subtotals either: not even the grand total's summary row
         out: list[Any] = []
         positions = {d.output_name: i for i, d in enumerate(self.dimensions)}
         for subset in self.subtotals:

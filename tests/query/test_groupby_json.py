@@ -195,6 +195,15 @@ def test_empty_and_summary_answers(fields: dict[str, Any]) -> None:
     assert query.finalize_json(empty) == answer_json(query.finalize(empty))
 
 
+def test_subtotals_of_no_groups_are_no_rows() -> None:
+    """qaUnnest/array_sql_group_by.04.std.iq line 12 on: GROUP BY ROLLUP / CUBE over no rows is no
+    rows in Druid, not even the grand total the `[]` subtotal would be on its own."""
+    query = _query(subtotalsSpec=[["s"], []])
+    empty = query.plan.empty()
+    assert query.finalize(empty) == []
+    assert query.finalize_json(empty) == b"[]"
+
+
 @pytest.fixture(scope="module")
 def segments(tmp_path_factory: pytest.TempPathFactory) -> list[SegmentInput]:
     return write_segments(wikipedia_rows(), tmp_path_factory.mktemp("gb_json_wiki"))
