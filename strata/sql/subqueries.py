@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from strata.query.errors import QueryError, QueryUnsupported, TypeMismatch
 from strata.sql.composed import ComposedPlan, DeferredPlan, Plan, Stage, aliased_table, stage_name
+from strata.sql.nullability import fold_null_tests
 from strata.sql.plan import SqlPlan
 from strata.sql.sandbox import Rows
 from strata.sql.session import current_zone, time_zone
@@ -79,6 +80,9 @@ def _over_subquery(
     tree: exp.Select, sub: exp.Subquery, plan_tree: PlanTree, context: Mapping[str, Any]
 ) -> Plan:
     inner = plan_tree(sub.this)
+    if isinstance(sub.this, exp.Select):  # `col IS NULL` of a NOT NULL column is false in Druid
+        tree = fold_null_tests(tree.copy(), sub.this)
+        sub = tree.args["from_"].this
     native = _as_query_data_source(tree, inner, context)
     if native is not None:
         return native
