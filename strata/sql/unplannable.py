@@ -20,6 +20,9 @@ Druid's answer, and Druid's is an error:
   Calcite folds the SELECT's literals into the one row it reads, so the size or separator reaches
   the aggregator as a column, and Druid's takes only a literal there ("Aggregation
   [ARRAY_AGG($0, $1)] is not supported"; `ArraySqlAggregator`, `StringSqlAggregator`).
+- An UNNEST whose argument names, unqualified, the column its own alias names
+  (`unnest(a_int) AS u(a_int)`): Calcite's validator finds the name twice ("Column 'a_int' is
+  ambiguous").
 
 Pure: reads the parsed statement and which tables the catalog has.
 """
@@ -30,7 +33,7 @@ from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
-from strata.query.errors import PlanningFailed, UnhandledPlanningFailure
+from strata.query.errors import PlanningFailed, UnhandledPlanningFailure, invalid
 from strata.sql.filters import TIME
 from strata.sql.unnest import unnest_joins
 
@@ -48,6 +51,7 @@ def refuse_unplannable_shapes(tree: exp.Expr, columns: Columns) -> None:
         if _aggregates(select) and _unnesting_union(select, ctes):
             raise UnhandledPlanningFailure()
         _check_literal_arguments(select)
+        _check_unnest_arguments(select)
     for node in root.find_all(exp.In):
         if node.args.get("query") is not None and _on_unnested(node, ctes):
             raise UnhandledPlanningFailure()
@@ -92,6 +96,20 @@ def _check_literal_arguments(select: exp.Select) -> None:
         distinct = "DISTINCT " if isinstance(node.this, exp.Distinct) else ""
         arguments = ", ".join(f"${i}" for i in range(more + 1))
         raise PlanningFailed.because(f"Aggregation [{call}({distinct}{arguments})] is not supported")
+
+
+def _check_unnest_arguments(select: exp.Select) -> None:
+    """An UNNEST's argument naming, unqualified, a column its own alias names too
+    (`unnest(a_int) AS u(a_int)`): Calcite resolves the argument in the FROM so far and the
+    alias, finds both, and refuses ("Column 'a_int' is ambiguous")."""
+    for join in select.args.get("joins") or []:
+        unnest = join.this
+        alias = unnest.args.get("alias") if isinstance(unnest, exp.Unnest) else None
+        names = {c.name for c in alias.columns} if isinstance(alias, exp.TableAlias) else set()
+        for argument in unnest.expressions if names else []:
+            for column in argument.find_all(exp.Column):
+                if not column.table and column.name in names:
+                    raise invalid("Column '%s' is ambiguous", column.name)
 
 
 def _keeps_order(select: exp.Select) -> bool:

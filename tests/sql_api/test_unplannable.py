@@ -163,7 +163,22 @@ PLANNED = [
     "SELECT __time AS t, dim1 FROM foo ORDER BY t DESC LIMIT 3",
     "SELECT dim1 FROM foo ORDER BY 'constant'",
     "SELECT dim1 FROM foo ORDER BY dim1 LIMIT 0",  # no rows: Calcite prunes it before Druid plans
+    # an UNNEST alias naming a table column its argument does not read (array_sql_col_general.all line 10)
+    "SELECT s_int0 FROM (SELECT * FROM test_unnest, unnest(a_bool) AS u(s_int))",
 ]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM test_unnest, unnest(a_str) AS u(a_str)",  # qaUnnest array_sql_col_general.all line 44
+        "SELECT * FROM test_unnest, unnest(mv_to_array(a_str)) AS u(a_str)",  # mv_sql_col_general.all line 65
+    ],
+)
+def test_an_unnest_argument_named_as_its_own_alias_is_ambiguous(sql: str) -> None:
+    refused = refusal(sql)
+    assert refused is not None and "Column 'a_str' is ambiguous" in str(refused)
+    assert refused.status == 400
 
 
 @pytest.mark.parametrize("sql", PLANNED)
