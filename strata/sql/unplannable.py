@@ -20,6 +20,8 @@ Druid's answer, and Druid's is an error:
   Calcite folds the SELECT's literals into the one row it reads, so the size or separator reaches
   the aggregator as a column, and Druid's takes only a literal there ("Aggregation
   [ARRAY_AGG($0, $1)] is not supported"; `ArraySqlAggregator`, `StringSqlAggregator`).
+- `ARRAY[]`: Calcite's ARRAY constructor takes at least one element ("Require at least 1
+  argument").
 - An UNNEST whose argument names, unqualified, the column its own alias names
   (`unnest(a_int) AS u(a_int)`): Calcite's validator finds the name twice ("Column 'a_int' is
   ambiguous").
@@ -55,6 +57,8 @@ def refuse_unplannable_shapes(tree: exp.Expr, columns: Columns) -> None:
     for node in root.find_all(exp.In):
         if node.args.get("query") is not None and _on_unnested(node, ctes):
             raise UnhandledPlanningFailure()
+    if any(not array.expressions for array in root.find_all(exp.Array)):
+        raise invalid("Require at least 1 argument")  # Calcite's check of the ARRAY constructor
 
 
 def _aggregates(select: exp.Select) -> bool:

@@ -181,6 +181,13 @@ def test_an_unnest_argument_named_as_its_own_alias_is_ambiguous(sql: str) -> Non
     assert refused.status == 400
 
 
+def test_an_empty_array_constructor_is_refused() -> None:
+    # qaArray ops_funcs_array_funcs.01.all line 80
+    refused = refusal("SELECT ARRAY[] AS col FROM test_array")
+    assert refused is not None and "Require at least 1 argument" in str(refused)
+    assert refusal("SELECT ARRAY[1] AS col FROM test_array") is None
+
+
 @pytest.mark.parametrize("sql", PLANNED)
 def test_shapes_druid_plans_are_left_to_plan(sql: str) -> None:
     assert refusal(sql) is None
