@@ -21,7 +21,8 @@ Druid's answer, and Druid's is an error:
   the aggregator as a column, and Druid's takes only a literal there ("Aggregation
   [ARRAY_AGG($0, $1)] is not supported"; `ArraySqlAggregator`, `StringSqlAggregator`).
 - `ARRAY[]`: Calcite's ARRAY constructor takes at least one element ("Require at least 1
-  argument").
+  argument"), and elements of a common type: `ARRAY[TRUE, 1]` has none ("Parameters must be of
+  the same type").
 - An UNNEST whose argument names, unqualified, the column its own alias names
   (`unnest(a_int) AS u(a_int)`): Calcite's validator finds the name twice ("Column 'a_int' is
   ambiguous").
@@ -57,8 +58,11 @@ def refuse_unplannable_shapes(tree: exp.Expr, columns: Columns) -> None:
     for node in root.find_all(exp.In):
         if node.args.get("query") is not None and _on_unnested(node, ctes):
             raise UnhandledPlanningFailure()
-    if any(not array.expressions for array in root.find_all(exp.Array)):
-        raise invalid("Require at least 1 argument")  # Calcite's check of the ARRAY constructor
+    for array in root.find_all(exp.Array):  # Calcite's checks of the ARRAY constructor
+        if not array.expressions:
+            raise invalid("Require at least 1 argument")
+        if _booleans_with_others(array.expressions):
+            raise invalid("Parameters must be of the same type")
 
 
 def _aggregates(select: exp.Select) -> bool:
@@ -100,6 +104,14 @@ def _check_literal_arguments(select: exp.Select) -> None:
         distinct = "DISTINCT " if isinstance(node.this, exp.Distinct) else ""
         arguments = ", ".join(f"${i}" for i in range(more + 1))
         raise PlanningFailed.because(f"Aggregation [{call}({distinct}{arguments})] is not supported")
+
+
+def _booleans_with_others(elements: list[exp.Expr]) -> bool:
+    """Literal elements with no common type: a BOOLEAN beside a number or a string."""
+    literals = [e for e in elements if isinstance(e, (exp.Boolean, exp.Literal))]
+    return any(isinstance(e, exp.Boolean) for e in literals) and any(
+        isinstance(e, exp.Literal) for e in literals
+    )
 
 
 def _check_unnest_arguments(select: exp.Select) -> None:

@@ -181,11 +181,16 @@ def test_an_unnest_argument_named_as_its_own_alias_is_ambiguous(sql: str) -> Non
     assert refused.status == 400
 
 
-def test_an_empty_array_constructor_is_refused() -> None:
+def test_an_array_constructor_without_one_element_type_is_refused() -> None:
     # qaArray ops_funcs_array_funcs.01.all line 80
     refused = refusal("SELECT ARRAY[] AS col FROM test_array")
     assert refused is not None and "Require at least 1 argument" in str(refused)
     assert refusal("SELECT ARRAY[1] AS col FROM test_array") is None
+    # line 100: a BOOLEAN beside numbers and strings; line 112: their strings are one type
+    mixed = refusal("SELECT ARRAY[TRUE, 1, 0.1, 'S1', NULL] AS col FROM test_array")
+    assert mixed is not None and "Parameters must be of the same type" in str(mixed)
+    assert refusal("SELECT ARRAY['true', '1', '0.1', 'S1', 'null'] AS col FROM test_array") is None
+    assert refusal("SELECT ARRAY[TRUE, FALSE, NULL] AS col FROM test_array") is None
 
 
 @pytest.mark.parametrize("sql", PLANNED)
