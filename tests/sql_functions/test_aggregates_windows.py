@@ -67,6 +67,12 @@ def test_string_and_array_agg_distinct_sort() -> None:  # sql-functions.md: STRI
     assert one('SELECT LISTAGG("airline") FROM "f" WHERE "i" < 2', FLIGHTS) in ("WNAA", "AAWN")
 
 
+def test_string_agg_joins_with_a_number_as_its_text() -> None:
+    # qaAggFuncs/string_agg_misc_test005.all.iq line 599: STRING_AGG(tab0s0, 1234567890)
+    table = {"t": "SELECT * FROM (VALUES ('A'), ('B'), (NULL), ('C')) t(s)"}
+    assert run("SELECT STRING_AGG(s, 1234567890) FROM t", table) == [("1234567890".join("ABC"),)]
+
+
 def test_earliest_latest_by_day() -> None:  # sql-functions.md: EARLIEST, LATEST, *_BY
     sql = (
         'SELECT TIME_FLOOR(__time, \'P1D\'), EARLIEST("airline"), LATEST("airline", 1),'

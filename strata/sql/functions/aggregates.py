@@ -142,7 +142,8 @@ def _array_concat_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
 
 
 def _string_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
-    # no separator: the values are concatenated without one, as Druid documents
+    # no separator: the values are concatenated without one, as Druid documents; a number is
+    # joined with as its text (Druid's STRING_AGG takes any literal as the separator)
     if isinstance(node, exp.Anonymous):  # LISTAGG(expr[, separator[, size]])
         args = list(node.expressions)
         value, distinct = (
@@ -161,7 +162,7 @@ def _string_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
     gathered = f"list_sort(list(DISTINCT {text}){kept})" if distinct else f"list({text}){kept}"
     checked = _checked(gathered, "VARCHAR", _size(size, "STRING_AGG"))
     joined = (
-        f"(CASE WHEN len({checked}) = 0 THEN NULL ELSE array_to_string({checked}, {sql_of(separator)}) END)"
+        f"(CASE WHEN len({checked}) = 0 THEN NULL ELSE array_to_string({checked}, {text_of(separator)}) END)"
     )
     return typed(duck(joined), "VARCHAR")
 
