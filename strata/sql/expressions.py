@@ -60,6 +60,7 @@ _BINARY: dict[type[exp.Expr], str] = {
     exp.And: "&&",
     exp.Or: "||",
 }
+_COMPARISONS = frozenset({"==", "!=", ">", ">=", "<", "<="})
 _SIMPLE: dict[type[exp.Expr], str] = {
     exp.Lower: "lower",
     exp.Upper: "upper",
@@ -194,7 +195,15 @@ class ExpressionWriter:
 
     # -- leaves and operators ---------------------------------------------------------------------
     def _binary(self, op: str, node: exp.Expr) -> str:
-        return f"({self.write(node.this)} {op} {self.write(node.expression)})"
+        left, right = node.this, node.expression
+        if op in _COMPARISONS:  # a string compared with a timestamp is one (Calcite casts it)
+            return f"({self._compared(left, right)} {op} {self._compared(right, left)})"
+        return f"({self.write(left)} {op} {self.write(right)})"
+
+    def _compared(self, node: exp.Expr, other: exp.Expr) -> str:
+        if self._is_string(node) and sql_type(other) in (TIMESTAMP, DATE):
+            return str(timestamp_ms(literal(node, self.now_ms)))
+        return self.write(node)
 
     def _unary_function(self, fn: str, node: exp.Expr) -> str:
         return f"{fn}({self.write(node.this)})"

@@ -95,6 +95,10 @@ CASES = [
         "GROUP BY namespace",
         "SELECT CASE WHEN count(*) > 100 THEN 'busy' ELSE 'quiet' END AS load, namespace FROM raw GROUP BY namespace",
     ),
+    (  # a string compared with a TIMESTAMP is a TIMESTAMP (qaUnnest mv_sql_scalar_datetime_funcs.std, case 19)
+        "SELECT COUNT(*) AS n FROM wikipedia WHERE MILLIS_TO_TIMESTAMP(added) <> '1970-01-01T00:00:00.000Z'",
+        "SELECT count(*) AS n FROM raw WHERE added <> 0",
+    ),
 ]
 
 
