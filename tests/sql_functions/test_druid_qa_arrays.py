@@ -48,3 +48,13 @@ def test_array_to_string_of_one_null_element_is_null() -> None:
     # array_agg_long_test001.all.iq line 50: beside other elements a null prints as 'null'
     whole = "SELECT strlen(array_to_string(array_agg(tab0l0), '|')) FROM test_agg_funcs"
     assert run(whole, TEST_AGG_FUNCS) == [(12 * 10 + 6 * len("null") + 17,)]
+
+
+def test_array_to_string_of_a_string_is_that_string() -> None:
+    # qaAggFuncs/array_agg_long_test004.all.iq line 262: ARRAY_TO_STRING over the string another
+    # ARRAY_TO_STRING made reads it as the array of its one value
+    joined = (
+        "SELECT strlen(array_to_string(col, '|')) FROM"
+        " (SELECT array_to_string(array_agg(tab0l0, 100000), '|') AS col FROM test_agg_funcs)"
+    )
+    assert run(joined, TEST_AGG_FUNCS) == [(12 * 10 + 6 * len("null") + 17,)]

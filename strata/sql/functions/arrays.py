@@ -89,7 +89,7 @@ ARRAYS: dict[str, Rewrite] = {
     "ARRAY_PREPEND": _call("(CASE WHEN {1} IS NULL THEN NULL ELSE list_prepend({0}, {1}) END)"),
     "ARRAY_CONCAT": _call("(CASE WHEN {0} IS NULL OR {1} IS NULL THEN NULL ELSE list_concat({0}, {1}) END)"),
     "ARRAY_SLICE": _call(_SLICE),
-    "ARRAY_TO_STRING": _call(_TO_STRING, "VARCHAR"),
+    "ARRAY_TO_STRING": lambda node, ctx: _to_string(node),
     "STRING_TO_ARRAY": _call("regexp_split_to_array({0}, {1})"),
     "ARRAY_TO_MV": _call("CAST({0} AS VARCHAR[])"),
     "MV_TO_ARRAY": _mv("{0}", "VARCHAR[]"),
@@ -122,6 +122,12 @@ def _position_of(node: exp.Expr, template: str) -> exp.Expr:
     if kind(value) == "TIMESTAMP" and kind(arr) != "TIMESTAMP":
         sought = f"epoch_ms({sought})"
     return typed(duck(template.format(sql_of(arr), sought)), "BIGINT")
+
+
+def _to_string(node: exp.Expr) -> exp.Expr:
+    """ARRAY_TO_STRING; a string is the array of its one value, as Druid reads a scalar there."""
+    arr, separator = arguments(node)
+    return typed(duck(_TO_STRING.format(_as_values(arr), sql_of(separator))), "VARCHAR")
 
 
 def _contains(node: exp.Expr, multi: bool = False) -> exp.Expr:
