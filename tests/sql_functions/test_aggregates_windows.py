@@ -189,6 +189,14 @@ def test_basic_aggregates_and_variances() -> None:  # sql-functions.md: MIN, MAX
     )
 
 
+def test_any_value_keeps_the_first_value_even_a_null() -> None:
+    # qaUnnest/array_sql_agg_funcs.07.all.iq line 529: of the unnested [1, 2, null], [null, 1, 2],
+    # [2, null, 1] grouped by row, ANY_VALUE is null for the row that starts with null
+    rows = {"t": "SELECT * FROM (VALUES (1, [1, 2, NULL]), (2, [NULL, 1, 2]), (3, [2, NULL, 1])) t(s, a)"}
+    sql = "SELECT s, ANY_VALUE(c) FROM t, UNNEST(a) AS u(c) GROUP BY s ORDER BY s"
+    assert run(sql, rows) == [(1, 1), (2, None), (3, 2)]
+
+
 def test_fixed_buckets_quantile() -> None:
     """The worked example of Druid's FixedBucketsHistogram documentation (apache/druid,
     extensions-core/histogram): 7 values, buckets of 2 from 0 to 8, 3 values below 6 and 4 in

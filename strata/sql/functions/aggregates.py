@@ -66,10 +66,13 @@ def _first_last(last: bool, by: bool) -> Rewrite:
 
 
 def _any_value(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """The group's first value, null or not: Druid's any aggregators keep the first row they
+    read, a null too (`NumericAnyAggregator`, `StringAnyAggregator`); DuckDB's any_value would
+    skip it."""
     args = arguments(node)
     size = args[1] if len(args) > 1 else None
     return typed(
-        duck(f"any_value({_truncated(args[0], size)}){aggregate_filter(ctx)}"), kind(args[0]) or "VARCHAR"
+        duck(f"first({_truncated(args[0], size)}){aggregate_filter(ctx)}"), kind(args[0]) or "VARCHAR"
     )
 
 
