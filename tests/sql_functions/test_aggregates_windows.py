@@ -130,6 +130,17 @@ def test_array_concat_agg_distinct() -> None:  # sql-functions.md: ARRAY_CONCAT_
     ]
 
 
+def test_array_concat_agg_of_no_array_is_null() -> None:
+    # qaArray/ops_funcs_agg_funcs.08.all.iq line 31 on: only null arrays, or no rows, concatenate
+    # to null (with DISTINCT too); an empty array is still an array
+    arrays = {
+        "a": "SELECT * FROM (VALUES (1, NULL::VARCHAR[]), (1, NULL), (2, []::VARCHAR[]), (2, NULL)) t(g, x)"
+    }
+    for agg in ("ARRAY_CONCAT_AGG(x)", "ARRAY_CONCAT_AGG(DISTINCT x)"):
+        assert run(f"SELECT g, {agg} FROM a GROUP BY g ORDER BY g", arrays) == [(1, None), (2, [])]
+        assert run(f"SELECT {agg} FROM a WHERE g > 5", arrays) == [(None,)]
+
+
 def test_grouping_sets() -> None:  # sql-functions.md: GROUPING
     sql = (
         'SELECT CASE WHEN GROUPING("Origin") = 1 THEN \'Total\' ELSE "Origin" END, GROUPING("Origin"), SUM("n")'

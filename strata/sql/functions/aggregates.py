@@ -138,10 +138,13 @@ def _array_concat_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
         (args[0].expressions[0], True) if isinstance(args[0], exp.Distinct) else (args[0], False)
     )
     flat = f"flatten(list({sql_of(value)}){aggregate_filter(ctx)})"
+    # no array at all (no rows, or only null arrays) is null, as Druid's fold never ran
+    none = f"count({sql_of(value)}){aggregate_filter(ctx)} = 0"
     if not distinct:
-        return typed(duck(flat), "VARCHAR[]")
+        return typed(duck(f"(CASE WHEN {none} THEN NULL ELSE {flat} END)"), "VARCHAR[]")
     nulls = f"(CASE WHEN list_count({flat}) < len({flat}) THEN [NULL] ELSE [] END)"
-    return typed(duck(f"list_concat({nulls}, list_sort(list_distinct({flat})))"), "VARCHAR[]")
+    distinct_flat = f"list_concat({nulls}, list_sort(list_distinct({flat})))"
+    return typed(duck(f"(CASE WHEN {none} THEN NULL ELSE {distinct_flat} END)"), "VARCHAR[]")
 
 
 def _string_agg(node: exp.Expr, ctx: Context) -> exp.Expr:
