@@ -4,7 +4,8 @@ is planned, so the native planner and the broker's DuckDB compute what Druid com
 Druid's validator (Calcite's type coercion) casts a VARCHAR operand of arithmetic to the other
 operand's numeric type (`'2' + c_long` is a BIGINT sum), both to DOUBLE when both are strings
 (`c + c` over unnested multi-value strings is `2.0`), and a VARCHAR argument of a function that
-takes a number (`SIN(c)`, `SUM(c)`) to DOUBLE; a string that is no number is null. Without the
+takes a number (`SIN(c)`, `SUM(c)`) to DOUBLE, and a computed string ordered against a number
+(`HUMAN_READABLE_DECIMAL_FORMAT(x) < 99999`) to DOUBLE; a string that is no number is null. Without the
 cast, native `+` concatenates two strings and DuckDB has no `sin(VARCHAR)`. Types come from the
 operand checks' walk (`strata.sql.operand_checks`); an operand whose type is unknown is left as is.
 """
@@ -22,6 +23,7 @@ from strata.sql.operand_types import SqlType
 log = logging.getLogger(__name__)
 
 _ARITHMETIC = frozenset({"+", "-", "*", "/"})
+_ORDERINGS = frozenset({"<", "<=", ">", ">="})
 _INTEGERS = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT"})
 # functions whose numeric operands Calcite types as DOUBLE (a string argument is cast to it)
 _TAKE_DOUBLES = frozenset({
@@ -54,6 +56,15 @@ def _cast_strings(
         for operand, kind in zip(operands, known, strict=True):
             if kind.is_string:
                 _cast(operand, target)
+    elif name in _ORDERINGS and len(operands) == 2:
+        # a computed string ordered against a number is read as one (a column keeps its native
+        # range filter, which compares so already)
+        known = [k for k in kinds if k is not None]
+        if len(known) != 2 or not any(k.is_numeric for k in known):
+            return
+        for operand, kind in zip(operands, known, strict=True):
+            if kind.is_string and not isinstance(operand, (exp.Column, exp.Literal)):
+                _cast(operand, "DOUBLE")
     elif name in _TAKE_DOUBLES:
         for operand, maybe in zip(operands, kinds, strict=False):
             if maybe is not None and maybe.is_string:
