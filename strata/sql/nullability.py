@@ -50,6 +50,33 @@ def fold_null_tests(outer: exp.Select, inner: exp.Select) -> exp.Select:
     return outer
 
 
+# aggregates Druid types VARCHAR NOT NULL when their argument is neither a number nor a string
+# (an ARRAY): `EarliestLatestAnySqlAggregator`'s return type inference
+_PICKING_AGGREGATES = frozenset({"EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY", "ANY_VALUE"})
+
+
+def fold_having_null_tests(tree: exp.Expr) -> exp.Expr:
+    """A copy of `tree` with each `agg(x) IS NULL` of a HAVING made FALSE where Druid types the aggregate NOT
+    NULL: EARLIEST / LATEST / ANY_VALUE (and the _BY forms) of an ARRAY (`JSON_VALUE(..
+    RETURNING VARCHAR ARRAY)`), which Druid types VARCHAR NOT NULL."""
+    if tree.find(exp.Having) is None:
+        return tree
+    tree = tree.copy()
+    for having in tree.find_all(exp.Having):
+        for test in list(having.find_all(exp.Is)):
+            if isinstance(test.expression, exp.Null) and _picks_from_an_array(test.this):
+                test.replace(exp.false())
+    return tree
+
+
+def _picks_from_an_array(node: exp.Expr) -> bool:
+    if _name(node) not in _PICKING_AGGREGATES and not isinstance(node, exp.AnyValue):
+        return False
+    first = _first_argument(node)
+    returning = first.args.get("returning") if isinstance(first, exp.JSONValue) else None
+    return isinstance(returning, exp.DataType) and returning.is_type(exp.DataType.Type.ARRAY)
+
+
 def _name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Anonymous):
         return str(node.this).upper()

@@ -18,6 +18,7 @@ from strata.sql.composed import ComposedPlan, Plan, Stage, aliased_table, stage_
 from strata.sql.functions import check_supported, druid_name
 from strata.sql.implicit_casts import implicit_casts
 from strata.sql.literals import check_literals
+from strata.sql.nullability import fold_having_null_tests
 from strata.sql.operand_checks import check_operand_types
 from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
@@ -122,7 +123,7 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
     check_literals(parsed.tree)
     check_operand_types(parsed.tree, catalog.columns)
     refuse_unplannable_shapes(parsed.tree, catalog.columns)
-    tree = implicit_casts(parsed.tree, catalog.columns)
+    tree = fold_having_null_tests(implicit_casts(parsed.tree, catalog.columns))
     tree = _outer_limit(tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()

@@ -8,7 +8,7 @@ import duckdb
 import sqlglot
 
 from strata.sql.dialect import DIALECT
-from strata.sql.nullability import fold_null_tests, never_null
+from strata.sql.nullability import fold_having_null_tests, fold_null_tests, never_null
 
 
 def _item(sql: str) -> sqlglot.exp.Expr:
@@ -72,3 +72,22 @@ def test_array_to_string_is_never_null_to_the_planner() -> None:
         " FROM test_agg_funcs t0 GROUP BY t0.tab0d0) WHERE col != 'ABCD' OR col IS NULL"
     )
     assert _count(joined, None) == 0
+
+
+def test_picking_an_array_is_never_null_in_having() -> None:
+    # qaArray/ops_funcs_agg_funcs.05.all.iq line 2 on (EARLIEST, LATEST, the _BY forms, ANY_VALUE):
+    # of a VARCHAR ARRAY Druid types them VARCHAR NOT NULL, so HAVING .. IS NOT NULL keeps the
+    # group whose value is null (Druid's answer: one row, null)
+    nested = "json_value(a_nested, '$[7][7]' RETURNING varchar array)"
+    for agg in (f"earliest({nested})", f"latest_by({nested}, time_floor(__time, 'P1D'), 1000)",
+                f"any_value({nested})"):  # fmt: skip
+        tree = sqlglot.parse_one(
+            f"SELECT {agg} AS col FROM test_array GROUP BY {nested} HAVING {agg} IS NOT NULL", dialect=DIALECT
+        )
+        folded = fold_having_null_tests(tree)
+        assert folded.args["having"].this == sqlglot.exp.Not(this=sqlglot.exp.false())
+    # of a scalar the test stays
+    scalar = sqlglot.parse_one(
+        "SELECT earliest(x) FROM t GROUP BY y HAVING earliest(x) IS NOT NULL", dialect=DIALECT
+    )
+    assert fold_having_null_tests(scalar) == scalar
