@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from strata.sql.sql_types import first_argument
+
 # functions Druid declares NOT NULL whatever their arguments
 _NEVER_NULL = frozenset({"ARRAY_ORDINAL_OF", "ARRAY_TO_STRING", "ARRAY_AGG", "COUNT"})
 # functions as nullable as their (first) argument
@@ -32,7 +34,7 @@ def never_null(node: exp.Expr) -> bool:
     if name in _NEVER_NULL:
         return True
     if name in _AS_FIRST_ARGUMENT:
-        first = _first_argument(node)
+        first = first_argument(node)
         return first is not None and never_null(first)
     return False
 
@@ -72,7 +74,7 @@ def fold_having_null_tests(tree: exp.Expr) -> exp.Expr:
 def _picks_from_an_array(node: exp.Expr) -> bool:
     if _name(node) not in _PICKING_AGGREGATES and not isinstance(node, exp.AnyValue):
         return False
-    first = _first_argument(node)
+    first = first_argument(node)
     returning = first.args.get("returning") if isinstance(first, exp.JSONValue) else None
     return isinstance(returning, exp.DataType) and returning.is_type(exp.DataType.Type.ARRAY)
 
@@ -87,10 +89,3 @@ def _name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Func):
         return node.sql_name().upper()
     return None
-
-
-def _first_argument(node: exp.Expr) -> exp.Expr | None:
-    if isinstance(node, exp.Anonymous):
-        return node.expressions[0] if node.expressions else None
-    argument = node.this
-    return argument if isinstance(argument, exp.Expr) else None

@@ -86,14 +86,14 @@ def sql_type(node: exp.Expr, columns: Mapping[str, str] | None = None) -> str | 
         return kinds.pop() if len(kinds) == 1 else None
     name = _function_name(node)
     if name in _ELEMENT_FUNCTIONS:  # an element of a BOOLEAN ARRAY is a BOOLEAN
-        argument = _first_argument(node)
+        argument = first_argument(node)
         return BOOLEAN if argument is not None and is_boolean_array(argument) else None
     if name in _TIMESTAMP_FUNCTIONS:
         return TIMESTAMP
     if name in _BOOLEAN_FUNCTIONS:
         return BOOLEAN
     if name in _SAME_AS_ARGUMENT:
-        argument = _first_argument(node)
+        argument = first_argument(node)
         return None if argument is None else sql_type(argument, columns)
     return None
 
@@ -148,7 +148,8 @@ def _function_name(node: exp.Expr) -> str | None:
     return None
 
 
-def _first_argument(node: exp.Expr) -> exp.Expr | None:
+def first_argument(node: exp.Expr) -> exp.Expr | None:
+    """A call's first argument (None when it has none)."""
     if isinstance(node, exp.Anonymous):
         return node.expressions[0] if node.expressions else None
     argument = node.this
