@@ -58,3 +58,16 @@ def test_array_to_string_of_a_string_is_that_string() -> None:
         " (SELECT array_to_string(array_agg(tab0l0, 100000), '|') AS col FROM test_agg_funcs)"
     )
     assert run(joined, TEST_AGG_FUNCS) == [(12 * 10 + 6 * len("null") + 17,)]
+
+
+def test_array_contains_reads_a_string_as_the_array_of_its_one_value() -> None:
+    # qaUnnest/mv_sql_array_funcs.std.iq case 13: ARRAY_CONTAINS(c, '1') over unnested multi-value
+    # strings is false, not null, for a null c; qaUnnest/array_sql_mv_funcs.01.std.iq line 721: a
+    # null contains null
+    table = {"t": "SELECT * FROM (VALUES (['1', NULL, '', '2'])) t(a)"}
+    assert run("SELECT c, ARRAY_CONTAINS(c, '1'), ARRAY_CONTAINS(c, c) FROM t, UNNEST(a) AS u(c)", table) == [
+        ("1", True, True),
+        (None, False, True),
+        ("", False, True),
+        ("2", False, True),
+    ]

@@ -131,11 +131,16 @@ def _to_string(node: exp.Expr) -> exp.Expr:
 
 
 def _contains(node: exp.Expr, multi: bool = False) -> exp.Expr:
+    """ARRAY_CONTAINS / MV_CONTAINS; ARRAY_CONTAINS reads a string as the array of its one value,
+    a null one as [null] (as Druid's `array_contains` does: it contains nothing but null)."""
     arr, value = arguments(node)
     is_array = isinstance(value, exp.Array) or (
         value.type is not None and value.type.is_type("array", "list")
     )
     test = "list_has_all({0}, {1})" if is_array else "list_contains({0}, {1})"
+    if not multi and kind(arr) == "VARCHAR" and not is_array:
+        found = f"(list_position([{sql_of(arr)}], {sql_of(value)}) IS NOT NULL)"
+        return typed(duck(found), "BOOLEAN")
     text = test.format(_as_values(arr) if multi else sql_of(arr), sql_of(value))
     if multi:
         text = f"coalesce({text}, false)"
