@@ -40,7 +40,6 @@ _SAME = {
     "MV_ORDINAL": "array_ordinal",
     "MV_OFFSET_OF": "array_offset_of",
     "MV_ORDINAL_OF": "array_ordinal_of",
-    "MV_CONTAINS": "array_contains",
     "MV_OVERLAP": "mv_overlap",
     "MV_TO_STRING": "array_to_string",
     "JSON_QUERY": "json_query",
@@ -102,7 +101,7 @@ def function_name(node: exp.Expr) -> str | None:
         return "JSON_OBJECT"
     if name is None:
         return None
-    known = name in _SAME or name in _MULTI_VALUE or name.startswith("MV_FILTER_")
+    known = name in _SAME or name in _MULTI_VALUE or name.startswith("MV_FILTER_") or name == "MV_CONTAINS"
     return name if known else None
 
 
@@ -141,6 +140,8 @@ def write_function(node: exp.Expr, write: Write) -> str:
     args = [write(a) for a in arguments(node)]
     if name in _SAME:
         return f"{_SAME[name]}({', '.join(args)})"
+    if name == "MV_CONTAINS":  # a null row contains nothing: false, where array_contains is null
+        return f"nvl(array_contains({', '.join(args)}), 0)"
     if name in _MULTI_VALUE:
         return f"array_to_mv({_MULTI_VALUE[name]}({', '.join(args)}))"
     return _filter(name, args)
