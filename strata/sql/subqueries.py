@@ -286,6 +286,7 @@ def _exact_distinct(tree: exp.Select, plan_tree: PlanTree) -> Plan:
             resolved.append(alias if isinstance(key, exp.Column) and alias is not None else key)
     inner_items = [k.copy().as_(f"__k{i}") for i, k in enumerate(resolved)] + [column.copy().as_("__d")]
     inner = exp.select(*inner_items).from_(tree.args["from_"].this.copy())
+    inner.set("joins", [j.copy() for j in tree.args.get("joins") or []])  # an UNNEST the rows come from
     if tree.args.get("where") is not None:
         inner.set("where", tree.args["where"].copy())
     inner.set(
@@ -295,6 +296,7 @@ def _exact_distinct(tree: exp.Select, plan_tree: PlanTree) -> Plan:
     stage = Stage(stage_name(), plan_tree(inner))
     outer = tree.copy()
     outer.set("where", None)
+    outer.set("joins", None)
     outer.set("from_", exp.From(this=exp.to_table(stage.name)))
     for count in list(outer.find_all(exp.Count)):
         if isinstance(count.this, exp.Distinct):

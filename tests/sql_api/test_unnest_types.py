@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sqlglot import exp
+
+from strata.sql.composed import ComposedPlan
 from strata.sql.plan import SqlPlan
 from strata.sql.statement import plan_statement
 
@@ -72,3 +75,19 @@ def test_a_long_arrays_elements_stay_numbers() -> None:
     # array_sql_col_datatype_array.std.iq: a_bool is stored as ARRAY<LONG>, its elements print 1/0
     plan = _plan("SELECT c FROM test_unnest, unnest(a_bool) AS u(c)")
     assert [o.sql_type for o in plan.outputs] == ["BIGINT"]
+
+
+def test_an_exact_distinct_count_reads_the_unnest_in_its_grouping_stage() -> None:
+    # qaUnnest/array_sql_agg_funcs.01.all.iq case 14: COUNT(DISTINCT s_int) over the unnested rows
+    # with useApproximateCountDistinct false; the outer statement read UNNEST(a_bool) from the stage
+    # ("Referenced column not found")
+    plan = plan_statement(
+        "SELECT count(DISTINCT s_int) AS col FROM test_unnest, unnest(a_bool) AS u(c) WHERE s_int IN (0, 1, 2)",
+        _Catalog(),
+        {"useApproximateCountDistinct": False},
+    ).plan
+    assert isinstance(plan, ComposedPlan)
+    assert plan.outer.find(exp.Unnest) is None
+    (stage,) = plan.stages
+    assert isinstance(stage.plan, SqlPlan) and stage.plan.native is not None
+    assert stage.plan.native["dataSource"]["type"] == "unnest"
