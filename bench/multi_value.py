@@ -14,7 +14,8 @@ or an OR of `list_has`) the faster is the baseline. Medians of `--repeat`, then 
 issue 37's 1.5x target and one JSON line. The answers are compared (totals, top groups) first.
 Beside the issue's whole-array groupBy (Druid's default rows, JSON objects) the same answer runs in
 the two shapes of rows as arrays Druid offers a client: the native `resultAsArray` context and
-SQL's `resultFormat: array` (an array as its JSON text, Druid's `sqlStringifyArrays` default).
+SQL's `resultFormat: array` (an array as its JSON text, Druid's `sqlStringifyArrays` default), and
+in SQL's default `resultFormat: object`.
 
 Both clients build Python rows: Strata's parses the JSON answer (orjson), DuckDB's `fetchall`s.
 With millions of rows, CPython's cyclic collector walks every live object again and again as they
@@ -165,6 +166,11 @@ def shapes(ds: Dataset) -> dict[str, tuple[dict[str, Any], list[str]]]:
              "resultFormat": "array", "context": NO_CACHE},
             [f"SELECT nums, {total} FROM {src} GROUP BY nums"],
         ),
+        "ARRAY groupBy SQL object": (  # Druid SQL's default resultFormat, as pydruid's DB-API reads it
+            {"query": f'SELECT nums, COUNT(*) AS "rows", SUM(added) AS added FROM "{ds.name}" GROUP BY nums',
+             "context": NO_CACHE},
+            [f"SELECT nums, {total} FROM {src} GROUP BY nums"],
+        ),
         "ARRAY unnest groupBy": (
             {**base, "queryType": "groupBy", "dataSource": unnest,
              "dimensions": [{"type": "default", "dimension": "n", "outputType": "LONG"}]},
@@ -177,6 +183,8 @@ def row_total(native: Any) -> int:
     """Rows counted by a native answer (timeseries, topN or groupBy) or a SQL one in arrays."""
     if native and isinstance(native[0], list):  # rows as arrays: the count before the sum
         return sum(r[-2] for r in native)
+    if native and "rows" in native[0]:  # SQL rows as objects
+        return sum(r["rows"] for r in native)
     if native and "result" in native[0]:
         result = native[0]["result"]
         return sum(e["rows"] for e in result) if isinstance(result, list) else int(result["rows"])
