@@ -71,10 +71,9 @@ class Footer:
     def null_count(self, name: str) -> int | None:
         """Nulls of top-level column `name` over every row group, or None when some group lacks the
         count (or `name` is absent or nested)."""
-        paths = [self.meta.schema.column(i).path for i in range(self.meta.num_columns)]
-        if name not in paths:
+        col, nulls = _leaf(self.meta, name), 0
+        if col is None:
             return None
-        col, nulls = paths.index(name), 0
         for g in range(self.meta.num_row_groups):
             stats = self.meta.row_group(g).column(col).statistics
             if stats is None or not stats.has_null_count:
@@ -94,11 +93,17 @@ class Footer:
         return sizes
 
 
-def _gather(meta: pq.FileMetaData, name: str) -> ColumnStats | None:
+def _leaf(meta: pq.FileMetaData, name: str) -> int | None:
+    """The Parquet column of top-level column `name`; None when absent, or nested (its leaves are
+    named `name.…`)."""
     paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
-    if name not in paths:
-        return None  # absent, or nested (its leaves are named `name.…`)
-    col = paths.index(name)
+    return paths.index(name) if name in paths else None
+
+
+def _gather(meta: pq.FileMetaData, name: str) -> ColumnStats | None:
+    col = _leaf(meta, name)
+    if col is None:
+        return None
     lows: list[Any] = []
     highs: list[Any] = []
     nulls = 0
