@@ -69,12 +69,14 @@ def spec_from_flags(args: argparse.Namespace) -> dict[str, Any]:
     """A Druid spec dict built from the flags (so both routes share one parser)."""
     from pathlib import Path
 
+    from strata.ingestion.readers import matching_files
+
     if not args.datasource or not args.input:
         raise ValueError("give a spec file, or --datasource and --input")
     files: list[str] = []
     for item in args.input:
         p = Path(item)
-        files += [str(f) for f in sorted(p.rglob("*")) if f.is_file()] if p.is_dir() else [item]
+        files += [str(f) for f in matching_files(p, "*")] if p.is_dir() else [item]
     fmt = args.format
     if fmt is None:
         suffixes = [s for s in Path(files[0]).suffixes if s not in (".gz", ".bz2", ".xz")] if files else []

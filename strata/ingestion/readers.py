@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import bz2
 import csv
+import fnmatch
 import gzip
 import io
 import lzma
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,13 +85,30 @@ def resolve_inputs(source: InputSource, storage: InputStorage | None = None) -> 
         base = Path(source.base_dir)
         if not base.is_dir():
             raise IngestionError(f"inputSource.baseDir {str(base)!r} is not a directory")
-        paths += sorted(p for p in base.rglob(source.filter or "*") if p.is_file())
+        paths += matching_files(base, source.filter or "*")
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise IngestionError(f"input files not found: {', '.join(missing)}")
     if not paths:
         raise IngestionError(f"no input files match {source.filter!r} under {source.base_dir!r}")
     return [InputFile(str(p), path=p) for p in paths]
+
+
+def matching_files(base: Path, pattern: str) -> list[Path]:
+    """The files under `base`, at any depth, whose name matches `pattern` (Druid's local input
+    source walks `baseDir` recursively). A directory that disappears during the walk is passed
+    over, as one that cannot be read always was: the tree may be shared with running processes
+    (a cluster's working directory, Spark's scratch space), and what vanished was no input."""
+
+    def passed_over(error: OSError) -> None:
+        if not isinstance(error, (FileNotFoundError, NotADirectoryError, PermissionError)):
+            raise error
+
+    found: list[Path] = []
+    for top, dirs, files in os.walk(base, onerror=passed_over):
+        dirs.sort()
+        found += [Path(top, name) for name in fnmatch.filter(files, pattern)]
+    return sorted(p for p in found if p.is_file())
 
 
 # -- byte streams -----------------------------------------------------------------------------------
