@@ -15,7 +15,7 @@ import os
 import random
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -68,13 +68,17 @@ def _kernel_chosen() -> int:
         return int(s.getsockname()[1])
 
 
-def free_port() -> int:
-    """A loopback port nothing holds now and the kernel will not hand to a connection meanwhile."""
+def free_port(*, excluding: Collection[int] = ()) -> int:
+    """A loopback port nothing holds now and the kernel will not hand to a connection meanwhile.
+    `excluding`: ports promised to servers not started yet (a process's walk is its own; a port
+    its parent chose for a node and passed on is not bound until that node starts)."""
     global _candidates, _owner_pid
     with _lock:
         if _candidates is None or _owner_pid != os.getpid():  # a forked child starts its own walk
             _candidates, _owner_pid = _sequence(), os.getpid()
         for port in itertools.islice(_candidates, 2_000):
-            if _bindable(port):
+            if port not in excluding and _bindable(port):
                 return port
-    return _kernel_chosen()
+    while (port := _kernel_chosen()) in excluding:
+        pass
+    return port

@@ -20,6 +20,7 @@ dies, even by `kill -9`. One quickstart per working directory and ports: a secon
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import logging
@@ -30,7 +31,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,7 @@ class AlreadyRunning(RuntimeError):
     """Another quickstart holds the working directory or a port."""
 
 
-@contextmanager
+@contextlib.contextmanager
 def _claim(work: Path, ports: list[int]) -> Iterator[None]:
     """Hold `quickstart.lock` in the working directory and check the ports are free, or say why not."""
     lock_path = work / "quickstart.lock"
@@ -194,10 +194,19 @@ def _spawn(
         )
 
 
+def _exit_report(child: subprocess.Popen[bytes], log: Path) -> str:
+    """Which node stopped, how, and the last line it logged: what an operator reads first."""
+    last = ""
+    with contextlib.suppress(OSError):
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        last = f"; its last log line: {lines[-1][:300]}" if lines else ""
+    return f"{log.stem} exited (code {child.returncode}){last}"
+
+
 def _wait_for_segments(
     url: str,
     expected: int,
-    children: list[subprocess.Popen[bytes]],
+    children: dict[subprocess.Popen[bytes], Path],
     timeout: float,
     auth: tuple[str, str] | None = None,
 ) -> None:
@@ -206,9 +215,9 @@ def _wait_for_segments(
     body = {"queryType": "segmentMetadata", "dataSource": "wikipedia", "analysisTypes": []}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for child in children:
+        for child, log in children.items():
             if child.poll() is not None:
-                raise RuntimeError(f"a child process exited (code {child.returncode}); see the logs")
+                raise RuntimeError(_exit_report(child, log))
         try:
             resp = httpx.post(f"{url}/druid/v2/", json=body, timeout=5, auth=auth)
             if resp.status_code == 200 and len(resp.json()) >= expected:
@@ -282,10 +291,12 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
 
     secure_flags, secrets, auth = _security(args, work)
     zk: ZooKeeperServer | None = None
-    children: list[subprocess.Popen[bytes]] = []
+    children: dict[subprocess.Popen[bytes], Path] = {}  # each node and its log
     try:
         if ZooKeeperServer.available():
-            zk = ZooKeeperServer(port=free_port(), data_dir=work / "zookeeper", tied=True).start()
+            promised = {args.port, *ports, args.realtime_port, args.coordinator_port}  # bound later
+            zk_port = free_port(excluding=promised)
+            zk = ZooKeeperServer(port=zk_port, data_dir=work / "zookeeper", tied=True).start()
             discovery = ["--zk", zk.address]
             print(f"ZooKeeper on {zk.address}")
         else:
@@ -301,7 +312,8 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
                 "--segment-cache", str(work / f"segment-cache-{i}"), "--replicas", "2",
                 *lookups, *secure_flags,
             ]  # fmt: skip
-            children.append(_spawn(argv, work / f"historical-{i}.log", metadata, secrets))
+            log = work / f"historical-{i}.log"
+            children[_spawn(argv, log, metadata, secrets)] = log
         nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
         if args.realtime_port:
             spec = work / "realtime-spec.json"
@@ -311,7 +323,8 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
                 "--deep-storage", str(work / "deep-storage"),
                 "--base-dir", str(work / "realtime"), *lookups, *secure_flags,
             ]  # fmt: skip
-            children.append(_spawn(argv, work / "realtime.log", metadata, secrets))
+            log = work / "realtime.log"
+            children[_spawn(argv, log, metadata, secrets)] = log
             nodes += f",127.0.0.1:{args.realtime_port}/realtime"
         broker_discovery = discovery or ["--discovery", "http", "--nodes", nodes]
         if args.coordinator_port:
@@ -320,13 +333,15 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
                 "--deep-storage", str(work / "deep-storage"), "--task-log-dir", str(work / "task-logs"),
                 *secure_flags,
             ]  # fmt: skip
-            children.append(_spawn(argv, work / "coordinator.log", metadata, secrets))
+            log = work / "coordinator.log"
+            children[_spawn(argv, log, metadata, secrets)] = log
             # with ZooKeeper the broker finds the coordinator's announcement, as Druid's nodes do
             broker_discovery += [] if discovery else ["--coordinator", f"127.0.0.1:{args.coordinator_port}"]
         broker_argv = ["broker", "--port", str(args.port), *broker_discovery, *drain, "--cache", args.cache,
                        *secure_flags]  # fmt: skip
         # a secured broker keeps its users in the metadata store; an open one needs none
-        children.append(_spawn(broker_argv, work / "broker.log", metadata if args.secure else None, secrets))
+        log = work / "broker.log"
+        children[_spawn(broker_argv, log, metadata if args.secure else None, secrets)] = log
         url = f"http://127.0.0.1:{args.port}"
         _wait_for_segments(url, expected, children, timeout=120, auth=auth)
         resp = httpx.post(f"{url}/druid/v2/", json=TOP_PAGES, timeout=60, auth=auth)
@@ -351,7 +366,8 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
             return 0
         while all(child.poll() is None for child in children):
             time.sleep(0.5)
-        print("a child process exited; shutting down", file=sys.stderr)
+        stopped = next(child for child in children if child.poll() is not None)
+        print(f"{_exit_report(stopped, children[stopped])}; shutting down", file=sys.stderr)
         return 1
     except (RuntimeError, ServerStartError, httpx.HTTPError) as e:
         print(f"quickstart failed: {e} (logs in {work})", file=sys.stderr)
@@ -359,6 +375,6 @@ def _run(args: argparse.Namespace, work: Path, ports: list[int], hold: Callable[
     finally:
         hold()  # a signal from now on must not interrupt stopping the children
         print("shutting down: stopping the broker, the coordinator, the data nodes and ZooKeeper", flush=True)
-        _stop(children, args.drain_seconds)
+        _stop(list(children), args.drain_seconds)
         if zk is not None:
             zk.stop()

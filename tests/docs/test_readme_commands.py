@@ -10,11 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +24,7 @@ import httpx
 import pytest
 
 from harness.processes import sigint_ignored_by_children
+from strata.cli.ports import free_port
 from tests.docs.extract import Block, commands, fenced_blocks, python_expected
 
 pytestmark = pytest.mark.integration
@@ -43,24 +42,14 @@ POLLS = {"STRATA_POLL_PERIOD": "1", "STRATA_LOOKUP_POLL_PERIOD": "1"}
 
 
 def reserved_ports(count: int) -> list[int]:
-    """Free loopback ports below the kernel's ephemeral range. The docs' extra nodes start minutes
-    after the ports are picked; a port from `bind(0)` lies in the range the kernel hands to every
-    other `bind(0)` and outgoing connection meanwhile, and once memcached found its port taken by
-    an HTTP server. Below the range only a process asking for that very number can take it."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    candidates = [p for p in range(10_000, max(low, 10_000)) if p not in DOC_PORTS]
-    random.shuffle(candidates)
+    """Free loopback ports for the quickstart and the extra nodes the docs start minutes later:
+    from this worker's slice below the kernel's ephemeral range (`strata.cli.ports`), where no
+    `bind(0)`, outgoing connection or other xdist worker takes one meanwhile (once memcached found
+    its port taken by an HTTP server)."""
     ports: list[int] = []
-    for port in candidates:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        ports.append(port)
-        if len(ports) == count:
-            return ports
-    raise RuntimeError(f"no {count} free loopback ports below {low}")
+    while len(ports) < count:
+        ports.append(free_port(excluding={*DOC_PORTS, *ports}))
+    return ports
 
 
 @dataclass(frozen=True)

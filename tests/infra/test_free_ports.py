@@ -41,3 +41,23 @@ def test_each_xdist_worker_draws_from_its_own_slice(monkeypatch: pytest.MonkeyPa
     assert own == range(ports.LOWEST + worker * size, ports.LOWEST + (worker + 1) * size)
     monkeypatch.setattr(ports, "_candidates", None)
     assert ports.free_port() in own
+
+
+def test_ports_promised_to_servers_not_started_are_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test picks a quickstart's node ports and passes them on; the quickstart, walking its own
+    sequence, must not choose one of them for its ZooKeeper before the node binds it."""
+    monkeypatch.setattr(ports, "_candidates", None)
+    first = ports.free_port()
+    monkeypatch.setattr(ports, "_candidates", None)
+    monkeypatch.setattr(ports, "_sequence", lambda: iter(range(first + 1, first + 100)))
+    promised = {first + 1, first + 2, first + 3}
+    chosen = ports.free_port(excluding=promised)
+    assert chosen not in promised and chosen > first + 3
+
+
+def test_the_kernels_choice_also_passes_over_promised_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ports, "_candidates", None)
+    monkeypatch.setattr(ports, "_sequence", lambda: iter(()))  # no slice below the ephemeral range
+    given = iter([40_001, 40_002, 40_003])
+    monkeypatch.setattr(ports, "_kernel_chosen", lambda: next(given))
+    assert ports.free_port(excluding={40_001, 40_002}) == 40_003
