@@ -22,6 +22,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from strata.query.aggregators.base import non_finite_as_text
 from strata.query.duck import EngineLimits
 from strata.query.errors import QueryError, QueryInterrupted
 from strata.sql.engine_errors import engine_error
@@ -56,7 +57,8 @@ def open_database(limits: EngineLimits, name: str) -> duckdb.DuckDBPyConnection:
 
 class ResultBatches:
     """A running statement's answer, read a batch at a time as Druid's values (timestamps printed in
-    the statement's zone, DECIMAL as DOUBLE) - what the broker answered from `fetchall` before."""
+    the statement's zone, DECIMAL as DOUBLE, NaN and the infinities as Druid's JSON spells them) -
+    what the broker answered from `fetchall` before."""
 
     def __init__(self, reader: pa.RecordBatchReader, kinds: list[str], zone: str | None) -> None:
         self._reader = reader
@@ -72,7 +74,7 @@ class ResultBatches:
     def rows(self, batch: pa.RecordBatch) -> Rows:
         columns = []
         for column, convert in zip(batch.columns, self._converters, strict=True):
-            values = column.to_pylist()
+            values = non_finite_as_text(column, column.to_pylist())
             columns.append(values if convert is None else [None if v is None else convert(v) for v in values])
         return [list(row) for row in zip(*columns, strict=True)]
 

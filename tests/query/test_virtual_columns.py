@@ -148,6 +148,28 @@ def test_scan_returns_virtual_columns(segments: list[SegmentInput]) -> None:
     assert sorted(rows, key=lambda r: (r[0], r[1])) == sorted(want, key=lambda r: (r[0], r[1]))
 
 
+def test_nan_and_infinities_answer_as_jackson_writes_them_and_narrow_as_java_longs(
+    segments: list[SegmentInput],
+) -> None:
+    """Druid's doubles follow Java: log(0) is -Infinity, 0.0 / 0 is NaN, printed by Jackson as the
+    strings "-Infinity", "NaN"; cast to LONG, Java's (long) narrows them to Long.MIN_VALUE and 0,
+    any double past the range to its nearest end (DuckDB's cast would fail)."""
+    expressions = {
+        "ln0": "log(added - added)", "nan": "(added - added) / 0.0", "inf": "-log(added - added)",
+        "min": "cast(log(added - added), 'LONG')", "zero": "cast((added - added) / 0.0, 'LONG')",
+        "max": "cast(1e300 + added, 'LONG')", "cut": "cast(-2.7, 'LONG')",
+    }  # fmt: skip
+    q = base(
+        "scan",
+        virtualColumns=[vc(name, text) for name, text in expressions.items()],
+        columns=list(expressions),
+        limit=1,
+        resultFormat="compactedList",
+    )
+    (row,) = [e for batch in run(q, segments) for e in batch["events"]]
+    assert row == ["-Infinity", "NaN", "Infinity", -(2**63), 0, 2**63 - 1, -2]
+
+
 def test_first_hour_timestamps_are_druid_instants(segments: list[SegmentInput]) -> None:
     q = base(
         "timeseries",

@@ -153,7 +153,18 @@ def as_long(t: Typed) -> str:
         return "CAST(NULL AS BIGINT)"
     if is_array_kind(t.kind):
         return as_long(single(t))
-    return f"CAST(trunc({as_double(t)}) AS BIGINT)"
+    return java_long(as_double(t))
+
+
+def java_long(double: str) -> str:
+    """Java's `(long)` of a DOUBLE, as Druid casts one: toward zero, NaN 0, and past the range (an
+    infinity) the nearest end of it, where DuckDB's cast fails."""
+    return (
+        f"(CASE WHEN isnan({double}) THEN CAST(0 AS BIGINT)"
+        f" WHEN {double} >= 9.223372036854775807E18 THEN CAST(9223372036854775807 AS BIGINT)"
+        f" WHEN {double} <= -9.223372036854775808E18 THEN CAST(-9223372036854775808 AS BIGINT)"
+        f" ELSE CAST(trunc({double}) AS BIGINT) END)"
+    )
 
 
 def as_text(t: Typed) -> str:
