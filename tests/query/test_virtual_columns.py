@@ -148,16 +148,20 @@ def test_scan_returns_virtual_columns(segments: list[SegmentInput]) -> None:
     assert sorted(rows, key=lambda r: (r[0], r[1])) == sorted(want, key=lambda r: (r[0], r[1]))
 
 
-def test_nan_and_infinities_answer_as_jackson_writes_them_and_narrow_as_java_longs(
+def test_doubles_and_longs_past_their_range_answer_as_in_java(
     segments: list[SegmentInput],
 ) -> None:
     """Druid's doubles follow Java: log(0) is -Infinity, 0.0 / 0 is NaN, printed by Jackson as the
     strings "-Infinity", "NaN"; cast to LONG, Java's (long) narrows them to Long.MIN_VALUE and 0,
-    any double past the range to its nearest end (DuckDB's cast would fail)."""
+    any double past the range to its nearest end (DuckDB's cast would fail); a LONG sum past the
+    range wraps around (DuckDB's would fail)."""
     expressions = {
         "ln0": "log(added - added)", "nan": "(added - added) / 0.0", "inf": "-log(added - added)",
         "min": "cast(log(added - added), 'LONG')", "zero": "cast((added - added) / 0.0, 'LONG')",
         "max": "cast(1e300 + added, 'LONG')", "cut": "cast(-2.7, 'LONG')",
+        # LONG sums wrap around as Java's: 2^62 + 2^62 is Long.MIN_VALUE
+        "wrap": "4611686018427387904 + 4611686018427387904 + (added - added)",
+        "under": "-9223372036854775807 - 2 - (added - added)",
     }  # fmt: skip
     q = base(
         "scan",
@@ -167,7 +171,7 @@ def test_nan_and_infinities_answer_as_jackson_writes_them_and_narrow_as_java_lon
         resultFormat="compactedList",
     )
     (row,) = [e for batch in run(q, segments) for e in batch["events"]]
-    assert row == ["-Infinity", "NaN", "Infinity", -(2**63), 0, 2**63 - 1, -2]
+    assert row == ["-Infinity", "NaN", "Infinity", -(2**63), 0, 2**63 - 1, -2, -(2**63), 2**63 - 1]
 
 
 def test_first_hour_timestamps_are_druid_instants(segments: list[SegmentInput]) -> None:

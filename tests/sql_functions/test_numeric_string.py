@@ -249,3 +249,17 @@ def test_truncate_narrows_as_a_java_long() -> None:
         92233719.91089019,
         92233721.01064037,
     ]
+
+
+def test_a_long_sum_past_the_range_wraps_around_as_javas() -> None:
+    # qaUnnest/mv_sql_scalar_numeric_funcs.03.all.iq line 36: the bits of 2.0 and 2.0 sum to
+    # 2^63, Long.MIN_VALUE in Java (DuckDB failed the statement: "Overflow in addition of INT64")
+    bits = "bitwise_convert_double_to_long_bits"
+    sql = f"SELECT {bits}(CAST(c AS DOUBLE)) + {bits}(c_long) FROM t"
+    assert sorted(row[0] for row in run(sql, GRID)) == [
+        -9223372036854775808, -9221120237041090560, 4607182418800017408,
+        4611686018427387904, 4613937818241073152, 9214364837600034816,
+        9218868437227405312, 9218868437227405312, 9221120237041090560,
+    ]  # fmt: skip
+    extremes = "SELECT a - b, b - a, a + a FROM (VALUES (CAST(-9223372036854775808 AS BIGINT), CAST(1 AS BIGINT))) v(a, b)"
+    assert run(extremes) == [(2**63 - 1, -(2**63) + 1, 0)]
