@@ -174,6 +174,25 @@ def test_doubles_and_longs_past_their_range_answer_as_in_java(
     assert row == ["-Infinity", "NaN", "Infinity", -(2**63), 0, 2**63 - 1, -2, -(2**63), 2**63 - 1]
 
 
+def test_filter_keeps_nothing_as_the_empty_array_and_a_filtered_column_as_null(
+    segments: list[SegmentInput],
+) -> None:
+    """Druid's `filter` keeping nothing is the empty array (FilterFunction: its length 0), where an
+    mv-filtered virtual column's row left with no value is null (ListFilteredVirtualColumn)."""
+    q = base(
+        "scan",
+        virtualColumns=[
+            vc("none", "array_length(filter((x) -> x == 'no such page', array(page)))"),
+            {"type": "mv-filtered", "name": "kept", "delegate": "page", "values": ["no such page"]},
+        ],
+        columns=["none", "kept"],
+        limit=1,
+        resultFormat="compactedList",
+    )
+    (row,) = [e for batch in run(q, segments) for e in batch["events"]]
+    assert row == [0, None]
+
+
 def test_first_hour_timestamps_are_druid_instants(segments: list[SegmentInput]) -> None:
     q = base(
         "timeseries",
