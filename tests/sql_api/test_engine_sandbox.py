@@ -238,3 +238,19 @@ def test_nan_and_infinities_are_spelled_as_druids_json_writer_does(cursor: duckd
     batch = batches.next_batch()
     assert batch is not None
     assert batches.rows(batch) == [["-Infinity", "NaN", 0.0], [0.0, "NaN", 1.0], [None, None, None]]
+
+
+def test_timestamps_of_any_year_print_as_instants(cursor: duckdb.DuckDBPyConnection) -> None:
+    """Druid's TIME_PARSE('0') is the year 0 (qaUnnest/mv_sql_scalar_datetime_funcs.std.iq line
+    226), which no Python datetime holds: the batch reads epoch milliseconds instead."""
+    statement = (
+        "SELECT make_timestamp(-62167219200000000) AS y0, TIMESTAMP '2015-09-12 01:02:03.004' AS ts,"
+        " make_timestamp(-1) AS before, NULL::TIMESTAMP AS nothing"
+    )
+    relation = cursor.sql(statement)
+    batches = ResultBatches(relation.to_arrow_reader(16), [str(t) for t in relation.types], None)
+    batch = batches.next_batch()
+    assert batch is not None
+    assert batches.rows(batch) == [
+        ["0000-01-01T00:00:00.000Z", "2015-09-12T01:02:03.004Z", "1969-12-31T23:59:59.999Z", None]
+    ]
