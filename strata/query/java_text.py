@@ -6,6 +6,12 @@ import decimal
 import math
 
 
+def jackson_double(value: float) -> float | str:
+    """A double as Jackson, Druid's JSON writer, puts it in an answer: NaN and the infinities as the
+    strings "NaN", "Infinity", "-Infinity" (JSON has no such numbers), any other as the number."""
+    return value if math.isfinite(value) else java_double(value)
+
+
 def java_double(value: float) -> str:
     """Java's Double.toString, as Druid prints a DOUBLE as text: plain notation from 10^-3 up to
     10^7 (`1571.0`), else `1.2345678E7`, `1.0E-5`; the shortest digits that read back."""

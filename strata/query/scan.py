@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata.query.aggregators.base import non_finite_as_text
 from strata.query.base import SEGMENT_COLUMN, CommonFields, Query, register
 from strata.query.columns import TIME_COLUMN
 from strata.query.druid_types import COMPLEX_JSON, MULTI_VALUE_STRING, field_druid_type, json_value, reported
@@ -210,7 +211,7 @@ def _json_values(column: pa.ChunkedArray, kind: str) -> list[Any]:
         return [None if v is None else base64.b64encode(v).decode() for v in values]
     if kind in (MULTI_VALUE_STRING, COMPLEX_JSON):
         return [json_value(kind, v) for v in values]
-    return values
+    return non_finite_as_text(column, values)
 
 
 def with_columns_metadata(table: pa.Table, own_columns: Mapping[str, list[str]]) -> pa.Table:

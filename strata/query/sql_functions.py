@@ -10,6 +10,7 @@ through `strata_time_parse`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
@@ -55,8 +56,18 @@ def _time_floor(times: pa.Array, specs: pa.Array) -> pa.Array:
     return pa.array(starts, pa.int64(), mask=~valid)
 
 
+# Joda's ISO parser (ISODateTimeFormat.dateTimeParser, Druid's time_parse without a pattern) reads
+# a year of 1 to 9 digits and a month or day of 1 or 2: `1` is the year 0001, `2001-2-3` a date
+_JODA_DATE = re.compile(r"([+-]?)(\d{1,9})(?:-(\d{1,2})(?:-(\d{1,2}))?)?(?=$|[T ])")
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_one(text: str, zone: str) -> int | None:
+    date = _JODA_DATE.match(text)
+    if date is not None and len(date[0]) != 10:  # padded as ISO 8601 writes them
+        sign, year, month, day = date.groups()
+        padded = f"{sign}{year.zfill(4)}" + "".join(f"-{v.zfill(2)}" for v in (month, day) if v)
+        text = padded + text[date.end() :]
     if len(text) > 10 and text[10] == " ":  # SQL-style timestamps, as Druid accepts them
         text = text[:10] + "T" + text[11:]
     try:

@@ -71,7 +71,10 @@ class VirtualColumn:
             kind == STRING and is_array_kind(typed.kind)
         ):
             # mapped values, or an array declared STRING: a multi-value STRING, as Druid reads them
-            return Typed(as_array(typed, ARRAY_STRING).sql, ARRAY_STRING, multi=True)
+            values = as_array(typed, ARRAY_STRING).sql
+            if self.spec is not None and self.spec.get("type") == "mv-filtered":
+                values = f"nullif({values}, CAST([] AS VARCHAR[]))"  # no value left: null, a row's
+            return Typed(values, ARRAY_STRING, multi=True)
         return typed if kind is None else cast_to(typed, kind)
 
 

@@ -3,8 +3,9 @@
 ARRAY_ functions map one to one (`ARRAY_LENGTH` is `array_length`); an MV_ function is its array
 counterpart over the column's values, its result a multi-value string again (`array_to_mv`, so a
 virtual column of it groups value by value) where Druid types it VARCHAR; MV_FILTER_ONLY / NONE /
-REGEX / PREFIX keep values with `filter`. JSON_VALUE takes its RETURNING type as json_value's
-third argument; the other JSON_ functions keep their names.
+REGEX / PREFIX keep values with `filter` (over a column, with a literal list, pattern or prefix, a
+row left with no value is null, as Druid's filtered virtual columns give it). JSON_VALUE takes its
+RETURNING type as json_value's third argument; the other JSON_ functions keep their names.
 """
 
 from __future__ import annotations
@@ -144,10 +145,21 @@ def write_function(node: exp.Expr, write: Write) -> str:
         return f"nvl(array_contains({', '.join(args)}), 0)"
     if name in _MULTI_VALUE:
         return f"array_to_mv({_MULTI_VALUE[name]}({', '.join(args)}))"
-    return _filter(name, args)
+    values, listed = [*arguments(node), exp.null(), exp.null()][:2]
+    # Druid plans a column's values kept by a literal list, pattern or prefix as a filtered virtual
+    # column (ListFilteredVirtualColumn, ...), whose row left with no value is null; an
+    # expression's is the empty array
+    return _filter(name, args, none_is_null=isinstance(values, exp.Column) and _literal(listed))
 
 
-def _filter(name: str, args: list[str]) -> str:
+def _literal(node: exp.Expr) -> bool:
+    """Whether `node` is a literal or an ARRAY of literals (Druid's planner reads it as one)."""
+    if isinstance(node, exp.Array):
+        return all(isinstance(e, (exp.Literal, exp.Null)) for e in node.expressions)
+    return isinstance(node, exp.Literal)
+
+
+def _filter(name: str, args: list[str], *, none_is_null: bool) -> str:
     if len(args) != 2:
         raise invalid("Function [%s] needs 2 arguments", name)
     values, other = args
@@ -159,7 +171,8 @@ def _filter(name: str, args: list[str]) -> str:
     }.get(name)
     if keep is None:
         raise QueryUnsupported(f"Function [{name}] is not supported")
-    return f"array_to_mv(filter((__x) -> {keep}, {values}))"
+    kept = f"filter((__x) -> {keep}, {values})"
+    return f"array_to_mv({f'nullif({kept}, <STRING>[])' if none_is_null else kept})"
 
 
 def _json_value(node: exp.Expr, write: Write) -> str:

@@ -150,6 +150,9 @@ def _arrow(rows: Rows, outputs: list[Output]) -> pa.Table:
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(len(rows))})
 
 
+_NON_FINITE = {text: float(text) for text in ("NaN", "Infinity", "-Infinity")}
+
+
 def _values_array(values: list[Any], druid_type: str) -> pa.Array:
     """A stage's column for DuckDB: arrays as lists, a multi-value string as lists of its values
     (one value, printed as a string by the native answer, is a list of one), nested values as
@@ -163,6 +166,8 @@ def _values_array(values: list[Any], druid_type: str) -> pa.Array:
     elif isinstance(target, pa.JsonType):
         texts = [None if v is None else v if isinstance(v, str) else orjson.dumps(v).decode() for v in values]
         return pa.ExtensionArray.from_storage(target, pa.array(texts, pa.string()))
+    elif pa.types.is_floating(target) and any(isinstance(v, str) for v in values):
+        values = [_NON_FINITE.get(v, v) if isinstance(v, str) else v for v in values]  # Jackson's "NaN"
     try:
         return pa.array(values, target)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds: compare as text, as Druid would

@@ -320,6 +320,8 @@ def result_type(name: str, kinds: Kinds) -> SqlType | None:
         return VARCHAR
     if name.startswith("HUMAN_READABLE_"):  # a formatted number: `+` casts it back to DOUBLE
         return VARCHAR
+    if name in ("CEIL", "FLOOR") and kinds and kinds[0] is not None and kinds[0].is_numeric:
+        return kinds[0]  # Calcite's ARG0: CEIL of a BIGINT is a BIGINT
     if name in ("ARRAY_LENGTH", "MV_LENGTH", "COUNT", "STRLEN", "LENGTH", "TIMESTAMP_TO_MILLIS"):
         return BIGINT
     if name in ("TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_PARSE", "MILLIS_TO_TIMESTAMP", "DATE_TRUNC"):

@@ -22,6 +22,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from strata.query.aggregators.base import non_finite_as_text
 from strata.query.duck import EngineLimits
 from strata.query.errors import QueryError, QueryInterrupted
 from strata.sql.engine_errors import engine_error
@@ -56,7 +57,8 @@ def open_database(limits: EngineLimits, name: str) -> duckdb.DuckDBPyConnection:
 
 class ResultBatches:
     """A running statement's answer, read a batch at a time as Druid's values (timestamps printed in
-    the statement's zone, DECIMAL as DOUBLE) - what the broker answered from `fetchall` before."""
+    the statement's zone, DECIMAL as DOUBLE, NaN and the infinities as Druid's JSON spells them) -
+    what the broker answered from `fetchall` before."""
 
     def __init__(self, reader: pa.RecordBatchReader, kinds: list[str], zone: str | None) -> None:
         self._reader = reader
@@ -72,7 +74,10 @@ class ResultBatches:
     def rows(self, batch: pa.RecordBatch) -> Rows:
         columns = []
         for column, convert in zip(batch.columns, self._converters, strict=True):
-            values = column.to_pylist()
+            if pa.types.is_timestamp(column.type):  # epoch ms: a datetime has no year 0 (time_parse('0'))
+                values: list[Any] = _epoch_millis(column)
+            else:
+                values = non_finite_as_text(column, column.to_pylist())
             columns.append(values if convert is None else [None if v is None else convert(v) for v in values])
         return [list(row) for row in zip(*columns, strict=True)]
 
@@ -105,7 +110,22 @@ def _converter(kind: str, zone: ZoneInfo | None) -> Callable[[Any], Any] | None:
     return None
 
 
+_PER_MILLI = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}
+
+
+def _epoch_millis(column: pa.Array) -> list[int | None]:
+    """A timestamp column's instants as epoch milliseconds (floored, as Druid's times are)."""
+    unit = column.type.unit
+    ticks = column.cast(pa.int64()).to_pylist()
+    if unit == "s":
+        return [None if t is None else t * 1000 for t in ticks]
+    per = _PER_MILLI[unit]
+    return [None if t is None else t // per for t in ticks] if per > 1 else ticks
+
+
 def _instant(value: Any, zone: ZoneInfo | None) -> Any:
+    if isinstance(value, int):
+        return format_instant(value, zone)
     if not isinstance(value, datetime.datetime):
         return value
     aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)

@@ -5,14 +5,13 @@ rows and then made into Arrow again (`strata.sql.composed`): for a 40,000-row sc
 Python holding the broker's interpreter lock, which every other query's work on the event loop
 waits for. Where the merged partials' columns already are what the JSON path would give DuckDB,
 the stage's table is those columns, renamed and cast. Where they may not be (a column whose type
-the JSON path would change, a NaN it would make null, a nested value), `stage_table` says None and
-the answer takes the JSON path, so a stage's rows are the same either way. Pure: no I/O.
+the JSON path would change, a nested value), `stage_table` says None and the answer takes the JSON
+path, so a stage's rows are the same either way. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from strata.sql.column_types import relational_arrow_type
 from strata.sql.plan import Output, SqlPlan
@@ -67,6 +66,4 @@ def _column(out: Output, answer: pa.Table) -> pa.ChunkedArray | pa.Array | None:
         kind = kind.value_type
     if kind != target and not (target == pa.string() and kind in _STRINGS):
         return None  # the JSON path would convert or stringify its values
-    if pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py():
-        return None  # JSON has no NaN: that path makes it null
     return column if column.type == target else column.cast(target)

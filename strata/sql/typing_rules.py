@@ -70,8 +70,8 @@ def integer_division(tree: exp.Expr, tables: Mapping[str, pa.Schema]) -> exp.Exp
         typed = annotate_types(qualified, schema=schema, dialect=DIALECT)
     except SqlglotError:
         return tree
-    for values in unwrapped:
-        values.replace(exp.Anonymous(this="MV_TO_ARRAY", expressions=[values.copy()]))
+    for stand_in, call in unwrapped:
+        stand_in.replace(call or exp.Anonymous(this="MV_TO_ARRAY", expressions=[stand_in.copy()]))
     for div in list(typed.find_all(exp.Div)):
         left, right = div.this.type, div.expression.type
         if left is not None and right is not None and left.is_type(*_INTEGERS) and right.is_type(*_INTEGERS):
@@ -81,17 +81,23 @@ def integer_division(tree: exp.Expr, tables: Mapping[str, pa.Schema]) -> exp.Exp
     return typed
 
 
-def _unnested_values(tree: exp.Expr) -> list[exp.Expr]:
-    """Each `UNNEST(MV_TO_ARRAY(x))` of `tree` unnesting `x` itself while the types are worked out
-    (the arguments, to be wrapped back): sqlglot types the elements of a column's list, not of a
-    call it does not know, and an unnested multi-value string is a VARCHAR."""
-    out = []
+def _unnested_values(tree: exp.Expr) -> list[tuple[exp.Expr, exp.Expr | None]]:
+    """Each call of `tree` an UNNEST unnests that sqlglot cannot type, swapped while the types are
+    worked out for a stand-in of its type: (stand-in, the call to put back, None for an
+    `MV_TO_ARRAY` of the stand-in). sqlglot types the elements of a column's list, not of a call it
+    does not know: `MV_TO_ARRAY(x)` unnests `x` itself (an unnested multi-value string is a
+    VARCHAR), `JSON_VALUE(.. RETURNING T ARRAY)` a null of `T ARRAY` (its elements are T)."""
+    out: list[tuple[exp.Expr, exp.Expr | None]] = []
     for unnest in tree.find_all(exp.Unnest):
         for call in unnest.expressions:
             named = isinstance(call, exp.Anonymous) and str(call.this).upper() == "MV_TO_ARRAY"
             if named and len(call.expressions) == 1:
-                out.append(call.expressions[0])
+                out.append((call.expressions[0], None))
                 call.replace(call.expressions[0])
+            elif isinstance(call, exp.JSONValue) and isinstance(call.args.get("returning"), exp.DataType):
+                stand_in = exp.Cast(this=exp.null(), to=call.args["returning"].copy())
+                out.append((stand_in, call))
+                call.replace(stand_in)
     return out
 
 

@@ -94,7 +94,7 @@ def test_parser_reads_arrays_and_lambdas() -> None:
         ("array(1, 2.5)", [1.0, 2.5]),
         ("map((x) -> x * 2, nums)", [2, 4, 6]),
         ("filter((x) -> x > 1, nums)", [2, 3]),
-        ("filter((x) -> x > 9, nums)", None),  # nothing left is null
+        ("filter((x) -> x > 9, nums)", []),  # nothing left is the empty array (FilterFunction)
         ("fold((x, acc) -> x + acc, nums, 0)", 6),
         ("fold((x, acc) -> concat(acc, x), strs, '')", None),  # concat of a null is null
         ("any((x) -> x > 2, nums)", 1),

@@ -148,6 +148,51 @@ def test_scan_returns_virtual_columns(segments: list[SegmentInput]) -> None:
     assert sorted(rows, key=lambda r: (r[0], r[1])) == sorted(want, key=lambda r: (r[0], r[1]))
 
 
+def test_doubles_and_longs_past_their_range_answer_as_in_java(
+    segments: list[SegmentInput],
+) -> None:
+    """Druid's doubles follow Java: log(0) is -Infinity, 0.0 / 0 is NaN, printed by Jackson as the
+    strings "-Infinity", "NaN"; cast to LONG, Java's (long) narrows them to Long.MIN_VALUE and 0,
+    any double past the range to its nearest end (DuckDB's cast would fail); a LONG sum past the
+    range wraps around (DuckDB's would fail)."""
+    expressions = {
+        "ln0": "log(added - added)", "nan": "(added - added) / 0.0", "inf": "-log(added - added)",
+        "min": "cast(log(added - added), 'LONG')", "zero": "cast((added - added) / 0.0, 'LONG')",
+        "max": "cast(1e300 + added, 'LONG')", "cut": "cast(-2.7, 'LONG')",
+        # LONG sums wrap around as Java's: 2^62 + 2^62 is Long.MIN_VALUE
+        "wrap": "4611686018427387904 + 4611686018427387904 + (added - added)",
+        "under": "-9223372036854775807 - 2 - (added - added)",
+    }  # fmt: skip
+    q = base(
+        "scan",
+        virtualColumns=[vc(name, text) for name, text in expressions.items()],
+        columns=list(expressions),
+        limit=1,
+        resultFormat="compactedList",
+    )
+    (row,) = [e for batch in run(q, segments) for e in batch["events"]]
+    assert row == ["-Infinity", "NaN", "Infinity", -(2**63), 0, 2**63 - 1, -2, -(2**63), 2**63 - 1]
+
+
+def test_filter_keeps_nothing_as_the_empty_array_and_a_filtered_column_as_null(
+    segments: list[SegmentInput],
+) -> None:
+    """Druid's `filter` keeping nothing is the empty array (FilterFunction: its length 0), where an
+    mv-filtered virtual column's row left with no value is null (ListFilteredVirtualColumn)."""
+    q = base(
+        "scan",
+        virtualColumns=[
+            vc("none", "array_length(filter((x) -> x == 'no such page', array(page)))"),
+            {"type": "mv-filtered", "name": "kept", "delegate": "page", "values": ["no such page"]},
+        ],
+        columns=["none", "kept"],
+        limit=1,
+        resultFormat="compactedList",
+    )
+    (row,) = [e for batch in run(q, segments) for e in batch["events"]]
+    assert row == [0, None]
+
+
 def test_first_hour_timestamps_are_druid_instants(segments: list[SegmentInput]) -> None:
     q = base(
         "timeseries",

@@ -227,3 +227,30 @@ def test_timeouts_under_the_servers_default_and_maximum() -> None:
         timeout_within({"timeout": 60_001}, 300_000, 60_000)
     with pytest.raises(InvalidInput):
         timeout_within({"timeout": -1}, 300_000, 0)
+
+
+def test_nan_and_infinities_are_spelled_as_druids_json_writer_does(cursor: duckdb.DuckDBPyConnection) -> None:
+    """Druid answers `LN(0)` with -Infinity and `ASIN(2)` with NaN, which Jackson writes as strings
+    (JSON has no such numbers); orjson would write null for them."""
+    statement = "SELECT ln(x) AS l, asin(x + 2) AS a, x::FLOAT AS f FROM (VALUES (0.0), (1.0), (NULL)) t(x)"
+    relation = cursor.sql(statement)
+    batches = ResultBatches(relation.to_arrow_reader(16), [str(t) for t in relation.types], None)
+    batch = batches.next_batch()
+    assert batch is not None
+    assert batches.rows(batch) == [["-Infinity", "NaN", 0.0], [0.0, "NaN", 1.0], [None, None, None]]
+
+
+def test_timestamps_of_any_year_print_as_instants(cursor: duckdb.DuckDBPyConnection) -> None:
+    """Druid's TIME_PARSE('0') is the year 0 (qaUnnest/mv_sql_scalar_datetime_funcs.std.iq line
+    226), which no Python datetime holds: the batch reads epoch milliseconds instead."""
+    statement = (
+        "SELECT make_timestamp(-62167219200000000) AS y0, TIMESTAMP '2015-09-12 01:02:03.004' AS ts,"
+        " make_timestamp(-1) AS before, NULL::TIMESTAMP AS nothing"
+    )
+    relation = cursor.sql(statement)
+    batches = ResultBatches(relation.to_arrow_reader(16), [str(t) for t in relation.types], None)
+    batch = batches.next_batch()
+    assert batch is not None
+    assert batches.rows(batch) == [
+        ["0000-01-01T00:00:00.000Z", "2015-09-12T01:02:03.004Z", "1969-12-31T23:59:59.999Z", None]
+    ]

@@ -76,7 +76,6 @@ def test_dictionary_and_large_strings_are_plain_strings() -> None:
 @pytest.mark.parametrize(
     ("column", "values"),
     [
-        ("ratio", pa.array([float("nan"), 1.0, None], pa.float64())),  # JSON makes NaN null
         ("page", pa.array([1, 2, 3], pa.int64())),  # a STRING column stored as numbers: stringified
         ("added", pa.array([1.5, 2.0, None], pa.float64())),  # a LONG column stored as doubles
         ("page", pa.array([["x", "y"], None, ["z"]])),  # a multi-value string
@@ -88,12 +87,18 @@ def test_a_column_the_json_path_would_change_takes_that_path(column: str, values
     assert stage_table(plan, query.answer_table(query.merge([_partial(**{column: values})]))) is None
 
 
-def test_a_nan_is_null_on_the_json_path() -> None:
-    """Why a NaN declines: the JSON answer has no NaN, so the engine saw null (what this keeps)."""
+def test_nan_and_infinities_are_kept_on_both_paths() -> None:
+    """The native answer spells them as Druid's JSON writer does ("NaN", "-Infinity"), and the
+    JSON path reads them back as doubles: an infinite LN or a NaN ASIN is no null."""
     plan, query = _plan(_outputs())
-    merged = query.merge([_partial(ratio=pa.array([float("nan"), 1.0, None]))])
-    assert _json_path(plan, query, merged).column("ratio").to_pylist()[0] is None
-    assert math.isnan(merged.column("ratio").to_pylist()[0])
+    ratio = pa.array([float("nan"), -math.inf, math.inf], pa.float64())
+    merged = query.merge([_partial(ratio=ratio, weight=pa.array([math.inf, None, 1.0], pa.float32()))])
+    assert orjson.loads(query.finalize_json(merged))[0]["events"][0][3] == "NaN"
+    table = stage_table(plan, query.answer_table(merged))
+    assert table is not None
+    for got in (table, _json_path(plan, query, merged)):
+        assert str(got.column("ratio").to_pylist()) == "[nan, -inf, inf]"
+        assert got.column("weight").to_pylist() == [math.inf, None, 1.0]
 
 
 def test_booleans_nested_values_and_reordered_stages_take_the_json_path() -> None:

@@ -71,3 +71,16 @@ def test_array_contains_reads_a_string_as_the_array_of_its_one_value() -> None:
         ("", False, True),
         ("2", False, True),
     ]
+
+
+def test_booleans_unnested_from_a_boolean_array_are_booleans() -> None:
+    # qaUnnest/array_sql_group_by.01.std.iq line 607 and array_sql_order_by.01.std.iq line 449: the
+    # elements of JSON_VALUE(.. RETURNING BOOLEAN ARRAY) unnest as BOOLEANs (printed false, true),
+    # though the array itself holds Druid's 1 and 0
+    nested = {"t": "SELECT * FROM (VALUES ('[[true, false, null]]'::JSON)) v(a_nested)"}
+    unnest = "FROM t, UNNEST(JSON_VALUE(a_nested, '$[0]' RETURNING BOOLEAN ARRAY)) AS u(c)"
+    assert run(f"SELECT c, count(*) cnt {unnest} GROUP BY c HAVING c IS FALSE", nested) == [(False, 1)]
+    assert sorted(run(f"SELECT c {unnest}", nested), key=repr) == [(False,), (None,), (True,)]
+    assert run("SELECT JSON_VALUE(a_nested, '$[0]' RETURNING BOOLEAN ARRAY) FROM t", nested) == [
+        ([1, 0, None],)
+    ]

@@ -225,3 +225,41 @@ def test_doubles_print_as_java_does() -> None:  # Druid prints a DOUBLE with Jav
         " CAST(-0.5 AS VARCHAR), CONCAT('x', 1.0E10), CAST(0.1 + 0.2 AS VARCHAR)"
     )
     assert run(sql) == [("1571.0", "1.2345678E7", "1.0E-5", "-0.5", "x1.0E10", "0.30000000000000004")]
+
+
+# qaUnnest's test_unnest: the values 1, 2, 3 of a multi-value column beside c_long 0, 1, 2
+GRID = {"t": "SELECT c, c_long FROM range(1, 4) a(c), range(0, 3) b(c_long)"}
+
+
+def test_truncate_narrows_as_a_java_long() -> None:
+    # Druid's TRUNCATE is (double) (long) (x * 10^d) / 10^d: -Infinity narrows to Long.MIN_VALUE
+    # (qaUnnest/mv_sql_scalar_numeric_funcs.01.all.iq line 627: ln(0) is -Infinity)
+    sql = "SELECT trunc(ln(c), 11) + trunc(ln(c_long), 11) FROM t"
+    assert sorted(row[0] for row in run(sql, GRID)) == [
+        -92233720.36854775, -92233719.67540057, -92233719.26993546,
+        0.0, 0.69314718055, 0.69314718055, 1.09861228866, 1.3862943611, 1.79175946921,
+    ]  # fmt: skip
+    # .02.all.iq line 551: NaN (asin of 2, of 3) narrows to 0
+    sql = "SELECT trunc(asin(c), 11) + trunc(asin(c_long), 11) FROM t"
+    assert sorted(row[0] for row in run(sql, GRID)) == [0.0] * 4 + [1.57079632679] * 4 + [3.14159265358]
+    # .02.all.iq line 416: +Infinity (cot of 0) narrows to Long.MAX_VALUE
+    sql = "SELECT trunc(cot(c), 11) + trunc(cot(c_long), 11) FROM t WHERE c_long = 0"
+    assert sorted(row[0] for row in run(sql, GRID)) == [
+        92233713.3532952,
+        92233719.91089019,
+        92233721.01064037,
+    ]
+
+
+def test_a_long_sum_past_the_range_wraps_around_as_javas() -> None:
+    # qaUnnest/mv_sql_scalar_numeric_funcs.03.all.iq line 36: the bits of 2.0 and 2.0 sum to
+    # 2^63, Long.MIN_VALUE in Java (DuckDB failed the statement: "Overflow in addition of INT64")
+    bits = "bitwise_convert_double_to_long_bits"
+    sql = f"SELECT {bits}(CAST(c AS DOUBLE)) + {bits}(c_long) FROM t"
+    assert sorted(row[0] for row in run(sql, GRID)) == [
+        -9223372036854775808, -9221120237041090560, 4607182418800017408,
+        4611686018427387904, 4613937818241073152, 9214364837600034816,
+        9218868437227405312, 9218868437227405312, 9221120237041090560,
+    ]  # fmt: skip
+    extremes = "SELECT a - b, b - a, a + a FROM (VALUES (CAST(-9223372036854775808 AS BIGINT), CAST(1 AS BIGINT))) v(a, b)"
+    assert run(extremes) == [(2**63 - 1, -(2**63) + 1, 0)]

@@ -4,6 +4,8 @@ publishes (docs/querying/sql-functions.md of apache/druid, examples over `taxi-t
 
 from __future__ import annotations
 
+import datetime
+
 import duckdb
 import pytest
 import sqlglot
@@ -210,3 +212,15 @@ def test_install_twice_on_one_connection() -> None:
         install(conn)
         install(conn)
         assert conn.execute("SELECT strata_parse_long('ff', 16)").fetchall() == [(255,)]
+
+
+def test_time_parse_reads_iso_as_jodas_parser_does() -> None:
+    # qaUnnest/mv_sql_scalar_datetime_funcs.std.iq lines 199 and 226: Joda's ISO parser reads a
+    # year of 1 to 9 digits (`1` is the year 0001), a month or a day of 1 or 2
+    # (the year 0 of `0`, which no Python datetime holds, is in test_engine_sandbox)
+    values = {"t": "SELECT * FROM (VALUES ('1'), ('12'), ('2001-2-3'), ('2001-2-3 04:05'), (''), ('x')) v(s)"}
+    millis = [row[0] for row in run("SELECT TIMESTAMP_TO_MILLIS(TIME_PARSE(s)) FROM t", values)]
+    at = [datetime.datetime(1, 1, 1), datetime.datetime(12, 1, 1), datetime.datetime(2001, 2, 3),
+          datetime.datetime(2001, 2, 3, 4, 5)]  # fmt: skip
+    epoch = datetime.datetime(1970, 1, 1)
+    assert millis == [*((t - epoch) // datetime.timedelta(milliseconds=1) for t in at), None, None]

@@ -53,3 +53,14 @@ def test_an_unnested_multi_value_string_joined_with_a_long_is_cast_as_druid_cast
         (2, "2"),
         (3, "3"),
     ]
+
+
+def test_elements_unnested_from_json_value_returning_an_array_have_its_element_type() -> None:
+    # qaUnnest/array_sql_scalar_numeric_funcs.03.all.iq line 1090: safe_divide(c, s_int) of the
+    # BIGINTs of `json_value(a_nested, '$[1]' RETURNING bigint array)` divides as LONGs (1 / 2 is 0)
+    unnested = "FROM t1, UNNEST(JSON_VALUE('[1, 2, 3]', '$' RETURNING BIGINT ARRAY)) AS u(c) WHERE c_long = 2"
+    assert _rows(f"SELECT c, safe_divide(c, c_long), c / c_long {unnested}") == [
+        (1, 0, 0),
+        (2, 1, 1),
+        (3, 1, 1),
+    ]

@@ -11,7 +11,6 @@ aggregator name, so names with quotes or clashing with dimensions need no care i
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -22,6 +21,7 @@ import pyarrow.compute as pc
 from strata.query.duck import quote_ident
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.fields import as_object, get_str
+from strata.query.java_text import jackson_double
 
 SQL_TYPE = {"long": "BIGINT", "double": "DOUBLE", "float": "FLOAT"}
 ARROW_TYPE = {"long": pa.int64(), "double": pa.float64(), "float": pa.float32()}
@@ -122,28 +122,21 @@ def json_values(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
     """Python values as Druid prints them (floats with their shortest float32 spelling)."""
     arr = _array(arr)
     values: list[Any] = arr.to_pylist()
-    if pa.types.is_floating(arr.type):
-        f32 = pa.types.is_float32(arr.type)
-        if f32 or not pc.all(pc.is_finite(arr)).as_py():
-            return [_float_json(v, f32) for v in values]
-        return values
+    if pa.types.is_float32(arr.type):
+        return [None if v is None else jackson_double(float(str(_f32(v)))) for v in values]
     if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
         import base64
 
         return [None if v is None else base64.b64encode(v).decode() for v in values]
-    return values
+    return non_finite_as_text(arr, values)
 
 
-# Jackson, Druid's JSON writer, prints NaN and the infinities as strings
-_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
-
-def _float_json(v: float | None, f32: bool) -> Any:
-    if v is None:
-        return None
-    if not math.isfinite(v):
-        return _NON_FINITE[str(v)]
-    return float(str(_f32(v))) if f32 else v
+def non_finite_as_text(arr: pa.Array | pa.ChunkedArray, values: list[Any]) -> list[Any]:
+    """`values`, the Python values of `arr`, with its NaN and infinities spelled as Druid's JSON
+    writer spells them (`jackson_double`); the same list when `arr` holds none (one Arrow pass)."""
+    if not pa.types.is_floating(arr.type) or pc.all(pc.is_finite(arr)).as_py() is not False:
+        return values
+    return [None if v is None else jackson_double(v) for v in values]
 
 
 def _f32(v: float) -> Any:

@@ -308,8 +308,10 @@ def _filter(scope: Scope, args: tuple[Node, ...]) -> Typed:
     _arity("filter", args, 2)
     fn, arr = _lambda("filter", args[0], 1), _array(scope, args[1])
     inner, (p,) = _bound(scope, fn, [element_kind(arr.kind)])
-    kept = f"list_filter({arr.sql}, lambda {p}: coalesce({truth(inner.compile(fn.body))}, false))"
-    return Typed(f"(CASE WHEN len({kept}) > 0 THEN {kept} END)", arr.kind)
+    # nothing kept is the empty array (Druid's FilterFunction), a null array stays null
+    return Typed(
+        f"list_filter({arr.sql}, lambda {p}: coalesce({truth(inner.compile(fn.body))}, false))", arr.kind
+    )
 
 
 def _fold(scope: Scope, args: tuple[Node, ...]) -> Typed:

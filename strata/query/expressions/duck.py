@@ -52,6 +52,7 @@ from strata.query.expressions.typed import (
     duck_of,
     element_kind,
     is_array_kind,
+    java_long_sum,
     literal,
     truth,
 )
@@ -157,6 +158,8 @@ class ColumnScope:
             return Typed(f"pow({a}, {b})", DOUBLE)
         if op == "%":  # Java's double remainder, NaN for a zero divisor
             return Typed(f"(CASE WHEN {b} = 0 THEN CAST('NaN' AS DOUBLE) ELSE fmod({a}, {b}) END)", DOUBLE)
+        if op in ("+", "-") and left.kind == right.kind == LONG:
+            return Typed(java_long_sum(a, op, b), LONG)
         return Typed(f"({a} {op} {b})", kind)
 
     def _array_binary(self, op: str, left: Typed, right: Typed) -> Typed:

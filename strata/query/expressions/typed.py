@@ -153,7 +153,32 @@ def as_long(t: Typed) -> str:
         return "CAST(NULL AS BIGINT)"
     if is_array_kind(t.kind):
         return as_long(single(t))
-    return f"CAST(trunc({as_double(t)}) AS BIGINT)"
+    return java_long(as_double(t))
+
+
+def java_long_sum(a: str, op: str, b: str) -> str:
+    """`a + b` or `a - b` of two BIGINTs as Java's longs add: past the range it wraps around (Druid
+    answers 2^62 + 2^62 with Long.MIN_VALUE), where DuckDB fails the statement. Only a row that
+    overflows takes the exact HUGEINT sum, the others DuckDB's own."""
+    up, down = (">", "<") if op == "+" else ("<", ">")  # the sign of b that can overflow upward
+    wrap = "-" if op == "+" else "+"  # then the exact sum is 2^64 too high (a sum) or too low
+    past = (
+        f"({b} {up} 0 AND {a} > 9223372036854775807 {wrap} {b})"
+        f" OR ({b} {down} 0 AND {a} < -9223372036854775808 {wrap} {b})"
+    )
+    exact = f"CAST({a} AS HUGEINT) {op} {b} {wrap} sign({b}) * CAST(18446744073709551616 AS HUGEINT)"
+    return f"(CASE WHEN {past} THEN CAST({exact} AS BIGINT) ELSE {a} {op} {b} END)"
+
+
+def java_long(double: str) -> str:
+    """Java's `(long)` of a DOUBLE, as Druid casts one: toward zero, NaN 0, and past the range (an
+    infinity) the nearest end of it, where DuckDB's cast fails."""
+    return (
+        f"(CASE WHEN isnan({double}) THEN CAST(0 AS BIGINT)"
+        f" WHEN {double} >= 9.223372036854775807E18 THEN CAST(9223372036854775807 AS BIGINT)"
+        f" WHEN {double} <= -9.223372036854775808E18 THEN CAST(-9223372036854775808 AS BIGINT)"
+        f" ELSE CAST(trunc({double}) AS BIGINT) END)"
+    )
 
 
 def as_text(t: Typed) -> str:

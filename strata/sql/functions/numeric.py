@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from strata.query.errors import invalid
+from strata.query.expressions.typed import java_long
 from strata.sql.functions.fragments import arguments, duck, kind, sql_of, typed
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
 
@@ -45,7 +46,12 @@ def _truncate(node: exp.Expr, ctx: Context) -> exp.Expr:
             duck(f"CAST(trunc(CAST({value} AS DOUBLE) / pow(10, -{digits})) * pow(10, -{digits}) AS BIGINT)"),
             "BIGINT",
         )
-    return typed(duck(f"CAST(trunc(CAST({value} AS DOUBLE), {digits}) AS DOUBLE)"), "DOUBLE")
+    # Druid's TRUNCATE of a double: (double) (long) (x * 10^digits) / 10^digits, Java's narrowing
+    # (TruncateOperatorConversion): NaN truncates to 0, an infinity to Long.MAX_VALUE's scale
+    factor = f"pow(10.0, {digits})"
+    return typed(
+        duck(f"(CAST({java_long(f'CAST({value} AS DOUBLE) * {factor}')} AS DOUBLE) / {factor})"), "DOUBLE"
+    )
 
 
 def _mod(node: exp.Expr, ctx: Context) -> exp.Expr:

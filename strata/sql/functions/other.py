@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from strata.query.expressions.duck import null_elements_first
+from strata.query.expressions.typed import java_long_sum
 from strata.sql.functions.fragments import duck, kind, kind_of_type, sql_of, text_of, typed
 from strata.sql.functions.numeric import divide
 from strata.sql.functions.spec import Context, FunctionSpec, Rewrite, specs
@@ -140,6 +141,11 @@ def shift_by_interval(node: exp.Expr, ctx: Context) -> exp.Expr:
     """`timestamp +/- INTERVAL 'n' MONTH|QUARTER|YEAR` moves on sqlTimeZone's calendar, as Druid's
     timestamp_shift does; day-time intervals are fixed durations, which DuckDB adds as written."""
     left, right = node.this, node.expression
+    if kind(left) == kind(right) == "BIGINT":  # Java's long sum: past the range it wraps around
+        return typed(
+            duck(java_long_sum(sql_of(left), "-" if isinstance(node, exp.Sub) else "+", sql_of(right))),
+            "BIGINT",
+        )
     interval, ts = (right, left) if isinstance(right, exp.Interval) else (left, right)
     if ctx.zone is None or not isinstance(interval, exp.Interval) or kind(ts) != "TIMESTAMP":
         return node

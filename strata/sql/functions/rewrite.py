@@ -211,10 +211,32 @@ def _unnest(node: exp.Unnest, ctx: Context) -> exp.Expr:
     """`UNNEST(MV_TO_ARRAY(col))` unnests the multi-value column itself, as Druid plans it: a row
     with no value (null or empty) gives one null row, where an empty or null array gives none."""
     multi_value = [druid_name(e) == "MV_TO_ARRAY" for e in node.expressions]
+    booleans = [_boolean_array(e) for e in node.expressions]
     _rewrite_arguments(node, ctx)
-    pairs = zip(node.expressions, multi_value, strict=True)
-    node.set("expressions", [duck(values_or_null(sql_of(e))) if mv else e for e, mv in pairs])
+    node.set(
+        "expressions",
+        [
+            duck(values_or_null(sql_of(e)))
+            if mv
+            else duck(f"CAST({sql_of(e)} AS BOOLEAN[])")
+            if boolean
+            else e
+            for e, mv, boolean in zip(node.expressions, multi_value, booleans, strict=True)
+        ],
+    )
     return _in_row_order(node)
+
+
+def _boolean_array(node: exp.Expr) -> bool:
+    """Whether `node` is JSON_VALUE(.. RETURNING BOOLEAN ARRAY): its elements, Druid's 1 and 0 in
+    the array, unnest as the BOOLEANs Druid's planner types them (printed true / false)."""
+    returning = node.args.get("returning") if isinstance(node, exp.JSONValue) else None
+    return (
+        isinstance(returning, exp.DataType)
+        and returning.is_type(exp.DataType.Type.ARRAY)
+        and bool(returning.expressions)
+        and returning.expressions[0].is_type(exp.DataType.Type.BOOLEAN)
+    )
 
 
 def _in_row_order(node: exp.Unnest) -> exp.Expr:
