@@ -24,7 +24,7 @@ from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
 from strata.sql.relational import Relational, plan_relational
 from strata.sql.session import current_zone, parse_time_zone, time_zone
-from strata.sql.sql_types import BOOLEAN
+from strata.sql.sql_types import BOOLEAN, star_name
 from strata.sql.subqueries import plan_composed, prune_union_subqueries
 from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.system_tables import Catalog, system_tables
@@ -340,6 +340,31 @@ def _single_table(tree: exp.Select) -> exp.Select:
     return out
 
 
+def _star_as_items(items: list[exp.Expr], inner: list[exp.Expr]) -> list[exp.Expr]:
+    """The outer select list with its `*` listing the subquery's items (not its table's columns),
+    each named as Calcite's expansion of `*` names it (`star_name`)."""
+    out: list[exp.Expr] = []
+    used: set[str] = set()
+    for item in items:
+        if not _is_star(item):
+            used.add(item.alias_or_name)
+            out.append(item)
+            continue
+        for listed in inner:
+            if isinstance(listed, exp.Star):
+                out.append(listed.copy())
+                continue
+            name = star_name(listed.alias_or_name, used)
+            value = listed.this if isinstance(listed, exp.Alias) else listed
+            renamed = isinstance(listed, exp.Alias) or name != listed.alias_or_name
+            out.append(exp.alias_(value.copy(), name, quoted=True) if renamed else value.copy())
+    return out
+
+
+def _is_star(item: exp.Expr) -> bool:
+    return isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star))
+
+
 def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
     """`SELECT ... FROM (SELECT a, b AS c FROM t WHERE p) AS v WHERE q` as one SELECT over t
     (Superset wraps virtual datasets that way); only when the inner query just filters and renames."""
@@ -363,6 +388,7 @@ def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
         column.set("table", None)
         if column.name in renames:
             column.replace(renames[column.name].copy())
+    flat.set("expressions", _star_as_items(flat.expressions, inner.expressions))
     flat.set("from_", inner.args.get("from_") or inner.args.get("from"))
     inner_where = inner.args.get("where")
     if inner_where is not None:
