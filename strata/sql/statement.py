@@ -123,7 +123,7 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
     check_literals(parsed.tree)
     check_operand_types(parsed.tree, catalog.columns)
     refuse_unplannable_shapes(parsed.tree, catalog.columns)
-    tree = fold_having_null_tests(implicit_casts(parsed.tree, catalog.columns))
+    tree = fold_having_null_tests(implicit_casts(_ungrouped_joins(parsed.tree), catalog.columns))
     tree = _outer_limit(tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()
@@ -133,6 +133,32 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
         plan = _plan_tree(tree, catalog, context)
     _refuse_unknown_functions(plan)
     return PlannedStatement(plan, parsed.explain, context)
+
+
+def _ungrouped_joins(tree: exp.Expr) -> exp.Expr:
+    """`FROM (a CROSS JOIN UNNEST(..) AS u(c)) CROSS JOIN b` as `FROM a CROSS JOIN UNNEST(..) AS
+    u(c) CROSS JOIN b`: joins associate to the left, so parentheses around the first operand and
+    its joins change nothing, and the planners read the joins of one FROM."""
+    if not any(_grouped_joins(s) for s in tree.find_all(exp.Select)):
+        return tree
+    tree = tree.copy()
+    for select in tree.find_all(exp.Select):
+        source = _grouped_joins(select)
+        if source is not None:
+            table = source.this
+            joins = table.args["joins"]
+            table.set("joins", None)
+            select.set("from_", exp.From(this=table))
+            select.set("joins", [*joins, *(select.args.get("joins") or [])])
+    return tree
+
+
+def _grouped_joins(select: exp.Select) -> exp.Subquery | None:
+    """The unaliased `(table JOIN ...)` a SELECT reads first, if it reads one."""
+    source = (select.args.get("from_") or exp.From()).this
+    if isinstance(source, exp.Subquery) and not source.alias and isinstance(source.this, exp.Table):
+        return source if source.this.args.get("joins") else None
+    return None
 
 
 def _refuse_unplannable(tree: exp.Expr) -> None:

@@ -4,6 +4,8 @@ planner gives them: the statements and expected answers are Druid's, from its QA
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -123,3 +125,23 @@ def test_a_star_over_a_plain_subquery_lists_the_subquerys_items() -> None:
     assert [o.name for o in plan.outputs] == ["x", "x0", "a_int"]
     plan = _plan("SELECT * FROM (SELECT * FROM test_unnest)")
     assert [o.name for o in plan.outputs] == list(COLUMNS)
+
+
+def test_parentheses_around_the_first_joins_change_nothing() -> None:
+    # array_sql_join.09.all.iq line 527: `(t1 CROSS JOIN UNNEST(..)) CROSS JOIN t2` is the join of
+    # the three (joins associate to the left); it read `a_int` as a column of no table
+    def planned(sql: str) -> str:
+        plan = plan_statement(sql, _Catalog(), {}).plan
+        assert isinstance(plan, ComposedPlan)
+        stages = [
+            json.dumps(s.plan.native, sort_keys=True) for s in plan.stages if isinstance(s.plan, SqlPlan)
+        ]
+        return re.sub(r"__stage\d+|\"queryId\": \"[^\"]*\"", "?", " ".join([plan.outer.sql(), *stages]))
+
+    join = "{} CROSS JOIN test_unnest t2 WHERE t1.s_int IN (0, 1, 2) AND u.c = t2.s_int"
+    grouped = planned(
+        "SELECT t1.s_int, c FROM " + join.format("(test_unnest t1 CROSS JOIN unnest(a_int) AS u(c))")
+    )
+    assert grouped == planned(
+        "SELECT t1.s_int, c FROM " + join.format("test_unnest t1 CROSS JOIN unnest(a_int) AS u(c)")
+    )
