@@ -15,6 +15,7 @@ import pytest
 from strata.engine import SegmentInput, run_to_json
 from strata.ingestion.api import ingest
 from strata.query import parse_query
+from tests.ingestion.conftest import inline_spec
 
 ROWS: list[dict[str, Any]] = [
     {"ts": "2022-01-01T00:00:00Z", "label": "a", "tags": ["", None, "1", "2", "3"], "arr": [5, None, 7]},
@@ -30,18 +31,12 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[SegmentInput]:
     root = tmp_path_factory.mktemp("unnest-first-last")
     dims = ["label", {"name": "tags", "type": "string", "multiValueHandling": "ARRAY"},
             {"name": "arr", "type": "auto"}]  # fmt: skip
-    spec = {
-        "dataSchema": {
-            "dataSource": "u",
-            "timestampSpec": {"column": "ts"},
-            "dimensionsSpec": {"dimensions": dims},
-            "granularitySpec": {"segmentGranularity": "year", "rollup": False},
-        },
-        "ioConfig": {
-            "inputSource": {"type": "inline", "data": "\n".join(json.dumps(r) for r in ROWS)},
-            "inputFormat": {"type": "json"},
-        },
-    }
+    spec = inline_spec(
+        "\n".join(json.dumps(r) for r in ROWS),
+        dataSource="u",
+        dimensionsSpec={"dimensions": dims},
+        granularitySpec={"segmentGranularity": "year", "rollup": False},
+    )
     summary = ingest(spec, deep_storage=root / "deep", metadata=root / "meta.db", engine="local")
     return [
         SegmentInput(w.segment.id, w.segment.descriptor, w.segment.load_spec["path"], w.segment.interval)
