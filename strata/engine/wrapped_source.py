@@ -6,7 +6,8 @@ wrapper, innermost first:
 - unnest: one row per element of its virtual column's array (a multi-value string's values, a row
   with none giving one null row; an ARRAY's elements, a null or empty one giving no row; a scalar
   as the array of its one value), the element under the column's name (replacing a column of that
-  name), then its `unnestFilter`;
+  name), then its `unnestFilter`; each row also gets its element's position (`ELEMENT_POSITION`),
+  the order Druid's cursor reads one row's elements in, which `*Last` aggregators break ties by;
 - join: the segment's rows joined (INNER or LEFT) with the right side's rows, an inline table the
   query carries, on the equalities of its condition; the right side's columns are named with the
   join's prefix, and a left column starting with the prefix is shadowed, as in Druid.
@@ -26,6 +27,7 @@ import orjson
 import pyarrow as pa
 
 from strata.lookups.rows import lookup_inline
+from strata.query.columns import ELEMENT_POSITION
 from strata.query.data_source import (
     DataSource,
     InlineSource,
@@ -111,9 +113,16 @@ def _unnest(relation: str, types: dict[str, str], source: UnnestSource) -> tuple
         values, element = f"[{typed.sql}]", typed.kind
     name = source.name
     element_duck = Typed("NULL", element).duck_type if element != "NULL" else "VARCHAR"
-    star = f"* EXCLUDE ({quote_ident(name)})" if name in types else "*"
-    relation = f"SELECT {star}, unnest({values}) AS {quote_ident(name)} FROM ({relation})"
-    out = {**types, name: element_duck}
+    replaced = [c for c in (name, ELEMENT_POSITION) if c in types]
+    star = f"* EXCLUDE ({', '.join(map(quote_ident, replaced))})" if replaced else "*"
+    position = f"generate_subscripts({values}, 1)"
+    if ELEMENT_POSITION in types:  # an unnest of unnested rows: the outer positions come first
+        position = f"list_append({quote_ident(ELEMENT_POSITION)}, {position})"
+    else:
+        position = f"[{position}]"
+    columns = f"unnest({values}) AS {quote_ident(name)}, {position} AS {quote_ident(ELEMENT_POSITION)}"
+    relation = f"SELECT {star}, {columns} FROM ({relation})"
+    out = {**types, name: element_duck, ELEMENT_POSITION: "BIGINT[]"}
     if source.filter is not None:
         relation = f"SELECT * FROM ({relation}) WHERE {source.filter.to_sql(out)}"
     return relation, out

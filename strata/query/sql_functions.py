@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from duckdb.func import ARROW, SPECIAL
 
+from strata.query.json_paths import json_paths
 from strata.query.string_comparators import Comparator, compare_alphanumeric, compare_version
 from timeline import Granularity, parse_granularity, parse_instant
 
@@ -79,22 +80,6 @@ def _parse_one(text: str, zone: str) -> int | None:
 def _time_parse(texts: pa.Array, zones: pa.Array) -> pa.Array:
     zone = (zones[0].as_py() if len(zones) else None) or "UTC"
     return pa.array([None if t is None else _parse_one(t, zone) for t in texts.to_pylist()], pa.int64())
-
-
-def json_paths(text: str) -> list[str]:
-    """The JSONPath of every literal value of a JSON document (an array counts as a value), as
-    Druid's `json_paths` lists them."""
-    out: list[str] = []
-
-    def walk(value: object, path: str) -> None:
-        if isinstance(value, dict) and value:
-            for key, inner in value.items():
-                walk(inner, f"{path}.{key}")
-        else:
-            out.append(path)
-
-    walk(orjson.loads(text), "$")
-    return out
 
 
 def _json_paths(texts: pa.Array) -> pa.Array:

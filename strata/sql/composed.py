@@ -27,7 +27,7 @@ from strata.sql.column_types import relational_arrow_type
 from strata.sql.plan import Output, SqlPlan
 from strata.sql.sandbox import BATCH_ROWS, ResultBatches, Rows
 from strata.sql.sql_types import unnamed_column
-from strata.sql.typing_rules import array_order, integer_division
+from strata.sql.typing_rules import array_order, integer_division, sql_schema
 from timeline import parse_instant
 
 _stage_numbers = itertools.count()
@@ -76,8 +76,10 @@ class ComposedPlan:
             tables[stage.name] = rows if isinstance(rows, pa.Table) else _arrow(rows, outputs)
         for name, table in tables.items():
             conn.register(name, table)
-        outer = integer_division(self.outer, {name: table.schema for name, table in tables.items()})
-        statement = to_duckdb(outer, self.time_zone)
+        schemas = {name: table.schema for name, table in tables.items()}
+        outer = integer_division(self.outer, schemas)
+        # typed over the tables when integer_division left it untyped (ARRAY_TO_STRING of a string)
+        statement = to_duckdb(outer, self.time_zone, schema=sql_schema(schemas))
         relation = conn.sql(statement.sql(dialect="duckdb"))
         if relation is None:
             raise QueryUnsupported("Only a SELECT runs in the broker's engine")

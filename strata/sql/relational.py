@@ -30,7 +30,7 @@ from strata.sql.composed import ComposedPlan, Stage, aliased_table, stage_name
 from strata.sql.dialect import DIALECT
 from strata.sql.filters import TIME, conjuncts, now_millis, split_time, to_filter
 from strata.sql.plan import Output, SqlPlan
-from strata.sql.sql_types import unnamed_column
+from strata.sql.sql_types import star_name, unnamed_column
 from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.typing_rules import sql_type
 
@@ -128,15 +128,9 @@ def plan_relational(tree: exp.Query, env: Relational) -> ComposedPlan:
 
 
 def _uniquified(names: list[str]) -> list[str]:
-    """Names a `*` expanded, made unique as Calcite makes them: a repeated name gets the first free
-    of name0, name1, ..."""
-    out: list[str] = []
-    for name in names:
-        candidate, n = name, 0
-        while candidate in out:
-            candidate, n = f"{name}{n}", n + 1
-        out.append(candidate)
-    return out
+    """Names a `*` expanded, made unique as Calcite makes them (`star_name`)."""
+    used: set[str] = set()
+    return [star_name(name, used) for name in names]
 
 
 def _schema(tree: exp.Expr, env: Relational) -> tuple[dict[str, Any], dict[str, pa.Table]]:

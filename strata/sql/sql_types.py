@@ -130,6 +130,17 @@ def unnamed_column(items: list[exp.Expr], index: int) -> str:
     return f"EXPR${len(names)}"
 
 
+def star_name(name: str, used: set[str]) -> str:
+    """A column a `*` lists, named as Calcite's validator names it (`SqlValidatorUtil.uniquify`
+    with its expression suggester): its own name, or the first of name0, name1, ... that no earlier
+    item of the select list has; added to `used`."""
+    candidate, n = name, 0
+    while candidate in used:
+        candidate, n = f"{name}{n}", n + 1
+    used.add(candidate)
+    return candidate
+
+
 def _function_name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Anonymous):
         return str(node.this).upper()

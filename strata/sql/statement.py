@@ -24,7 +24,7 @@ from strata.sql.plan import SqlPlan
 from strata.sql.planner import Parsed, parse_statement, plan_select
 from strata.sql.relational import Relational, plan_relational
 from strata.sql.session import current_zone, parse_time_zone, time_zone
-from strata.sql.sql_types import BOOLEAN
+from strata.sql.sql_types import BOOLEAN, star_name
 from strata.sql.subqueries import plan_composed, prune_union_subqueries
 from strata.sql.subquery_limits import max_subquery_rows
 from strata.sql.system_tables import Catalog, system_tables
@@ -123,7 +123,7 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
     check_literals(parsed.tree)
     check_operand_types(parsed.tree, catalog.columns)
     refuse_unplannable_shapes(parsed.tree, catalog.columns)
-    tree = fold_having_null_tests(implicit_casts(parsed.tree, catalog.columns))
+    tree = fold_having_null_tests(implicit_casts(_ungrouped_joins(parsed.tree), catalog.columns))
     tree = _outer_limit(tree, context.get("sqlOuterLimit"))
     for hint in list(tree.find_all(exp.Hint)):  # join hints choose Druid's join algorithm, not answers
         hint.pop()
@@ -133,6 +133,32 @@ def _plan_statement(parsed: Parsed, catalog: Catalog, context: Mapping[str, Any]
         plan = _plan_tree(tree, catalog, context)
     _refuse_unknown_functions(plan)
     return PlannedStatement(plan, parsed.explain, context)
+
+
+def _ungrouped_joins(tree: exp.Expr) -> exp.Expr:
+    """`FROM (a CROSS JOIN UNNEST(..) AS u(c)) CROSS JOIN b` as `FROM a CROSS JOIN UNNEST(..) AS
+    u(c) CROSS JOIN b`: joins associate to the left, so parentheses around the first operand and
+    its joins change nothing, and the planners read the joins of one FROM."""
+    if not any(_grouped_joins(s) for s in tree.find_all(exp.Select)):
+        return tree
+    tree = tree.copy()
+    for select in tree.find_all(exp.Select):
+        source = _grouped_joins(select)
+        if source is not None:
+            table = source.this
+            joins = table.args["joins"]
+            table.set("joins", None)
+            select.set("from_", exp.From(this=table))
+            select.set("joins", [*joins, *(select.args.get("joins") or [])])
+    return tree
+
+
+def _grouped_joins(select: exp.Select) -> exp.Subquery | None:
+    """The unaliased `(table JOIN ...)` a SELECT reads first, if it reads one."""
+    source = (select.args.get("from_") or exp.From()).this
+    if isinstance(source, exp.Subquery) and not source.alias and isinstance(source.this, exp.Table):
+        return source if source.this.args.get("joins") else None
+    return None
 
 
 def _refuse_unplannable(tree: exp.Expr) -> None:
@@ -340,6 +366,31 @@ def _single_table(tree: exp.Select) -> exp.Select:
     return out
 
 
+def _star_as_items(items: list[exp.Expr], inner: list[exp.Expr]) -> list[exp.Expr]:
+    """The outer select list with its `*` listing the subquery's items (not its table's columns),
+    each named as Calcite's expansion of `*` names it (`star_name`)."""
+    out: list[exp.Expr] = []
+    used: set[str] = set()
+    for item in items:
+        if not _is_star(item):
+            used.add(item.alias_or_name)
+            out.append(item)
+            continue
+        for listed in inner:
+            if isinstance(listed, exp.Star):
+                out.append(listed.copy())
+                continue
+            name = star_name(listed.alias_or_name, used)
+            value = listed.this if isinstance(listed, exp.Alias) else listed
+            renamed = isinstance(listed, exp.Alias) or name != listed.alias_or_name
+            out.append(exp.alias_(value.copy(), name, quoted=True) if renamed else value.copy())
+    return out
+
+
+def _is_star(item: exp.Expr) -> bool:
+    return isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star))
+
+
 def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
     """`SELECT ... FROM (SELECT a, b AS c FROM t WHERE p) AS v WHERE q` as one SELECT over t
     (Superset wraps virtual datasets that way); only when the inner query just filters and renames."""
@@ -363,6 +414,7 @@ def _flatten(outer: exp.Select, sub: exp.Subquery) -> exp.Select:
         column.set("table", None)
         if column.name in renames:
             column.replace(renames[column.name].copy())
+    flat.set("expressions", _star_as_items(flat.expressions, inner.expressions))
     flat.set("from_", inner.args.get("from_") or inner.args.get("from"))
     inner_where = inner.args.get("where")
     if inner_where is not None:

@@ -55,15 +55,18 @@ def sql_type(kind: pa.DataType) -> str:
     return "VARCHAR"
 
 
+def sql_schema(tables: Mapping[str, pa.Schema]) -> dict[str, dict[str, str]]:
+    """Each table's columns and their SQL types in the broker's engine."""
+    return {name: {f.name: sql_type(f.type) for f in table} for name, table in tables.items()}
+
+
 def integer_division(tree: exp.Expr, tables: Mapping[str, pa.Schema]) -> exp.Expr:
     """A copy of `tree` where integer / integer is integer division and strings compare with
     numbers as in Druid; `tree` itself when its types cannot be worked out (a name the schema
     lacks): DuckDB then reports what is wrong."""
     if tree.find(exp.Div, exp.EQ, exp.NEQ, exp.In, exp.GT, exp.GTE, exp.LT, exp.LTE) is None:
         return tree
-    schema: dict[str, object] = {
-        name: {f.name: sql_type(f.type) for f in table} for name, table in tables.items()
-    }
+    schema: dict[str, object] = dict(sql_schema(tables))
     try:
         qualified = qualify(tree.copy(), schema=schema, dialect=DIALECT)
         unwrapped = _unnested_values(qualified)

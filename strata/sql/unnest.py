@@ -20,7 +20,7 @@ from strata.sql.array_expressions import function_name
 from strata.sql.column_types import is_array_type, planner_type
 from strata.sql.expressions import ExpressionWriter, expression_kind
 from strata.sql.filters import TIME, column_name, now_millis
-from strata.sql.sql_types import is_boolean_array
+from strata.sql.sql_types import is_boolean_array, star_name
 
 # SQL functions whose value is an array (UNNEST takes them)
 _ARRAY_VALUED = frozenset({
@@ -144,17 +144,22 @@ def _rewrite_select(
     select: exp.Select, renames: Mapping[str, str], table_columns: list[str], added: list[tuple[str, str]]
 ) -> exp.Select:
     """The SELECT reading one table: the joins gone, UNNEST aliases read as native columns (a bare
-    select item keeps its name), `*` listing the table's columns then the unnested ones."""
+    select item keeps its name), `*` listing the table's columns then the unnested ones, each named
+    apart from the items before it as Calcite's expansion of `*` names them (`u(s_int)` beside the
+    table's `s_int` is `s_int0`: what a subquery's `SELECT *` hands its outer query)."""
     out = select.copy()
     out.set("joins", None)
     items: list[exp.Expr] = []
+    used: set[str] = set()
     for item in out.expressions:
         if isinstance(item, exp.Star):
-            items += [exp.column(c, quoted=True) for c in table_columns]
-            items += [
-                exp.alias_(exp.column(native, quoted=True), label, quoted=True) for label, native in added
-            ]
+            starred = [(c, c) for c in table_columns] + added
+            for label, native in starred:
+                name = star_name(label, used)
+                column = exp.column(native, quoted=True)
+                items.append(column if name == native else exp.alias_(column, name, quoted=True))
             continue
+        used.add(item.alias_or_name)
         if isinstance(item, exp.Column) and _target(item, renames) is not None:
             items.append(exp.alias_(_renamed(item, renames), item.name, quoted=True))
         elif isinstance(item, exp.Alias):

@@ -9,6 +9,7 @@ can group them.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections import Counter, defaultdict
@@ -77,6 +78,7 @@ def run_case(client: httpx.Client, broker_url: str, case: Case, *, skips: bool =
         "context": query_context(case.settings),
         "resultFormat": "array",
         "header": True,
+        "typesHeader": True,
     }
     try:
         resp = client.post(f"{broker_url}/druid/v2/sql/", json=body)
@@ -92,14 +94,23 @@ def run_case(client: httpx.Client, broker_url: str, case: Case, *, skips: bool =
         if resp.status_code != 200 or (isinstance(payload, dict) and "error" in payload):
             return Outcome(case, "passed")
         return Outcome(case, "failed", "answered where Druid refuses", resp.text[:300])
-    if resp.status_code != 200 or not isinstance(payload, list) or not payload:
+    if resp.status_code != 200 or not isinstance(payload, list) or len(payload) < 2:
         return Outcome(case, "failed", _error_category(resp.status_code, payload), resp.text[:300])
     assert case.expected is not None
-    columns, rows = [str(c) for c in payload[0]], payload[1:]
+    columns, rows = [str(c) for c in payload[0]], [_as_printed(payload[1], row) for row in payload[2:]]
     diff = compare(case.sql, case.expected, columns, rows)
     if diff is None:
         return Outcome(case, "passed")
     return Outcome(case, "failed", f"wrong answer: {diff.split(':')[0]}", diff[:300])
+
+
+def _as_printed(types: list[Any], row: list[Any]) -> list[Any]:
+    """A row as quidem holds it: a COMPLEX<json> value that is a JSON string is printed as JSON,
+    in quotes (`"S1"`), where the SQL API's JSON answer holds the string itself."""
+    return [
+        json.dumps(v) if t == "COMPLEX<json>" and isinstance(v, str) else v
+        for t, v in zip(types, row, strict=True)
+    ]
 
 
 def run_cases(broker_url: str, cases: Iterable[Case], *, time_bound: float = 240.0) -> list[Outcome]:

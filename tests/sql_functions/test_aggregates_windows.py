@@ -276,3 +276,35 @@ def test_unnested_rows_keep_each_rows_elements_together() -> None:
     unnested = "FROM t, UNNEST(MV_TO_ARRAY(c_mv)) AS u(c)"
     assert run(f"SELECT ARRAY_AGG(c_long) {unnested}", table) == [([0] * 5 + [1] * 5 + [2] * 5,)]
     assert run(f"SELECT STRING_AGG(c, '|') {unnested}", table) == [("|1|2|3||1|2|3||1|2|3",)]
+
+
+# qatests/qaUnnest/mv: three rows of one time, each holding the values [null, '', '1', '2', '3']
+SAME_TIME = {
+    "t": "SELECT TIMESTAMP '2022-01-01' AS __time, c_long, [NULL, '', '1', '2', '3'] AS c_mv"
+    " FROM range(3) r(c_long)"
+}
+
+
+def test_latest_of_one_times_unnested_rows_is_the_last_element() -> None:
+    # qaUnnest/mv_sql_agg_funcs.03.all.iq lines 497, 709, 921: Druid's last aggregators keep the
+    # last row read among those of the greatest time (`time >= lastTime`), and the rows unnested
+    # from one row share its time: LATEST of each row's elements is its last, '3'; EARLIEST keeps
+    # the first row read (`time < firstTime`), the null
+    unnested = "FROM t, UNNEST(MV_TO_ARRAY(c_mv)) AS u(c) GROUP BY c_long ORDER BY c_long"
+    sql = (
+        "SELECT c_long, LATEST(c, 100), LATEST_BY(CAST(c AS INT), TIME_FLOOR(__time, 'P1D')),"
+        f" EARLIEST(c, 100), EARLIEST_BY(c, __time) {unnested}"
+    )
+    assert run(sql, SAME_TIME) == [(i, "3", 3, None, None) for i in range(3)]
+    having = f"SELECT c_long {unnested.split(' ORDER')[0]} HAVING LATEST(c, 100) IS NOT NULL"
+    assert len(run(having, SAME_TIME)) == 3
+
+
+def test_latest_over_two_unnests_orders_by_the_outer_element_first() -> None:
+    # Druid's cursor reads, for each element of the first UNNEST, every element of the second
+    table = {"t": "SELECT TIMESTAMP '2022-01-01' AS __time, ['a', 'b'] AS x, [1, 2, 3] AS y"}
+    sql = (
+        "SELECT LATEST(u.a, 10), LATEST(v.b), EARLIEST(u.a, 10), EARLIEST(v.b)"
+        " FROM t, UNNEST(x) AS u(a), UNNEST(y) AS v(b)"
+    )
+    assert run(sql, table) == [("b", 3, "a", 1)]

@@ -8,6 +8,7 @@ import duckdb
 import pyarrow as pa
 import sqlglot
 
+from strata.sql.composed import ComposedPlan
 from strata.sql.dialect import DIALECT
 from strata.sql.functions import install, to_duckdb
 from strata.sql.typing_rules import integer_division
@@ -64,3 +65,19 @@ def test_elements_unnested_from_json_value_returning_an_array_have_its_element_t
         (2, 1, 1),
         (3, 1, 1),
     ]
+
+
+def test_a_composed_statement_types_a_stages_strings() -> None:
+    # qaAggFuncs/array_agg_long_test004.all.iq line 262: ARRAY_TO_STRING of a subquery's string is
+    # that string (Druid's planner types `col` VARCHAR); untyped, DuckDB's list function refused it
+    stage = pa.table({"col": pa.array(["1|22|333"], pa.string())})
+    outer = sqlglot.parse_one("SELECT STRLEN(ARRAY_TO_STRING(col, '|')) AS len FROM s", read=DIALECT)
+    plan = ComposedPlan([], outer, tables={"s": stage})
+    conn = duckdb.connect()
+    try:
+        install(conn)
+        answer = plan.start(conn, [])
+        batch = answer.next_batch()
+        assert batch is not None and answer.rows(batch) == [[8]]
+    finally:
+        conn.close()

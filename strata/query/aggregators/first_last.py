@@ -2,7 +2,10 @@
 
 The intermediate is the pair (value, time) so partials merge by comparing times. As Druid's
 numeric first/last in SQL-compatible mode, the value at the extreme time is taken even when it is
-null. `stringFirst/Last` truncate to `maxStringBytes` (counted in characters here).
+null. `stringFirst/Last` truncate to `maxStringBytes` (counted in characters here). Among rows of
+the same time the first aggregators keep the first row read and the last ones the last
+(`time < firstTime`, `time >= lastTime` in Druid's aggregators): the elements unnested from one row
+share its time, and `latest` of them is the row's last element.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from strata.query.aggregators.base import (
     filtered,
     numeric_input,
 )
-from strata.query.columns import TIME_COLUMN
+from strata.query.columns import ELEMENT_POSITION, TIME_COLUMN
 from strata.query.duck import quote_ident
 from strata.query.fields import get_int, get_str
 
@@ -65,8 +68,11 @@ class FirstLastAggregator(Aggregator):
         if types.get(self.time_column, "BIGINT") != "BIGINT":
             time = f"TRY_CAST({time} AS BIGINT)"
         pick, extreme = self._pick()
+        key = time
+        if self.last and ELEMENT_POSITION in types:  # the last element read among one time's rows
+            key = f"if({time} IS NULL, NULL, {{'t': {time}, 'p': {quote_ident(ELEMENT_POSITION)}}})"
         return [
-            aliased(f"CAST({filtered(f'{pick}({value}, {time})', cond)} AS {self._sql_type()})", col),
+            aliased(f"CAST({filtered(f'{pick}({value}, {key})', cond)} AS {self._sql_type()})", col),
             aliased(filtered(f"{extreme}({time})", cond), f"{col}_t"),
         ]
 

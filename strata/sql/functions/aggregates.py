@@ -15,6 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from strata.query.errors import invalid
+from strata.sql.functions.element_order import positions
 from strata.sql.functions.fragments import (
     TIME,
     aggregate_filter,
@@ -58,11 +59,22 @@ def _first_last(last: bool, by: bool) -> Rewrite:
         time = args[1] if by else _time_of(value, ctx)
         if kind(time) == "VARCHAR":
             raise invalid("EARLIEST_BY/LATEST_BY need a TIMESTAMP as their second argument")
-        fn = "arg_max_null" if last else "arg_min_null"
-        text = f"{fn}({_truncated(value, size)}, {sql_of(time)}){aggregate_filter(ctx)}"
+        fn, key = ("arg_max_null", _last_key(sql_of(time), node)) if last else ("arg_min_null", sql_of(time))
+        text = f"{fn}({_truncated(value, size)}, {key}){aggregate_filter(ctx)}"
         return typed(duck(text), kind(value) or "VARCHAR")
 
     return rewrite
+
+
+def _last_key(time: str, node: exp.Expr) -> str:
+    """What LATEST orders by: the time, then the position of each element unnested in the rows
+    read (`element_order`), so of one time's rows it keeps the last Druid reads, as its last
+    aggregators do (`time >= lastTime`); DuckDB's arg_max keeps the first of equal keys."""
+    elements = positions(node)
+    if not elements:
+        return time
+    fields = ", ".join(f"'p{i}': {p.sql(dialect='duckdb')}" for i, p in enumerate(elements))
+    return f"if({time} IS NULL, NULL, {{'t': {time}, {fields}}})"
 
 
 def _any_value(node: exp.Expr, ctx: Context) -> exp.Expr:

@@ -19,6 +19,7 @@ from sqlglot.optimizer.qualify import qualify
 from strata.query.errors import QueryUnsupported, invalid
 from strata.query.filters.sql import values_or_null
 from strata.sql.dialect import DIALECT
+from strata.sql.functions.element_order import in_row_order
 from strata.sql.functions.fragments import TIME, arguments, duck, kind, sql_of, typed, zone_name
 from strata.sql.functions.registry import FILTERED_BY_REWRITE, OPERATOR_KEYS, REGISTRY, REWRITES
 from strata.sql.functions.spec import Context, Rewrite
@@ -224,7 +225,7 @@ def _unnest(node: exp.Unnest, ctx: Context) -> exp.Expr:
             for e, mv, boolean in zip(node.expressions, multi_value, booleans, strict=True)
         ],
     )
-    return _in_row_order(node)
+    return in_row_order(node)
 
 
 def _boolean_array(node: exp.Expr) -> bool:
@@ -237,21 +238,6 @@ def _boolean_array(node: exp.Expr) -> bool:
         and bool(returning.expressions)
         and returning.expressions[0].is_type(exp.DataType.Type.BOOLEAN)
     )
-
-
-def _in_row_order(node: exp.Unnest) -> exp.Expr:
-    """A joined `UNNEST(expr) AS u(c)` as `LATERAL (SELECT UNNEST(expr) AS c) AS u`: Druid's unnest
-    hands on each row's elements in turn, in the row's order (what ARRAY_AGG and STRING_AGG
-    collect), and DuckDB's UNNEST of an expression in FROM runs as a join that interleaves the
-    rows (the first element of every row, then the second); a lateral subquery keeps them."""
-    alias = node.args.get("alias")
-    if alias is None or not alias.name or len(alias.columns) != 1 or node.args.get("offset"):
-        return node
-    columns = alias.columns
-    if not isinstance(node.parent, exp.Join) or len(node.expressions) != 1:
-        return node
-    elements = exp.select(exp.alias_(exp.Explode(this=node.expressions[0]), columns[0].copy()))
-    return exp.Lateral(this=exp.Subquery(this=elements), alias=exp.TableAlias(this=alias.this.copy()))
 
 
 def _keep_type(old: exp.Expr, new: exp.Expr) -> exp.Expr:
