@@ -71,6 +71,7 @@ def group_rows(
         plan.virtual_columns,
         labelled=per_segment,
         source=plan.source,
+        positions=any(a.reads_element_positions() for a in plan.aggregators),
     )
     relation, types, dimensions = explode(relation, types, plan.dimensions, plan.multi_value_unnesting)
     dims = [f"{d.sql(types)} AS {dim_col(i)}" for i, d in enumerate(dimensions)]

@@ -19,6 +19,7 @@ def filtered_relation(
     virtual: VirtualColumns = NO_VIRTUAL_COLUMNS,
     labelled: bool = True,
     source: DataSource | None = None,
+    positions: bool = False,
 ) -> tuple[str, dict[str, str]]:
     """SQL over all `inputs` with `__segment`, `__time`, `columns` and the filter's columns.
 
@@ -27,12 +28,13 @@ def filtered_relation(
     Virtual columns are projected over the scan; a filter that reads one applies after them.
     An `unnest` or `join` `source` wraps the scanned rows first (`strata.engine.wrapped_source`).
     `labelled=False`: segment labels may be null (a pass grouping across segments).
+    `positions`: an unnest gives each element's position too (`wrapped_source.wrap`).
     """
     wanted = list(dict.fromkeys(columns))
     if flt is not None:
         wanted += [c for c in sorted(flt.columns()) if c not in wanted]
     if source is not None and wrappers(source):
-        return _wrapped(inputs, wanted, flt, window_starts, virtual, labelled, source)
+        return _wrapped(inputs, wanted, flt, window_starts, virtual, labelled, source, positions)
     if not virtual.needed(wanted):
         if flt is None:
             return scan_relation(inputs, wanted, window_starts=window_starts, labelled=labelled)
@@ -52,6 +54,7 @@ def filtered_relation(
 def _wrapped(
     inputs: Sequence[SegmentInput], wanted: list[str], flt: Filter | None,
     window_starts: Mapping[str, int] | None, virtual: VirtualColumns, labelled: bool, source: DataSource,
+    positions: bool,
 ) -> tuple[str, dict[str, str]]:  # fmt: skip
     """The relation of an unnest or join datasource: the filter's terms on segment columns pushed
     into the scan, the rest after the wrappers and the virtual columns."""
@@ -63,7 +66,7 @@ def _wrapped(
     _, types = scan_relation(inputs, base, labelled=False)
     where = None if pushed is None else pushed.to_sql(types)
     relation, types = scan_relation(inputs, base, where, window_starts, labelled)
-    relation, types = wrap(relation, types, source)
+    relation, types = wrap(relation, types, source, positions)
     if needed:
         relation, types = virtual.project(relation, types, wanted)
     if rest is not None:

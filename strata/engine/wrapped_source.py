@@ -92,18 +92,23 @@ def split_filter(flt: Filter | None, below: set[str]) -> tuple[Filter | None, Fi
     return joined(pushed), joined(rest)
 
 
-def wrap(relation: str, types: Mapping[str, str], source: DataSource) -> tuple[str, dict[str, str]]:
-    """`relation` (a segment's rows) with the source's wrappers applied; its column types."""
+def wrap(
+    relation: str, types: Mapping[str, str], source: DataSource, positions: bool = False
+) -> tuple[str, dict[str, str]]:
+    """`relation` (a segment's rows) with the source's wrappers applied; its column types.
+    `positions`: each unnest also gives its element's position (for `*Last` aggregators' ties)."""
     scope = dict(types)
     for w in wrappers(source):
         if isinstance(w, UnnestSource):
-            relation, scope = _unnest(relation, scope, w)
+            relation, scope = _unnest(relation, scope, w, positions)
         else:
             relation, scope = _join(relation, scope, w)
     return relation, scope
 
 
-def _unnest(relation: str, types: dict[str, str], source: UnnestSource) -> tuple[str, dict[str, str]]:
+def _unnest(
+    relation: str, types: dict[str, str], source: UnnestSource, positions: bool
+) -> tuple[str, dict[str, str]]:
     typed = source.column.compile(types)
     if typed.multi or is_multi_value(typed.duck_type):
         values, element = values_or_null(typed.sql), STRING
@@ -113,16 +118,19 @@ def _unnest(relation: str, types: dict[str, str], source: UnnestSource) -> tuple
         values, element = f"[{typed.sql}]", typed.kind
     name = source.name
     element_duck = Typed("NULL", element).duck_type if element != "NULL" else "VARCHAR"
-    replaced = [c for c in (name, ELEMENT_POSITION) if c in types]
+    replaced = [c for c in (name, *([ELEMENT_POSITION] if positions else [])) if c in types]
     star = f"* EXCLUDE ({', '.join(map(quote_ident, replaced))})" if replaced else "*"
-    position = f"generate_subscripts({values}, 1)"
-    if ELEMENT_POSITION in types:  # an unnest of unnested rows: the outer positions come first
-        position = f"list_append({quote_ident(ELEMENT_POSITION)}, {position})"
-    else:
-        position = f"[{position}]"
-    columns = f"unnest({values}) AS {quote_ident(name)}, {position} AS {quote_ident(ELEMENT_POSITION)}"
+    columns = f"unnest({values}) AS {quote_ident(name)}"
+    out = {**types, name: element_duck}
+    if positions:
+        position = f"generate_subscripts({values}, 1)"
+        if ELEMENT_POSITION in types:  # an unnest of unnested rows: the outer positions come first
+            position = f"list_append({quote_ident(ELEMENT_POSITION)}, {position})"
+        else:
+            position = f"[{position}]"
+        columns += f", {position} AS {quote_ident(ELEMENT_POSITION)}"
+        out[ELEMENT_POSITION] = "BIGINT[]"
     relation = f"SELECT {star}, {columns} FROM ({relation})"
-    out = {**types, name: element_duck, ELEMENT_POSITION: "BIGINT[]"}
     if source.filter is not None:
         relation = f"SELECT * FROM ({relation}) WHERE {source.filter.to_sql(out)}"
     return relation, out

@@ -108,3 +108,29 @@ def test_the_position_column_is_not_an_output(inputs: list[SegmentInput]) -> Non
                          "resultFormat": "compactedList"})  # fmt: skip
     columns = {c for batch in run_to_json(query, inputs) for c in batch["columns"]}
     assert columns == {"__time", "label", "tags", "arr", "e"}
+
+
+def test_only_a_last_aggregator_makes_an_unnest_carry_positions() -> None:
+    """The position costs a list a row: an unnest gives it only when a `*Last` aggregator (plain
+    or filtered) breaks ties by it."""
+    from strata.engine.wrapped_source import wrap
+    from strata.query.columns import ELEMENT_POSITION
+    from strata.query.groupby import GroupByQuery
+
+    query = parse_query({
+        **BASE, "dataSource": {"type": "unnest", "base": {"type": "table", "name": "u"},
+                               "virtualColumn": {"type": "expression", "name": "t", "expression": "tags"}},
+        "aggregations": [
+            {"type": "count", "name": "n"},
+            {"type": "filtered", "filter": {"type": "selector", "dimension": "label", "value": "a"},
+             "aggregator": {"type": "stringLast", "name": "last", "fieldName": "t"}},
+            {"type": "stringFirst", "name": "first", "fieldName": "t"},
+        ],
+    })  # fmt: skip
+    assert isinstance(query, GroupByQuery) and query.source is not None
+    assert [a.reads_element_positions() for a in query.aggregations] == [False, True, False]
+    types = {"__time": "BIGINT", "label": "VARCHAR", "tags": "VARCHAR[]"}
+    plain, plain_types = wrap("SELECT * FROM rows", types, query.source)
+    with_positions, position_types = wrap("SELECT * FROM rows", types, query.source, positions=True)
+    assert ELEMENT_POSITION not in plain and ELEMENT_POSITION not in plain_types
+    assert ELEMENT_POSITION in with_positions and position_types[ELEMENT_POSITION] == "BIGINT[]"

@@ -35,6 +35,11 @@ class Aggregator(ABC):
     def columns(self) -> set[str]:
         """Input columns read from the segment rows."""
 
+    def reads_element_positions(self) -> bool:
+        """Whether ties among rows of one time are broken by an unnested element's position (a
+        `*Last` aggregator's): only then does an unnest carry the position, which costs a list a row."""
+        return False
+
     def split_invariant(self) -> bool:
         """Whether grouping all rows at once gives exactly what merging per-segment partials gives.
 

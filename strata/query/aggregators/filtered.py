@@ -27,6 +27,9 @@ class FilteredAggregator(Aggregator):
     def split_invariant(self) -> bool:
         return self.inner.split_invariant()
 
+    def reads_element_positions(self) -> bool:
+        return self.inner.reads_element_positions()
+
     def intermediate_fields(self, col: str) -> list[pa.Field]:
         return self.inner.intermediate_fields(col)
 

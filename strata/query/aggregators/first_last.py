@@ -49,6 +49,9 @@ class FirstLastAggregator(Aggregator):
     def columns(self) -> set[str]:
         return {self.field, self.time_column}
 
+    def reads_element_positions(self) -> bool:
+        return self.last
+
     def _sql_type(self) -> str:
         return "VARCHAR" if self.kind == "string" else SQL_TYPE[self.kind]
 
