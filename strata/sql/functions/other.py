@@ -137,15 +137,20 @@ def _divide(node: exp.Expr, ctx: Context) -> exp.Expr:
 _CALENDAR_MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
 
 
+def plus_minus(node: exp.Expr, ctx: Context) -> exp.Expr:
+    """`+` and `-`: of two LONGs as Java's longs (past the range it wraps around), of a timestamp
+    and an interval on the calendar (`shift_by_interval`); the rest as DuckDB adds."""
+    left, right = node.this, node.expression
+    if kind(left) == kind(right) == "BIGINT":
+        op = "-" if isinstance(node, exp.Sub) else "+"
+        return typed(duck(java_long_sum(sql_of(left), op, sql_of(right))), "BIGINT")
+    return shift_by_interval(node, ctx)
+
+
 def shift_by_interval(node: exp.Expr, ctx: Context) -> exp.Expr:
     """`timestamp +/- INTERVAL 'n' MONTH|QUARTER|YEAR` moves on sqlTimeZone's calendar, as Druid's
     timestamp_shift does; day-time intervals are fixed durations, which DuckDB adds as written."""
     left, right = node.this, node.expression
-    if kind(left) == kind(right) == "BIGINT":  # Java's long sum: past the range it wraps around
-        return typed(
-            duck(java_long_sum(sql_of(left), "-" if isinstance(node, exp.Sub) else "+", sql_of(right))),
-            "BIGINT",
-        )
     interval, ts = (right, left) if isinstance(right, exp.Interval) else (left, right)
     if ctx.zone is None or not isinstance(interval, exp.Interval) or kind(ts) != "TIMESTAMP":
         return node
@@ -195,7 +200,7 @@ OTHER: dict[str, Rewrite] = {
     "=": compare,
     "BETWEEN": between,
     "IN": in_list,
-    "+-": shift_by_interval,
+    "+-": plus_minus,
     "LITERAL": _decimal_literal,
 }
 OPERATOR_KEYS: dict[type[exp.Expr], str] = {
