@@ -87,3 +87,34 @@ def test_long_arrays_past_one_packed_key(seed: int) -> None:
     ]  # fmt: skip
     rows += [[1] * 30, [1] * 29, [1] * 29 + [None]]
     assert ordinal(pa.array(rows, pa.list_(pa.int64()))).tolist() == _oracle_ranks(rows)
+
+
+INTEGER_EDGES: dict[str, tuple[pa.DataType, list[int]]] = {
+    "int8": (pa.int8(), [-128, -1, 0, 127]),
+    "int64 extremes": (pa.int64(), [-(2**63), -1, 0, 2**63 - 1]),
+    "uint64 high": (pa.uint64(), [2**64 - 1, 2**64 - 2, 2**63]),
+    "int64 lowest": (pa.int64(), [-(2**63), -(2**63) + 1, -(2**63) + 7]),
+    "int64 wide": (pa.int64(), [0, 1, 2**40, 2**40 + 1]),  # 42-bit distances: ranks, not distances
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INTEGER_EDGES))
+@pytest.mark.parametrize("length", [1, 2, 5])
+def test_integer_elements_at_their_types_edges(kind: str, length: int) -> None:
+    """Integer elements are coded by their distance from the smallest where it fits the key, by
+    their ranks where it does not: both must keep Druid's order at the edges of every type."""
+    rng = random.Random(length)
+    value_type, pool = INTEGER_EDGES[kind]
+    rows: list[list[Any] | None] = [
+        None if rng.random() < 0.1 else [None if rng.random() < 0.1 else rng.choice(pool)
+                                         for _ in range(rng.randint(0, length))]
+        for _ in range(150)
+    ]  # fmt: skip
+    array = pa.array(rows, pa.list_(value_type))
+    assert ordinal(array).tolist() == _oracle_ranks(rows)
+    assert ordinal(array.slice(3, 100)).tolist() == _oracle_ranks(rows[3:103])
+
+
+def test_arrays_of_only_null_elements() -> None:
+    rows: list[list[Any] | None] = [[None], [], None, [None, None], [None]]
+    assert ordinal(pa.array(rows, pa.list_(pa.int64()))).tolist() == _oracle_ranks(rows)
