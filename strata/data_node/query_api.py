@@ -51,6 +51,7 @@ from strata.wire import (
     RESPONSE_CONTEXT_HEADER,
     encode_partials,
     missing_segments_context,
+    partials_stream,
     wants_arrow,
 )
 from timeline import SegmentDescriptor
@@ -164,7 +165,7 @@ class QueryEndpoint:
             if arrow and (whole := whole_scan_schema(query, inputs)) is not None:
                 return _ipc_stream(whole, whole_scan_batches(whole, inputs, WHOLE_SCAN_BATCH_ROWS), entry)
             if arrow:  # a broker: partials it can cache and merge
-                return encode_partials(run_for_broker(query, inputs))
+                return partials_stream(run_for_broker(query, inputs))
             merged = run_merged(query, inputs)
         except duckdb.OutOfMemoryException:
             raise engine_limits().exceeded(f"Query [{entry.query_id}] on data node {self.host}") from None

@@ -32,6 +32,10 @@ class CoalescingTransport:
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not data:
             return
+        if len(data) >= FLUSH_AT_BYTES:  # large: after what is held, as it is (the transport
+            self.flush()  # copies what the socket does not take at once, so nothing is held here)
+            self._transport.write(data)
+            return
         if not self._held:
             self._loop.call_soon(self.flush)
         self._held.append(bytes(data))  # a bytes object is not copied; a mutable buffer must be

@@ -44,11 +44,22 @@ def wants_arrow(accept: str | None) -> bool:
 
 def encode_partials(table: pa.Table) -> bytes:
     """A data node's partials as one Arrow IPC stream."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    return bytes(partials_stream(table))
+
+
+def partials_stream(table: pa.Table) -> memoryview:
+    """`encode_partials` without the copy into `bytes` (an HTTP response sends it as it is).
+
+    The stream is measured first and written into one buffer of its size: a growing buffer
+    reallocates as it fills, and every new piece of memory is paged in again (0.1-0.5 s for a
+    136 MB partial of 2.7M groups, 0.01-0.06 s sized)."""
+    size = pa.MockOutputStream()
+    with pa.ipc.new_stream(size, table.schema) as counter:
+        counter.write_table(table)
+    buffer = pa.allocate_buffer(size.size())
+    with pa.ipc.new_stream(pa.FixedSizeBufferWriter(buffer), table.schema) as writer:
         writer.write_table(table)
-    stream: bytes = sink.getvalue().to_pybytes()
-    return stream
+    return memoryview(buffer)
 
 
 def decode_partials(payload: bytes) -> pa.Table | None:

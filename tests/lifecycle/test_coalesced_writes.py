@@ -66,6 +66,33 @@ def test_writes_of_one_turn_leave_as_one_piece() -> None:
     asyncio.run(scenario())
 
 
+class Passing(Recorder):
+    """A recorder that also keeps each object it was handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passed: list[object] = []
+
+    def write(self, data: bytes) -> None:
+        self.passed.append(data)
+        super().write(data)
+
+
+def test_a_large_piece_follows_what_is_held_without_a_copy() -> None:
+    async def scenario() -> None:
+        inner = Passing()
+        t = CoalescingTransport(inner, asyncio.get_running_loop())  # type: ignore[arg-type]
+        t.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        body = memoryview(b"z" * (FLUSH_AT_BYTES + 1))
+        t.write(body)
+        assert inner.writes == [b"HTTP/1.1 200 OK\r\n\r\n", bytes(body)]  # in order
+        assert inner.passed[1] is body  # handed on as it is: the transport copies what it keeps
+        await asyncio.sleep(0)
+        assert len(inner.writes) == 2
+
+    asyncio.run(scenario())
+
+
 async def small(request: Request) -> Response:
     return Response(b'{"ok":true}', media_type="application/json", headers={"X-Druid-Query-Id": "q"})
 

@@ -14,6 +14,7 @@ from strata.wire import (
     error_body,
     missing_segments_context,
     parse_missing_segments,
+    partials_stream,
     wants_arrow,
 )
 from timeline import Interval, SegmentDescriptor
@@ -25,6 +26,20 @@ def test_partials_round_trip_and_an_empty_body_is_none() -> None:
     table = pa.table({"__segment": ["s1", None], "a0": pa.array([3, None], pa.int64())})
     assert decode_partials(encode_partials(table)) == table
     assert decode_partials(b"") is None
+
+
+@pytest.mark.parametrize("rows", [0, 1, 70_000])
+def test_a_sized_stream_is_the_same_stream(rows: int) -> None:
+    """The data node's stream, written into a buffer of its measured size, is byte for byte the
+    stream `encode_partials` writes, chunks, nulls and list columns included."""
+    chunk = pa.table({
+        "d0": pa.array([[i % 7, None] if i % 5 else None for i in range(rows)], pa.list_(pa.int64())),
+        "a0": pa.array([None if i % 3 == 0 else f"v{i}" for i in range(rows)]),
+    })  # fmt: skip
+    table = pa.concat_tables([chunk, chunk.slice(rows // 2)])
+    stream = partials_stream(table)
+    assert bytes(stream) == encode_partials(table)
+    assert decode_partials(bytes(stream)) == table
 
 
 def test_a_truncated_stream_is_an_arrow_error() -> None:
