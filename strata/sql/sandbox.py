@@ -110,7 +110,7 @@ def _converter(kind: str, zone: ZoneInfo | None) -> Callable[[Any], Any] | None:
     return None
 
 
-_PER_MILLI = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}
+_PER_MILLI = {"ms": 1, "us": 1000, "ns": 1_000_000}  # seconds multiply: their own branch
 
 
 def _epoch_millis(column: pa.Array) -> list[int | None]:
