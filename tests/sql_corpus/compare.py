@@ -3,7 +3,8 @@
 Printing is normalised, not the values: NULL and '' both print as an empty cell; numbers compare
 as numbers (`3` = `3.0`, a FLOAT's `0.10000000149011612` = `0.1`, to 6 significant digits);
 timestamps compare as instants whatever their spelling (`2015-09-12T00:00:00.000Z`,
-`2015-09-12 00:00:00.000`, `2015-09-12 00:00:00`, and a DATE `2015-09-12` for midnight); booleans
+`2015-09-12 00:00:00.000`, `2015-09-12 00:00:00`, and a DATE `2015-09-12` for midnight; inside an
+array as the epoch milliseconds the SQL API answers for a TIMESTAMP ARRAY's elements); booleans
 as `true`/`false`; arrays, multi-value strings and nested values by their elements, however they
 are spelled: quidem prints an ARRAY as Java does (`[S1, 1, null]`), a multi-value string and a
 nested value as JSON (`["a","b"]`), the SQL API answers JSON. Row order matters only when the
@@ -12,6 +13,7 @@ statement's outermost query has an ORDER BY, and then only between rows whose OR
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -92,7 +94,21 @@ def _rendered(value: Any) -> str:
     if isinstance(value, (int, float)):
         return _canonical_number(float(value))
     text = str(value).strip()
-    return _canonical_number(float(text)) if _NUMBER.match(text) else text
+    if _NUMBER.match(text):
+        return _canonical_number(float(text))
+    instant = _TIMESTAMP.match(text)
+    if instant and instant.group(2):  # an element with a time of day: its epoch milliseconds
+        return _canonical_number(_epoch_millis(*instant.groups()))
+    return text
+
+
+def _epoch_millis(date: str, clock: str, fraction: str | None) -> float:
+    """quidem prints a TIMESTAMP ARRAY's elements as datetimes where the SQL API, Druid's as
+    Strata's, answers the epoch milliseconds they hold (Druid's SqlRowTransformer turns only
+    TIMESTAMP and DATE columns into text, and passes arrays on as they are; the `.msq` files
+    print the same statements' elements as those milliseconds)."""
+    moment = datetime.datetime.fromisoformat(f"{date}T{clock}").replace(tzinfo=datetime.UTC)
+    return round(moment.timestamp() * 1000) + round(float(fraction or "0") * 1000)
 
 
 def _canonical_number(x: float) -> str:

@@ -65,6 +65,17 @@ def test_printing_is_normalised_not_values() -> None:
     assert compare("select 1", want, ["t", "d", "n", "f", "b", "EXPR$5"], got) is not None
 
 
+def test_timestamp_array_elements_are_their_epoch_milliseconds() -> None:
+    """quidem's `[2020-01-01 01:01:01]` for a TIMESTAMP ARRAY is the SQL API's epoch milliseconds
+    (the `.msq` files print the same statement's answer as `[1577840461000]`); a string element
+    printed alike on both sides stays equal, another instant or a plain number does not."""
+    want = Table(("col",), (("[2020-01-01 01:01:01, 2020-02-01 01:01:01.5]",),))
+    assert compare("select 1", want, ["col"], [[[1577840461000, 1580518861500]]]) is None
+    assert compare("select 1", want, ["col"], [[["2020-01-01 01:01:01", "2020-02-01T01:01:01.500Z"]]]) is None
+    assert compare("select 1", want, ["col"], [[[1577840461001, 1580518861500]]]) is not None
+    assert compare("select 1", want, ["col"], [[[1577840461, 1580518861]]]) is not None
+
+
 def test_order_matters_only_under_an_outer_order_by_and_only_between_different_keys() -> None:
     want = Table(("k", "v"), (("a", "1"), ("a", "2"), ("b", "3")))
     swapped_ties = [["a", 2], ["a", 1], ["b", 3]]
