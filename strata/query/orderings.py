@@ -123,7 +123,7 @@ def _dense_ranks(keys: np.ndarray) -> np.ndarray:
     takes two). Where a key and its position fit 63 bits together they are sorted as one number,
     which numpy's vectorised sort does in half the time of an argsort."""
     n = len(keys)
-    key_bits, position_bits = int(keys.max(initial=0) + 1).bit_length(), max(n - 1, 0).bit_length()
+    key_bits, position_bits = (int(keys.max(initial=0)) + 1).bit_length(), max(n - 1, 0).bit_length()
     if key_bits + position_bits <= 63:
         both = np.sort(((keys + 1) << position_bits) | np.arange(n, dtype=np.int64))
         order = both & ((1 << position_bits) - 1)

@@ -118,3 +118,14 @@ def test_integer_elements_at_their_types_edges(kind: str, length: int) -> None:
 def test_arrays_of_only_null_elements() -> None:
     rows: list[list[Any] | None] = [[None], [], None, [None, None], [None]]
     assert ordinal(pa.array(rows, pa.list_(pa.int64()))).tolist() == _oracle_ranks(rows)
+
+
+@pytest.mark.filterwarnings("error")  # numpy warns of an int64 overflow
+def test_keys_filling_all_63_bits() -> None:
+    """Seven elements of 9-bit codes make keys up to 2**63 - 1: ranked without overflow."""
+    rng = random.Random(7)
+    rows: list[list[Any] | None] = [
+        [rng.choice([0, 1, 508, 509]) for _ in range(rng.randint(0, 7))] for _ in range(300)
+    ]
+    rows += [[509] * 7, [509] * 6 + [508], [509] * 7, None]
+    assert ordinal(pa.array(rows, pa.list_(pa.int64()))).tolist() == _oracle_ranks(rows)
