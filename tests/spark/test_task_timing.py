@@ -16,9 +16,9 @@ from strata.spark import task_timing
 from strata.spark.read_ahead import read_ahead
 
 
-def batches(count: int, rows: int, pause: float = 0.0) -> Iterator[pa.RecordBatch]:
+def batches(count: int, rows: int, pause: float = 0.0, first_pause: float = 0.0) -> Iterator[pa.RecordBatch]:
     for i in range(count):
-        time.sleep(pause)
+        time.sleep(first_pause if i == 0 else pause)
         yield pa.record_batch({"x": pa.array(range(i * rows, (i + 1) * rows))})
 
 
@@ -36,15 +36,19 @@ def test_a_task_logs_its_rows_timestamps_and_waits(tmp_path: Path, monkeypatch: 
     times = task_timing.AheadTimes()
     before = time.time()
     got = []
-    # the reader makes a batch every 20 ms and the consumer takes 30 ms over each: both wait
-    for batch in task_timing.timed_task(read_ahead(batches(10, 100, 0.02), 2, times), times, files=3):
+    # the reader takes 250 ms over its first batch, then 20 ms a batch, and the consumer takes 50 ms
+    # over each: the consumer waits for the first, then the reader for room in the queue. The
+    # margins are wide: on a loaded host the consumer can start late (once, 20 ms later than the
+    # reader's first batch, it did not wait at all)
+    reader = read_ahead(batches(10, 100, 0.02, first_pause=0.25), 2, times)
+    for batch in task_timing.timed_task(reader, times, files=3):
         got.append(batch)
-        time.sleep(0.03)
+        time.sleep(0.05)
     task_timing.record("plan", start=1.0, end=2.0, partitions=2)
     (task, plan) = [json.loads(line) for line in log.read_text().splitlines()]
     assert [b.num_rows for b in got] == [100] * 10 and task["rows"] == 1000
     assert before <= task["start"] <= task["first_ready"] <= task["first"] <= task["end"] <= time.time()
     assert task["files"] == 3 and task["kind"] == "task" and plan["kind"] == "plan"
-    assert 10 * 0.03 <= task["handing_s"] < task["end"] - task["start"]  # the consumer's time away
-    assert task["waited_for_reader_s"] >= 0.015  # at least the first batch's 20 ms, less timer slack
+    assert 10 * 0.05 <= task["handing_s"] < task["end"] - task["start"]  # the consumer's time away
+    assert task["waited_for_reader_s"] >= 0.1  # most of the first batch's 250 ms
     assert task["reader_blocked_s"] > 0  # the reader, faster, waited for room in the queue
