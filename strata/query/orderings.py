@@ -56,9 +56,9 @@ def _array_ordinal(arr: pa.Array) -> np.ndarray:
     order; where every array's codes fit one 63-bit key, the keys are ranked without DuckDB.
     """
     assert isinstance(arr, pa.ListArray | pa.LargeListArray)
-    offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-    offsets = offsets - offsets[0]
-    elements = arr.values.slice(int(arr.offsets[0].as_py()), int(offsets[-1]))
+    absolute = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    offsets = absolute - absolute[0]
+    elements = arr.values.slice(int(absolute[0]), int(offsets[-1]))
     longest = int(np.diff(offsets).max(initial=0))
     codes = _offset_codes(elements, longest)
     if codes is None:
