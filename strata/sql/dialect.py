@@ -17,6 +17,9 @@ extended here too, so every module reads statements the same way:
 - `ARRAY_AGG([DISTINCT] expr, size)` keeps its size in bytes (a literal, in the node's
   `meta["size"]`), which sqlglot dropped; `STRING_AGG`'s third argument is its size too (sqlglot
   files it as `on_overflow`).
+- A bracket that starts an operand (`[1, 2]`, `{'a': 1}`: DuckDB's list and struct literals) is a
+  syntax error, as in Calcite's parser, which knows only `ARRAY[...]`, `MAP[...]` and subscripts:
+  a statement Druid refuses is never answered here. JDBC's `{d '...'}` escapes stay.
 """
 
 from __future__ import annotations
@@ -83,6 +86,9 @@ def _array_agg(args: list[exp.Expr]) -> exp.Expr:
     return node
 
 
+_LITERAL_BRACKETS = frozenset([TokenType.L_BRACKET, TokenType.L_BRACE])
+
+
 def _any_value(args: list[exp.Expr]) -> exp.Expr:
     if len(args) == 1:
         return exp.AnyValue(this=args[0])
@@ -114,6 +120,20 @@ class DruidSQL(Druid):
             **DruidParser.NO_PAREN_FUNCTION_PARSERS,
             "PI": lambda self: _pi(self),
         }
+
+        def _parse_bracket(self, this: exp.Expr | None = None) -> exp.Expr | None:
+            opening = self._curr
+            if this is None and opening is not None and opening.token_type in _LITERAL_BRACKETS:
+                after = self._next
+                odbc = (
+                    opening.token_type == TokenType.L_BRACE
+                    and after is not None
+                    and after.token_type == TokenType.VAR
+                    and after.text.lower() in self.ODBC_DATETIME_LITERALS
+                )
+                if not odbc:
+                    self.raise_error(f"Received an unexpected token [{opening.text}]", opening)
+            return super()._parse_bracket(this)
 
     class Generator(DruidGenerator):
         TRANSFORMS = {

@@ -211,3 +211,15 @@ def test_engine_errors_are_druid_categories_without_the_engines_text(
         assert set(body) >= DRUID_ERROR_KEYS, body
         for leak in ("sqlglot", "<class", "<Token", "Traceback", "\x1b", "duckdb.", "Exception:"):
             assert leak not in body["errorMessage"], (sql, body)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECT ARRAY[[1, 2, 3], [1, 2, 3]] AS col FROM wikipedia", "SELECT {'a': added} FROM wikipedia"],
+    ids=["list literal", "struct literal"],
+)
+def test_duckdb_literals_are_druid_syntax_errors(cluster: dict[str, Any], sql: str) -> None:  # noqa: F811
+    """A bracket Calcite's parser does not take (Druid's QA corpus: `ARRAY[[1,2,3], ..]` is
+    "unexpected token") is Druid's 400 saying where, never an answer DuckDB's syntax made."""
+    message = refused(post(cluster["broker"], json={"query": sql}))
+    assert "line [1], column [" in message and "Received an unexpected token" in message, message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlglot
 from sqlglot import exp
 
@@ -51,3 +52,28 @@ def test_is_predicates_bind_looser_than_comparisons() -> None:
     assert isinstance(_item("SELECT NOT a IS NULL"), exp.Not)  # NOT still binds looser than IS
     assert isinstance(_item("SELECT a IS NULL = FALSE"), exp.EQ)
     assert isinstance(_item("SELECT a + b IS NULL").this, exp.Add)
+
+
+def test_bracket_literals_are_syntax_errors_as_in_calcite() -> None:
+    """DuckDB's `[...]` and `{...}` literals are not Druid SQL: Calcite's parser refuses them, so
+    Strata does too (a statement Druid refuses is never answered); ARRAY[...], MAP[...],
+    subscripts and JDBC's `{fn ...}` escapes parse as before."""
+    for sql, token, col in (
+        ("SELECT [1, 2, 3]", "[", 8),
+        ("SELECT ARRAY[[1, 2, 3], [1, 2, 3]] FROM t", "[", 14),
+        ("SELECT {'a': 1}", "{", 8),
+        ("SELECT x FROM t WHERE x IN ([1])", "[", 29),
+    ):
+        with pytest.raises(sqlglot.errors.ParseError) as caught:
+            sqlglot.parse_one(sql, dialect=DIALECT)
+        (error,) = caught.value.errors
+        assert error["description"] == f"Received an unexpected token [{token}]", sql
+        assert (error["line"], error["col"]) == (1, col), sql
+    for sql in (
+        "SELECT ARRAY[1, 2][1]",
+        "SELECT ARRAY[ARRAY[1], ARRAY[2]]",
+        "SELECT MAP['a', 1]",
+        'SELECT a[1], "b"[2], (ARRAY[1])[1] FROM t',
+        "SELECT {fn UCASE('a')}",
+    ):
+        assert sqlglot.parse_one(sql, dialect=DIALECT).sql(dialect=DIALECT), sql
