@@ -195,7 +195,8 @@ async def _partials(
     loop = asyncio.get_running_loop()
     timeout_ms = broker.runner.timeout_ms(query)
     deadline = loop.time() + timeout_ms / 1000 if timeout_ms else None
-    scatter = Scatter(broker.view, broker.client, on_response=_record(broker))
+    budget = broker.runner.gather_budget(query)
+    scatter = Scatter(broker.view, broker.client, on_response=_record(broker), budget=budget)
 
     def time_left() -> float | None:
         return None if deadline is None else max(0.001, deadline - loop.time())

@@ -86,6 +86,8 @@ def build_broker(
         inventory = HttpInventory(view, nodes, headers=node_headers, tls_ca=tls_ca)
     if args.max_concurrent_queries < 1 or args.query_queue < 0:
         raise BrokerConfigError("--max-concurrent-queries must be >= 1 and --query-queue >= 0")
+    if args.max_scatter_gather_bytes < 0:
+        raise BrokerConfigError("--max-scatter-gather-bytes must be >= 0 (0: no limit)")
     settings = BrokerSettings(
         host=broker_address(args),
         max_concurrent_queries=args.max_concurrent_queries,
@@ -94,6 +96,7 @@ def build_broker(
         limits=RunnerLimits(
             default_timeout_ms=_within(args.default_query_timeout, args.max_query_timeout),
             max_timeout_ms=args.max_query_timeout,
+            max_scatter_gather_bytes=args.max_scatter_gather_bytes,
         ),
         engine=engine(args),
         max_subquery_rows=args.max_subquery_rows,

@@ -111,6 +111,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="bytes a SQL statement's subqueries may hand the broker in all; a context's "
         "maxSubqueryBytes may lower it, never raise it (default: a quarter of --query-memory)",
     )  # fmt: skip
+    limits.add_argument(
+        "--max-scatter-gather-bytes", type=size, default=0, metavar="SIZE",
+        help="bytes of partials one query may gather from data nodes, counted as they arrive (Druid's "
+        "druid.server.http.maxScatterGatherBytes); a context's maxScatterGatherBytes may lower it, never "
+        "raise it (default 0: none, as in Druid)",
+    )  # fmt: skip
     add_engine_flags(parser, query_memory=512 * MiB, engine_memory=2 * GiB)
     parser.add_argument(
         "--merge-processes",

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from broker_service.by_segment import by_segment_results
 from broker_service.cache_policy import CacheLookup, NoSegmentCache, SegmentCachePolicy, SharedPartial
-from broker_service.data_node_client import DataNodeClient
+from broker_service.data_node_client import DataNodeClient, GatherBudget
 from broker_service.merge_processes import MergeProcesses
 from broker_service.merging import merge_and_encode, merge_and_finalize, scan_table
 from broker_service.metadata_answers import metadata_answerable, split_by_facts, split_metadata_partials
@@ -36,7 +36,7 @@ from strata.discovery.server_metadata import ServerMetadata
 from strata.engine.subquery import answer_over_inline, answer_over_rows, inline_of
 from strata.lookups.rows import lookup_inline
 from strata.query import Query
-from strata.query.context import DEFAULT_TIMEOUT_MS, timeout_within
+from strata.query.context import DEFAULT_TIMEOUT_MS, scatter_gather_bytes_within, timeout_within
 from strata.query.data_source import (
     InlineSource,
     JoinSource,
@@ -88,6 +88,7 @@ class RunnerLimits:
     default_timeout_ms: int = DEFAULT_TIMEOUT_MS  # a query's `timeout` when its context has none
     max_timeout_ms: int = 0  # the most a query's `timeout` may be (0: no maximum)
     max_join_rows: int = 100_000  # rows of a join's right-side query (Druid's maxSubqueryRows)
+    max_scatter_gather_bytes: int = 0  # partial bytes one query may gather (0: none, Druid's default)
 
 
 @dataclass
@@ -169,9 +170,15 @@ class QueryRunner:
         """The query's timeout under the broker's default and maximum (a 400 past the maximum)."""
         return timeout_within(query.context.raw, self.limits.default_timeout_ms, self.limits.max_timeout_ms)
 
+    def gather_budget(self, query: Query) -> GatherBudget | None:
+        """What the query may gather from data nodes (a 400 past the broker's limit); None: no limit."""
+        limit = scatter_gather_bytes_within(query.context.raw, self.limits.max_scatter_gather_bytes)
+        return GatherBudget(limit, query.context.query_id) if limit else None
+
     # -- internals --------------------------------------------------------------------------------
     async def _run_with_timeout(self, query: Query, as_table: bool, sql: SqlAnswer | None) -> QueryResult:
         timeout_ms = self.timeout_ms(query)
+        self.gather_budget(query)  # a context past the broker's limit is a 400 even when the cache answers
         if not timeout_ms:
             return await self._run(query, None, as_table, sql)
         loop = asyncio.get_running_loop()
@@ -273,6 +280,7 @@ class QueryRunner:
             self.client,
             on_server_contacted=(lambda s: entry.servers.setdefault(s.name, s)) if entry else None,
             on_response=self._record_node,
+            budget=self.gather_budget(query),
         )
         try:
             # per-segment partials only where they are cached, shared with waiters, or asked for

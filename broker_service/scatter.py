@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from broker_service.data_node_client import DataNodeClient, NodeResponse
+from broker_service.data_node_client import DataNodeClient, GatherBudget, NodeResponse
 from broker_service.errors import NodeFailure
 from broker_service.inflight import ServerLeft
 from broker_service.segment_plan import SegmentTask
@@ -52,11 +52,13 @@ class Scatter:
         *,
         on_server_contacted: Callable[[ServerMetadata], object] | None = None,
         on_response: Callable[[ServerMetadata, float, bool], None] | None = None,
+        budget: GatherBudget | None = None,  # the query's maxScatterGatherBytes, over every gather
     ):
         self.view = view
         self.client = client
         self.on_server_contacted = on_server_contacted
         self.on_response = on_response
+        self.budget = budget
 
     async def gather(
         self,
@@ -128,7 +130,9 @@ class Scatter:
         ok = False
         try:
             descriptors = [t.descriptor for t in group]
-            call = self.client.run(server, query, descriptors, timeout_s, per_segment=per_segment)
+            call = self.client.run(
+                server, query, descriptors, timeout_s, per_segment=per_segment, budget=self.budget
+            )
             try:
                 response = await self.view.inflight.run(server.name, call)
             except ServerLeft:

@@ -104,3 +104,19 @@ def timeout_within(raw: Mapping[str, Any], default_ms: int, max_ms: int) -> int:
             "configured [timeout = %d] is more than enforced limit of maxQueryTimeout [%d].", timeout, max_ms
         )
     return timeout or max_ms
+
+
+def scatter_gather_bytes_within(raw: Mapping[str, Any], max_bytes: int) -> int:
+    """Bytes of partials the broker may gather from data nodes for a query (0: no limit): the
+    context's `maxScatterGatherBytes` under the broker's (Druid's
+    druid.server.http.maxScatterGatherBytes, 0: none). A context may lower it, never raise it:
+    past it is Druid's 400."""
+    key = "maxScatterGatherBytes"
+    asked = 0 if raw.get(key) is None else int(get_int(raw, key, what="context", minimum=1))
+    if max_bytes <= 0:
+        return asked
+    if asked > max_bytes:
+        raise invalid(
+            "configured [maxScatterGatherBytes = %d] is more than enforced limit of [%d].", asked, max_bytes
+        )
+    return asked or max_bytes

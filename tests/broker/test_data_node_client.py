@@ -5,6 +5,7 @@ without real data nodes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 
 import aiohttp
@@ -12,11 +13,11 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from broker_service.data_node_client import DataNodeClient, _Reply
+from broker_service.data_node_client import READ_PIECE_BYTES, DataNodeClient, GatherBudget, _Reply
 from broker_service.errors import NodeFailure, RemoteQueryError
 from strata.discovery.server_metadata import ServerMetadata
 from strata.query import parse_query
-from strata.query.errors import QueryTimeout
+from strata.query.errors import QueryTimeout, ResourceLimitExceeded
 from strata.wire import ARROW_STREAM
 from timeline import Interval, SegmentDescriptor
 
@@ -114,7 +115,14 @@ class _Failing(DataNodeClient):
         super().__init__()
         self.failure = failure
 
-    async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float | None) -> _Reply:
+    async def _post(
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        timeout_s: float | None,
+        budget: GatherBudget | None,
+    ) -> _Reply:
         raise self.failure
 
 
@@ -215,11 +223,18 @@ class _ResetOnce(DataNodeClient):
         self.failure = failure
         self.posts = 0
 
-    async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float | None) -> _Reply:
+    async def _post(
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        timeout_s: float | None,
+        budget: GatherBudget | None,
+    ) -> _Reply:
         self.posts += 1
         if self.posts == 1:
             raise self.failure
-        return await super()._post(url, body, headers, timeout_s)
+        return await super()._post(url, body, headers, timeout_s, budget)
 
 
 @pytest.mark.parametrize(
@@ -254,3 +269,53 @@ def test_a_connection_lost_before_the_answer_is_tried_once_more(failure: Excepti
 
     answer, posts = asyncio.run(go())
     assert posts == 2 and answer.table.equals(PARTIAL)  # type: ignore[attr-defined]
+
+
+def test_partials_are_read_within_the_querys_gather_budget() -> None:
+    """One budget over every node of a query (Druid's maxScatterGatherBytes): the answers are counted
+    a piece at a time as they arrive, and the one that passes the budget ends the query; a node's
+    error body is not counted."""
+    rows = 400_000
+    big = arrow_bytes(pa.table({"__segment": ["s"] * rows, "n": list(range(rows))}))  # 5.2 MB: 5 pieces
+    sent: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")
+        )
+        query = orjson.loads(await reader.readexactly(length))
+        refused = query["context"].get("refuse")
+        body = orjson.dumps({"error": "Resource limit exceeded", "errorMessage": "no"}) if refused else big
+        kind = "application/json" if refused else ARROW_STREAM
+        writer.write(response(400 if refused else 200, body, {"Content-Type": kind}))
+        sent.append(len(body))
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        writer.close()
+
+    async def go() -> None:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        node = ServerMetadata(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
+        client = DataNodeClient()
+        try:
+            budget = GatherBudget(len(big) * 2 - 1, "q1")
+            first = await client.run(node, QUERY, [SEGMENT], 5.0, budget=budget)
+            assert first.table is not None and first.table.num_rows == rows and budget.taken == len(big)
+            refusal = QUERY.with_context(QUERY.context.with_values(refuse=True))
+            with pytest.raises(RemoteQueryError):
+                await client.run(node, refusal, [SEGMENT], 5.0, budget=budget)
+            assert budget.taken == len(big)
+            with pytest.raises(
+                ResourceLimitExceeded, match=r"Query\[q1\] url\[http://127.0.0.1:\d+/druid/v2/\] max"
+            ):
+                await client.run(node, QUERY, [SEGMENT], 5.0, budget=budget)
+            assert budget.limit < budget.taken <= budget.limit + READ_PIECE_BYTES  # it stopped at the limit
+            unlimited = await client.run(node, QUERY, [SEGMENT], 5.0)
+            assert unlimited.table is not None and unlimited.table.num_rows == rows
+        finally:
+            await client.close()
+            server.close()
+
+    asyncio.run(asyncio.wait_for(go(), 60))

@@ -87,3 +87,18 @@ def test_a_failure_mid_stream_reaches_the_client(cluster: dict[str, Any]) -> Non
     with pytest.raises(StrataError, match=r"failed a scan: .*timed out"):
         for _ in client.scan_batches(body):
             pass
+
+
+def test_a_streamed_scan_gathers_within_max_scatter_gather_bytes(cluster: dict[str, Any]) -> None:
+    """Druid counts a scan's partials like any query's: past the context's maxScatterGatherBytes the
+    stream ends with Druid's capacity error, within it the same scan streams whole."""
+    body = {"queryType": "scan", "dataSource": "wikipedia", "intervals": DAY, "columns": ["page"]}
+    client = BrokerClient(cluster["broker"].url, 60)
+    limited = {**body, "context": {"maxScatterGatherBytes": 100_000}}
+    with pytest.raises(StrataError, match=r"max scatter-gather bytes limit reached"):
+        for _ in client.scan_batches(limited):
+            pass
+    whole = pa.Table.from_batches(
+        list(client.scan_batches({**body, "context": {"maxScatterGatherBytes": 10**9}}))
+    )
+    assert whole.num_rows == arrow_scan(cluster["broker"].url, body).num_rows > 0

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from broker_service.relational_engine import EngineSlot, EngineSlots, RelationalEngine
-from strata.query.context import timeout_within
+from strata.query.context import scatter_gather_bytes_within, timeout_within
 from strata.query.duck import EngineLimits, MiB
 from strata.query.errors import InvalidInput, QueryInterrupted, ResourceLimitExceeded
 from strata.server.thread_priority import LOW_NICE
@@ -227,6 +227,19 @@ def test_timeouts_under_the_servers_default_and_maximum() -> None:
         timeout_within({"timeout": 60_001}, 300_000, 60_000)
     with pytest.raises(InvalidInput):
         timeout_within({"timeout": -1}, 300_000, 0)
+
+
+def test_scatter_gather_bytes_under_the_brokers_limit() -> None:
+    assert scatter_gather_bytes_within({}, 0) == 0  # none, as Druid's default
+    assert scatter_gather_bytes_within({"maxScatterGatherBytes": 5}, 0) == 5
+    assert scatter_gather_bytes_within({}, 1000) == 1000
+    assert scatter_gather_bytes_within({"maxScatterGatherBytes": "999"}, 1000) == 999
+    assert scatter_gather_bytes_within({"maxScatterGatherBytes": None}, 1000) == 1000
+    with pytest.raises(InvalidInput, match=r"configured \[maxScatterGatherBytes = 1001\] is more than enforced"):
+        scatter_gather_bytes_within({"maxScatterGatherBytes": 1001}, 1000)
+    for bad in (0, -1, "lots", [1]):
+        with pytest.raises(InvalidInput, match="maxScatterGatherBytes"):
+            scatter_gather_bytes_within({"maxScatterGatherBytes": bad}, 1000)
 
 
 def test_nan_and_infinities_are_spelled_as_druids_json_writer_does(cursor: duckdb.DuckDBPyConnection) -> None:

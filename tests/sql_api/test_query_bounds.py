@@ -28,10 +28,12 @@ pytestmark = pytest.mark.integration
 MiB = 1 << 20
 BROKER_FLAGS = [
     "--query-memory", "64MiB", "--engine-memory", "128MiB", "--spill-bytes", "128MiB",
-    "--max-subquery-bytes", "32MiB", "--max-query-timeout", "120000", "--merge-threads", "2",
+    "--max-subquery-bytes", "32MiB", "--max-scatter-gather-bytes", "64MiB", "--max-query-timeout", "120000",
+    "--merge-threads", "2",
 ]  # fmt: skip
 # what those flags let the broker hold: its DuckDB (128 MiB, and 2 merge threads' 64 MiB each), the
-# subqueries' results (32 MiB of JSON, some four times that as Python values), its own ~200 MiB; the
+# subqueries' results (32 MiB of JSON, some four times that as Python values), a query's partials (64
+# MiB as they arrive, and decoded), its own ~200 MiB; the
 # module's statements peaked at 448 MiB (the three-way cross join took 23.7 GB before issue 36)
 BROKER_LIMIT = 768 * MiB
 # a scan whose filter costs each of the sample's rows milliseconds of a data node's CPU
@@ -202,15 +204,41 @@ def test_a_timeout_on_the_data_nodes_scan_stops_their_work(
 
 
 def test_a_data_nodes_query_past_its_memory_is_druids_resource_limit(broker: StrataProcess) -> None:
-    """Grouped by 30,000-character values: far more than a data node's 256 MiB per query and 64 MiB
-    of spill; the node refuses with Druid's 400 naming its limits, the broker passes it on."""
+    """Grouped by 120,000-character values of its 35,143 pages: 4 GB, past a data node's 256 MiB
+    per query and 64 MiB of spill however the 24 hourly segments split between the two nodes (with
+    30,000 characters a node holding a seventh of the pages answered, some 230 MB the broker held);
+    the node refuses with Druid's 400 naming its limits, the broker passes it on."""
     native = {"queryType": "groupBy", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
               "granularity": "all", "dimensions": ["wide"], "aggregations": [{"type": "count", "name": "n"}],
               "virtualColumns": [{"type": "expression", "name": "wide", "outputType": "STRING",
-                                  "expression": "lpad(page, 30000, page)"}]}  # fmt: skip
+                                  "expression": "lpad(page, 120000, page)"}]}  # fmt: skip
     resp = httpx.post(f"{broker.url}/druid/v2/", json=native, timeout=120)
     message = druid_error(resp, 400, "Resource limit exceeded", "CAPACITY_EXCEEDED")
     assert "256 MiB" in message and "--query-memory" in message and "data node" in message
+
+
+def test_partials_past_max_scatter_gather_bytes_are_druids_resource_limit(broker: StrataProcess) -> None:
+    """Druid's maxScatterGatherBytes: partials are counted across the nodes as they arrive, so a
+    query past it ends there, and the context may lower the broker's limit but never raise it."""
+    native = {"queryType": "groupBy", "dataSource": "wikipedia", "intervals": ["2015-09-12/2015-09-13"],
+              "granularity": "all", "dimensions": ["page"], "aggregations": [{"type": "count", "name": "n"}]}  # fmt: skip
+    lowered = {**native, "context": {"maxScatterGatherBytes": 100_000}}
+    resp = httpx.post(f"{broker.url}/druid/v2/", json=lowered, timeout=120)
+    message = druid_error(resp, 400, "Resource limit exceeded", "CAPACITY_EXCEEDED")
+    assert "max scatter-gather bytes limit reached" in message and "100000 bytes" in message
+    statement = "SELECT page, COUNT(*) AS n FROM wikipedia GROUP BY page"
+    message = druid_error(sql(broker, statement, maxScatterGatherBytes=100_000), 400, "Resource limit exceeded",
+                          "CAPACITY_EXCEEDED")  # fmt: skip
+    assert "max scatter-gather bytes limit reached" in message
+    raised = {**native, "context": {"maxScatterGatherBytes": 128 * MiB}}
+    message = druid_error(httpx.post(f"{broker.url}/druid/v2/", json=raised, timeout=120), 400, "druidException",
+                          "INVALID_INPUT")  # fmt: skip
+    assert (
+        message
+        == f"configured [maxScatterGatherBytes = {128 * MiB}] is more than enforced limit of [{64 * MiB}]."
+    )
+    answered = httpx.post(f"{broker.url}/druid/v2/", json=native, timeout=120)  # the same within the limit
+    assert answered.status_code == 200 and len(answered.json()) == 35_143
 
 
 @pytest.mark.parametrize("where", ["data nodes", "broker engine"])
