@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 import orjson
@@ -115,14 +116,7 @@ class _Failing(DataNodeClient):
         super().__init__()
         self.failure = failure
 
-    async def _post(
-        self,
-        url: str,
-        body: bytes,
-        headers: dict[str, str],
-        timeout_s: float | None,
-        budget: GatherBudget | None,
-    ) -> _Reply:
+    async def _post(self, *args: Any, **kwargs: Any) -> _Reply:
         raise self.failure
 
 
@@ -223,18 +217,11 @@ class _ResetOnce(DataNodeClient):
         self.failure = failure
         self.posts = 0
 
-    async def _post(
-        self,
-        url: str,
-        body: bytes,
-        headers: dict[str, str],
-        timeout_s: float | None,
-        budget: GatherBudget | None,
-    ) -> _Reply:
+    async def _post(self, *args: Any, **kwargs: Any) -> _Reply:
         self.posts += 1
         if self.posts == 1:
             raise self.failure
-        return await super()._post(url, body, headers, timeout_s, budget)
+        return await super()._post(*args, **kwargs)
 
 
 @pytest.mark.parametrize(
