@@ -235,7 +235,9 @@ def test_scatter_gather_bytes_under_the_brokers_limit() -> None:
     assert scatter_gather_bytes_within({}, 1000) == 1000
     assert scatter_gather_bytes_within({"maxScatterGatherBytes": "999"}, 1000) == 999
     assert scatter_gather_bytes_within({"maxScatterGatherBytes": None}, 1000) == 1000
-    with pytest.raises(InvalidInput, match=r"configured \[maxScatterGatherBytes = 1001\] is more than enforced"):
+    with pytest.raises(
+        InvalidInput, match=r"configured \[maxScatterGatherBytes = 1001\] is more than enforced"
+    ):
         scatter_gather_bytes_within({"maxScatterGatherBytes": 1001}, 1000)
     for bad in (0, -1, "lots", [1]):
         with pytest.raises(InvalidInput, match="maxScatterGatherBytes"):
