@@ -19,7 +19,8 @@ extended here too, so every module reads statements the same way:
   files it as `on_overflow`).
 - A bracket that starts an operand (`[1, 2]`, `{'a': 1}`: DuckDB's list and struct literals) is a
   syntax error, as in Calcite's parser, which knows only `ARRAY[...]`, `MAP[...]` and subscripts:
-  a statement Druid refuses is never answered here. JDBC's `{d '...'}` escapes stay.
+  a statement Druid refuses is never answered here. JDBC's `{fn ...}` escapes, which the tokenizer
+  reads apart, stay (sqlglot's Druid dialect has no `{d '...'}` literals to keep).
 """
 
 from __future__ import annotations
@@ -124,15 +125,7 @@ class DruidSQL(Druid):
         def _parse_bracket(self, this: exp.Expr | None = None) -> exp.Expr | None:
             opening = self._curr
             if this is None and opening is not None and opening.token_type in _LITERAL_BRACKETS:
-                after = self._next
-                odbc = (
-                    opening.token_type == TokenType.L_BRACE
-                    and after is not None
-                    and after.token_type == TokenType.VAR
-                    and after.text.lower() in self.ODBC_DATETIME_LITERALS
-                )
-                if not odbc:
-                    self.raise_error(f"Received an unexpected token [{opening.text}]", opening)
+                self.raise_error(f"Received an unexpected token [{opening.text}]", opening)
             return super()._parse_bracket(this)
 
     class Generator(DruidGenerator):
